@@ -1,0 +1,31 @@
+import numpy as np
+import pytest
+
+from tpr_keras.layers import TPRInference
+from tpr_keras.ops import tpr
+
+
+def layer_norm(x):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_eq17_to_20_by_hand(steps):
+    layer = TPRInference(11, entity_dim=4, relation_dim=3, hidden_dim=6, inference_steps=steps)
+    rng = np.random.default_rng(0)
+    question = rng.normal(size=(2, 9)).astype("float32")
+    memory = rng.normal(size=(2, 4, 3, 4)).astype("float32")
+    logits, found = layer([question, memory], return_steps=True)
+    entity = layer.n_mlp(question).numpy()
+    total = 0
+    for j in range(steps):
+        entity = layer_norm(tpr.unbind3(memory, entity, layer.l_mlps[j](question)).numpy())
+        np.testing.assert_allclose(found[j], entity, rtol=1e-4, atol=1e-5)
+        total = total + entity
+    np.testing.assert_allclose(logits, total @ layer.z.kernel.numpy(), rtol=1e-4, atol=1e-5)
+    assert logits.shape == (2, 11)
+
+
+def test_config_round_trip():
+    layer = TPRInference(11, 4, 3, 6, inference_steps=2, name="inf")
+    assert TPRInference.from_config(layer.get_config()).get_config() == layer.get_config()

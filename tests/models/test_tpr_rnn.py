@@ -1,0 +1,44 @@
+import keras
+import numpy as np
+import pytest
+
+from tpr_keras.models import TPR_RNN_PRESETS, TPRRNN
+
+
+def batch(seed=0, vocab=20, words=6):
+    rng = np.random.default_rng(seed)
+    story = rng.integers(1, vocab, size=(3, 5, words)).astype("int32")
+    story[:, :, 4:] = 0
+    story[1, 3:] = 0
+    question = rng.integers(1, vocab, size=(3, words)).astype("int32")
+    return {"story": story, "question": question}
+
+
+def test_keras_round_trip_identical_outputs(tmp_path):
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6,
+                               operations="write+move", inference_steps=2)
+    inputs = batch()
+    expected = model(inputs).numpy()
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, TPRRNN)
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(loaded(inputs).numpy(), expected)
+
+
+def test_presets_sizes():
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    assert (model.symbol_dim, model.hidden_dim, model.entity_dim, model.relation_dim) == (20, 20, 15, 10)
+    model = TPRRNN.from_preset("all_tasks", vocabulary_size=180, max_words=12)
+    assert (model.hidden_dim, model.entity_dim, model.relation_dim) == (90, 40, 20)
+    assert set(TPR_RNN_PRESETS) >= {"single_task", "all_tasks", "all_tasks_code"}
+    with pytest.raises(ValueError, match="Unknown preset"):
+        TPRRNN.from_preset("huge", vocabulary_size=20, max_words=6)
+
+
+def test_trailing_padding_sentences_do_not_change_answer():
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    inputs = batch()
+    longer = dict(inputs, story=np.concatenate([inputs["story"], np.zeros((3, 4, 6), "int32")], 1))
+    np.testing.assert_allclose(model(longer).numpy(), model(inputs).numpy(), rtol=1e-6, atol=1e-6)

@@ -1,0 +1,101 @@
+"""The TPR-RNN inference module: multi-step unbinding from the order-3 TPR."""
+
+import keras
+from keras import ops
+
+from tpr_keras.layers.mlp import TanhMLP
+from tpr_keras.layers.scalar_layer_norm import ScalarLayerNorm
+from tpr_keras.ops import tpr
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPRInference(keras.layers.Layer):
+    """Answers a question by repeated unbinding from ``F``, eq. 15-20.
+
+    Schlag & Schmidhuber (2018) §4, inference module. From the question vector
+    ``s_Q`` tanh MLPs give an entity ``n`` (eq. 15) and one relation ``l_j`` per
+    step (eq. 16). Step 1 unbinds ``(n, l_1)``; each later step unbinds with the
+    previous result as the entity (eq. 17-19); every step is layer-normalised
+    with a scalar gain and bias. The logits are ``Z Σ_j î_j`` (eq. 20, before
+    the softmax), with ``Z`` a linear map without bias.
+
+    Args:
+        vocabulary_size: number of output symbols (softmax width).
+        entity_dim: width of ``V_Entity``.
+        relation_dim: width of ``V_Relation``.
+        hidden_dim: hidden width of the MLPs.
+        inference_steps: number of unbinding steps (the paper uses 3).
+
+    Inputs: ``[question_vector [batch, symbol], F [batch, E, R, E]]``.
+    Output: logits ``[batch, vocabulary_size]``.
+
+    Example:
+    >>> inference = TPRInference(30, entity_dim=15, relation_dim=10, hidden_dim=30)
+    >>> inference([np.zeros((2, 30)), np.zeros((2, 15, 10, 15))]).shape
+    TensorShape([2, 30])
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        entity_dim,
+        relation_dim,
+        hidden_dim,
+        inference_steps=3,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if inference_steps < 1:
+            raise ValueError(f"inference_steps must be >= 1; got {inference_steps}.")
+        self.vocabulary_size = int(vocabulary_size)
+        self.entity_dim = int(entity_dim)
+        self.relation_dim = int(relation_dim)
+        self.hidden_dim = int(hidden_dim)
+        self.inference_steps = int(inference_steps)
+
+    def build(self, input_shape):
+        question_shape, _ = input_shape
+        self.n_mlp = TanhMLP(self.hidden_dim, self.entity_dim, name="n")
+        self.n_mlp.build(question_shape)
+        self.l_mlps = []
+        self.norms = []
+        for j in range(1, self.inference_steps + 1):
+            l_mlp = TanhMLP(self.hidden_dim, self.relation_dim, name=f"l{j}")
+            l_mlp.build(question_shape)
+            self.l_mlps.append(l_mlp)
+            norm = ScalarLayerNorm(name=f"layer_norm_{j}")
+            norm.build((None, self.entity_dim))
+            self.norms.append(norm)
+        self.z = keras.layers.Dense(
+            self.vocabulary_size, use_bias=False, name="z"
+        )
+        self.z.build((None, self.entity_dim))
+        self.built = True
+
+    def call(self, inputs, return_steps=False):
+        question, memory = inputs
+        entity = self.n_mlp(question)
+        steps = []
+        for l_mlp, norm in zip(self.l_mlps, self.norms):
+            entity = norm(tpr.unbind3(memory, entity, l_mlp(question)))
+            steps.append(entity)
+        logits = self.z(ops.sum(ops.stack(steps, axis=0), axis=0))
+        if return_steps:
+            return logits, steps
+        return logits
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0][0], self.vocabulary_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "entity_dim": self.entity_dim,
+                "relation_dim": self.relation_dim,
+                "hidden_dim": self.hidden_dim,
+                "inference_steps": self.inference_steps,
+            }
+        )
+        return config
