@@ -1,0 +1,1 @@
+"""Dataset readers: files -> samples -> tf.data (never imported by layers)."""
