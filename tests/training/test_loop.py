@@ -1,0 +1,177 @@
+"""The custom loop: exact replica equivalence, NaN guard, lr policy, resume."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.training import NesterovAdam, Trainer, TrainConfig, sparse_classification
+
+
+def make_data(n=96, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 8)).astype("float32")
+    y = (x[:, 0] + x[:, 1] > 0).astype("int32") + 2 * (x[:, 2] > 0).astype("int32")
+    return x, y
+
+
+def dataset_fn(x, y, batch=16):
+    def fn(epoch):
+        ds = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y}))
+        return ds.shuffle(len(x), seed=epoch).batch(batch)
+    return fn
+
+
+def model_fn(seed=1):
+    def build():
+        keras.utils.set_random_seed(seed)
+        inputs = {"x": keras.Input((8,), name="x")}
+        hidden = keras.layers.Dense(16, activation="tanh")(inputs["x"])
+        return keras.Model(inputs, keras.layers.Dense(4)(hidden))
+    return build
+
+
+def trainer(tmp_path, strategy=None, **overrides):
+    config = TrainConfig(learning_rate=0.01, epochs=3, warmup_steps=0, patience=None,
+                         halve_lr_below=None, verbose=0, clip_norm=0.5)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    return Trainer(model_fn(), lambda: keras.optimizers.Adam(0.01), sparse_classification("y"),
+                   config, str(tmp_path), strategy=strategy)
+
+
+def losses(tr, ds_fn, steps):
+    out = []
+    distributed = tr.strategy.experimental_distribute_dataset(ds_fn(0))
+    for batch in distributed:
+        if tr._train_step is None:
+            tr._train_step = tr._build_train_step(distributed.element_spec)
+        out.append(float(tr._train_step(batch)["loss"]))
+        if len(out) == steps:
+            break
+    return np.array(out), [w.numpy() for w in tr.model.weights]
+
+
+def test_mirrored_two_replicas_equals_one_device(tmp_path):
+    devices = tf.config.list_logical_devices("CPU")
+    assert len(devices) == 2, "conftest splits the CPU into two logical devices"
+    x, y = make_data()
+    single = trainer(tmp_path / "one", tf.distribute.OneDeviceStrategy("/cpu:0"))
+    mirrored = trainer(tmp_path / "two", tf.distribute.MirroredStrategy([d.name for d in devices]))
+    assert mirrored.strategy.num_replicas_in_sync == 2
+    loss1, w1 = losses(single, dataset_fn(x, y), 6)
+    loss2, w2 = losses(mirrored, dataset_fn(x, y), 6)
+    assert loss1[-1] < loss1[0]
+    np.testing.assert_allclose(loss2, loss1, rtol=1e-5, atol=1e-6)
+    for a, b in zip(w1, w2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_nan_step_is_skipped_and_state_untouched(tmp_path):
+    x, y = make_data()
+    x_bad = x.copy()
+    x_bad[:16] = np.nan  # the first batch (no shuffle) is poisoned
+    tr = trainer(tmp_path, reinit_on_nan=False)
+    ds = tf.data.Dataset.from_tensor_slices(({"x": x_bad}, {"y": y})).batch(16)
+    dist = tr.strategy.experimental_distribute_dataset(ds)
+    step = tr._build_train_step(dist.element_spec)
+    before = [w.numpy() for w in tr.model.weights]
+    iterator = iter(dist)
+    out = step(next(iterator))
+    assert not bool(out["applied"])
+    assert int(tr.optimizer.iterations.numpy()) == 0
+    for a, w in zip(before, tr.model.weights):
+        np.testing.assert_array_equal(a, w.numpy())
+    assert bool(step(next(iterator))["applied"])
+    assert int(tr.optimizer.iterations.numpy()) == 1
+
+
+def test_warmup_nan_reinitialises_and_training_continues(tmp_path):
+    x, y = make_data()
+    x_bad = x.copy()
+    x_bad[:16] = np.inf
+    tr = trainer(tmp_path, warmup_steps=3, epochs=1)
+    fn = lambda epoch: tf.data.Dataset.from_tensor_slices(({"x": x_bad}, {"y": y})).batch(16)
+    tr.fit(fn)
+    assert tr.reinits == 1
+    assert int(tr.state["skipped_steps"].numpy()) == 1
+    assert int(tr.state["global_step"].numpy()) == 5  # 6 batches, one skipped
+
+
+def test_learning_rate_warmup_and_halving(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, warmup_steps=4, warmup_factor=0.1, halve_lr_below=10.0, epochs=2)
+    assert tr.current_learning_rate() == pytest.approx(0.001)
+    history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
+    assert bool(tr.state["warmup_done"].numpy())
+    assert bool(tr.state["lr_halved"].numpy())  # valid loss < 10 after epoch 1
+    assert tr.current_learning_rate() == pytest.approx(0.005)
+    assert history[1]["learning_rate"] == pytest.approx(0.005)
+
+
+def test_resume_continues_from_checkpoint(tmp_path):
+    x, y = make_data()
+    full = trainer(tmp_path / "full", epochs=4)
+    full.fit(dataset_fn(x, y))
+    first = trainer(tmp_path / "split", epochs=2)
+    first.fit(dataset_fn(x, y))
+    second = trainer(tmp_path / "split", epochs=4)  # same dir: resumes at epoch 3
+    history = second.fit(dataset_fn(x, y))
+    assert int(second.state["global_step"].numpy()) == 24
+    assert [h["epoch"] for h in history] == [1, 2, 3, 4]
+    for a, b in zip(full.model.weights, second.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_resume_mid_epoch_skips_seen_batches(tmp_path):
+    x, y = make_data()
+    full = trainer(tmp_path / "full", epochs=2)
+    full.fit(dataset_fn(x, y))
+    first = trainer(tmp_path / "split", epochs=2, max_steps=8, checkpoint_every_steps=1)
+    first.fit(dataset_fn(x, y))
+    assert int(first.state["step_in_epoch"].numpy()) == 2  # stopped inside epoch 2
+    second = trainer(tmp_path / "split", epochs=2)
+    second.fit(dataset_fn(x, y))
+    assert int(second.state["global_step"].numpy()) == 12
+    for a, b in zip(full.model.weights, second.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_early_stopping_and_best_weights_restored(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=50, patience=2)
+    # Validation labels unrelated to the inputs: improvement must stall.
+    noise = np.random.default_rng(9).integers(0, 4, size=len(y)).astype("int32")
+    valid = dataset_fn(x, noise)(0)
+    history = tr.fit(dataset_fn(x, y), valid)
+    assert len(history) < 50
+    best = min(h["valid_error_percent"] for h in history)
+    assert tr.evaluate(valid)["error_percent"] == pytest.approx(best)
+    saved = json.loads((tmp_path / "history.json").read_text())
+    assert len(saved) == len(history)
+
+
+def test_evaluate_groups():
+    x, y = make_data()
+    tr = Trainer(model_fn(), lambda: keras.optimizers.Adam(), sparse_classification("y"),
+                 TrainConfig(verbose=0), model_dir=None or "/tmp/unused-eval")
+    ds = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y, "g": y % 2})).batch(32)
+    result = tr.evaluate(ds, group_key="g")
+    assert result["count"] == 96 and set(result["error_percent_by_group"]) == {0, 1}
+
+
+def test_nesterov_adam_matches_formula():
+    var = tf.Variable([1.0, -2.0])
+    opt = NesterovAdam(learning_rate=0.1, beta_1=0.6, beta_2=0.4)
+    grads = [np.array([0.5, -1.0]), np.array([0.2, 0.3])]
+    m = v = np.zeros(2)
+    theta = np.array([1.0, -2.0])
+    for t, g in enumerate(grads, start=1):
+        opt.apply([tf.constant(g, tf.float32)], [var])
+        m = 0.6 * m + 0.4 * g
+        v = 0.4 * v + 0.6 * g * g
+        alpha = 0.1 * np.sqrt(1 - 0.4**t) / (1 - 0.6**t)
+        theta = theta - alpha * (0.6 * m + 0.4 * g) / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(var.numpy(), theta, rtol=1e-5)
