@@ -1,0 +1,89 @@
+"""``python -m train.babi`` end to end on a tiny generated task (subprocess)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import tpr_keras.models  # noqa: F401  (registers TPRRNN for load_model)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PEOPLE = ["mary", "john", "sandra", "daniel"]
+PLACES = ["kitchen", "garden", "office", "hallway"]
+
+
+def write_task1(path, stories, seed):
+    """Task-1-like stories: 'X went to Y.' ... 'Where is X?'."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(stories):
+        where, n = {}, 0
+        for _ in range(3):
+            for _ in range(2):
+                person, place = rng.choice(PEOPLE), rng.choice(PLACES)
+                where[person] = place
+                n += 1
+                lines.append(f"{n} {person.capitalize()} went to the {place}.")
+            person = rng.choice(sorted(where))
+            n += 1
+            lines.append(f"{n} Where is {person.capitalize()}? \t{where[person]}\t{n - 1}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def tiny_babi(tmp_path_factory):
+    root = tmp_path_factory.mktemp("babi") / "en-10k"
+    root.mkdir()
+    write_task1(root / "qa1_single-supporting-fact_train.txt", 100, 0)
+    write_task1(root / "qa1_single-supporting-fact_test.txt", 20, 1)
+    return root.parent
+
+
+def run_train(args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-m", "train.babi", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_train_evaluate_export_and_resume(tiny_babi, tmp_path):
+    model_dir = tmp_path / "run"
+    args = ["--task", "1", "--data_dir", str(tiny_babi), "--model_dir", str(model_dir),
+            "--epochs", "2", "--batch_size", "16", "--warmup_steps", "5",
+            "--download=false", "--verbose", "0"]
+    done = run_train(args, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((model_dir / "results.json").read_text())
+    assert set(results["test_error_percent"]) == {"1"}
+    assert 0.0 <= results["test_error_percent"]["1"] <= 100.0
+    assert results["data"] == {"train": 270, "valid": 30, "test": 60, "vocabulary": 17,
+                               "max_words": 6, "truncated": results["data"]["truncated"]}
+    assert results["epochs"] == 2 and results["steps"] == 2 * 17
+    assert results["train_seconds"] > 0
+    assert "task | valid error % | test error %" in done.stdout
+    # The export loads and answers with a word of the vocabulary.
+    model = keras.models.load_model(model_dir / "export" / "model.keras")
+    vocab = (model_dir / "export" / "vocab.txt").read_text().splitlines()
+    assert vocab[:2] == ["<pad>", "<unk>"] and len(vocab) == model.vocabulary_size
+    logits = model({"story": np.ones((1, 3, 6), "int32"), "question": np.ones((1, 6), "int32")})
+    assert logits.shape == (1, 17)
+    # Restarting with more epochs resumes from the checkpoint instead of starting over.
+    again = run_train([*args[:6], "--epochs", "3", *args[8:]], tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Resumed from" in again.stdout
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["steps"] == 3 * 17 and [h["epoch"] for h in results["history"]] == [1, 2, 3]
+
+
+def test_offline_without_data_says_what_to_pass(tmp_path):
+    env_dir = tmp_path / "empty"
+    env_dir.mkdir()
+    done = run_train(["--task", "1", "--data_dir", str(env_dir), "--model_dir",
+                      str(tmp_path / "run"), "--download=false"], tmp_path)
+    assert done.returncode != 0
+    assert "en-10k" in done.stderr

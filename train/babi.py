@@ -1,0 +1,193 @@
+"""Train and evaluate TPR-RNN on bAbI: ``python -m train.babi --task 1``.
+
+Single-task runs use the paper's Appendix A recipe (Nadam, lr 0.008, β1 0.6,
+β2 0.4, batch 128); ``--task all`` uses the all-tasks one (lr 0.001, default
+betas, batch 32, larger model). At the end the test error per task is printed
+and written with the validation errors and timings to
+``<model_dir>/results.json``, and the trained model is saved to
+``<export_dir>/model.keras`` with its vocabulary.
+"""
+
+import json
+import os
+import time
+
+PROCESS_START = time.time()
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("task", "1", "bAbI task 1-20, a comma-separated list, or 'all'.")
+flags.DEFINE_string("data_dir", None, "Folder holding en-10k/ (or the qa*.txt files); "
+                    "default: $TPR_KERAS_BABI_DIR, then the Keras cache, then download.")
+flags.DEFINE_bool("download", True, "Download the official archive if no local copy is found.")
+flags.DEFINE_enum("setting", "10k", ["10k", "1k"], "Training-set size per task.")
+flags.DEFINE_integer("max_story_sentences", None,
+                     "Keep the last N sentences of a story (default 70; 130 for task 3).")
+flags.DEFINE_string("model_dir", "runs/babi", "Checkpoints, TensorBoard logs, results.json.")
+flags.DEFINE_string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
+flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code"],
+                  "Model size preset (default: single_task, or all_tasks for --task all).")
+flags.DEFINE_integer("symbol_dim", None, "Width of V_Symbol (default: vocabulary size).")
+flags.DEFINE_integer("hidden_dim", None, "Hidden width of the MLPs.")
+flags.DEFINE_integer("entity_dim", None, "Width of V_Entity.")
+flags.DEFINE_integer("relation_dim", None, "Width of V_Relation.")
+flags.DEFINE_enum("operations", "all", ["write", "write+move", "write+backlink", "all"],
+                  "Memory operations (Table 3 ablations).")
+flags.DEFINE_integer("inference_steps", 3, "Unbinding steps of the inference module.")
+flags.DEFINE_enum("optimizer", "nadam", ["nadam", "nesterov_adam", "adam"],
+                  "nadam: Keras Nadam (Dozat, as in the paper); nesterov_adam: the "
+                  "reference code's TF1 Nadam.")
+flags.DEFINE_integer("batch_size", None, "Global batch size (default 128 single-task, 32 all).")
+flags.DEFINE_float("learning_rate", None, "Default 0.008 single-task, 0.001 all-tasks.")
+flags.DEFINE_float("beta_1", None, "Default 0.6 single-task, 0.9 all-tasks.")
+flags.DEFINE_float("beta_2", None, "Default 0.4 single-task, 0.999 all-tasks.")
+flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
+flags.DEFINE_integer("warmup_steps", 50, "Steps at learning_rate * warmup_factor.")
+flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
+flags.DEFINE_float("halve_lr_below", 0.1, "Halve the lr once when valid loss drops below this.")
+flags.DEFINE_integer("epochs", 200, "Maximum epochs.")
+flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
+flags.DEFINE_integer("patience", 20, "Early stopping: validations without improvement.")
+flags.DEFINE_float("target_valid_error", None,
+                   "Also stop once the validation error (%) is at or below this.")
+flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
+flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
+                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
+flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128}
+ALL_TASKS = {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "batch_size": 32}
+
+
+def parse_tasks(value):
+    if value == "all":
+        return "all"
+    tasks = tuple(int(t) for t in value.split(","))
+    bad = [t for t in tasks if not 1 <= t <= 20]
+    if bad:
+        raise app.UsageError(f"--task must be 1..20, a list of them, or 'all'; got {bad}.")
+    return tasks
+
+
+def main(argv):
+    del argv
+    if FLAGS.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
+        logging.set_verbosity(logging.WARNING)
+    import keras
+    import tensorflow as tf
+
+    from tpr_keras.data import babi
+    from tpr_keras.models import TPRRNN
+    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief,
+                                    make_strategy, sparse_classification)
+
+    tasks = parse_tasks(FLAGS.task)
+    joint = tasks == "all" or len(tasks) > 1
+    defaults = ALL_TASKS if joint else SINGLE_TASK
+    hp = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
+          for k, v in defaults.items()}
+    preset = FLAGS.preset or ("all_tasks" if tasks == "all" else "single_task")
+
+    strategy = make_strategy(FLAGS.strategy)
+    replicas = strategy.num_replicas_in_sync
+    if hp["batch_size"] % replicas:
+        raise app.UsageError(
+            f"--batch_size {hp['batch_size']} is not divisible by {replicas} replicas.")
+    logging.info("strategy %s: %d replicas, global batch %d = %d per replica",
+                 type(strategy).__name__, replicas, hp["batch_size"],
+                 hp["batch_size"] // replicas)
+    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
+          f"{hp['batch_size']} = {hp['batch_size'] // replicas} per replica.")
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    data = babi.load_babi(FLAGS.data_dir, tasks=tasks, setting=FLAGS.setting,
+                          max_story_sentences=FLAGS.max_story_sentences,
+                          download=FLAGS.download)
+    print(data)
+    truncated = data.stats.get("truncated", {})
+    print(f"Vocabulary {len(data.vocab)} symbols; {data.max_words} words per sentence; "
+          f"longest story {data.max_sentences} sentences; truncated samples {truncated}.")
+
+    def model_fn():
+        return TPRRNN.from_preset(
+            preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
+            symbol_dim=FLAGS.symbol_dim, hidden_dim=FLAGS.hidden_dim,
+            entity_dim=FLAGS.entity_dim, relation_dim=FLAGS.relation_dim,
+            operations=FLAGS.operations, inference_steps=FLAGS.inference_steps)
+
+    def optimizer_fn():
+        return get_optimizer(FLAGS.optimizer, hp["learning_rate"], hp["beta_1"], hp["beta_2"])
+
+    config = TrainConfig(
+        learning_rate=hp["learning_rate"], epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
+        warmup_factor=FLAGS.warmup_factor, halve_lr_below=FLAGS.halve_lr_below,
+        patience=FLAGS.patience, target_error=FLAGS.target_valid_error,
+        verbose=FLAGS.verbose)
+    trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
+                      FLAGS.model_dir, strategy=strategy)
+    trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
+    print(f"TPR-RNN ({preset}, operations={FLAGS.operations}): "
+          f"{trainer.model.count_params():,} parameters.")
+
+    def train_fn(epoch):
+        return babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
+                                 seed=FLAGS.seed * 100_003 + epoch)
+
+    eval_batch = max(hp["batch_size"], 256)
+    valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False)
+    test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False)
+    steps_per_epoch = -(-len(data.train) // hp["batch_size"])
+
+    started = time.time()
+    history = trainer.fit(train_fn, valid_ds, steps_per_epoch=steps_per_epoch)
+    train_seconds = time.time() - started
+
+    valid = trainer.evaluate(valid_ds, group_key="task")
+    test = trainer.evaluate(test_ds, group_key="task")
+    rows = sorted(test["error_percent_by_group"])
+    print("\ntask | valid error % | test error %")
+    for task in rows:
+        print(f"{task:4d} | {valid['error_percent_by_group'].get(task, float('nan')):13.2f} | "
+              f"{test['error_percent_by_group'][task]:11.2f}")
+    if len(rows) > 1:
+        print(f"mean | {valid['error_percent']:13.2f} | {test['error_percent']:11.2f}"
+              f"   (failed tasks > 5%: "
+              f"{sum(e > 5 for e in test['error_percent_by_group'].values())})")
+
+    results = {
+        "test_error_percent": {str(k): v for k, v in test["error_percent_by_group"].items()},
+        "valid_error_percent": {str(k): v for k, v in valid["error_percent_by_group"].items()},
+        "test_error_percent_mean": test["error_percent"],
+        "train_seconds": train_seconds,
+        "wall_seconds": time.time() - PROCESS_START,
+        "epochs": len(history),
+        "steps": int(trainer.state["global_step"].numpy()),
+        "history": history,
+        "data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
+                 "vocabulary": len(data.vocab), "max_words": data.max_words,
+                 "truncated": truncated},
+        "config": {"task": FLAGS.task, "preset": preset, "operations": FLAGS.operations,
+                   "optimizer": FLAGS.optimizer, "seed": FLAGS.seed, "setting": FLAGS.setting,
+                   "strategy": type(strategy).__name__, "replicas": replicas,
+                   "parameters": trainer.model.count_params(), **hp},
+    }
+    if is_chief(strategy):
+        os.makedirs(FLAGS.model_dir, exist_ok=True)
+        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
+        os.makedirs(export_dir, exist_ok=True)
+        trainer.model.save(os.path.join(export_dir, "model.keras"))
+        data.vocab.save(os.path.join(export_dir, "vocab.txt"))
+        print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; "
+              f"model: {os.path.join(export_dir, 'model.keras')}")
+    print(f"Training took {train_seconds:.0f} s; process wall time "
+          f"{time.time() - PROCESS_START:.0f} s.")
+    del tf
+
+
+if __name__ == "__main__":
+    app.run(main)
