@@ -1,0 +1,200 @@
+"""Tests of the plain and BiDAF logical entailment models."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.layers.tpru_cell import TPRUCell
+from tpr_keras.models.entailment import (
+    BiDAFAttention,
+    BiDAFEntailmentModel,
+    MaskedMaxPooling1D,
+    PairFeatures,
+    PlainEntailmentModel,
+)
+
+V = 34  # vocabulary size
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_init():
+    keras.utils.set_random_seed(1234)
+
+
+def _batch(pad_extra=0):
+    # "(a&b)" / "a" and "(c>~(d))" / "(d|c)", right-padded with 0.
+    a = [[6, 8, 3, 9, 7, 0, 0, 0], [6, 10, 5, 2, 6, 11, 7, 7]]
+    b = [[8, 0, 0, 0, 0], [6, 11, 4, 10, 7]]
+    a = np.pad(np.array(a, np.int32), ((0, 0), (0, pad_extra)))
+    b = np.pad(np.array(b, np.int32), ((0, 0), (0, pad_extra)))
+    return {"a": a, "b": b}
+
+
+def _n(tensor):
+    return keras.ops.convert_to_numpy(tensor)
+
+
+def _mlp(d_in, h):
+    return d_in * h + h + h + 1
+
+
+@pytest.mark.parametrize("num_roles", [8, 32])
+def test_plain_tpru_parameter_count(num_roles):
+    d, e, h = 12, 7, 9
+    model = PlainEntailmentModel(units=d, num_roles=num_roles, embedding_dim=e,
+                                 hidden_units=h, seed=0)
+    trainable = V * e + (3 * d * d + 2 * d * e + 2) + _mlp(4 * d, h)
+    assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == trainable
+    assert model.count_params() == trainable + d * num_roles  # + fixed basis V
+    assert [w.name for w in model.non_trainable_weights] == ["role_basis"]
+
+
+@pytest.mark.parametrize(
+    "cell, rnn_params",
+    [("lstm", lambda d, e: 4 * (e * d + d * d + d)),
+     ("gru", lambda d, e: 3 * (e * d + d * d + 2 * d))],
+)
+def test_plain_baseline_parameter_counts(cell, rnn_params):
+    d, e, h = 12, 7, 9
+    model = PlainEntailmentModel(units=d, cell=cell, embedding_dim=e, hidden_units=h)
+    assert model.count_params() == V * e + rnn_params(d, e) + _mlp(4 * d, h)
+    concat = PlainEntailmentModel(units=d, cell=cell, embedding_dim=e,
+                                  hidden_units=h, features="concat")
+    assert concat.count_params() == V * e + rnn_params(d, e) + _mlp(2 * d, h)
+
+
+def test_bidaf_tpru_parameter_count():
+    d, e, h = 6, 5, 7
+    model = BiDAFEntailmentModel(units=d, num_roles=4, embedding_dim=e,
+                                 hidden_units=h, seed=0)
+    tpru = lambda d_in: 3 * d * d + 2 * d * d_in + 2  # noqa: E731
+    trainable = (V * e + 2 * tpru(e) + 3 * 2 * d + 2 * tpru(8 * d)
+                 + _mlp(4 * 2 * d, h))
+    assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == trainable
+    assert model.count_params() == trainable + 4 * d * 4  # four cells' V
+    assert len([w for w in model.weights if w.name == "role_basis"]) == 4
+
+
+MODELS = [
+    (PlainEntailmentModel, dict(cell="tpru", pooling="last")),
+    (PlainEntailmentModel, dict(cell="tpru", pooling="max")),
+    (PlainEntailmentModel, dict(cell="lstm", pooling="last")),
+    (PlainEntailmentModel, dict(cell="gru", pooling="max")),
+    (BiDAFEntailmentModel, dict(cell="tpru", pooling="max")),
+    (BiDAFEntailmentModel, dict(cell="gru", pooling="last")),
+]
+
+
+@pytest.mark.filterwarnings("ignore:You are using a softmax over axis")  # length-1 B
+@pytest.mark.parametrize("cls, kwargs", MODELS)
+def test_outputs_ignore_padding_and_round_trip(tmp_path, cls, kwargs):
+    model = cls(units=8, num_roles=4, seed=1, **kwargs)
+    out = _n(model(_batch()))
+    assert out.shape == (2, 1) and np.isfinite(out).all()
+    assert not np.allclose(out[0], out[1])
+    # Extra padding changes nothing (masking through every layer).
+    np.testing.assert_allclose(_n(model(_batch(pad_extra=3))), out, rtol=1e-5, atol=1e-6)
+    # A single example alone, unpadded, gives the same logit.
+    alone = {"a": _batch()["a"][:1, :5], "b": _batch()["b"][:1, :1]}
+    np.testing.assert_allclose(_n(model(alone))[0], out[0], rtol=1e-5, atol=1e-6)
+
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert type(loaded) is cls
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(_n(loaded(_batch())), out)
+    for w, lw in zip(model.weights, loaded.weights):
+        np.testing.assert_array_equal(_n(w), _n(lw))
+
+
+def test_plain_encoder_is_shared_and_uses_tpru():
+    model = PlainEntailmentModel(units=8, num_roles=4, seed=3)
+    rnns = [layer for layer in model.layers if isinstance(layer, keras.layers.RNN)]
+    assert len(rnns) == 1 and isinstance(rnns[0].cell, TPRUCell)
+    assert rnns[0].cell.num_roles == 4 and rnns[0].cell.seed == 3
+    assert model.get_layer("features").mode == "full"
+    # Same proposition on both sides: u == v, so |u - v| features are 0.
+    x = _batch()
+    feats = keras.Model(model.inputs, model.get_layer("features").output)
+    f = _n(feats({"a": x["a"], "b": x["a"]}))
+    np.testing.assert_allclose(f[:, :8], f[:, 8:16])
+    np.testing.assert_array_equal(f[:, 16:24], 0.0)
+
+
+def test_one_training_step_reaches_all_trainable_weights_not_basis():
+    for cls in (PlainEntailmentModel, BiDAFEntailmentModel):
+        model = cls(units=6, num_roles=4, seed=2)
+        x, y = _batch(), np.array([[1.0], [0.0]], "float32")
+        loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_weights)
+        used = {
+            w.path for w, g in zip(model.trainable_weights, grads)
+            if g is not None and float(tf.reduce_sum(tf.abs(tf.convert_to_tensor(g)))) > 0
+        }
+        assert used == {w.path for w in model.trainable_weights}
+        assert all(not w.trainable for w in model.weights if w.name == "role_basis")
+
+
+def test_invalid_options():
+    with pytest.raises(ValueError, match="cell"):
+        PlainEntailmentModel(cell="rnn")
+    with pytest.raises(ValueError, match="pooling"):
+        BiDAFEntailmentModel(pooling="mean")
+    with pytest.raises(ValueError, match="features"):
+        PlainEntailmentModel(features="diff")
+
+
+def test_masked_max_pooling():
+    x = np.array([[[1.0, -3.0], [5.0, -2.0], [9.0, 4.0]]], "float32")
+    mask = np.array([[True, True, False]])
+    np.testing.assert_array_equal(_n(MaskedMaxPooling1D()(x, mask=mask)), [[5.0, -2.0]])
+    np.testing.assert_array_equal(_n(MaskedMaxPooling1D()(x)), [[9.0, 4.0]])
+    empty = np.zeros((1, 3), bool)
+    np.testing.assert_array_equal(_n(MaskedMaxPooling1D()(x, mask=empty)), [[0.0, 0.0]])
+
+
+def test_pair_features():
+    u = np.array([[1.0, -2.0]], "float32")
+    v = np.array([[3.0, 1.0]], "float32")
+    np.testing.assert_array_equal(
+        _n(PairFeatures()([u, v])), [[1, -2, 3, 1, 2, 3, 3, -2]]
+    )
+    np.testing.assert_array_equal(_n(PairFeatures("concat")([u, v])), [[1, -2, 3, 1]])
+
+
+def _softmax(z):
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def _np_flow(c, q, s):
+    """Seo et al. eqs. 2-4 for one unpadded example (c: context, q: query)."""
+    att_q = np.stack([_softmax(s[t]) @ q for t in range(len(c))])
+    att_c = _softmax(s.max(axis=1)) @ c
+    return np.concatenate([c, att_q, c * att_q, c * att_c[None]], axis=-1)
+
+
+def test_bidaf_attention_matches_reference_and_masks():
+    rng = np.random.default_rng(0)
+    k, t_len, j_len = 4, 5, 3
+    h = rng.normal(size=(2, t_len, k)).astype("float32")
+    u = rng.normal(size=(2, j_len, k)).astype("float32")
+    mask_h = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    mask_u = np.array([[1, 1, 0], [1, 1, 1]], bool)
+    layer = BiDAFAttention()
+    g_h, g_u = layer([h, u], mask=[mask_h, mask_u])
+    g_h, g_u = _n(g_h), _n(g_u)
+    assert g_h.shape == (2, t_len, 4 * k) and g_u.shape == (2, j_len, 4 * k)
+    w_h, w_u, w_m = layer.similarity_kernel.numpy()
+    for i in range(2):
+        hi, ui = h[i][mask_h[i]], u[i][mask_u[i]]
+        s = (hi @ w_h)[:, None] + (ui @ w_u)[None, :] + (hi * w_m) @ ui.T
+        np.testing.assert_allclose(g_h[i][mask_h[i]], _np_flow(hi, ui, s), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(g_u[i][mask_u[i]], _np_flow(ui, hi, s.T), rtol=1e-4, atol=1e-5)
+    masks = layer.compute_mask([h, u], [mask_h, mask_u])
+    np.testing.assert_array_equal(masks[0], mask_h)
+    np.testing.assert_array_equal(masks[1], mask_u)
