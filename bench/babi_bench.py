@@ -70,16 +70,21 @@ def main():
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--models", default="tpr_rnn")
+    parser.add_argument("--bucket_widths", default="0,10",
+                        help="comma list; 0 = plain random batches")
     parser.add_argument("--json", default=None, help="also write the numbers here")
     args = parser.parse_args()
 
     split, vocab, words, source = load_split(args)
-    dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0, drop_remainder=True)
-    batches = list(dataset.take(40))
     results = {"source": source, "batch_size": args.batch_size, "cpus": os.cpu_count(),
                "tensorflow": tf.__version__, "models": {}}
     print(f"data: {source}; batch {args.batch_size}; TF {tf.__version__}; {os.cpu_count()} CPUs")
-    for name in args.models.split(","):
+    runs = [(name, int(w)) for name in args.models.split(",")
+            for w in args.bucket_widths.split(",")]
+    for name, width in runs:
+        dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
+                                    drop_remainder=True, bucket_width=width or None)
+        batches = list(dataset.take(40))
         builders = {"tpr_rnn": lambda: TPRRNN.from_preset("single_task", vocab, words)}
         keras.utils.set_random_seed(0)
         trainer = Trainer(builders[name], lambda: get_optimizer("nadam", 0.008, 0.6, 0.4),
@@ -94,12 +99,13 @@ def main():
         infer = tf.function(lambda f: model(f, training=False),
                             input_signature=[dataset.element_spec[0]])
         infer_eps = timed(lambda b: infer(b[0]).numpy(), batches, args.seconds)
-        results["models"][name] = {
+        label = f"{name}/bucket{width}"
+        results["models"][label] = {
             "parameters": model.count_params(),
             "train_examples_per_second": train_eps,
             "inference_examples_per_second": infer_eps,
         }
-        print(f"{name:10s} params {model.count_params():7,d}  train {train_eps:9.0f} ex/s  "
+        print(f"{label:18s} params {model.count_params():7,d}  train {train_eps:9.0f} ex/s  "
               f"inference {infer_eps:9.0f} ex/s")
     if args.json:
         with open(args.json, "w") as f:

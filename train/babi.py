@@ -52,6 +52,8 @@ flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs
 flags.DEFINE_integer("patience", 20, "Early stopping: validations without improvement.")
 flags.DEFINE_float("target_valid_error", None,
                    "Also stop once the validation error (%) is at or below this.")
+flags.DEFINE_integer("bucket_width", 10,
+                     "Batch stories of similar length (buckets of N sentences); 0 = off.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
                   "tf.distribute strategy (auto: all local GPUs, else the CPU).")
@@ -134,11 +136,14 @@ def main(argv):
 
     def train_fn(epoch):
         return babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
-                                 seed=FLAGS.seed * 100_003 + epoch)
+                                 seed=FLAGS.seed * 100_003 + epoch,
+                                 bucket_width=FLAGS.bucket_width or None)
 
     eval_batch = max(hp["batch_size"], 256)
-    valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False)
-    test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False)
+    valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False,
+                                 bucket_width=FLAGS.bucket_width or None)
+    test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False,
+                                bucket_width=FLAGS.bucket_width or None)
     steps_per_epoch = -(-len(data.train) // hp["batch_size"])
 
     started = time.time()
@@ -170,7 +175,8 @@ def main(argv):
                  "vocabulary": len(data.vocab), "max_words": data.max_words,
                  "truncated": truncated},
         "config": {"task": FLAGS.task, "preset": preset, "operations": FLAGS.operations,
-                   "optimizer": FLAGS.optimizer, "seed": FLAGS.seed, "setting": FLAGS.setting,
+                   "optimizer": FLAGS.optimizer, "seed": FLAGS.seed,
+                   "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
                    "strategy": type(strategy).__name__, "replicas": replicas,
                    "parameters": trainer.model.count_params(), **hp},
     }

@@ -703,3 +703,21 @@ def test_real_windows_match_parser(all_tasks):
         rows = data.test.story(offset + i)
         assert [data.vocab.decode(r) for r in rows] == s.story[-70:]
         assert data.vocab.decode(data.test.questions[offset + i]) == s.question
+
+
+def test_bucketing_keeps_every_sample_once_and_pads_less(shared_data):
+    from tpr_keras.data.babi import load_babi, make_dataset
+
+    data = load_babi(shared_data / "babi", tasks=(2,), download=False)
+    plain = make_dataset(data.train, 128, shuffle=True, seed=0)
+    bucketed = make_dataset(data.train, 128, shuffle=True, seed=0, bucket_width=10)
+    padded_plain = sum(features["story"].numpy().size for features, _ in plain)
+    seen, padded_bucketed = [], 0
+    for features, _ in bucketed:
+        story = features["story"].numpy()
+        padded_bucketed += story.size
+        lengths = (story != 0).any(-1).sum(-1)
+        assert lengths.max() - lengths.min() <= 10  # one bucket per batch
+        seen.append(features["question"].numpy())
+    assert sum(len(q) for q in seen) == len(data.train)
+    assert padded_bucketed < 0.6 * padded_plain

@@ -769,6 +769,7 @@ def make_dataset(
     seed: int | None = None,
     drop_remainder: bool = False,
     repeat: bool = False,
+    bucket_width: int | None = None,
 ) -> tf.data.Dataset:
     """Builds a batched ``tf.data`` pipeline over an encoded split.
 
@@ -785,6 +786,10 @@ def make_dataset(
         seed: Shuffle seed (None: nondeterministic).
         drop_remainder: Drop the last partial batch.
         repeat: Repeat indefinitely (after shuffling, so each pass is reshuffled).
+        bucket_width: If set, batch stories of similar length together (buckets
+            of this many sentences), so a batch pads to little more than its own
+            stories. Shuffling still happens over the whole split first; every
+            sample still appears exactly once per epoch.
 
     Returns:
         The dataset, prefetched with ``tf.data.AUTOTUNE``.
@@ -808,7 +813,17 @@ def make_dataset(
         ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
-    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    if bucket_width:
+        longest = int(split.story_lengths.max()) if len(split) else 0
+        boundaries = list(range(bucket_width + 1, longest + 1, bucket_width))
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=lambda offset, length, *rest: length,
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            drop_remainder=drop_remainder,
+        )
+    else:
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
 
     def gather(offsets, lengths, questions, answers, tasks):
         steps = tf.range(tf.reduce_max(tf.concat([lengths, [0]], axis=0)))  # [S]
