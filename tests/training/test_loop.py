@@ -175,3 +175,21 @@ def test_nesterov_adam_matches_formula():
         alpha = 0.1 * np.sqrt(1 - 0.4**t) / (1 - 0.6**t)
         theta = theta - alpha * (0.6 * m + 0.4 * g) / (np.sqrt(v) + 1e-8)
     np.testing.assert_allclose(var.numpy(), theta, rtol=1e-5)
+
+
+def test_step_decay_per_epoch(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=3, decay_every_epochs=1, decay_factor=0.1)
+    history = tr.fit(dataset_fn(x, y))
+    assert [h["learning_rate"] for h in history] == pytest.approx([0.01, 0.001, 0.0001])
+
+
+def test_binary_classification_loss_and_correct():
+    from tpr_keras.training import binary_classification
+
+    compute = binary_classification()
+    model = lambda features, training: tf.constant([[2.0], [-1.0], [0.5]])
+    out = compute(model, None, tf.constant([[1.0], [1.0], [0.0]]), False)
+    np.testing.assert_allclose(out["correct"], [1.0, 0.0, 0.0])
+    expected = [np.log1p(np.exp(-2.0)), np.log1p(np.exp(1.0)), np.log1p(np.exp(0.5))]
+    np.testing.assert_allclose(out["loss"], expected, rtol=1e-5)

@@ -50,6 +50,10 @@ class TrainConfig:
         max_reinits: give up after this many re-initialisations.
         halve_lr_below: halve the learning rate once when the validation loss
             falls below this value; ``None`` disables it.
+        decay_every_epochs: multiply the learning rate by ``decay_factor``
+            every this many epochs (MemN2N: halve every 25; TPRU: /10 every
+            30); ``None`` disables it.
+        decay_factor: the factor of that step decay.
         patience: early stopping after this many validations without
             improvement; ``None`` trains for all epochs.
         target_error: also stop once the validation error (%) is at or
@@ -68,6 +72,8 @@ class TrainConfig:
     reinit_on_nan: bool = True
     max_reinits: int = 10
     halve_lr_below: float | None = 0.1
+    decay_every_epochs: int | None = None
+    decay_factor: float = 0.5
     patience: int | None = 20
     target_error: float | None = None
     checkpoint_every_steps: int | None = None
@@ -89,6 +95,24 @@ def sparse_classification(label_key):
         )
         prediction = tf.argmax(logits, axis=-1, output_type=tf.int32)
         correct = tf.cast(tf.equal(prediction, tf.cast(target, tf.int32)), tf.float32)
+        return {"loss": loss, "correct": correct}
+
+    return compute
+
+
+def binary_classification(label_key=None):
+    """A ``compute_fn`` for one-logit binary classification.
+
+    Labels are 0/1 (``labels[label_key]``, or ``labels`` itself when
+    ``label_key`` is None); the loss is sigmoid cross-entropy.
+    """
+
+    def compute(model, features, labels, training):
+        logits = tf.reshape(tf.cast(model(features, training=training), tf.float32), [-1])
+        target = labels if label_key is None else labels[label_key]
+        target = tf.reshape(tf.cast(target, tf.float32), [-1])
+        loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)
+        correct = tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), target), tf.float32)
         return {"loss": loss, "correct": correct}
 
     return compute
@@ -233,6 +257,9 @@ class Trainer:
             lr *= self.config.warmup_factor
         if bool(self.state["lr_halved"].numpy()):
             lr *= 0.5
+        if self.config.decay_every_epochs:
+            decays = int(self.state["epoch"].numpy()) // self.config.decay_every_epochs
+            lr *= self.config.decay_factor**decays
         return lr
 
     def reinitialize(self):
