@@ -1,0 +1,43 @@
+"""``python -m train.entailment`` end to end on tiny generated files (subprocess)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PAIRS = [("(a&b)", "a", 1), ("a", "(a&b)", 0), ("(a|b)", "(b|a)", 1), ("a", "~a", 0),
+         ("(a>b)", "(~b>~a)", 1), ("(c&d)", "(c|d)", 1), ("(c|d)", "(c&d)", 0), ("~~a", "a", 1)]
+
+
+@pytest.fixture(scope="module")
+def tiny_entailment(tmp_path_factory):
+    root = tmp_path_factory.mktemp("entailment")
+    lines = [f"{a},{b},{label},0,0,0" for a, b, label in PAIRS]
+    for name in ("train", "validate", "test_easy", "test_hard", "test_big", "test_massive",
+                 "test_exam"):
+        (root / f"{name}.txt").write_text("\n".join(lines * (4 if name == "train" else 1)) + "\n")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", ["tpru", "gru"])
+def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.entailment", "--data_dir", str(tiny_entailment),
+         "--model_dir", str(tmp_path), "--cell", cell, "--dim", "8", "--roles", "4",
+         "--epochs", "2", "--batch_size", "8", "--verbose", "0"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["accuracy_percent"]) == {
+        "validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam"}
+    # 8 pairs per eval file: accuracy is a multiple of 12.5 %.
+    assert all(v % 12.5 == pytest.approx(0) or v % 12.5 == pytest.approx(12.5)
+               for v in results["accuracy_percent"].values())
+    assert results["steps"] == 2 * 4 and results["epochs"] == 2
+    assert (tmp_path / "export" / "model.keras").exists()

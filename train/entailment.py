@@ -1,0 +1,138 @@
+"""Train and evaluate a recurrent encoder on logical entailment: ``python -m train.entailment``.
+
+Tang, Smolensky & de Sa (2018) §5.1 recipe: Adam, lr 0.001 divided by 10 every
+30 epochs for 90 epochs, gradient clipping, the best model on the validation
+set, symbolic vocabulary permutation (a true permutation here) as
+augmentation. The encoder cell is ``--cell tpru|lstm|gru``; the architecture
+``--arch plain|bidaf``. Accuracy on validate and the five test sets goes to
+``<model_dir>/results.json``; the model to ``<export_dir>/model.keras``.
+"""
+
+import json
+import os
+import time
+
+from absl import app, flags, logging
+
+PROCESS_START = time.time()
+FLAGS = flags.FLAGS
+EVAL_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
+
+flags.DEFINE_string("data_dir", None, "Folder with train.txt, validate.txt, test_*.txt "
+                    "(default: $TPR_KERAS_ENTAILMENT_DIR, then the Keras cache).")
+flags.DEFINE_enum("cell", "tpru", ["tpru", "lstm", "gru"], "Recurrent unit of the encoder.")
+flags.DEFINE_enum("arch", "plain", ["plain", "bidaf"], "Plain shared encoder or BiDAF (§5.2).")
+flags.DEFINE_integer("dim", 64, "Hidden size d (also the embedding and MLP width).")
+flags.DEFINE_integer("roles", 32, "Number of TPRU role vectors N.")
+flags.DEFINE_enum("pooling", None, ["last", "max"], "Sentence vector (default: last for "
+                  "plain as in §5.1, max for bidaf).")
+flags.DEFINE_enum("features", "full", ["full", "concat"],
+                  "full = [u, v, |u-v|, u*v]; concat = [u, v] (the paper's §5.1 wording).")
+flags.DEFINE_bool("augment", True, "Symbolic vocabulary permutation of the variables.")
+flags.DEFINE_integer("train_limit", None, "Use only the first N training pairs.")
+flags.DEFINE_string("model_dir", "runs/entailment", "Checkpoints, logs, results.json.")
+flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
+flags.DEFINE_integer("batch_size", 64, "Global batch size.")
+flags.DEFINE_float("learning_rate", 0.001, "Adam learning rate.")
+flags.DEFINE_integer("epochs", 90, "Maximum epochs.")
+flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
+flags.DEFINE_integer("decay_every_epochs", 30, "Divide the lr by 10 this often (0 = never).")
+flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
+flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
+flags.DEFINE_integer("seed", 0, "Seed of initialisation, data order and augmentation.")
+flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
+                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
+flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+
+def main(argv):
+    del argv
+    if FLAGS.verbosity <= 0:
+        logging.set_verbosity(logging.WARNING)
+    import keras
+
+    from tpr_keras.data import entailment
+    from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
+    from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
+                                    is_chief, make_strategy)
+
+    strategy = make_strategy(FLAGS.strategy)
+    replicas = strategy.num_replicas_in_sync
+    if FLAGS.batch_size % replicas:
+        raise app.UsageError(f"--batch_size {FLAGS.batch_size} is not divisible by "
+                             f"{replicas} replicas.")
+    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
+          f"{FLAGS.batch_size} = {FLAGS.batch_size // replicas} per replica.")
+    keras.utils.set_random_seed(FLAGS.seed)
+
+    train = entailment.load_entailment_split("train", FLAGS.data_dir)
+    if FLAGS.train_limit:
+        train = entailment.EntailmentData(
+            train.a[:FLAGS.train_limit], train.b[:FLAGS.train_limit],
+            train.labels[:FLAGS.train_limit], train.heuristics[:FLAGS.train_limit])
+    evals = {split: entailment.load_entailment_split(split, FLAGS.data_dir)
+             for split in EVAL_SPLITS}
+    print(f"train {len(train.labels):,} pairs; " + ", ".join(
+        f"{k} {len(v.labels):,}" for k, v in evals.items()))
+
+    model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
+    pooling = FLAGS.pooling or ("last" if FLAGS.arch == "plain" else "max")
+
+    def model_fn():
+        return model_class(vocabulary_size=entailment.VOCAB_SIZE, units=FLAGS.dim,
+                           cell=FLAGS.cell, num_roles=FLAGS.roles, pooling=pooling,
+                           features=FLAGS.features, seed=FLAGS.seed)
+
+    config = TrainConfig(
+        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=FLAGS.clip_norm or None, warmup_steps=0, halve_lr_below=None,
+        decay_every_epochs=FLAGS.decay_every_epochs or None, decay_factor=0.1,
+        patience=FLAGS.patience, verbose=FLAGS.verbose)
+    trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate),
+                      binary_classification(), config, FLAGS.model_dir, strategy=strategy)
+    params = trainer.model.count_params()
+    trainable = sum(int(w.numpy().size) for w in trainer.model.trainable_weights)
+    print(f"{FLAGS.arch} {FLAGS.cell} d={FLAGS.dim}"
+          + (f" N={FLAGS.roles}" if FLAGS.cell == "tpru" else "")
+          + f": {params:,} parameters ({trainable:,} trainable).")
+
+    def train_fn(epoch):
+        return entailment.make_dataset(train, FLAGS.batch_size, shuffle=True,
+                                       augment=FLAGS.augment,
+                                       seed=FLAGS.seed * 100_003 + epoch)
+
+    eval_ds = {k: entailment.make_dataset(v, 256) for k, v in evals.items()}
+    started = time.time()
+    history = trainer.fit(train_fn, eval_ds["validate"],
+                          steps_per_epoch=-(-len(train.labels) // FLAGS.batch_size))
+    train_seconds = time.time() - started
+    accuracy = {k: 100.0 - trainer.evaluate(ds)["error_percent"] for k, ds in eval_ds.items()}
+    print("\n" + " | ".join(f"{k} {v:.1f}" for k, v in accuracy.items()))
+    results = {
+        "accuracy_percent": accuracy,
+        "parameters": params,
+        "trainable_parameters": trainable,
+        "train_seconds": train_seconds,
+        "wall_seconds": time.time() - PROCESS_START,
+        "epochs": len(history),
+        "steps": int(trainer.state["global_step"].numpy()),
+        "history": history,
+        "config": {k: getattr(FLAGS, k) for k in (
+            "cell", "arch", "dim", "roles", "features", "augment", "train_limit",
+            "batch_size", "learning_rate", "epochs", "steps", "decay_every_epochs",
+            "clip_norm", "seed")} | {"pooling": pooling, "replicas": replicas},
+    }
+    if is_chief(strategy):
+        os.makedirs(FLAGS.model_dir, exist_ok=True)
+        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1)
+        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
+        os.makedirs(export_dir, exist_ok=True)
+        trainer.model.save(os.path.join(export_dir, "model.keras"))
+        entailment.save_vocabulary(os.path.join(export_dir, "vocab.txt"))
+    print(f"Training took {train_seconds:.0f} s; process wall time "
+          f"{time.time() - PROCESS_START:.0f} s.")
+
+
+if __name__ == "__main__":
+    app.run(main)
