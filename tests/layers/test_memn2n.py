@@ -1,0 +1,332 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.layers.memn2n import (
+    MemN2NEmbedding,
+    MemN2NHop,
+    MemN2NNetwork,
+    coded_position_encoding,
+    position_encoding,
+)
+
+
+def story_batch():
+    """3 stories of 6 rows x 4 word slots; lengths 6, 2 and 0 real sentences."""
+    story = np.zeros((3, 6, 4), "int32")
+    for s in range(6):
+        story[0, s, :2] = [2 + s, 10 + s]
+    story[1, 0, :3] = [3, 4, 5]
+    story[1, 1, :1] = [6]
+    question = np.array([[7, 8, 0, 0], [9, 0, 0, 0], [2, 3, 4, 0]], "int32")
+    return story, question
+
+
+# --------------------------------------------------------------- position enc.
+def test_paper_position_encoding_matches_formula():
+    lengths = np.array([2.0, 3.0])
+    out = position_encoding(lengths, num_slots=3, embedding_dim=4).numpy()
+    assert out.shape == (2, 3, 4)
+    for b, big_j in enumerate([2, 3]):
+        for j in range(1, 4):
+            for k in range(1, 5):
+                expected = (1 - j / big_j) - (k / 4) * (1 - 2 * j / big_j)
+                assert out[b, j - 1, k - 1] == pytest.approx(expected, abs=1e-6)
+    # One-word sentence: l_k1 = k / d.
+    single = position_encoding(np.array([1.0]), 1, 4).numpy()[0, 0]
+    np.testing.assert_allclose(single, [0.25, 0.5, 0.75, 1.0], rtol=1e-6)
+
+
+def test_coded_position_encoding_matches_formula():
+    out = coded_position_encoding(num_slots=3, embedding_dim=4).numpy()
+    for j in range(1, 4):
+        for k in range(1, 5):
+            expected = 1 + 4 * (k - 2.5) * (j - 2.0) / (4 * 3)
+            assert out[j - 1, k - 1] == pytest.approx(expected, abs=1e-6)
+    np.testing.assert_allclose(out[1], 1.0)  # the middle word is unscaled
+
+
+def test_embedding_position_encodings_and_temporal_term():
+    ids = np.array([[3, 5, 0]])
+    for encoding in ("bag_of_words", "position", "position_code"):
+        table = MemN2NEmbedding(10, 4, sentence_encoding=encoding, memory_size=5)
+        out = table(ids, time_index=np.array([2])).numpy()[0]
+        a, t = table.embeddings.numpy(), table.temporal.numpy()
+        if encoding == "bag_of_words":
+            weights, time_weight = np.ones((3, 4)), np.ones(4)
+        elif encoding == "position":  # J = 2 real words, T unscaled
+            weights, time_weight = position_encoding(np.array(2.0), 3, 4).numpy(), np.ones(4)
+        else:  # J = 3 slots + 1 time word, which takes the last column
+            full = coded_position_encoding(4, 4).numpy()
+            weights, time_weight = full[:3], full[3]
+        expected = weights[0] * a[3] + weights[1] * a[5] + time_weight * t[1]
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_pad_row_is_zero_and_gets_no_gradient():
+    table = MemN2NEmbedding(10, 4, memory_size=3)
+    table.build()
+    np.testing.assert_array_equal(table.embeddings.numpy()[0], 0.0)
+    assert 0.05 < table.embeddings.numpy()[1:].std() < 0.2  # N(0, 0.1)
+    ids = np.array([[3, 5, 0, 0], [0, 0, 0, 0]])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(table(ids, time_index=np.array([1, 0])) ** 2) + tf.reduce_sum(
+            table.project(tf.ones((2, 4)))
+        )
+    grad = tf.convert_to_tensor(tape.gradient(loss, table.embeddings)).numpy()
+    np.testing.assert_array_equal(grad[0], 0.0)
+    assert np.abs(grad[3]).sum() > 0
+    # Empty sentence without time index embeds to exactly 0; pad logit is 0.
+    np.testing.assert_array_equal(table(ids, time_index=np.array([1, 0])).numpy()[1], 0.0)
+    np.testing.assert_array_equal(table.project(tf.ones((2, 4))).numpy()[:, 0], 0.0)
+
+
+# ------------------------------------------------------------------------ hop
+def hop_inputs():
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(2, 4)).astype("float32")
+    m = rng.normal(size=(2, 5, 4)).astype("float32")
+    c = rng.normal(size=(2, 5, 4)).astype("float32")
+    mask = np.array([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], bool)
+    m[~mask] = 0.0
+    c[~mask] = 0.0
+    return u, m, c, mask
+
+
+def test_hop_attention_sums_to_one_over_real_memories_and_zero_on_padding():
+    u, m, c, mask = hop_inputs()
+    new_u, p = MemN2NHop()([u, m, c], memory_mask=mask)
+    p = p.numpy()
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(p[~mask], 0.0)
+    scores = np.einsum("bd,bmd->bm", u, m)
+    expected = np.exp(scores[0, :3]) / np.exp(scores[0, :3]).sum()
+    np.testing.assert_allclose(p[0, :3], expected, rtol=1e-5)
+    np.testing.assert_allclose(new_u.numpy(), u + np.einsum("bm,bmd->bd", p, c), rtol=1e-5)
+    # An all-empty memory reads nothing (no NaN).
+    _, p_empty = MemN2NHop()([u, m, c], memory_mask=np.zeros_like(mask))
+    np.testing.assert_array_equal(p_empty.numpy(), 0.0)
+
+
+def test_hop_without_masking_keeps_empty_slots_in_the_softmax():
+    u, m, c, mask = hop_inputs()
+    _, p = MemN2NHop(mask_empty_memories=False)([u, m, c], memory_mask=mask)
+    p = p.numpy()
+    np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
+    assert (p[~mask] > 0).all()  # logit 0 on the empty slots, as in the authors' code
+    scores = np.einsum("bd,bmd->bm", u, m)
+    np.testing.assert_allclose(p, np.exp(scores) / np.exp(scores).sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_linear_start_hop_has_no_softmax():
+    u, m, c, mask = hop_inputs()
+    hop = MemN2NHop()
+    scores = np.einsum("bd,bmd->bm", u, m) * mask
+    for linear in (True, tf.constant(True)):
+        new_u, p = hop([u, m, c], memory_mask=mask, linear=linear)
+        np.testing.assert_allclose(p.numpy(), scores, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(new_u.numpy(), u + np.einsum("bm,bmd->bd", scores, c), rtol=1e-5)
+    _, p = hop([u, m, c], memory_mask=mask, linear=tf.constant(False))
+    np.testing.assert_allclose(p.numpy().sum(-1), 1.0, rtol=1e-6)
+
+
+def test_layer_wise_hop_projection():
+    u, m, c, mask = hop_inputs()
+    hop = MemN2NHop(use_projection=True)
+    new_u, p = hop([u, m, c], memory_mask=mask)
+    h = hop.projection.numpy()
+    assert h.shape == (4, 4)
+    expected = u @ h.T + np.einsum("bm,bmd->bd", p.numpy(), c)
+    np.testing.assert_allclose(new_u.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+# -------------------------------------------------------------------- network
+def test_memory_keeps_last_sentences_and_most_recent_has_time_index_1():
+    story, _ = story_batch()
+    net = MemN2NNetwork(30, 8, memory_size=4)
+    ids, mask, count = (t.numpy() for t in net.memory_slots(story))
+    assert ids.shape == (3, 4, 4)
+    np.testing.assert_array_equal(count, [4, 2, 0])
+    # Example 0: 6 sentences, the last 4 kept, most recent first.
+    np.testing.assert_array_equal(ids[0, :, :2], [[7, 15], [6, 14], [5, 13], [4, 12]])
+    # Example 1: 2 real sentences followed by 4 padding rows.
+    np.testing.assert_array_equal(ids[1, 0], [6, 0, 0, 0])
+    np.testing.assert_array_equal(ids[1, 1], [3, 4, 5, 0])
+    np.testing.assert_array_equal(ids[1, 2:], 0)
+    np.testing.assert_array_equal(mask, [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]])
+    time = net.time_indices(mask, count).numpy()
+    np.testing.assert_array_equal(time, [[1, 2, 3, 4], [1, 2, 0, 0], [0, 0, 0, 0]])
+    # Time counts from the end of the real story: leading padding is ignored too.
+    shifted = np.concatenate([np.zeros((3, 3, 4), "int32"), story], axis=1)
+    np.testing.assert_array_equal(net.memory_slots(shifted)[0].numpy(), ids)
+
+
+def test_temporal_encoding_uses_row_of_the_recency_index():
+    story, question = story_batch()
+    net = MemN2NNetwork(30, 8, memory_size=4, num_hops=1, sentence_encoding="bag_of_words")
+    net([story, question])
+    # Example 1 has 2 sentences: the most recent ([6]) must get T row 0.
+    table = net.tables[0]
+    ids, mask, count = net.memory_slots(story)
+    m = table(ids, time_index=net.time_indices(mask, count)).numpy()
+    a, t = table.embeddings.numpy(), table.temporal.numpy()
+    np.testing.assert_allclose(m[1, 0], a[6] + t[0], rtol=1e-6)
+    np.testing.assert_allclose(m[1, 1], a[3] + a[4] + a[5] + t[1], rtol=1e-6)
+    np.testing.assert_array_equal(m[1, 2:], 0.0)
+
+
+def test_random_noise_only_in_training():
+    story = np.ones((16, 30, 4), "int32")
+    story[8:, 20:] = 0  # 20 sentences in half of the batch
+    question = np.ones((16, 4), "int32")
+    net = MemN2NNetwork(30, 8, memory_size=25, random_noise=0.1, seed=3)
+    first = net([story, question], training=False).numpy()
+    np.testing.assert_array_equal(net([story, question]).numpy(), first)
+    ids, mask, count = net.memory_slots(story)
+    base = net.time_indices(mask, count, training=False).numpy()
+    moved = False
+    for _ in range(5):
+        noisy = net.time_indices(mask, count, training=True).numpy()
+        np.testing.assert_array_equal(noisy == 0, base == 0)  # empty stays empty
+        for row, n in zip(noisy, count.numpy()):
+            real = row[:n]
+            assert real.min() >= 1 and real.max() <= 25
+            assert (np.diff(real) >= 0).all()  # order kept
+            assert real[-1] <= min(n + int(np.ceil(0.1 * n)), 25)
+        moved |= bool((noisy != base).any())
+    assert moved
+    assert not np.allclose(net([story, question], training=True).numpy(), first)
+    quiet = MemN2NNetwork(30, 8, memory_size=25, random_noise=0.0)
+    np.testing.assert_array_equal(
+        quiet([story, question], training=True).numpy(),
+        quiet([story, question], training=False).numpy(),
+    )
+
+
+def test_random_noise_is_seeded():
+    story = np.ones((4, 30, 4), "int32")
+    outs = []
+    for _ in range(2):
+        net = MemN2NNetwork(30, 8, memory_size=25, seed=7)
+        _, mask, count = net.memory_slots(story)
+        outs.append(net.time_indices(mask, count, training=True).numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def trainable_count(layer):
+    return sum(int(np.prod(w.shape)) for w in layer.trainable_weights)
+
+
+def test_adjacent_weight_tying_shares_tables():
+    story, question = story_batch()
+    vocab, dim, hops, size = 30, 8, 3, 4
+    net = MemN2NNetwork(vocab, dim, num_hops=hops, memory_size=size)
+    net([story, question])
+    assert len(net.tables) == hops + 1
+    assert net.question_table is net.input_tables[0]  # B = A^1
+    for k in range(hops - 1):
+        assert net.output_tables[k] is net.input_tables[k + 1]  # A^{k+1} = C^k
+    assert net.output_matrix is None  # W^T = C^K
+    assert all(hop.projection is None for hop in net.hops)
+    assert trainable_count(net) == (hops + 1) * (vocab * dim + size * dim)
+    _, attention = net([story, question], return_attention=True)
+    assert attention.shape == (3, hops, size)
+    no_time = MemN2NNetwork(vocab, dim, num_hops=hops, memory_size=size, temporal_encoding=False)
+    no_time([story, question])
+    assert trainable_count(no_time) == (hops + 1) * vocab * dim
+
+
+def reference_forward(net, story, question):
+    """NumPy eq. 1-4 for adjacent tying with the paper's PE and temporal encoding."""
+    tables = [(t.embeddings.numpy(), t.temporal.numpy()) for t in net.tables]
+
+    def embed(table, words, time=None):
+        words = [w for w in words if w]
+        vec = sum(position_encoding(np.array(float(len(words))), len(words), net.embedding_dim)
+                  .numpy()[j] * table[0][w] for j, w in enumerate(words))
+        return vec + (table[1][time - 1] if time else 0.0)
+
+    logits = []
+    for b in range(story.shape[0]):
+        real = [s for s in story[b] if s.any()][-net.memory_size:][::-1]  # most recent first
+        u = embed(tables[0], question[b])
+        for k in range(net.num_hops):
+            m = np.array([embed(tables[k], s, i + 1) for i, s in enumerate(real)])
+            c = np.array([embed(tables[k + 1], s, i + 1) for i, s in enumerate(real)])
+            p = np.exp(m @ u) / np.exp(m @ u).sum()
+            u = u + p @ c
+        w = tables[-1][0].copy()
+        w[0] = 0.0
+        logits.append(w @ u)  # W^T = C^K
+    return np.array(logits)
+
+
+def test_adjacent_network_matches_numpy_reference():
+    story, question = story_batch()
+    story, question = story[:2], question[:2]  # example 2 has no memories
+    net = MemN2NNetwork(30, 8, num_hops=2, memory_size=4)
+    np.testing.assert_allclose(
+        net([story, question]).numpy(), reference_forward(net, story, question),
+        rtol=1e-4, atol=1e-5,
+    )
+
+
+def test_layer_wise_weight_tying_shares_a_c_and_h():
+    story, question = story_batch()
+    vocab, dim, hops, size = 30, 8, 3, 4
+    net = MemN2NNetwork(vocab, dim, num_hops=hops, memory_size=size, weight_tying="layer_wise")
+    net([story, question])
+    assert all(t is net.input_tables[0] for t in net.input_tables)
+    assert all(t is net.output_tables[0] for t in net.output_tables)
+    assert net.input_tables[0] is not net.output_tables[0]
+    assert net.question_table not in (net.input_tables[0], net.output_tables[0])
+    assert net.question_table.temporal is None
+    assert all(hop is net.hops[0] for hop in net.hops)
+    assert net.hops[0].projection.shape == (dim, dim)
+    # A, B, C, W (V x d each), H (d x d), T_A, T_C (M x d each).
+    assert trainable_count(net) == 4 * vocab * dim + dim * dim + 2 * size * dim
+
+
+def test_network_linear_start_switch_without_retracing():
+    story, question = story_batch()
+    net = MemN2NNetwork(30, 8, memory_size=4, linear_start=True)
+    net([story, question])  # build outside the tf.function
+    traces = []
+
+    @tf.function
+    def attention(story, question):
+        traces.append(1)
+        return net([story, question], return_attention=True)[1]
+
+    p = attention(story, question).numpy()
+    assert net.linear_start_enabled() and net.get_config()["linear_start"] is True
+    assert not np.allclose(p[0].sum(-1), 1.0)  # raw scores
+    np.testing.assert_array_equal(p[1, :, 2:], 0.0)
+    net.set_linear_start(False)
+    p = attention(story, question).numpy()
+    np.testing.assert_allclose(p[:2].sum(-1), 1.0, rtol=1e-5)
+    assert len(traces) == 1
+    assert net.get_config()["linear_start"] is False
+    assert not net.linear_start.trainable
+
+
+def test_invalid_arguments():
+    with pytest.raises(ValueError, match="sentence_encoding"):
+        MemN2NNetwork(30, sentence_encoding="ngram")
+    with pytest.raises(ValueError, match="weight_tying"):
+        MemN2NNetwork(30, weight_tying="none")
+    with pytest.raises(ValueError, match="random_noise"):
+        MemN2NNetwork(30, random_noise=2.0)
+
+
+def test_layer_configs_round_trip():
+    for layer in (
+        MemN2NEmbedding(10, 4, sentence_encoding="position_code", memory_size=5, name="e"),
+        MemN2NHop(use_projection=True, mask_empty_memories=False, name="h"),
+        MemN2NNetwork(10, 4, num_hops=2, weight_tying="layer_wise", seed=1, name="n"),
+    ):
+        clone = type(layer).from_config(layer.get_config())
+        assert clone.get_config() == layer.get_config()
+        restored = keras.layers.deserialize(keras.layers.serialize(layer))
+        assert isinstance(restored, type(layer))

@@ -1,0 +1,669 @@
+"""End-To-End Memory Network layers (Sukhbaatar et al., 2015).
+
+Three layers and two position-encoding functions:
+
+* :func:`position_encoding` — the paper's ``l_kj`` (§4.1), ``J`` = the words
+  of each sentence; :func:`coded_position_encoding` — the authors' MATLAB
+  variant, ``J`` = the padded word slots (see ``NOTES.md``).
+* :class:`MemN2NEmbedding` — one embedding table (``A^k``, ``B``, ``C^k``)
+  with its temporal rows (``T_A``/``T_C``), turning sentences into vectors.
+* :class:`MemN2NHop` — one memory hop, eq. 1, 2 and 4.
+* :class:`MemN2NNetwork` — K hops with adjacent or layer-wise weight tying,
+  the last-``memory_size``-sentences memory, temporal encoding, random noise,
+  linear start and the answer layer (eq. 3).
+"""
+
+import math
+
+import keras
+from keras import ops
+
+SENTENCE_ENCODINGS = ("bag_of_words", "position", "position_code")
+WEIGHT_TYING = ("adjacent", "layer_wise")
+
+
+def _default_initializer():
+    # §4.2: "initialized randomly from a Gaussian distribution with zero mean
+    # and σ = 0.1".
+    return keras.initializers.RandomNormal(mean=0.0, stddev=0.1)
+
+
+def _large_negative(dtype):
+    return -6e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
+
+
+def position_encoding(sentence_lengths, num_slots, embedding_dim, dtype="float32"):
+    """The paper's position encoding (§4.1), one ``J`` per sentence.
+
+    ``l_kj = (1 - j/J) - (k/d)(1 - 2j/J)`` with 1-based word index ``j``,
+    embedding index ``k``, ``d = embedding_dim`` and ``J`` the number of words
+    of the sentence ("J being the number of words in the sentence").
+
+    Args:
+        sentence_lengths: number of real words of each sentence, ``[...]``.
+        num_slots: word slots per sentence (``W``, static).
+        embedding_dim: ``d``.
+        dtype: float dtype of the result.
+
+    Returns:
+        ``[..., num_slots, embedding_dim]``; entries of slots ``j > J`` are
+        defined by the same formula but belong to padding (masked by callers).
+
+    Example:
+    >>> position_encoding(np.array([2.0]), num_slots=3, embedding_dim=4).shape
+    TensorShape([1, 3, 4])
+    """
+    length = ops.maximum(ops.cast(sentence_lengths, dtype), 1.0)[..., None, None]
+    j = ops.cast(ops.arange(1, num_slots + 1), dtype)[:, None]
+    k = ops.cast(ops.arange(1, embedding_dim + 1), dtype)[None, :]
+    return (1.0 - j / length) - (k / embedding_dim) * (1.0 - 2.0 * j / length)
+
+
+def coded_position_encoding(num_slots, embedding_dim, dtype="float32"):
+    """The authors' coded position encoding (MATLAB ``build_model.m``).
+
+    ``l_kj = 1 + 4 (k - (d+1)/2)(j - (J+1)/2) / (d J)`` with ``J = num_slots``
+    the *padded* sentence width (one more than the longest sentence when the
+    time word is on, see :class:`MemN2NEmbedding`). The authors acknowledged
+    the difference from the paper's formula as unintended.
+
+    Returns:
+        ``[num_slots, embedding_dim]``.
+
+    Example:
+    >>> coded_position_encoding(3, 4).shape
+    TensorShape([3, 4])
+    """
+    j = ops.cast(ops.arange(1, num_slots + 1), dtype)[:, None]
+    k = ops.cast(ops.arange(1, embedding_dim + 1), dtype)[None, :]
+    return 1.0 + 4.0 * (k - (embedding_dim + 1) / 2.0) * (j - (num_slots + 1) / 2.0) / (
+        embedding_dim * num_slots
+    )
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class MemN2NEmbedding(keras.layers.Layer):
+    """Sentence (or question) embedding of MemN2N with temporal encoding, §4.1.
+
+    Sukhbaatar et al. (2015) §4.1: ``m_i = Σ_j l_j ⊙ A x_ij + T_A(i)`` for a
+    memory, ``u = Σ_j l_j ⊙ B q_j`` for the question; bag of words uses
+    ``l_j = 1``. One instance is one matrix of the paper (``A^k``, ``B`` or
+    ``C^k``, with its ``T_A``/``T_C`` rows); weight tying reuses instances.
+
+    The pad word (id 0) is masked in the lookup: the pad row never contributes
+    and gets no gradient, and it is initialised to zero, so it stays exactly
+    zero ("the embedding of the null symbol was constrained to be zero",
+    §4.2). :meth:`project` uses the table as the answer matrix ``W = C^K``
+    (adjacent tying), with the pad row still zero (its logit is 0).
+
+    Args:
+        vocabulary_size: number of word ids, including pad (0) and unknown.
+        embedding_dim: ``d``.
+        sentence_encoding: ``"bag_of_words"``, ``"position"`` (the paper's
+            formula, :func:`position_encoding`) or ``"position_code"`` (the
+            authors' coded formula, :func:`coded_position_encoding`).
+        memory_size: rows of the temporal matrix ``T`` (time index 1 = most
+            recent sentence); ``None`` for a table without temporal encoding.
+        time_word_slot: only for ``"position_code"``: the authors' code stores
+            the time index as an extra last word, so ``J`` is the word slots
+            plus one and the temporal vector is scaled by ``l_{·J}``. Default:
+            whether ``memory_size`` is set. Pass it explicitly for a question
+            table without ``T`` in a model with temporal encoding.
+        embeddings_initializer: initializer of the word and temporal tables;
+            default N(0, 0.1).
+
+    Inputs: word ids ``[..., W]`` and optionally ``time_index`` ``[...]``
+    (int, 0 = no temporal term). Output: ``[..., embedding_dim]``.
+
+    Example:
+    >>> table = MemN2NEmbedding(30, 20, memory_size=50)
+    >>> table(np.array([[4, 7, 2, 0]]), time_index=np.array([1])).shape
+    TensorShape([1, 20])
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        embedding_dim,
+        sentence_encoding="position",
+        memory_size=None,
+        time_word_slot=None,
+        embeddings_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if sentence_encoding not in SENTENCE_ENCODINGS:
+            raise ValueError(
+                f"sentence_encoding must be one of {SENTENCE_ENCODINGS}; "
+                f"got {sentence_encoding!r}."
+            )
+        self.vocabulary_size = int(vocabulary_size)
+        self.embedding_dim = int(embedding_dim)
+        self.sentence_encoding = sentence_encoding
+        self.memory_size = None if memory_size is None else int(memory_size)
+        self.time_word_slot = bool(
+            self.memory_size is not None if time_word_slot is None else time_word_slot
+        )
+        self.embeddings_initializer = keras.initializers.get(
+            embeddings_initializer or _default_initializer()
+        )
+
+    def build(self, input_shape=None):
+        base = self.embeddings_initializer
+
+        def zero_pad_row(shape, dtype=None):
+            keep = ops.cast(ops.arange(shape[0]) > 0, dtype or "float32")[:, None]
+            return base(shape, dtype=dtype) * keep
+
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocabulary_size, self.embedding_dim),
+            initializer=zero_pad_row,
+        )
+        self.temporal = None
+        if self.memory_size is not None:
+            self.temporal = self.add_weight(
+                name="temporal",
+                shape=(self.memory_size, self.embedding_dim),
+                initializer=base,
+            )
+        self.built = True
+
+    def _position_weights(self, keep):
+        """``[..., W, d]`` word weights and the time-word weight ``[d]`` or None."""
+        num_slots = keep.shape[-1]
+        if num_slots is None:
+            raise ValueError("MemN2NEmbedding needs a static number of word slots.")
+        if self.sentence_encoding == "position":
+            lengths = ops.sum(keep, axis=-1)
+            return position_encoding(lengths, num_slots, self.embedding_dim, keep.dtype), None
+        total = num_slots + 1 if self.time_word_slot else num_slots
+        weights = coded_position_encoding(total, self.embedding_dim, keep.dtype)
+        time_weight = weights[num_slots] if self.time_word_slot else None
+        return weights[:num_slots], time_weight
+
+    def call(self, word_ids, time_index=None):
+        word_ids = ops.cast(word_ids, "int32")
+        keep = ops.cast(ops.not_equal(word_ids, 0), self.compute_dtype)
+        words = ops.take(self.embeddings, word_ids, axis=0) * keep[..., None]
+        time_weight = None
+        if self.sentence_encoding != "bag_of_words":
+            weights, time_weight = self._position_weights(keep)
+            words = words * weights
+        sentence = ops.sum(words, axis=-2)
+        if time_index is None:
+            return sentence
+        if self.temporal is None:
+            raise ValueError("time_index given to a MemN2NEmbedding without memory_size.")
+        time_index = ops.cast(time_index, "int32")
+        rows = ops.clip(time_index - 1, 0, self.memory_size - 1)
+        has_time = ops.cast(ops.greater(time_index, 0), self.compute_dtype)
+        temporal = ops.take(self.temporal, rows, axis=0) * has_time[..., None]
+        if time_weight is not None:
+            temporal = temporal * time_weight
+        return sentence + temporal
+
+    def project(self, vectors):
+        """Logits ``vectors Wᵀ`` with this table as ``W`` (pad logit fixed at 0)."""
+        keep = ops.cast(ops.arange(self.vocabulary_size) > 0, self.embeddings.dtype)
+        return ops.matmul(vectors, ops.transpose(self.embeddings * keep[:, None]))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:-1]) + (self.embedding_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "sentence_encoding": self.sentence_encoding,
+                "memory_size": self.memory_size,
+                "time_word_slot": self.time_word_slot,
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class MemN2NHop(keras.layers.Layer):
+    """One memory hop of MemN2N: attention, read-out and state update.
+
+    Sukhbaatar et al. (2015) §2: ``p_i = Softmax(uᵀ m_i)`` (eq. 1),
+    ``o = Σ_i p_i c_i`` (eq. 2) and ``u' = u + o`` (eq. 4), or
+    ``u' = H u + o`` with a learned ``d × d`` matrix ``H`` for layer-wise
+    weight tying (§2.2).
+
+    Empty memory slots (``memory_mask`` False) are masked out of the softmax,
+    so the attention sums to 1 over the real memories and is 0 on empty slots.
+    With ``mask_empty_memories=False`` they stay in the softmax as the
+    authors' code has them (their ``m_i = 0`` gives logit 0).
+
+    Linear start (§4.2): with ``linear`` true the softmax is removed and
+    ``p_i = uᵀ m_i`` (0 on masked slots). ``linear`` may be a Python bool or a
+    scalar boolean tensor (read in-graph, no retracing when it changes).
+
+    Args:
+        use_projection: learn ``H`` (layer-wise tying); default False.
+        mask_empty_memories: mask empty slots out of the softmax.
+        kernel_initializer: initializer of ``H``; default N(0, 0.1).
+
+    Inputs: ``[u [batch, d], m [batch, slots, d], c [batch, slots, d]]``.
+    Outputs: ``(u' [batch, d], p [batch, slots])``.
+
+    Example:
+    >>> hop = MemN2NHop()
+    >>> u, p = hop([np.ones((2, 20)), np.ones((2, 5, 20)), np.ones((2, 5, 20))])
+    >>> u.shape, p.shape
+    (TensorShape([2, 20]), TensorShape([2, 5]))
+    """
+
+    def __init__(
+        self,
+        use_projection=False,
+        mask_empty_memories=True,
+        kernel_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.use_projection = bool(use_projection)
+        self.mask_empty_memories = bool(mask_empty_memories)
+        self.kernel_initializer = keras.initializers.get(
+            kernel_initializer or _default_initializer()
+        )
+
+    def build(self, input_shape):
+        query_shape = input_shape[0]
+        dim = query_shape[-1]
+        self.projection = None
+        if self.use_projection:
+            self.projection = self.add_weight(
+                name="projection", shape=(dim, dim), initializer=self.kernel_initializer
+            )
+        self.built = True
+
+    def attention(self, query, memory_in, memory_mask=None, linear=False):
+        """``p`` of eq. 1 (or the raw scores in linear-start mode)."""
+        scores = ops.einsum("bd,bmd->bm", query, memory_in)
+        if memory_mask is not None and self.mask_empty_memories:
+            keep = ops.cast(memory_mask, "bool")
+            keep_f = ops.cast(keep, scores.dtype)
+            soft = ops.softmax(
+                ops.where(keep, scores, _large_negative(scores.dtype)), axis=-1
+            ) * keep_f  # an all-empty memory gives p = 0, not NaN
+            raw = scores * keep_f
+        else:
+            soft = ops.softmax(scores, axis=-1)
+            raw = scores
+        if isinstance(linear, bool):
+            return raw if linear else soft
+        return ops.where(ops.cast(linear, "bool"), raw, soft)
+
+    def call(self, inputs, memory_mask=None, linear=False):
+        query, memory_in, memory_out = inputs
+        p = self.attention(query, memory_in, memory_mask, linear)
+        read = ops.einsum("bm,bmd->bd", p, memory_out)
+        if self.projection is not None:
+            query = ops.matmul(query, ops.transpose(self.projection))
+        return query + read, p
+
+    def compute_output_shape(self, input_shape):
+        query_shape, memory_shape = input_shape[0], input_shape[1]
+        return tuple(query_shape), tuple(memory_shape[:-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "use_projection": self.use_projection,
+                "mask_empty_memories": self.mask_empty_memories,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class MemN2NNetwork(keras.layers.Layer):
+    """End-To-End Memory Network for question answering: K hops, eq. 1-4.
+
+    Sukhbaatar et al. (2015), §2 and §4. The memory holds the last
+    ``memory_size`` real sentences of each story (§4.2: 50), chosen in-graph
+    per example; all-zero sentence rows are padding wherever they are. Memory
+    slot ``t`` holds the ``(t+1)``-th most recent sentence, so the temporal
+    index (§4.1, "x_1 is the last sentence of the story") of slot ``t`` is
+    ``t + 1``, counted from the end of the *real* story of that example.
+
+    Weight tying (§2.2): ``"adjacent"`` — ``A^{k+1} = C^k``, ``B = A^1``,
+    ``Wᵀ = C^K`` (K + 1 tables, temporal rows tied the same way);
+    ``"layer_wise"`` — one ``A``, one ``C`` (and ``T_A``, ``T_C``) for every
+    hop, a separate ``B`` and ``W``, and ``u^{k+1} = H u^k + o^k``.
+
+    Random noise (§4.1, RN): at training time only, the time indices of an
+    example's ``n`` memories are those they would have after inserting
+    ``nblank ~ U{0, ..., ceil(random_noise · n)}`` empty memories at random
+    places (clipped to ``memory_size``), as in the authors' code: the empty
+    memories hold no words and no time, so only the time indices move.
+
+    Linear start (§4.2, LS): while the non-trainable weight ``linear_start``
+    is 1 the hops have no softmax (``p_i = uᵀ m_i``). It is read in-graph, so
+    ``set_linear_start(False)`` (``linear_start.assign(0.0)``) switches the
+    softmax back on inside an already traced ``tf.function``. It is saved with
+    the weights and checkpoints; ``get_config`` reports its current state.
+
+    Sub-layers: ``embedding_0 .. embedding_K`` and ``hop_1 .. hop_K``
+    (adjacent) or ``question_embedding``, ``memory_input_embedding``,
+    ``memory_output_embedding``, ``hop`` and the weight ``output_matrix``
+    (layer-wise); the properties ``tables``, ``question_table``,
+    ``input_tables``, ``output_tables`` and ``hops`` give the per-hop view.
+
+    Args:
+        vocabulary_size: number of word ids (0 = pad); also the answer width.
+        embedding_dim: ``d`` (§4.4: 20 per task, 50 jointly).
+        num_hops: ``K`` (default 3, §4.1).
+        memory_size: sentences kept in memory (§4.2: 50); also the rows of the
+            temporal matrices.
+        sentence_encoding: ``"position"`` (paper's PE), ``"position_code"``
+            (authors' coded PE) or ``"bag_of_words"``.
+        temporal_encoding: add ``T_A(i)``/``T_C(i)`` to the memories.
+        weight_tying: ``"adjacent"`` or ``"layer_wise"``.
+        random_noise: maximum fraction of empty memories inserted at training
+            time (§4.1: 10 %); 0 disables it. Needs ``temporal_encoding``.
+        mask_empty_memories: mask empty slots out of the attention softmax;
+            False reproduces the authors' code (empty slots get logit 0; their
+            memory has ``min(50, longest story)`` slots, so pass that as
+            ``memory_size`` to match it exactly).
+        linear_start: initial value of the linear-start switch.
+        embeddings_initializer: initializer of every weight; default N(0, 0.1).
+        seed: seed of the random-noise generator.
+
+    Inputs: ``[story int[batch, sentences, W], question int[batch, W]]``.
+    Output: logits ``[batch, vocabulary_size]`` (eq. 3 before its softmax);
+    with ``return_attention=True`` also ``p`` of every hop,
+    ``[batch, num_hops, memory_size]`` in slot order (most recent first).
+
+    Example:
+    >>> network = MemN2NNetwork(vocabulary_size=30, embedding_dim=20)
+    >>> network([np.ones((2, 7, 6), "int32"), np.ones((2, 6), "int32")]).shape
+    TensorShape([2, 30])
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        embedding_dim=20,
+        num_hops=3,
+        memory_size=50,
+        sentence_encoding="position",
+        temporal_encoding=True,
+        weight_tying="adjacent",
+        random_noise=0.1,
+        mask_empty_memories=True,
+        linear_start=False,
+        embeddings_initializer=None,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if sentence_encoding not in SENTENCE_ENCODINGS:
+            raise ValueError(
+                f"sentence_encoding must be one of {SENTENCE_ENCODINGS}; "
+                f"got {sentence_encoding!r}."
+            )
+        if weight_tying not in WEIGHT_TYING:
+            raise ValueError(
+                f"weight_tying must be one of {WEIGHT_TYING}; got {weight_tying!r}."
+            )
+        if int(num_hops) < 1 or int(memory_size) < 1:
+            raise ValueError(
+                f"num_hops and memory_size must be >= 1; got {num_hops}, {memory_size}."
+            )
+        if not 0.0 <= float(random_noise) <= 1.0:
+            raise ValueError(f"random_noise must be in [0, 1]; got {random_noise}.")
+        self.vocabulary_size = int(vocabulary_size)
+        self.embedding_dim = int(embedding_dim)
+        self.num_hops = int(num_hops)
+        self.memory_size = int(memory_size)
+        self.sentence_encoding = sentence_encoding
+        self.temporal_encoding = bool(temporal_encoding)
+        self.weight_tying = weight_tying
+        # Noise only moves time indices; without temporal encoding it is a no-op.
+        self.random_noise = float(random_noise)
+        self.mask_empty_memories = bool(mask_empty_memories)
+        self.initial_linear_start = bool(linear_start)
+        self.embeddings_initializer = keras.initializers.get(
+            embeddings_initializer or _default_initializer()
+        )
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed, name="noise_seed")
+
+    # ------------------------------------------------------------------ build
+    def _table(self, name, temporal=True):
+        table = MemN2NEmbedding(
+            self.vocabulary_size,
+            self.embedding_dim,
+            sentence_encoding=self.sentence_encoding,
+            memory_size=self.memory_size if (temporal and self.temporal_encoding) else None,
+            time_word_slot=self.temporal_encoding,
+            embeddings_initializer=self.embeddings_initializer,
+            name=name,
+        )
+        table.build()
+        return table
+
+    def build(self, input_shape=None):
+        # Sub-layers are direct attributes, never lists: tf.train.Checkpoint
+        # (the Trainer's checkpoints and best weights) does not follow Keras'
+        # tracked lists, and would silently skip their variables.
+        dim, hops = self.embedding_dim, self.num_hops
+        query_shape = [(None, dim), (None, None, dim), (None, None, dim)]
+        self.output_matrix = None
+        if self.weight_tying == "adjacent":
+            # embedding_0 = B = A^1, embedding_k = C^k = A^{k+1}, embedding_K = C^K = Wᵀ.
+            for k in range(hops + 1):
+                setattr(self, f"embedding_{k}", self._table(f"embedding_{k}"))
+            for k in range(1, hops + 1):
+                hop = MemN2NHop(
+                    use_projection=False,
+                    mask_empty_memories=self.mask_empty_memories,
+                    name=f"hop_{k}",
+                )
+                hop.build(query_shape)
+                setattr(self, f"hop_{k}", hop)
+        else:
+            self.question_embedding = self._table("question_embedding", temporal=False)
+            self.memory_input_embedding = self._table("memory_input_embedding")
+            self.memory_output_embedding = self._table("memory_output_embedding")
+            self.hop = MemN2NHop(
+                use_projection=True,
+                mask_empty_memories=self.mask_empty_memories,
+                kernel_initializer=self.embeddings_initializer,
+                name="hop",
+            )
+            self.hop.build(query_shape)
+            self.output_matrix = self.add_weight(
+                name="output_matrix",
+                shape=(self.vocabulary_size, dim),
+                initializer=self.embeddings_initializer,
+            )
+        self.linear_start = self.add_weight(
+            name="linear_start",
+            shape=(),
+            initializer=keras.initializers.Constant(float(self.initial_linear_start)),
+            trainable=False,
+        )
+        self.built = True
+
+    # --------------------------------------------------------- weight tying
+    @property
+    def tables(self):
+        """The distinct embedding tables: ``[B=A^1, C^1=A^2, ..., C^K=Wᵀ]``
+        (adjacent) or ``[B, A, C]`` (layer-wise)."""
+        if self.weight_tying == "adjacent":
+            return [getattr(self, f"embedding_{k}") for k in range(self.num_hops + 1)]
+        return [self.question_embedding, self.memory_input_embedding, self.memory_output_embedding]
+
+    @property
+    def question_table(self):
+        """``B``."""
+        return self.tables[0]
+
+    @property
+    def input_tables(self):
+        """``A^1 .. A^K``."""
+        if self.weight_tying == "adjacent":
+            return self.tables[:-1]
+        return [self.memory_input_embedding] * self.num_hops
+
+    @property
+    def output_tables(self):
+        """``C^1 .. C^K``."""
+        if self.weight_tying == "adjacent":
+            return self.tables[1:]
+        return [self.memory_output_embedding] * self.num_hops
+
+    @property
+    def hops(self):
+        """The hop layer of each of the K hops (one shared layer if layer-wise)."""
+        if self.weight_tying == "adjacent":
+            return [getattr(self, f"hop_{k}") for k in range(1, self.num_hops + 1)]
+        return [self.hop] * self.num_hops
+
+    # ----------------------------------------------------------------- memory
+    def memory_slots(self, story):
+        """Gathers the last ``memory_size`` real sentences of each story.
+
+        Args:
+            story: ``int[batch, sentences, W]``; all-zero rows are padding.
+
+        Returns:
+            ``(ids int32[batch, memory_size, W], mask bool[batch, memory_size],
+            count int32[batch])``: slot ``t`` holds the ``(t+1)``-th most recent
+            real sentence; ``count`` real sentences are kept (``mask`` is
+            ``t < count``).
+        """
+        story = ops.cast(story, "int32")
+        # One extra padding row so that stories with 0 sentence rows work.
+        story = ops.concatenate([story, ops.zeros_like(story[:, :1])], axis=1)
+        real = ops.any(ops.not_equal(story, 0), axis=-1)  # [B, S]
+        real_i = ops.cast(real, "int32")
+        recency = ops.flip(ops.cumsum(ops.flip(real_i, axis=1), axis=1), axis=1)
+        slots = ops.arange(1, self.memory_size + 1, dtype="int32")
+        select = ops.logical_and(
+            real[:, None, :], ops.equal(recency[:, None, :], slots[None, :, None])
+        )  # [B, M, S]: slot t <- the real sentence with recency t + 1
+        source = ops.argmax(ops.cast(select, "int32"), axis=-1)  # [B, M]
+        mask = ops.any(select, axis=-1)
+        source = ops.broadcast_to(
+            source[:, :, None], (ops.shape(story)[0], self.memory_size, ops.shape(story)[2])
+        )
+        ids = ops.take_along_axis(story, ops.cast(source, "int32"), axis=1)
+        ids = ids * ops.cast(mask, "int32")[:, :, None]
+        count = ops.minimum(ops.sum(real_i, axis=1), self.memory_size)
+        return ids, mask, count
+
+    def time_indices(self, memory_mask, count, training=False):
+        """Temporal indices of the memory slots (1 = most recent, 0 = empty).
+
+        Without noise slot ``t`` has index ``t + 1``. With ``training`` and
+        ``random_noise > 0`` the indices of an example's ``n = count``
+        memories are a sorted random ``n``-subset of ``1 .. n + nblank``
+        (``nblank ~ U{0 .. ceil(random_noise n)}``), clipped to
+        ``memory_size``: the authors' way of inserting empty memories.
+        """
+        size = self.memory_size
+        slots = ops.arange(1, size + 1, dtype="int32")
+        if not (training and self.random_noise > 0):
+            return ops.where(memory_mask, slots[None, :], 0)
+        batch = ops.shape(count)[0]
+        count_f = ops.cast(count, "float32")
+        cap = ops.cast(ops.ceil(count_f * self.random_noise - 1e-4), "int32")
+        draw = keras.random.uniform((batch,), seed=self.seed_generator)
+        blanks = ops.minimum(
+            ops.cast(ops.floor(draw * ops.cast(cap + 1, "float32")), "int32"), cap
+        )
+        length = size + math.ceil(size * self.random_noise - 1e-4)
+        positions = ops.arange(length, dtype="int32")
+        keys = keras.random.uniform((batch, length), seed=self.seed_generator)
+        usable = positions[None, :] < (count + blanks)[:, None]
+        keys = ops.where(usable, keys, 2.0)
+        rank = ops.argsort(ops.argsort(keys, axis=-1), axis=-1)
+        chosen = rank < count[:, None]  # a uniform count-subset of the usable positions
+        order = ops.cumsum(ops.cast(chosen, "int32"), axis=-1)
+        match = ops.logical_and(
+            chosen[:, None, :], ops.equal(order[:, None, :], slots[None, :, None])
+        )  # [B, M, L]: slot t <- the (t+1)-th chosen position
+        index = ops.cast(ops.argmax(ops.cast(match, "int32"), axis=-1), "int32") + 1
+        index = ops.minimum(index, size)
+        return ops.where(memory_mask, index, 0)
+
+    def linear_start_enabled(self):
+        """Current state of the linear-start switch (the constructor value
+        before ``build`` or where the variable cannot be read eagerly)."""
+        if not self.built:
+            return self.initial_linear_start
+        try:
+            return bool(float(ops.convert_to_numpy(self.linear_start)) > 0.5)
+        except Exception:  # symbolic context (inside a traced function)
+            return self.initial_linear_start
+
+    def set_linear_start(self, enabled):
+        """Turns linear start on or off; traced functions see it without retracing."""
+        self.linear_start.assign(1.0 if enabled else 0.0)
+
+    # ------------------------------------------------------------------- call
+    def call(self, inputs, training=None, return_attention=False):
+        story, question = inputs
+        ids, mask, count = self.memory_slots(story)
+        time = self.time_indices(mask, count, training) if self.temporal_encoding else None
+        linear = ops.greater(self.linear_start, 0.5)
+        embedded = {}  # adjacent tying uses each table twice: embed once
+
+        def embed(table):
+            key = id(table)
+            if key not in embedded:
+                embedded[key] = table(ids, time_index=time)
+            return embedded[key]
+
+        u = self.question_table(question)
+        attention = []
+        for hop, table_in, table_out in zip(self.hops, self.input_tables, self.output_tables):
+            u, p = hop([u, embed(table_in), embed(table_out)], memory_mask=mask, linear=linear)
+            attention.append(p)
+        if self.output_matrix is None:
+            logits = self.tables[-1].project(u)
+        else:
+            logits = ops.matmul(u, ops.transpose(self.output_matrix))
+        if return_attention:
+            return logits, ops.stack(attention, axis=1)
+        return logits
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0][0], self.vocabulary_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "num_hops": self.num_hops,
+                "memory_size": self.memory_size,
+                "sentence_encoding": self.sentence_encoding,
+                "temporal_encoding": self.temporal_encoding,
+                "weight_tying": self.weight_tying,
+                "random_noise": self.random_noise,
+                "mask_empty_memories": self.mask_empty_memories,
+                "linear_start": self.linear_start_enabled(),
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+                "seed": self.seed,
+            }
+        )
+        return config
