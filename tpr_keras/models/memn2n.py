@@ -1,0 +1,150 @@
+"""MemN2N: the bAbI model of End-To-End Memory Networks (Sukhbaatar et al., 2015)."""
+
+import keras
+
+from tpr_keras.layers.memn2n import MemN2NNetwork
+
+# §4.4: "joint training used an embedding dimension of d=50, while independent
+# training used d=20". Everything else is the §4.1/§4.2 default.
+PRESETS = {
+    "single_task": {"embedding_dim": 20},
+    "all_tasks": {"embedding_dim": 50},
+}
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class MemN2N(keras.Model):
+    """End-To-End Memory Network question answering model (§2, §4, eq. 1-4).
+
+    A functional wrapper around :class:`MemN2NNetwork` with the input/output
+    contract of :class:`TPRRNN`: ``{"story": int32[batch, sentences, W],
+    "question": int32[batch, W]}`` → logits over the whole vocabulary (the
+    softmax of eq. 3 belongs to the loss). Padded sentences are all-zero rows;
+    the memory keeps each story's last ``memory_size`` real sentences.
+
+    Linear start (§4.2): build with ``linear_start=True`` and call
+    ``set_linear_start(False)`` when the validation loss stops decreasing; the
+    switch is a non-trainable weight read in-graph (no retracing), saved in
+    checkpoints and ``.keras`` files.
+
+    Args:
+        vocabulary_size: number of word ids (0 = pad).
+        max_words: word slots per sentence/question (``W``).
+        embedding_dim: ``d`` (20 per task, 50 jointly).
+        num_hops: ``K``.
+        memory_size: sentences kept in memory (50).
+        sentence_encoding: ``"position"`` (paper), ``"position_code"``
+            (authors' code) or ``"bag_of_words"``.
+        temporal_encoding: add ``T_A``/``T_C``.
+        weight_tying: ``"adjacent"`` or ``"layer_wise"``.
+        random_noise: max fraction of empty memories inserted in training.
+        mask_empty_memories: mask empty slots out of the attention softmax
+            (False = the authors' code).
+        linear_start: start with the hop softmaxes removed.
+        seed: seed of the random-noise generator.
+
+    Example:
+    >>> model = MemN2N.from_preset("single_task", vocabulary_size=40, max_words=8)
+    >>> model({"story": np.zeros((2, 5, 8), "int32"),
+    ...        "question": np.zeros((2, 8), "int32")}).shape
+    TensorShape([2, 40])
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        max_words,
+        embedding_dim=20,
+        num_hops=3,
+        memory_size=50,
+        sentence_encoding="position",
+        temporal_encoding=True,
+        weight_tying="adjacent",
+        random_noise=0.1,
+        mask_empty_memories=True,
+        linear_start=False,
+        seed=None,
+        **kwargs,
+    ):
+        network = MemN2NNetwork(
+            vocabulary_size,
+            embedding_dim=embedding_dim,
+            num_hops=num_hops,
+            memory_size=memory_size,
+            sentence_encoding=sentence_encoding,
+            temporal_encoding=temporal_encoding,
+            weight_tying=weight_tying,
+            random_noise=random_noise,
+            mask_empty_memories=mask_empty_memories,
+            linear_start=linear_start,
+            seed=seed,
+            name="memn2n",
+        )
+        story = keras.Input((None, max_words), dtype="int32", name="story")
+        question = keras.Input((max_words,), dtype="int32", name="question")
+        logits = network([story, question])
+        super().__init__(
+            inputs={"story": story, "question": question},
+            outputs=logits,
+            **kwargs,
+        )
+        self.vocabulary_size = int(vocabulary_size)
+        self.max_words = int(max_words)
+        self.embedding_dim = int(embedding_dim)
+        self.num_hops = int(num_hops)
+        self.memory_size = int(memory_size)
+        self.sentence_encoding = sentence_encoding
+        self.temporal_encoding = bool(temporal_encoding)
+        self.weight_tying = weight_tying
+        self.random_noise = float(random_noise)
+        self.mask_empty_memories = bool(mask_empty_memories)
+        self.seed = seed
+        self.network = network
+
+    @classmethod
+    def from_preset(cls, preset, vocabulary_size, max_words, **overrides):
+        """Builds a model with the §4 sizes of ``preset`` (see ``PRESETS``)."""
+        if preset not in PRESETS:
+            raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
+        config = dict(PRESETS[preset])
+        config.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(vocabulary_size=vocabulary_size, max_words=max_words, **config)
+
+    @property
+    def linear_start(self):
+        """Whether the hops currently run without softmax (linear start)."""
+        return self.network.linear_start_enabled()
+
+    def set_linear_start(self, enabled):
+        """Switches linear start on/off (a variable assignment; no retracing)."""
+        self.network.set_linear_start(enabled)
+
+    def attention(self, inputs):
+        """Attention ``p`` of every hop, ``[batch, num_hops, memory_size]``,
+        memory slots most recent first (for inspection, inference mode)."""
+        _, attention = self.network(
+            [inputs["story"], inputs["question"]], training=False, return_attention=True
+        )
+        return attention
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "vocabulary_size": self.vocabulary_size,
+            "max_words": self.max_words,
+            "embedding_dim": self.embedding_dim,
+            "num_hops": self.num_hops,
+            "memory_size": self.memory_size,
+            "sentence_encoding": self.sentence_encoding,
+            "temporal_encoding": self.temporal_encoding,
+            "weight_tying": self.weight_tying,
+            "random_noise": self.random_noise,
+            "mask_empty_memories": self.mask_empty_memories,
+            "linear_start": self.linear_start,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
