@@ -1,0 +1,133 @@
+"""Fixtures for the serving tests: a small TPR-RNN, its export, an in-process server.
+
+The model is untrained (answers-equal tests do not need a trained model). With
+``../shared/data`` it uses the real task-1 vocabulary and test stories, otherwise a
+generated task-1-like set.
+"""
+
+import os
+
+import grpc
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import prediction_service_pb2_grpc
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving.export import export_babi_model, join_story
+from serving.server import ModelManager, ModelServer
+from tpr_keras.data import babi
+from tpr_keras.models import TPRRNN
+
+PEOPLE = ["mary", "john", "sandra", "daniel"]
+PLACES = ["kitchen", "garden", "office", "hallway", "bathroom", "bedroom"]
+
+
+def generated_samples(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i in range(n):
+        story, where = [], {}
+        for _ in range(int(rng.integers(1, 8))):
+            person, place = rng.choice(PEOPLE), rng.choice(PLACES)
+            where[person] = place
+            story.append([person, "went", "to", "the", place, "."])
+        person = rng.choice(sorted(where))
+        samples.append(babi.Sample(story, ["where", "is", person, "?"], where[person], 1, i))
+    return samples
+
+
+class Task1:
+    """Task-1 test samples, their vocabulary and loader ids."""
+
+    def __init__(self, samples, vocab):
+        self.samples = samples
+        self.vocab = vocab
+        self.encoded = babi.encode_samples(samples, vocab)
+        self.max_words = self.encoded.max_words
+        self.stories = [join_story(s.story) for s in samples]
+        self.questions = [" ".join(s.question) for s in samples]
+
+    def story_ids(self, indices=None):
+        """Loader ids padded to the longest story: int32[N, S, W]."""
+        indices = range(len(self.samples)) if indices is None else indices
+        stories = [self.encoded.story(i) for i in indices]
+        out = np.zeros((len(stories), max([len(s) for s in stories] + [0]), self.max_words),
+                       np.int32)
+        for row, story in enumerate(stories):
+            out[row, : len(story)] = story
+        return out
+
+    def question_ids(self, indices=None):
+        indices = range(len(self.samples)) if indices is None else indices
+        return self.encoded.questions[list(indices)]
+
+
+@pytest.fixture(scope="session")
+def task1():
+    data = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "babi")
+    try:
+        root = babi.find_babi_dir(data, download=False)
+        samples = babi.parse_babi_file(babi.task_files(root, 1)[1])
+    except FileNotFoundError:
+        samples = generated_samples()
+    return Task1(samples, babi.Vocabulary.from_samples(samples))
+
+
+@pytest.fixture(scope="session")
+def model(task1):
+    """Untrained, with N(0, 0.3) weights: the initial weights give near-tied logits, whose
+    argmax could flip under float reordering; these give clear margins."""
+    keras.utils.set_random_seed(0)
+    model = TPRRNN.from_preset("single_task", vocabulary_size=len(task1.vocab),
+                               max_words=task1.max_words)
+    rng = np.random.default_rng(0)
+    for v in model.weights:
+        v.assign(rng.normal(0.0, 0.3, v.shape).astype("float32"))
+    return model
+
+
+@pytest.fixture(scope="session")
+def keras_answers(task1, model):
+    """The Keras model's answers and logits on every task-1 test sample (loader ids)."""
+    logits = model.predict({"story": task1.story_ids(), "question": task1.question_ids()},
+                           batch_size=500, verbose=0)
+    return np.array(task1.vocab.tokens)[logits.argmax(-1)], logits
+
+
+@pytest.fixture(scope="session")
+def export_base(tmp_path_factory, model, task1):
+    base = tmp_path_factory.mktemp("export")
+    export_babi_model(model, task1.vocab, base, "babi")
+    return base
+
+
+@pytest.fixture(scope="session")
+def version_dir(export_base):
+    return os.path.join(export_base, "babi", "1")
+
+
+def model_config(name, base_path, **kwargs):
+    return model_server_config_pb2.ModelConfig(name=name, base_path=str(base_path),
+                                               model_platform="tensorflow", **kwargs)
+
+
+@pytest.fixture(scope="module")
+def server(export_base):
+    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
+    srv = ModelServer(manager, port=0, rest_api_port=0).start()
+    yield srv
+    srv.stop(grace=2)
+
+
+@pytest.fixture(scope="module")
+def stub(server):
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    channel.close()
+
+
+def string_tensor(values):
+    return tf.make_tensor_proto(np.array([v if isinstance(v, bytes) else v.encode()
+                                          for v in values], dtype=object), dtype=tf.string)
