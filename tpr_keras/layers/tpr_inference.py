@@ -57,20 +57,30 @@ class TPRInference(keras.layers.Layer):
         question_shape, _ = input_shape
         self.n_mlp = TanhMLP(self.hidden_dim, self.entity_dim, name="n")
         self.n_mlp.build(question_shape)
-        self.l_mlps = []
-        self.norms = []
+        # One attribute per step (not a Python list): tf.train.Checkpoint does
+        # not see layers that Keras keeps in lists.
         for j in range(1, self.inference_steps + 1):
             l_mlp = TanhMLP(self.hidden_dim, self.relation_dim, name=f"l{j}")
             l_mlp.build(question_shape)
-            self.l_mlps.append(l_mlp)
+            setattr(self, f"l{j}_mlp", l_mlp)
             norm = ScalarLayerNorm(name=f"layer_norm_{j}")
             norm.build((None, self.entity_dim))
-            self.norms.append(norm)
+            setattr(self, f"layer_norm_{j}", norm)
         self.z = keras.layers.Dense(
             self.vocabulary_size, use_bias=False, name="z"
         )
         self.z.build((None, self.entity_dim))
         self.built = True
+
+    @property
+    def l_mlps(self):
+        """The relation networks ``l_1 .. l_n`` of eq. 16, in step order."""
+        return [getattr(self, f"l{j}_mlp") for j in range(1, self.inference_steps + 1)]
+
+    @property
+    def norms(self):
+        """The layer norms of eq. 17-19, in step order."""
+        return [getattr(self, f"layer_norm_{j}") for j in range(1, self.inference_steps + 1)]
 
     def call(self, inputs, return_steps=False):
         question, memory = inputs
