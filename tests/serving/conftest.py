@@ -11,7 +11,6 @@ import grpc
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
@@ -126,8 +125,3 @@ def stub(server):
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
     channel.close()
-
-
-def string_tensor(values):
-    return tf.make_tensor_proto(np.array([v if isinstance(v, bytes) else v.encode()
-                                          for v in values], dtype=object), dtype=tf.string)

@@ -1,0 +1,95 @@
+"""``python -m serving.server`` as a process: flags, the client CLI, graceful SIGTERM."""
+
+import os
+import pathlib
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+from serving import client
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def string_tensor(values):
+    return tf.make_tensor_proto(np.array([v.encode() for v in values], dtype=object),
+                                dtype=tf.string)
+
+
+@pytest.fixture
+def server_process(export_base):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
+         "--model_name=babi", f"--model_base_path={export_base}/babi",
+         "--file_system_poll_wait_seconds=0", "--shutdown_grace_seconds=60"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr],
+                              daemon=True)
+    reader.start()
+    ports, log = {}, []
+    deadline = time.monotonic() + 180
+    while len(ports) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        log.append(line)
+        if "gRPC ModelServer at" in line:
+            ports["grpc"] = int(line.split(":")[-1].split()[0])
+        if "HTTP/REST API at" in line:
+            ports["rest"] = int(line.split(":")[-1].split()[0])
+    try:
+        assert len(ports) == 2, "".join(log)[-3000:]
+        yield proc, ports, lines, log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_server_process_client_cli_and_graceful_sigterm(server_process, task1, capsys):
+    proc, ports, lines, log = server_process
+    story = "Mary went to the kitchen.\nJohn moved to the garden."
+    assert client.main(["--server", f"localhost:{ports['grpc']}", "--model_name", "babi",
+                        "--story", story, "--question", "Where is Mary?"]) == 0
+    grpc_out = capsys.readouterr().out.split("\n")
+    assert grpc_out[0] in task1.vocab.tokens and len(grpc_out) == 7  # answer + 5 + ""
+    assert client.main(["--rest", "--server", f"127.0.0.1:{ports['rest']}", "--story", story,
+                        "--question", "Where is Mary?"]) == 0
+    assert capsys.readouterr().out.split("\n")[0] == grpc_out[0]
+    assert client.main(["--server", f"localhost:{ports['grpc']}", "--model_name", "nope",
+                        "--story", story, "--question", "?"]) == 1
+    assert "NOT_FOUND" in capsys.readouterr().err
+
+    # A slow request is in flight when SIGTERM arrives: it finishes, then the server exits.
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "babi"
+    long_story = "\n".join(["mary went to the kitchen ."] * 70)
+    request.inputs["story"].CopyFrom(string_tensor([long_story] * 2000))
+    request.inputs["question"].CopyFrom(string_tensor(["where is mary ?"] * 2000))
+    with grpc.insecure_channel(f"127.0.0.1:{ports['grpc']}") as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        future = stub.Predict.future(request, timeout=120)
+        time.sleep(0.3)
+        in_flight = not future.done()
+        proc.send_signal(signal.SIGTERM)
+        response = future.result()
+    assert len(response.outputs["answer"].string_val) == 2000
+    assert proc.wait(timeout=120) == 0
+    time.sleep(0.2)
+    while not lines.empty():
+        log.append(lines.get())
+    text = "".join(log)
+    assert "shutting down" in text and "Shut down; served" in text, text[-2000:]
+    assert in_flight, "the request was not in flight when SIGTERM arrived"

@@ -1,0 +1,446 @@
+"""serving.server end to end over loopback with the official tensorflow-serving-api stubs."""
+
+import json
+import os
+import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import grpc
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    model_management_pb2,
+    model_service_pb2_grpc,
+    predict_pb2,
+    prediction_service_pb2_grpc,
+)
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving.client import BabiClient
+from serving.server import BatchingParameters, ModelManager, ModelServer, parse_model_config
+
+
+def model_config(name, base_path, **kwargs):
+    return model_server_config_pb2.ModelConfig(name=name, base_path=str(base_path),
+                                               model_platform="tensorflow", **kwargs)
+
+
+def string_tensor(values):
+    return tf.make_tensor_proto(np.array([v if isinstance(v, bytes) else v.encode()
+                                          for v in values], dtype=object), dtype=tf.string)
+
+AVAILABLE = get_model_status_pb2.ModelVersionStatus.AVAILABLE
+END = get_model_status_pb2.ModelVersionStatus.END
+
+
+def request(stories, questions, name="babi", version=None, signature="", **tensors):
+    req = predict_pb2.PredictRequest()
+    req.model_spec.name = name
+    req.model_spec.signature_name = signature
+    if version is not None:
+        req.model_spec.version.value = version
+    if stories is not None:
+        req.inputs["story"].CopyFrom(string_tensor(stories))
+    if questions is not None:
+        req.inputs["question"].CopyFrom(string_tensor(questions))
+    for key, value in tensors.items():
+        req.inputs[key].CopyFrom(value)
+    return req
+
+
+def answers(response):
+    return [a.decode() for a in response.outputs["answer"].string_val]
+
+
+def scores(response):
+    return tf.make_ndarray(response.outputs["scores"])
+
+
+def assert_status(call, code, *fragments):
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    assert info.value.code() == code, info.value.details()
+    for fragment in fragments:
+        assert fragment in info.value.details(), info.value.details()
+    return info.value.details()
+
+
+# --------------------------------------------------------------------------------------
+# Predict, metadata, status
+# --------------------------------------------------------------------------------------
+
+
+def test_predict_real_test_stories_equal_in_process_model(stub, task1, keras_answers):
+    want, logits = keras_answers
+    probs = tf.nn.softmax(logits).numpy()
+    n = min(300, len(task1.samples))
+    response = stub.Predict(request(task1.stories[:n], task1.questions[:n]), timeout=60)
+    assert answers(response) == list(want[:n])
+    np.testing.assert_allclose(scores(response)[:, 0], probs[:n].max(-1), rtol=1e-4, atol=1e-6)
+    assert response.model_spec.version.value == 1
+    assert response.model_spec.signature_name == "serving_default"
+    for i in range(0, n, 37):  # one at a time: same answers as in the batch
+        single = stub.Predict(request([task1.stories[i]], [task1.questions[i]]), timeout=30)
+        assert answers(single) == [want[i]]
+        candidates = [c.decode() for c in single.outputs["candidates"].string_val]
+        order = np.argsort(-logits[i], kind="stable")[:5]
+        assert candidates == [task1.vocab.tokens[j] for j in order]
+
+
+def test_output_filter_and_explicit_version(stub, task1):
+    req = request(task1.stories[:2], task1.questions[:2], version=1,
+                  signature="serving_default")
+    req.output_filter.append("answer")
+    response = stub.Predict(req, timeout=30)
+    assert list(response.outputs) == ["answer"]
+    req.output_filter.append("logits")
+    assert_status(lambda: stub.Predict(req, timeout=30), grpc.StatusCode.INVALID_ARGUMENT,
+                  "'logits'", "answer", "candidates", "scores")
+
+
+def test_tokenize_signature_is_served(stub, task1):
+    response = stub.Predict(request(task1.stories[:3], task1.questions[:3],
+                                    signature="tokenize"), timeout=30)
+    np.testing.assert_array_equal(tf.make_ndarray(response.outputs["story_ids"]),
+                                  task1.story_ids(range(3)))
+
+
+def test_get_model_metadata(stub):
+    req = get_model_metadata_pb2.GetModelMetadataRequest()
+    req.model_spec.name = "babi"
+    req.metadata_field.append("signature_def")
+    response = stub.GetModelMetadata(req, timeout=30)
+    sigs = get_model_metadata_pb2.SignatureDefMap()
+    response.metadata["signature_def"].Unpack(sigs)
+    sig = sigs.signature_def["serving_default"]
+    assert sorted(sig.inputs) == ["question", "story"]
+    assert sig.outputs["scores"].dtype == tf.float32.as_datatype_enum
+    assert response.model_spec.version.value == 1
+    req.ClearField("metadata_field")
+    assert_status(lambda: stub.GetModelMetadata(req, timeout=30),
+                  grpc.StatusCode.INVALID_ARGUMENT, "metadata_field")
+
+
+def test_get_model_status(server):
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        models = model_service_pb2_grpc.ModelServiceStub(channel)
+        req = get_model_status_pb2.GetModelStatusRequest()
+        req.model_spec.name = "babi"
+        (status,) = models.GetModelStatus(req, timeout=30).model_version_status
+        assert (status.version, status.state, status.status.error_code) == (1, AVAILABLE, 0)
+        req.model_spec.version.value = 5
+        assert_status(lambda: models.GetModelStatus(req, timeout=30), grpc.StatusCode.NOT_FOUND,
+                      "version 5")
+        req.model_spec.name = "nope"
+        assert_status(lambda: models.GetModelStatus(req, timeout=30), grpc.StatusCode.NOT_FOUND)
+
+
+def test_client_api_grpc_and_rest(server, task1, keras_answers):
+    want = keras_answers[0]
+    with BabiClient(f"localhost:{server.port}", "babi") as client:
+        reply = client.ask(task1.stories[0], task1.questions[0])
+        assert reply.answer == want[0] and reply.version == 1
+        assert len(reply.candidates) == 5 and reply.candidates[0][0] == want[0]
+        assert [r.answer for r in client.ask_batch(task1.stories[:4], task1.questions[:4])] \
+            == list(want[:4])
+    rest = BabiClient(f"127.0.0.1:{server.rest_api_port}", "babi", rest=True)
+    reply_rest = rest.ask(task1.stories[0], task1.questions[0])
+    assert reply_rest.answer == reply.answer
+    np.testing.assert_allclose([s for _, s in reply_rest.candidates],
+                               [s for _, s in reply.candidates], rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------
+# Bad input: the right status, a clear message, and the server keeps serving
+# --------------------------------------------------------------------------------------
+
+
+def test_edge_inputs_that_are_answered(stub, task1):
+    cases = {
+        "empty strings": request([""], [""]),
+        "non-UTF-8": request([b"Mary \xff\xfe went to the \xc3kitchen."], [b"where \x80 is?"]),
+        "batch of 0": request([], []),
+    }
+    for name, req in cases.items():
+        response = stub.Predict(req, timeout=30)
+        n = req.inputs["story"].tensor_shape.dim[0].size
+        assert len(answers(response)) == n, name
+        assert scores(response).shape == (n, 5), name
+    thousand = stub.Predict(request(task1.stories[:10] * 100, task1.questions[:10] * 100),
+                            timeout=120)
+    assert answers(thousand) == answers(stub.Predict(
+        request(task1.stories[:10], task1.questions[:10]), timeout=30)) * 100
+
+
+def test_story_of_10000_sentences_keeps_the_last_70(stub, task1):
+    sentences = [" ".join(s) for s in task1.samples[0].story] or ["mary went to the office ."]
+    long_story = "\n".join(sentences[i % len(sentences)] for i in range(10_000))
+    tail = "\n".join(long_story.split("\n")[-70:])
+    question = task1.questions[0]
+    long_reply = stub.Predict(request([long_story], [question]), timeout=120)
+    tail_reply = stub.Predict(request([tail], [question]), timeout=30)
+    assert answers(long_reply) == answers(tail_reply)
+    np.testing.assert_allclose(scores(long_reply), scores(tail_reply), rtol=1e-5)
+
+
+def test_invalid_requests(stub, task1):
+    story, question = task1.stories[:2], task1.questions[:2]
+    ints = tf.make_tensor_proto(np.zeros((2,), np.int32))
+    rank2 = tf.make_tensor_proto(np.array([[b"a"], [b"b"]], dtype=object), dtype=tf.string)
+    bad_count = string_tensor(story)
+    bad_count.tensor_shape.dim[0].size = 3  # says 3 strings, holds 2
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    cases = [
+        ("missing input", request(story, None), invalid,
+         ["missing input(s) ['question']", "Expected inputs: question (DT_STRING [-1])"]),
+        ("extra input", request(story, question, extra=ints), invalid,
+         ["unexpected input(s) ['extra']", "story (DT_STRING [-1])"]),
+        ("wrong dtype", request(None, question, story=ints), invalid,
+         ["input 'story': expected dtype DT_STRING, got DT_INT32"]),
+        ("wrong rank", request(None, question, story=rank2), invalid,
+         ["input 'story': expected shape [-1]", "got [2, 1]"]),
+        ("malformed tensor", request(None, question, story=bad_count), invalid,
+         ["input 'story': malformed TensorProto"]),
+        ("batch mismatch", request(story, question[:1]), invalid, []),
+        ("unknown model", request(story, question, name="nope"), grpc.StatusCode.NOT_FOUND,
+         ["'nope'", "babi"]),
+        ("unknown version", request(story, question, version=42), grpc.StatusCode.NOT_FOUND,
+         ["Specific(babi, 42)", "loaded versions: [1]"]),
+        ("unknown signature", request(story, question, signature="classify_me"),
+         grpc.StatusCode.FAILED_PRECONDITION, ['"classify_me"', "serving_default"]),
+    ]
+    for name, req, code, fragments in cases:
+        details = assert_status(lambda req=req: stub.Predict(req, timeout=30), code, *fragments)
+        assert details, name
+    assert_status(lambda: stub.Classify(classification_pb2.ClassificationRequest(), timeout=30),
+                  grpc.StatusCode.UNIMPLEMENTED, "Predict")
+    # Still serving.
+    assert len(answers(stub.Predict(request(story, question), timeout=30))) == 2
+
+
+def test_garbage_bytes_on_the_wire(server, stub, task1):
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        raw = channel.unary_unary("/tensorflow.serving.PredictionService/Predict",
+                                  request_serializer=None, response_deserializer=None)
+        for garbage in (b"\xff" * 64, b"\x0a\x05abc", os.urandom(4096) + b"\xff\xff\xff\xff"):
+            with pytest.raises(grpc.RpcError) as info:
+                raw(garbage, timeout=30)
+            assert info.value.code() in (grpc.StatusCode.INTERNAL,
+                                         grpc.StatusCode.INVALID_ARGUMENT)
+    assert len(answers(stub.Predict(request(task1.stories[:1], task1.questions[:1]),
+                                    timeout=30))) == 1
+
+
+# --------------------------------------------------------------------------------------
+# REST
+# --------------------------------------------------------------------------------------
+
+
+def http(server, method, path, body=None):
+    url = f"http://127.0.0.1:{server.rest_api_port}{path}"
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_rest_status_metadata_predict(server, task1, keras_answers):
+    want = keras_answers[0]
+    assert http(server, "GET", "/v1/models/babi") == (200, {"model_version_status": [
+        {"version": "1", "state": "AVAILABLE", "status": {"error_code": "OK",
+                                                          "error_message": ""}}]})
+    assert http(server, "GET", "/v1/models/babi/versions/1")[0] == 200
+    status, meta = http(server, "GET", "/v1/models/babi/metadata")
+    assert status == 200 and meta["model_spec"] == {"name": "babi", "signature_name": "",
+                                                    "version": "1"}
+    sig = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]
+    assert sig["inputs"]["story"]["dtype"] == "DT_STRING"
+
+    instances = [{"story": s, "question": q} for s, q in zip(task1.stories[:3],
+                                                             task1.questions[:3])]
+    status, doc = http(server, "POST", "/v1/models/babi:predict", {"instances": instances})
+    assert status == 200 and [p["answer"] for p in doc["predictions"]] == list(want[:3])
+    assert len(doc["predictions"][0]["scores"]) == 5
+    columnar = {"inputs": {"story": task1.stories[:3], "question": task1.questions[:3]}}
+    status, doc = http(server, "POST", "/v1/models/babi/versions/1:predict", columnar)
+    assert status == 200 and doc["outputs"]["answer"] == list(want[:3])
+    b64 = {"instances": [{"story": {"b64": "TWFyeSB3ZW50IGhvbWUu"}, "question": "where?"}]}
+    assert http(server, "POST", "/v1/models/babi:predict", b64)[0] == 200
+
+
+def test_rest_errors(server):
+    one = {"story": "Mary went home.", "question": "Where is Mary?"}
+    cases = [
+        ("GET", "/v1/models/nope", None, 404, "'nope'"),
+        ("GET", "/v1/models/babi/versions/9", None, 404, "version 9"),
+        ("POST", "/v1/models/babi:predict", b"{not json", 400, "JSON Parse error"),
+        ("POST", "/v1/models/babi:predict", {"instances": [{"story": "x"}]}, 400,
+         "missing input(s) ['question']"),
+        ("POST", "/v1/models/babi:predict", {"instances": [one], "signature_name": "x"}, 400,
+         '"x" not found'),
+        ("POST", "/v1/models/babi:predict", {"inputs": {"story": [1], "question": ["q"]}}, 400,
+         "input 'story'"),
+        ("POST", "/v1/models/babi:predict", {"instances": [one], "inputs": {}}, 400,
+         "exactly one of"),
+        ("POST", "/v1/models/babi:classify", {"instances": [one]}, 501, "not implemented"),
+        ("GET", "/v2/whatever", None, 400, "Malformed request"),
+    ]
+    for method, path, body, code, fragment in cases:
+        status, doc = http(server, method, path, body)
+        assert (status, fragment in doc.get("error", "")) == (code, True), (path, doc)
+
+
+# --------------------------------------------------------------------------------------
+# Versions, configs, batching
+# --------------------------------------------------------------------------------------
+
+
+def copy_version(base, src, dst):
+    """Copies a version folder the safe way: to a hidden name, then one rename."""
+    tmp = os.path.join(base, f".copy-{dst}")
+    shutil.copytree(os.path.join(base, str(src)), tmp)
+    os.rename(tmp, os.path.join(base, str(dst)))
+
+
+def wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_version_swap_under_load_loses_no_request(tmp_path, version_dir, task1):
+    base = tmp_path / "babi"
+    shutil.copytree(version_dir, base / "1")
+    manager = ModelManager([model_config("babi", base)])
+    manager.start_polling(0.1)
+    failures, versions, stop = [], set(), threading.Event()
+    req = request(task1.stories[:2], task1.questions[:2])
+    with ModelServer(manager, port=0) as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+        def load():
+            while not stop.is_set():
+                try:
+                    versions.add(stub.Predict(req, timeout=30).model_spec.version.value)
+                except grpc.RpcError as exc:
+                    failures.append(exc.code())
+
+        threads = [threading.Thread(target=load) for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            assert wait_for(lambda: versions)
+            copy_version(base, 1, 2)
+            assert wait_for(lambda: 2 in versions)
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=60)
+        states = {s.version: s.state for s in manager.status("babi")}
+    assert failures == []
+    assert versions == {1, 2} and states == {1: END, 2: AVAILABLE}
+
+
+def test_config_file_several_models_policies_labels_and_reload(tmp_path, version_dir, task1):
+    base = tmp_path / "m"
+    shutil.copytree(version_dir, base / "1")
+    shutil.copytree(version_dir, base / "2")
+    configs = parse_model_config(f"""
+        model_config_list {{
+          config {{ name: 'latest' base_path: '{base}' model_platform: 'tensorflow' }}
+          config {{
+            name: 'all' base_path: '{base}' model_platform: 'tensorflow'
+            model_version_policy {{ all {{}} }}
+            version_labels {{ key: 'stable' value: 1 }}
+          }}
+          config {{
+            name: 'pinned' base_path: '{base}' model_platform: 'tensorflow'
+            model_version_policy {{ specific {{ versions: 1 }} }}
+          }}
+        }}""")
+    with ModelServer(ModelManager(configs), port=0) as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        req = request(task1.stories[:1], task1.questions[:1])
+
+        def version(name, **spec):
+            req.model_spec.name = name
+            req.model_spec.ClearField("version")
+            req.model_spec.version_label = spec.get("label", "")
+            if "version" in spec:
+                req.model_spec.version.value = spec["version"]
+            return stub.Predict(req, timeout=30).model_spec.version.value
+
+        assert (version("latest"), version("all"), version("pinned")) == (2, 2, 1)
+        assert (version("all", version=1), version("all", label="stable")) == (1, 1)
+        assert_status(lambda: version("latest", version=1), grpc.StatusCode.NOT_FOUND)
+        assert_status(lambda: version("all", label="canary"), grpc.StatusCode.NOT_FOUND,
+                      "canary")
+
+        reload = model_management_pb2.ReloadConfigRequest()
+        reload.config.model_config_list.config.extend(configs[2:])
+        models = model_service_pb2_grpc.ModelServiceStub(channel)
+        assert models.HandleReloadConfigRequest(reload, timeout=60).status.error_code == 0
+        assert version("pinned") == 1
+        assert_status(lambda: version("latest"), grpc.StatusCode.NOT_FOUND, "'latest'")
+
+
+def test_batching_gives_the_same_answers(export_base, task1):
+    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))],
+                           batching=BatchingParameters(max_batch_size=16,
+                                                       batch_timeout_micros=5000))
+    n = min(48, len(task1.samples))
+    results = {}
+    with ModelServer(manager, port=0) as server, \
+            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        want = answers(stub.Predict(request(task1.stories[:n], task1.questions[:n]), timeout=60))
+
+        def ask(i):
+            results[i] = answers(stub.Predict(request([task1.stories[i]], [task1.questions[i]]),
+                                              timeout=60))[0]
+
+        threads = [threading.Thread(target=lambda k=k: [ask(i) for i in range(k, n, 8)])
+                   for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        bad = request(task1.stories[:2], task1.questions[:1])
+        assert_status(lambda: stub.Predict(bad, timeout=30), grpc.StatusCode.INVALID_ARGUMENT,
+                      "same batch size")
+    assert [results[i] for i in range(n)] == want
+
+
+def test_broken_version_is_reported_and_old_one_keeps_serving(tmp_path, version_dir):
+    base = tmp_path / "babi"
+    shutil.copytree(version_dir, base / "1")
+    manager = ModelManager([model_config("babi", base)], max_num_load_retries=2)
+    os.makedirs(base / "2")
+    (base / "2" / "saved_model.pb").write_bytes(b"not a SavedModel")
+    manager.poll()
+    manager.poll()  # the second and last attempt
+    manager.poll()  # no third one
+    (two,) = [s for s in manager.status("babi") if s.version == 2]
+    assert two.state == END and "loading failed" in two.status.error_message
+    assert manager.servable("babi").version == 1
+    # Started with the broken version present: after its retries, the newest good one.
+    fresh = ModelManager([model_config("babi", base)], max_num_load_retries=1)
+    assert fresh.servable("babi").version == 1
+    manager.stop()
+    fresh.stop()
