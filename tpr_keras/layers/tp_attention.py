@@ -1,0 +1,239 @@
+"""TP-Multi-Head Attention (TPMHA) of the TP-Transformer, Schlag et al. (2019) eq. 1-4."""
+
+import math
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+
+def _mask_value(dtype):
+    """A large negative logit for masked positions that does not overflow ``dtype``."""
+    return -3.0e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1.0e9
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPMultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention whose per-head result is bound to a role vector, eq. 1-4.
+
+    Schlag et al. (2019), §2.1. Every head ``h`` projects the states with separate
+    affine maps (eq. 1)::
+
+        k_i = W_k z_i + b_k    v_i = W_v z_i + b_v    q_t = W_q z_t + b_q    r_t = W_r z_t + b_r
+
+    attends with scaled dot-products (eq. 3) to form the filler (eq. 2)::
+
+        α_{t,i} = softmax_i(q_t · k_i / sqrt(d_k))      v̄_t = Σ_i α_{t,i} v_i
+
+    and binds the filler to the role by the elementwise (Hadamard) product, the
+    diagonal of the tensor product, before the output map (eq. 4)::
+
+        TPMHA(z_t, z_{1:T}) = Σ_h [ W_o^h (v̄^h_t ⊙ r^h_t) + b_o^h ]
+
+    The role ``r_t`` comes from the *query-side* stream (the decoder state in the
+    decoder's attention over the encoder), with a bias and no activation, as in
+    eq. 1 and the authors' code. ``use_role=False`` skips the role projection and
+    the binding, which is standard multi-head attention (Vaswani et al. 2017): the
+    Transformer baseline and the TP-Transformer share this code path.
+
+    Implementation notes:
+
+    * The per-head maps are stored as one ``[d_model, heads * key_dim]`` kernel per
+      projection (and ``[heads * key_dim, d_model]`` for ``W_o``), so Xavier-uniform
+      initialisation sees the fan-in/fan-out of the whole projection, as PyTorch's
+      ``nn.Linear`` in the authors' code does.
+    * The per-head output biases ``b_o^h`` of eq. 4 only ever appear summed over
+      heads, so they are one bias of width ``d_model`` (same function, fewer
+      redundant parameters).
+    * Initialisation: all kernels Xavier uniform (paper §4.1), biases zero. (The
+      authors' TP-Transformer code never calls its ``reset_parameters``, so it
+      ran with PyTorch's default ``nn.Linear`` initialisation.)
+
+    Args:
+        num_heads: number of heads ``H``.
+        key_dim: per-head width ``d_k`` of queries, keys, values and roles;
+            default ``d_model // num_heads`` (the paper's ``d_k = d_z / H``).
+        use_role: bind each head's filler to its role vector (TP-Attention);
+            ``False`` gives standard multi-head attention.
+        dropout: dropout rate on the attention weights (the authors trained
+            without dropout).
+        kernel_initializer: initializer of the five projection kernels.
+        bias_initializer: initializer of their biases.
+
+    Call arguments:
+        query: ``[batch, Tq, d_model]``, the querying stream (also the role source).
+        value: ``[batch, Tk, d_v]``, the attended stream.
+        key: ``[batch, Tk, d_v]``; default ``value``.
+        attention_mask: boolean, broadcastable to ``[batch, Tq, Tk]``; ``True``
+            means "may attend". Padding masks are ``valid[:, None, :]``.
+        use_causal_mask: also forbid attending to later positions (``Tq == Tk``).
+        return_attention_scores: also return the weights ``α``
+            ``[batch, heads, Tq, Tk]``.
+        return_roles: also return the role vectors ``r`` ``[batch, heads, Tq, key_dim]``
+            (``None`` when ``use_role=False``).
+
+    Returns ``[batch, Tq, d_model]`` (``d_model`` = the query width), followed by
+    the weights and then the roles if requested.
+
+    Example:
+    >>> attention = TPMultiHeadAttention(num_heads=2)
+    >>> z = np.random.rand(3, 5, 8).astype("float32")
+    >>> attention(z, z).shape
+    TensorShape([3, 5, 8])
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim=None,
+        use_role=True,
+        dropout=0.0,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = int(num_heads)
+        self.key_dim = None if key_dim is None else int(key_dim)
+        self.use_role = bool(use_role)
+        self.dropout = float(dropout)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        query_dim = query_shape[-1]
+        value_dim = query_dim if value_shape is None else value_shape[-1]
+        key_dim_in = value_dim if key_shape is None else key_shape[-1]
+        if self.key_dim is None:
+            if query_dim % self.num_heads:
+                raise ValueError(
+                    f"d_model={query_dim} is not divisible by num_heads={self.num_heads}; "
+                    "pass key_dim explicitly."
+                )
+            self.key_dim = query_dim // self.num_heads
+        self.model_dim = int(query_dim)
+        width = self.num_heads * self.key_dim
+
+        def projection(name, fan_in, fan_out):
+            kernel = self.add_weight(
+                name=f"{name}_kernel",
+                shape=(fan_in, fan_out),
+                initializer=self.kernel_initializer,
+            )
+            bias = self.add_weight(
+                name=f"{name}_bias", shape=(fan_out,), initializer=self.bias_initializer
+            )
+            return kernel, bias
+
+        self.query_kernel, self.query_bias = projection("query", query_dim, width)
+        self.key_kernel, self.key_bias = projection("key", key_dim_in, width)
+        self.value_kernel, self.value_bias = projection("value", value_dim, width)
+        if self.use_role:
+            self.role_kernel, self.role_bias = projection("role", query_dim, width)
+        self.output_kernel, self.output_bias = projection("output", width, query_dim)
+        self.attention_dropout = keras.layers.Dropout(self.dropout, name="attention_dropout")
+        self.built = True
+
+    # --------------------------------------------------------------- pieces
+    def _heads(self, x, kernel, bias):
+        """Eq. 1 for all heads at once: ``[B, T, d] -> [B, H, T, d_k]``."""
+        d_in = kernel.shape[0]
+        w = ops.reshape(kernel, (d_in, self.num_heads, self.key_dim))
+        b = ops.reshape(bias, (self.num_heads, 1, self.key_dim))
+        return ops.einsum("btd,dhk->bhtk", x, w) + b
+
+    def project_query(self, query):
+        """Queries and roles (eq. 1) of the query stream: two ``[B, H, Tq, d_k]``.
+
+        The role is ``None`` when ``use_role=False``.
+        """
+        q = self._heads(query, self.query_kernel, self.query_bias)
+        r = self._heads(query, self.role_kernel, self.role_bias) if self.use_role else None
+        return q, r
+
+    def project_key_value(self, key, value=None):
+        """Keys and values (eq. 1) of the attended stream: two ``[B, H, Tk, d_k]``.
+
+        Decoders cache these (self-attention) or compute them once per input
+        sequence (attention over the encoder).
+        """
+        value = key if value is None else value
+        k = self._heads(key, self.key_kernel, self.key_bias)
+        v = self._heads(value, self.value_kernel, self.value_bias)
+        return k, v
+
+    def attend(self, q, r, k, v, attention_mask=None, training=None):
+        """Eq. 2-4 from projected heads.
+
+        Args:
+            q, r: ``[B, H, Tq, d_k]`` queries and roles (``r`` may be ``None``).
+            k, v: ``[B, H, Tk, d_k]`` keys and values.
+            attention_mask: boolean, broadcastable to ``[B, Tq, Tk]`` (or to
+                ``[B, H, Tq, Tk]`` if 4-D); ``True`` = may attend.
+
+        Returns:
+            ``(output [B, Tq, d_model], weights [B, H, Tq, Tk])``.
+        """
+        scores = ops.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(self.key_dim))
+        if attention_mask is not None:
+            mask = ops.cast(attention_mask, "bool")
+            if len(mask.shape) == 3:
+                mask = ops.expand_dims(mask, 1)
+            scores = ops.where(mask, scores, ops.cast(_mask_value(scores.dtype), scores.dtype))
+        weights = tf.nn.softmax(scores, axis=-1)  # eq. 3 (ops.softmax warns when Tk = 1)
+        dropped = self.attention_dropout(weights, training=training)
+        filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2
+        bound = filler * r if (self.use_role and r is not None) else filler  # eq. 4, ⊙
+        w_o = ops.reshape(self.output_kernel, (self.num_heads, self.key_dim, self.model_dim))
+        output = ops.einsum("bhqd,hdo->bqo", bound, w_o) + self.output_bias  # eq. 4, Σ_h
+        return output, weights
+
+    @staticmethod
+    def causal_mask(query_length, key_length):
+        """``[Tq, Tk]`` boolean: query ``i`` may attend to keys ``j <= i + (Tk - Tq)``."""
+        i = ops.expand_dims(ops.arange(query_length), 1)
+        j = ops.expand_dims(ops.arange(key_length), 0)
+        return ops.greater_equal(i + (key_length - query_length), j)
+
+    # ----------------------------------------------------------------- call
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        return_roles=False,
+        training=None,
+    ):
+        key = value if key is None else key
+        q, r = self.project_query(query)
+        k, v = self.project_key_value(key, value)
+        mask = attention_mask
+        if use_causal_mask:
+            causal = self.causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None]
+            mask = causal if mask is None else ops.logical_and(ops.cast(mask, "bool"), causal)
+        output, weights = self.attend(q, r, k, v, mask, training=training)
+        if not (return_attention_scores or return_roles):
+            return output
+        extras = [output]
+        if return_attention_scores:
+            extras.append(weights)
+        if return_roles:
+            extras.append(r)
+        return tuple(extras)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "use_role": self.use_role,
+                "dropout": self.dropout,
+                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+            }
+        )
+        return config
