@@ -1,0 +1,429 @@
+"""TP-Transformer building blocks: embedding, feed-forward, encoder and decoder layers.
+
+Schlag et al. (2019) §2 and §4.1, with the authors' PyTorch code where the paper is
+silent or differs (see ``NOTES.md``, "TP-Transformer"); every difference is listed in
+the class docstrings.
+"""
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from tpr_keras.layers.tp_attention import TPMultiHeadAttention
+
+NORM_PLACEMENTS = ("code", "paper")
+
+
+def _check_placement(norm_placement):
+    if norm_placement not in NORM_PLACEMENTS:
+        raise ValueError(
+            f"norm_placement must be one of {NORM_PLACEMENTS}; got {norm_placement!r}."
+        )
+    return norm_placement
+
+
+def sinusoidal_positions(positions, dim):
+    """Sinusoidal position encodings (Vaswani et al. 2017) at ``positions``.
+
+    Same layout as the authors' code: ``pe[:, 2i] = sin(p / 10000^(2i/d))`` and
+    ``pe[:, 2i+1] = cos(p / 10000^(2i/d))``. Computed on the fly, so there is no
+    maximum length.
+
+    Args:
+        positions: ``[T]`` integer positions.
+        dim: even encoding width.
+
+    Returns:
+        ``float32[T, dim]``.
+    """
+    if dim % 2:
+        raise ValueError(f"sinusoidal positions need an even width; got {dim}.")
+    inverse = np.exp(np.arange(0, dim, 2, dtype=np.float64) * -(math.log(10000.0) / dim))
+    angles = ops.cast(positions, "float32")[:, None] * ops.convert_to_tensor(
+        inverse.astype(np.float32)
+    )[None, :]
+    interleaved = ops.stack([ops.sin(angles), ops.cos(angles)], axis=-1)  # [T, d/2, 2]
+    return ops.reshape(interleaved, (-1, dim))
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPTransformerEmbedding(keras.layers.Layer):
+    """Shared symbol embedding ``E`` of encoder and decoder, and the output map of eq. 6.
+
+    Forward (the authors' code, ``EmbeddingMultilinearSinusoidal``)::
+
+        x = E[ids] * sqrt(d) + PE(positions)
+        z = x * (W_p x + b_p + 1)          # multiplicative=True
+
+    The factor ``W_p x + b_p + 1`` is the paper's "W(p) ~ N(1, 1)" (§4.1): with
+    ``W_p ~ N(0, 1/d)`` and ``x`` of unit variance it starts around ``N(1, 1)``.
+    ``multiplicative=False`` gives the plain ``x`` of the Transformer baseline
+    (the authors' ``TokenEmbedding``).
+
+    Reverse (``reverse=True``): logits ``ẑ E^T`` without bias, eq. 6 (softmax in the
+    loss).
+
+    Differences from the paper's text, following the authors' code:
+
+    * ``E`` starts ``N(0, 1/d)`` and is scaled by ``sqrt(d)`` on input, so input
+      embeddings are ``N(0, 1)`` as in §4.1 while the output map uses the unscaled
+      ``E``. ``b_p`` starts at zero (PyTorch's default is a small uniform).
+
+    Args:
+        vocabulary_size: number of symbols ``V``.
+        model_dim: ``d`` (even).
+        multiplicative: multiply by ``W_p x + b_p + 1`` (TP-Transformer) or not.
+        dropout: dropout rate on the output (forward direction only).
+        embeddings_initializer: initializer of ``E``; default ``N(0, 1/sqrt(d))``.
+
+    Call arguments:
+        inputs: int ids ``[B, T]`` (forward) or hidden states ``[B, T, d]`` (reverse).
+        start_position: position of the first id (decoding steps); default 0.
+        reverse: compute logits ``[B, T, V]`` instead.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        model_dim,
+        multiplicative=True,
+        dropout=0.0,
+        embeddings_initializer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = int(vocabulary_size)
+        self.model_dim = int(model_dim)
+        if self.model_dim % 2:
+            raise ValueError(f"model_dim must be even (sinusoids); got {model_dim}.")
+        self.multiplicative = bool(multiplicative)
+        self.dropout = float(dropout)
+        self.embeddings_initializer = keras.initializers.get(
+            embeddings_initializer
+            or keras.initializers.RandomNormal(0.0, 1.0 / math.sqrt(self.model_dim))
+        )
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocabulary_size, self.model_dim),
+            initializer=self.embeddings_initializer,
+        )
+        if self.multiplicative:
+            self.multiplier = keras.layers.Dense(
+                self.model_dim,
+                kernel_initializer=keras.initializers.RandomNormal(
+                    0.0, 1.0 / math.sqrt(self.model_dim)
+                ),
+                name="multiplier",
+            )
+            self.multiplier.build((None, None, self.model_dim))
+        self.output_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+        self.built = True
+
+    def call(self, inputs, start_position=0, reverse=False, training=None):
+        if reverse:
+            return ops.einsum("btd,vd->btv", inputs, ops.cast(self.embeddings, inputs.dtype))
+        ids = ops.cast(inputs, "int32")
+        tokens = ops.take(self.embeddings, ids, axis=0) * math.sqrt(self.model_dim)
+        positions = ops.arange(ops.shape(ids)[1]) + ops.cast(start_position, "int32")
+        x = tokens + ops.cast(sinusoidal_positions(positions, self.model_dim), tokens.dtype)[None]
+        if self.multiplicative:
+            x = x * (self.multiplier(x) + 1.0)
+        return self.output_dropout(x, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "model_dim": self.model_dim,
+                "multiplicative": self.multiplicative,
+                "dropout": self.dropout,
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class FeedForward(keras.layers.Layer):
+    """Position-wise feed-forward sub-layer, eq. 5: ``W_g ReLU(W_f x + b_f) + b_g``.
+
+    Kernels Xavier uniform, biases zero (§4.1).
+
+    Args:
+        hidden_dim: ``d_f`` (the paper uses ``4 d``).
+        dropout: dropout rate after the ReLU (the authors' code; 0 in their runs).
+    """
+
+    def __init__(self, hidden_dim, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_dim = int(hidden_dim)
+        self.dropout = float(dropout)
+
+    def build(self, input_shape):
+        self.inner = keras.layers.Dense(self.hidden_dim, activation="relu", name="inner")
+        self.inner.build(input_shape)
+        self.outer = keras.layers.Dense(input_shape[-1], name="outer")
+        self.outer.build(tuple(input_shape[:-1]) + (self.hidden_dim,))
+        self.inner_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+        self.built = True
+
+    def call(self, x, training=None):
+        return self.outer(self.inner_dropout(self.inner(x), training=training))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"hidden_dim": self.hidden_dim, "dropout": self.dropout})
+        return config
+
+
+class _TransformerLayerBase(keras.layers.Layer):
+    """Shared arguments and the two layer-norm placements."""
+
+    num_sublayers = 0
+
+    def __init__(
+        self,
+        num_heads,
+        feed_forward_dim,
+        use_role=True,
+        norm_placement="code",
+        dropout=0.0,
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = int(num_heads)
+        self.feed_forward_dim = int(feed_forward_dim)
+        self.use_role = bool(use_role)
+        self.norm_placement = _check_placement(norm_placement)
+        self.dropout = float(dropout)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+
+    def _build_common(self, model_dim):
+        self.model_dim = int(model_dim)
+        shape = (None, None, self.model_dim)
+        self.norms = []
+        for i in range(self.num_sublayers + 1):
+            norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, name=f"norm{i + 1}"
+            )
+            norm.build(shape)
+            self.norms.append(norm)
+        self.feed_forward = FeedForward(self.feed_forward_dim, self.dropout, name="feed_forward")
+        self.feed_forward.build(shape)
+        self.sublayer_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+
+    def _attention(self, name):
+        layer = TPMultiHeadAttention(
+            self.num_heads, use_role=self.use_role, dropout=self.dropout, name=name
+        )
+        shape = (None, None, self.model_dim)
+        layer.build(shape, shape)
+        return layer
+
+    def _run(self, x, sublayers, training):
+        """Applies ``sublayers`` (callables ``h -> output``) with the chosen norms.
+
+        ``"code"`` (authors' code): ``x = x + f(LN_i(x))`` for each sub-layer, then a
+        last ``LN`` on the layer output. ``"paper"`` (§2): an initial ``LN``, then
+        ``x = LN_i(x + f(x))`` for each sub-layer (the original Transformer's
+        post-norm).
+        """
+        if self.norm_placement == "code":
+            for norm, sublayer in zip(self.norms, sublayers):
+                x = x + self.sublayer_dropout(sublayer(norm(x)), training=training)
+            return self.norms[-1](x)
+        x = self.norms[0](x)
+        for norm, sublayer in zip(self.norms[1:], sublayers):
+            x = norm(x + self.sublayer_dropout(sublayer(x), training=training))
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "feed_forward_dim": self.feed_forward_dim,
+                "use_role": self.use_role,
+                "norm_placement": self.norm_placement,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPTransformerEncoderLayer(_TransformerLayerBase):
+    """One encoder cell: TPMHA self-attention and feed-forward (§2, §2.2).
+
+    Layer-norm placement (``norm_placement``):
+
+    * ``"code"`` (default, the authors' code; ``NOTES.md``): pre-norm sub-layers and
+      an extra layer norm on the cell's output::
+
+          x = x + TPMHA(LN1(x));  x = x + FF(LN2(x));  return LN3(x)
+
+    * ``"paper"`` (§2: "an initial layer normalization ... each sub-layer is followed
+      by layer normalization and by a residual connection (as in the original
+      Transformer)", read as the original post-norm ``LN(x + f(x))``)::
+
+          x = LN1(x);  x = LN2(x + TPMHA(x));  return LN3(x + FF(x))
+
+    Both have three layer norms (same parameters). Layer-norm epsilon 1e-5 (PyTorch).
+
+    Args:
+        num_heads: attention heads.
+        feed_forward_dim: ``d_f``.
+        use_role: TP-Attention (``True``) or standard attention.
+        norm_placement: ``"code"`` or ``"paper"``.
+        dropout: dropout rate on sub-layer outputs, attention weights and the
+            feed-forward hidden layer (the authors trained with 0).
+        layer_norm_epsilon: epsilon of the layer norms.
+
+    Call arguments:
+        x: ``[B, T, d]``.
+        padding_mask: boolean ``[B, T]``, ``True`` for real (non-pad) positions.
+        return_details: also return ``{"attention": [B, H, T, T], "roles":
+            [B, H, T, d_k]}`` of the self-attention (for analysis).
+    """
+
+    num_sublayers = 2
+
+    def build(self, input_shape):
+        self._build_common(input_shape[-1])
+        self.self_attention = self._attention("self_attention")
+        self.built = True
+
+    def call(self, x, padding_mask=None, return_details=False, training=None):
+        mask = None if padding_mask is None else ops.cast(padding_mask, "bool")[:, None, :]
+        details = {}
+
+        def attend(h):
+            out, weights, roles = self.self_attention(
+                h, h, attention_mask=mask, return_attention_scores=True,
+                return_roles=True, training=training,
+            )
+            details.update(attention=weights, roles=roles)
+            return out
+
+        ff = lambda h: self.feed_forward(h, training=training)  # noqa: E731
+        out = self._run(x, [attend, ff], training)
+        return (out, details) if return_details else out
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPTransformerDecoderLayer(_TransformerLayerBase):
+    """One decoder cell: masked self-TPMHA, TPMHA over the encoder, feed-forward (§2.3).
+
+    Same layer-norm placements as :class:`TPTransformerEncoderLayer`, with four norms
+    (``"code"``: before each of the three sub-layers and on the output).
+
+    In the attention over the encoder, queries *and roles* come from the decoder
+    stream; keys and values from the final encoder states.
+
+    Decoding uses :meth:`step` with a fixed-size key/value cache of the
+    self-attention (positions ``<= t`` are valid) and the encoder keys/values of
+    :meth:`encoder_key_value`, computed once per input.
+
+    Call arguments:
+        x: ``[B, Tt, d]`` (teacher-forced, shifted targets).
+        encoder_output: ``[B, Ts, d]``.
+        encoder_padding_mask: boolean ``[B, Ts]``, ``True`` for real source positions.
+        return_details: also return ``{"self_attention", "self_roles",
+            "cross_attention", "cross_roles"}``.
+    """
+
+    num_sublayers = 3
+
+    def build(self, input_shape):
+        self._build_common(input_shape[-1])
+        self.self_attention = self._attention("self_attention")
+        self.cross_attention = self._attention("cross_attention")
+        self.built = True
+
+    def call(
+        self,
+        x,
+        encoder_output,
+        encoder_padding_mask=None,
+        return_details=False,
+        training=None,
+    ):
+        source_mask = (
+            None
+            if encoder_padding_mask is None
+            else ops.cast(encoder_padding_mask, "bool")[:, None, :]
+        )
+        details = {}
+
+        def self_attend(h):
+            out, weights, roles = self.self_attention(
+                h, h, use_causal_mask=True, return_attention_scores=True,
+                return_roles=True, training=training,
+            )
+            details.update(self_attention=weights, self_roles=roles)
+            return out
+
+        def cross_attend(h):
+            out, weights, roles = self.cross_attention(
+                h, encoder_output, attention_mask=source_mask,
+                return_attention_scores=True, return_roles=True, training=training,
+            )
+            details.update(cross_attention=weights, cross_roles=roles)
+            return out
+
+        ff = lambda h: self.feed_forward(h, training=training)  # noqa: E731
+        out = self._run(x, [self_attend, cross_attend, ff], training)
+        return (out, details) if return_details else out
+
+    # ------------------------------------------------------------ decoding
+    def encoder_key_value(self, encoder_output):
+        """Keys and values of the attention over the encoder: two ``[B, H, Ts, d_k]``."""
+        return self.cross_attention.project_key_value(encoder_output)
+
+    def step(self, x, position, cache_key, cache_value, encoder_kv, encoder_padding_mask):
+        """One decoding step with a fixed-size self-attention cache (inference only).
+
+        Args:
+            x: ``[B, 1, d]`` the embedded input symbol at ``position``.
+            position: scalar int, the step ``t`` (0 = the start symbol).
+            cache_key, cache_value: ``[B, H, L, d_k]``; entries ``< t`` hold earlier
+                steps, later entries are ignored.
+            encoder_kv: ``(keys, values)`` from :meth:`encoder_key_value`.
+            encoder_padding_mask: boolean ``[B, Ts]``.
+
+        Returns:
+            ``(output [B, 1, d], cache_key, cache_value)`` with slot ``t`` written.
+        """
+        length = cache_key.shape[2]
+        slots = ops.arange(length)
+        write = ops.equal(slots, position)[None, None, :, None]  # [1, 1, L, 1]
+        visible = ops.less_equal(slots, position)[None, None, :]  # [1, 1, L]
+        source_mask = ops.cast(encoder_padding_mask, "bool")[:, None, :]
+        new_cache = {}
+
+        def self_attend(h):
+            q, r = self.self_attention.project_query(h)
+            k, v = self.self_attention.project_key_value(h)  # [B, H, 1, d_k]
+            keys = ops.where(write, k, cache_key)
+            values = ops.where(write, v, cache_value)
+            new_cache.update(key=keys, value=values)
+            return self.self_attention.attend(q, r, keys, values, visible)[0]
+
+        def cross_attend(h):
+            q, r = self.cross_attention.project_query(h)
+            return self.cross_attention.attend(q, r, *encoder_kv, source_mask)[0]
+
+        out = self._run(x, [self_attend, cross_attend, self.feed_forward], False)
+        return out, new_cache["key"], new_cache["value"]
