@@ -1,0 +1,244 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.models.tp_transformer import (
+    END_ID,
+    PAD_ID,
+    PRESETS,
+    START_ID,
+    TPTransformer,
+    sequence_compute_fn,
+)
+
+V = 12
+
+
+def _model(placement="code", seed=0, **overrides):
+    keras.utils.set_random_seed(seed)
+    return TPTransformer.from_preset(
+        "tiny", vocabulary_size=V, model_dim=16, feed_forward_dim=32,
+        norm_placement=placement, **overrides,
+    )
+
+
+def _sources(seed=0, batch=3, length=7):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(4, V, size=(batch, length)).astype("int32")
+    src[1, 5:] = PAD_ID
+    return src
+
+
+def _sharpen(model, seed=1):
+    """Bigger random embeddings, so decoding is not a near-tie everywhere."""
+    rng = np.random.default_rng(seed)
+    model.embedding.embeddings.assign(rng.normal(0, 1.0, (V, 16)).astype("float32"))
+    return model
+
+
+_MODELS = {}
+
+
+def _shared(placement):
+    """One sharpened model per placement for the tests that do not change it."""
+    if placement not in _MODELS:
+        _MODELS[placement] = _sharpen(_model(placement))
+    return _MODELS[placement]
+
+
+@pytest.mark.parametrize("placement", ["code", "paper"])
+def test_causal_future_targets_do_not_change_earlier_logits(placement):
+    model = _shared(placement)
+    src = _sources()
+    target = np.array([[START_ID, 5, 6, 7, 8]] * 3, "int32")
+    before = model({"source": src, "target_in": target}).numpy()
+    changed = target.copy()
+    changed[:, 3] = 9
+    after = model({"source": src, "target_in": changed}).numpy()
+    np.testing.assert_allclose(after[:, :3], before[:, :3], rtol=1e-5, atol=1e-5)
+    assert not np.allclose(after[:, 3:], before[:, 3:])
+    assert before.shape == (3, 5, V)
+
+
+def test_source_padding_is_masked():
+    model = _shared("code")
+    src = _sources()
+    target = np.full((3, 2), START_ID, "int32")
+    longer = np.concatenate([src, np.zeros((3, 4), "int32")], axis=1)
+    np.testing.assert_allclose(
+        model({"source": longer, "target_in": target}).numpy(),
+        model({"source": src, "target_in": target}).numpy(),
+        rtol=1e-5, atol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("placement", ["code", "paper"])
+def test_cached_and_uncached_greedy_decoding_agree(placement):
+    model = _shared(placement)
+    src = _sources()
+    ids, log_prob = model.greedy_decode(src, max_length=6)
+    ref_ids, ref_log_prob = model.greedy_decode(src, max_length=6, use_cache=False)
+    np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
+    np.testing.assert_allclose(log_prob.numpy(), ref_log_prob.numpy(), rtol=1e-4, atol=1e-4)
+    assert ids.shape == (3, 6) and ids.dtype == tf.int32
+
+
+def test_beam_size_one_equals_greedy():
+    model = _shared("code")
+    src = _sources(seed=3, batch=4)
+    greedy_ids, greedy_lp = model.greedy_decode(src, max_length=6)
+    beam_ids, beam_lp = model.beam_search(src, beam_size=1, max_length=6, alpha=0.6)
+    np.testing.assert_array_equal(beam_ids.numpy(), greedy_ids.numpy())
+    np.testing.assert_allclose(beam_lp.numpy(), greedy_lp.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_decoding_in_a_tf_function_with_unknown_batch():
+    model = _shared("code")
+    src = _sources(seed=3, batch=4)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    def decode(source):
+        return model.greedy_decode(source, max_length=6), model.beam_search(
+            source, beam_size=3, max_length=6, return_all=True
+        )
+
+    (ids, log_prob), (seqs, scores) = decode(src)
+    eager_ids, eager_log_prob = model.greedy_decode(src, max_length=6)
+    np.testing.assert_array_equal(ids.numpy(), eager_ids.numpy())
+    np.testing.assert_allclose(log_prob.numpy(), eager_log_prob.numpy(), rtol=1e-5, atol=1e-5)
+    assert seqs.shape == (4, 3, 6) and scores.shape == (4, 3)
+    lengths = np.sum(seqs.numpy() != PAD_ID, axis=-1)
+    normalised = scores.numpy() / ((5.0 + lengths) / 6.0) ** 0.6
+    assert np.all(np.diff(normalised, axis=1) <= 1e-6)  # best first
+
+
+def _scripted(model, table):
+    """Replaces the decoder by a Markov chain: log p(next | current) = table[current]."""
+    log_table = tf.constant(np.log(table), tf.float32)
+
+    def step(tokens, position, caches, kv, valid):
+        return tf.gather(log_table, tokens), caches
+
+    model._step_log_probs = step
+
+
+def _chain():
+    # Symbols: 4 = "a", 5 = "b". From <s>: a 0.6, b 0.4. From a: a/b/end about 1/3
+    # each (a slightly ahead); from b: end 0.99. Greedy: a a a ...; best: b </s>.
+    table = np.full((V, V), 1e-6)
+    table[START_ID, [4, 5]] = [0.6, 0.4]
+    table[4, [4, 5, END_ID]] = [0.34, 0.33, 0.33]
+    table[5, [END_ID, 4]] = [0.99, 0.01]
+    table[END_ID, 4] = 1.0  # never used: finished rows only get <pad>
+    table[PAD_ID, 4] = 1.0
+    return table / table.sum(1, keepdims=True)
+
+
+def test_decoding_stops_at_the_end_symbol_and_pads_after_it():
+    model = _model()
+    table = _chain()
+    _scripted(model, table)
+    src = _sources(batch=2)
+    ids, log_prob = model.greedy_decode(src, max_length=5)
+    np.testing.assert_array_equal(ids.numpy(), [[4, 4, 4, 4, 4]] * 2)
+    np.testing.assert_allclose(log_prob.numpy(), math.log(table[2, 4]) + 4 * math.log(table[4, 4]),
+                               rtol=1e-5)
+    seqs, scores = model.beam_search(src, beam_size=2, max_length=5, alpha=0.0, return_all=True)
+    best = [5, END_ID, PAD_ID, PAD_ID, PAD_ID]
+    np.testing.assert_array_equal(seqs.numpy()[:, 0], [best, best])
+    np.testing.assert_allclose(scores.numpy()[:, 0], math.log(table[2, 5] * table[5, END_ID]),
+                               rtol=1e-5)
+    # The runner-up stays live (a a beats a b and a </s> at step 1) to the end.
+    np.testing.assert_array_equal(seqs.numpy()[0, 1], [4, 4, 4, 4, 4])
+    np.testing.assert_allclose(
+        scores.numpy()[0, 1], math.log(table[2, 4]) + 4 * math.log(table[4, 4]), rtol=1e-5
+    )
+    # Greedy rows that end early: make "a" end immediately.
+    ending = table.copy()
+    ending[4] = 1e-6
+    ending[4, END_ID] = 1.0
+    _scripted(model, ending / ending.sum(1, keepdims=True))
+    ids, _ = model.greedy_decode(src, max_length=5)
+    np.testing.assert_array_equal(ids.numpy(), [[4, END_ID, PAD_ID, PAD_ID, PAD_ID]] * 2)
+
+
+def test_keras_round_trip(tmp_path):
+    vocabulary = ["<pad>", "<unk>", "<s>", "</s>"] + list("0123456 ?")[: V - 4]
+    model = _model(vocabulary=vocabulary)
+    _sharpen(model)
+    src = _sources()
+    target = np.array([[START_ID, 5, 6]] * 3, "int32")
+    path = tmp_path / "model.keras"
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, TPTransformer)
+    assert restored.get_config() == model.get_config()
+    assert list(restored.vocabulary) == vocabulary
+    np.testing.assert_allclose(
+        restored({"source": src, "target_in": target}).numpy(),
+        model({"source": src, "target_in": target}).numpy(),
+        rtol=1e-6, atol=1e-6,
+    )
+    np.testing.assert_array_equal(
+        restored.greedy_decode(src, 5)[0].numpy(), model.greedy_decode(src, 5)[0].numpy()
+    )
+
+
+def test_compute_fn_masks_padding_and_needs_the_whole_answer():
+    target = np.array([[5, 6, END_ID], [7, END_ID, PAD_ID]], "int32")
+    logits = np.full((2, 3, V), -5.0, "float32")
+    for b, row in enumerate([[5, 6, END_ID], [7, END_ID, 9]]):  # row 1: wrong only at a pad
+        for t, s in enumerate(row):
+            logits[b, t, s] = 5.0
+
+    def model(features, training):
+        return tf.constant(logits)
+
+    out = sequence_compute_fn()(model, {}, {"target_out": target}, False)
+    token_ce = -tf.nn.log_softmax(logits[0, 0]).numpy()[5]
+    np.testing.assert_allclose(out["loss"].numpy(), [3 * token_ce, 2 * token_ce], rtol=1e-5)
+    np.testing.assert_array_equal(out["correct"].numpy(), [1.0, 1.0])
+    logits[1, 1, 8] = 9.0  # now the end symbol of row 1 is wrong
+    out = sequence_compute_fn(reduction="mean")(model, {}, {"target_out": target}, False)
+    np.testing.assert_array_equal(out["correct"].numpy(), [1.0, 0.0])
+    np.testing.assert_allclose(out["loss"].numpy()[0], token_ce, rtol=1e-5)
+
+
+def _expected_count(v, d, f, n_enc, n_dec, role, multiplicative):
+    attention = (5 if role else 4) * (d * d + d)
+    ff = 2 * d * f + f + d
+    encoder = attention + ff + 3 * 2 * d
+    decoder = 2 * attention + ff + 4 * 2 * d
+    return v * d + (d * d + d if multiplicative else 0) + n_enc * encoder + n_dec * decoder
+
+
+def test_parameter_counts_and_presets():
+    model = _shared("code")  # tiny with d 16, d_f 32
+    assert model.count_params() == _expected_count(V, 16, 32, 2, 2, True, True)
+    # Baseline attention and embedding have no role / multiplier weights (see the layer
+    # tests), so the baseline presets follow the same formula without those terms.
+    sizes = {name: (p["model_dim"], p["feed_forward_dim"], p["num_heads"], p["num_encoder_layers"])
+             for name, p in PRESETS.items()}
+    assert sizes["tp_transformer"] == sizes["transformer"] == (512, 2048, 8, 6)  # §4.1
+    assert sizes["tp_transformer_b"] == (480, 1920, 8, 6)
+    assert sizes["tp_transformer_c"] == (512, 512, 8, 6)
+    assert sizes["tiny"] == (64, 256, 4, 2)
+    assert not PRESETS["transformer"]["use_role"] and PRESETS["tp_transformer"]["use_role"]
+    # Table 1: the Transformer baseline has 44.2M weights (73 symbols here).
+    assert round(_expected_count(73, 512, 2048, 6, 6, False, False) / 1e6, 1) == 44.2
+    with pytest.raises(ValueError, match="Unknown preset"):
+        TPTransformer.from_preset("huge", vocabulary_size=73)
+
+
+def test_attention_details_for_analysis():
+    model = _shared("code")
+    details = model.attention_details(
+        {"source": _sources(), "target_in": np.full((3, 2), START_ID, "int32")}
+    )
+    assert len(details["encoder"]) == 2 and len(details["decoder"]) == 2
+    assert details["encoder"][0]["roles"].shape == (3, 4, 7, 4)
+    assert details["decoder"][1]["cross_attention"].shape == (3, 4, 2, 7)
+    assert details["logits"].shape == (3, 2, V)

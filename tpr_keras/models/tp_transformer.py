@@ -1,0 +1,491 @@
+"""TP-Transformer (Schlag et al. 2019) and its Transformer baseline, with in-graph decoding."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from tpr_keras.layers.tp_transformer_layers import (
+    TPTransformerDecoderLayer,
+    TPTransformerEmbedding,
+    TPTransformerEncoderLayer,
+)
+
+#: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary`.
+PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+
+#: Hyper-parameters. §4.1: the TP-Transformer uses the Transformer's (d_z 512,
+#: d_f 2048, H 8, L 6); B shrinks to multiples of 60 (d_z 480, d_f 1920); C keeps
+#: d_z 512 with d_f 512. "transformer" is the authors' baseline (standard attention,
+#: additive embedding). "tiny"/"small" are CPU sizes for tests and quick runs.
+PRESETS = {
+    "tp_transformer": dict(
+        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
+        feed_forward_dim=2048, use_role=True, multiplicative_embedding=True,
+    ),
+    "tp_transformer_b": dict(
+        model_dim=480, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
+        feed_forward_dim=1920, use_role=True, multiplicative_embedding=True,
+    ),
+    "tp_transformer_c": dict(
+        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
+        feed_forward_dim=512, use_role=True, multiplicative_embedding=True,
+    ),
+    "transformer": dict(
+        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
+        feed_forward_dim=2048, use_role=False, multiplicative_embedding=False,
+    ),
+    "small": dict(
+        model_dim=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
+        feed_forward_dim=512, use_role=True, multiplicative_embedding=True,
+    ),
+    "tiny": dict(
+        model_dim=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+        feed_forward_dim=256, use_role=True, multiplicative_embedding=True,
+    ),
+    "small_transformer": dict(
+        model_dim=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
+        feed_forward_dim=512, use_role=False, multiplicative_embedding=False,
+    ),
+    "tiny_transformer": dict(
+        model_dim=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+        feed_forward_dim=256, use_role=False, multiplicative_embedding=False,
+    ),
+}
+
+_NEG = -1.0e9
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class TPTransformer(keras.Model):
+    """Encoder-decoder TP-Transformer for character-level seq2seq, §2.
+
+    Shared symbol embedding (:class:`TPTransformerEmbedding`) for source, target and
+    the output logits ``ẑ E^T`` (eq. 6); ``num_encoder_layers`` encoder cells
+    (TPMHA + feed-forward) and ``num_decoder_layers`` decoder cells (masked
+    self-TPMHA, TPMHA over the encoder, feed-forward). ``use_role=False`` and
+    ``multiplicative_embedding=False`` give the authors' Transformer baseline.
+
+    Inputs (teacher forcing): ``{"source": int32[B, Ls], "target_in": int32[B, Lt]}``;
+    ``target_in`` starts with the start symbol. Output: logits ``[B, Lt, V]`` (the
+    softmax belongs to the loss). Pad positions (``pad_id``) of the source are
+    masked in every attention over it; the decoder self-attention is causal.
+
+    Decoding (in-graph, usable in a ``tf.function`` with an unknown batch size):
+    :meth:`greedy_decode` (key/value cache, one ``tf.while_loop``) and
+    :meth:`beam_search`. Outputs exclude the start symbol, include the end symbol
+    and hold ``pad_id`` after it. They use explicit TF control flow and are marked
+    ``do_not_convert`` for autograph (tracing them is about 3x faster).
+
+    Where this differs from the paper or the authors' code:
+
+    * Layer norms: the authors' placement by default (``norm_placement``), epsilon
+      1e-5 as in PyTorch. Dropout 0 by default (the authors' runs).
+    * Initialisation: Xavier uniform for every attention and feed-forward kernel
+      (§4.1); the authors' TP-Transformer code never calls the attention's
+      ``reset_parameters`` and so used PyTorch's default there. ``E ~ N(0, 1/d)``
+      scaled by ``sqrt(d)`` on input and ``W_p ~ N(0, 1/d)``, as in their code.
+    * The per-head output biases of eq. 4 are one summed bias (same function).
+    * The decoder self-attention masks only the future; the authors also masked
+      the rows of padded target positions, which changes nothing at real positions.
+    * Parameter counts with 73 symbols: TP-Transformer 49.18M (Table 1: 49.1M),
+      B 43.23M (43.0M), C 30.29M (30.0M), Transformer 44.19M (44.2M). The Transformer
+      matches; the TP variants are 0.23-0.26M above Table 1, exactly the size of
+      ``W_p`` (d² + d) - Table 1 seems to leave it out for B and C.
+    * Beam search is an addition (the paper decodes greedily).
+
+    Args:
+        vocabulary_size: number of symbols ``V`` (specials included).
+        model_dim: ``d_z``. num_heads: ``H``. feed_forward_dim: ``d_f``.
+        num_encoder_layers, num_decoder_layers: ``L`` of each stack.
+        use_role: TP-Attention (``False``: standard multi-head attention).
+        multiplicative_embedding: the ``(W_p x + 1)`` factor of the embedding.
+        norm_placement: ``"code"`` (authors' code: pre-norm + output norm, default)
+            or ``"paper"`` (§2's initial norm + post-norm); see
+            :class:`TPTransformerEncoderLayer`.
+        dropout: dropout rate everywhere (the authors used 0).
+        layer_norm_epsilon: layer-norm epsilon (1e-5, PyTorch's).
+        pad_id, start_id, end_id: special symbol ids.
+        max_decode_length: default number of decoding steps (answers of at most 30
+            characters plus the end symbol: 31).
+        vocabulary: optional list of the symbols (id order); stored in the config so
+            a saved ``.keras`` file carries its vocabulary.
+
+    Example:
+    >>> model = TPTransformer.from_preset("tiny", vocabulary_size=20)
+    >>> model({"source": np.ones((2, 7), "int32"),
+    ...        "target_in": np.full((2, 3), 2, "int32")}).shape
+    TensorShape([2, 3, 20])
+    >>> ids, log_prob = model.greedy_decode(np.ones((2, 7), "int32"), max_length=5)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        model_dim=512,
+        num_heads=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        feed_forward_dim=2048,
+        use_role=True,
+        multiplicative_embedding=True,
+        norm_placement="code",
+        dropout=0.0,
+        layer_norm_epsilon=1e-5,
+        pad_id=PAD_ID,
+        start_id=START_ID,
+        end_id=END_ID,
+        max_decode_length=31,
+        vocabulary=None,
+        **kwargs,
+    ):
+        if vocabulary is not None:
+            vocabulary = [str(t) for t in vocabulary]
+            if len(vocabulary) != int(vocabulary_size):
+                raise ValueError(
+                    f"vocabulary has {len(vocabulary)} symbols but vocabulary_size="
+                    f"{vocabulary_size}."
+                )
+        embedding = TPTransformerEmbedding(
+            vocabulary_size, model_dim, multiplicative_embedding, dropout, name="embedding"
+        )
+        layer_args = dict(
+            num_heads=num_heads,
+            feed_forward_dim=feed_forward_dim,
+            use_role=use_role,
+            norm_placement=norm_placement,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+        )
+        encoder_layers = [
+            TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
+            for i in range(num_encoder_layers)
+        ]
+        decoder_layers = [
+            TPTransformerDecoderLayer(**layer_args, name=f"decoder_{i}")
+            for i in range(num_decoder_layers)
+        ]
+
+        source = keras.Input((None,), dtype="int32", name="source")
+        target_in = keras.Input((None,), dtype="int32", name="target_in")
+        source_valid = ops.not_equal(source, pad_id)
+        x = embedding(source)
+        for layer in encoder_layers:
+            x = layer(x, source_valid)
+        y = embedding(target_in)
+        for layer in decoder_layers:
+            y = layer(y, x, source_valid)
+        logits = embedding(y, reverse=True)
+        super().__init__(
+            inputs={"source": source, "target_in": target_in}, outputs=logits, **kwargs
+        )
+        self.vocabulary_size = int(vocabulary_size)
+        self.model_dim = int(model_dim)
+        self.num_heads = int(num_heads)
+        self.num_encoder_layers = int(num_encoder_layers)
+        self.num_decoder_layers = int(num_decoder_layers)
+        self.feed_forward_dim = int(feed_forward_dim)
+        self.use_role = bool(use_role)
+        self.multiplicative_embedding = bool(multiplicative_embedding)
+        self.norm_placement = norm_placement
+        self.dropout_rate = float(dropout)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
+        self.pad_id = int(pad_id)
+        self.start_id = int(start_id)
+        self.end_id = int(end_id)
+        self.max_decode_length = int(max_decode_length)
+        self.vocabulary = None if vocabulary is None else tuple(vocabulary)
+        self.embedding = embedding
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+
+    # ------------------------------------------------------------ presets
+    @classmethod
+    def from_preset(cls, preset, vocabulary_size, **overrides):
+        """Builds a model with the sizes of ``preset`` (see ``PRESETS``)."""
+        if preset not in PRESETS:
+            raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
+        config = dict(PRESETS[preset])
+        config.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(vocabulary_size=vocabulary_size, **config)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "vocabulary_size": self.vocabulary_size,
+            "model_dim": self.model_dim,
+            "num_heads": self.num_heads,
+            "num_encoder_layers": self.num_encoder_layers,
+            "num_decoder_layers": self.num_decoder_layers,
+            "feed_forward_dim": self.feed_forward_dim,
+            "use_role": self.use_role,
+            "multiplicative_embedding": self.multiplicative_embedding,
+            "norm_placement": self.norm_placement,
+            "dropout": self.dropout_rate,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "pad_id": self.pad_id,
+            "start_id": self.start_id,
+            "end_id": self.end_id,
+            "max_decode_length": self.max_decode_length,
+            "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    # ----------------------------------------------------------- analysis
+    @tf.autograph.experimental.do_not_convert
+    def encode(self, source, training=False):
+        """Encoder states ``[B, Ls, d]`` and the source validity mask ``[B, Ls]``."""
+        source = ops.convert_to_tensor(source, "int32")
+        valid = ops.not_equal(source, self.pad_id)
+        x = self.embedding(source, training=training)
+        for layer in self.encoder_layers:
+            x = layer(x, valid, training=training)
+        return x, valid
+
+    @tf.autograph.experimental.do_not_convert
+    def attention_details(self, inputs):
+        """Attention weights and role vectors of every layer, for analysis.
+
+        Args:
+            inputs: ``{"source": [B, Ls], "target_in": [B, Lt]}``.
+
+        Returns:
+            ``{"logits": [B, Lt, V], "encoder": [per layer {"attention": [B, H, Ls, Ls],
+            "roles": [B, H, Ls, d_k]}], "decoder": [per layer {"self_attention",
+            "self_roles", "cross_attention" [B, H, Lt, Ls], "cross_roles"}]}``; roles
+            are ``None`` without TP-Attention.
+        """
+        source = ops.convert_to_tensor(inputs["source"], "int32")
+        valid = ops.not_equal(source, self.pad_id)
+        x = self.embedding(source)
+        encoder, decoder = [], []
+        for layer in self.encoder_layers:
+            x, details = layer(x, valid, return_details=True)
+            encoder.append(details)
+        y = self.embedding(ops.convert_to_tensor(inputs["target_in"], "int32"))
+        for layer in self.decoder_layers:
+            y, details = layer(y, x, valid, return_details=True)
+            decoder.append(details)
+        return {"logits": self.embedding(y, reverse=True), "encoder": encoder, "decoder": decoder}
+
+    # ----------------------------------------------------------- decoding
+    def _decoder_state(self, source, repeats=1):
+        """Encodes once; returns per-layer encoder keys/values, mask, zero caches."""
+        encoded, valid = self.encode(source)
+        kv = [layer.encoder_key_value(encoded) for layer in self.decoder_layers]
+        if repeats > 1:  # [B, ...] -> [B * K, ...], each row repeated K times.
+            kv = [tuple(tf.repeat(t, repeats, axis=0) for t in pair) for pair in kv]
+            valid = tf.repeat(valid, repeats, axis=0)
+        return kv, valid
+
+    def _zero_caches(self, rows, length):
+        key_dim = self.model_dim // self.num_heads
+        shape = tf.stack([rows, self.num_heads, length, key_dim])
+        dtype = self.embedding.compute_dtype
+        return [tf.zeros(shape, dtype) for _ in range(2 * self.num_decoder_layers)]
+
+    def _step_log_probs(self, tokens, position, caches, kv, valid):
+        """One cached decoder step: ``[R]`` tokens at ``position`` -> ``[R, V]`` log-probs."""
+        x = self.embedding(tokens[:, None], start_position=position)
+        new_caches = []
+        for i, layer in enumerate(self.decoder_layers):
+            x, key, value = layer.step(x, position, caches[2 * i], caches[2 * i + 1], kv[i], valid)
+            new_caches += [key, value]
+        logits = tf.cast(self.embedding(x, reverse=True)[:, 0], tf.float32)
+        return tf.nn.log_softmax(logits, axis=-1), new_caches
+
+    @tf.autograph.experimental.do_not_convert
+    def greedy_decode(self, source, max_length=None, use_cache=True):
+        """Greedy decoding (§2.3): the most probable symbol at every step.
+
+        With ``use_cache=True`` (default) the encoder runs once and the decoder runs
+        one position per step inside a single ``tf.while_loop``, reading earlier
+        positions from fixed-size key/value caches (static shapes; the batch size may
+        be unknown), stopping when every row has produced the end symbol. With
+        ``use_cache=False`` it re-runs the full decoder on the growing prefix at each
+        step in a Python loop (the slow reference used by the tests).
+
+        Args:
+            source: ``int32[B, Ls]`` question ids, ``pad_id``-padded.
+            max_length: decoding steps ``L`` (a Python int); default
+                ``max_decode_length``.
+            use_cache: see above.
+
+        Returns:
+            ``(ids int32[B, L], log_prob float32[B])``: generated symbols (end symbol
+            included, then ``pad_id``) and the sum of their log-probabilities.
+        """
+        length = int(max_length or self.max_decode_length)
+        source = tf.convert_to_tensor(source, tf.int32)
+        if not use_cache:
+            return self._greedy_uncached(source, length)
+        batch = tf.shape(source)[0]
+        kv, valid = self._decoder_state(source)
+        steps = tf.range(length)
+
+        def cond(t, tokens, finished, log_prob, ids, caches):
+            return tf.logical_and(t < length, tf.logical_not(tf.reduce_all(finished)))
+
+        def body(t, tokens, finished, log_prob, ids, caches):
+            log_probs, caches = self._step_log_probs(tokens, t, caches, kv, valid)
+            chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+            chosen = tf.where(finished, self.pad_id, chosen)
+            gained = tf.gather(log_probs, chosen, batch_dims=1)
+            log_prob += tf.where(finished, 0.0, gained)
+            ids = tf.where(tf.equal(steps, t)[None, :], chosen[:, None], ids)
+            finished = tf.logical_or(finished, tf.equal(chosen, self.end_id))
+            return t + 1, chosen, finished, log_prob, ids, caches
+
+        initial = (
+            tf.constant(0),
+            tf.fill([batch], self.start_id),
+            tf.zeros([batch], tf.bool),
+            tf.zeros([batch], tf.float32),
+            tf.fill([batch, length], self.pad_id),
+            self._zero_caches(batch, length),
+        )
+        _, _, _, log_prob, ids, _ = tf.while_loop(
+            cond, body, initial, maximum_iterations=length
+        )
+        return ids, log_prob
+
+    def _greedy_uncached(self, source, length):
+        batch = tf.shape(source)[0]
+        prefix = tf.fill([batch, 1], self.start_id)
+        finished = tf.zeros([batch], tf.bool)
+        log_prob = tf.zeros([batch], tf.float32)
+        outputs = []
+        for _ in range(length):  # Python loop: reference implementation only.
+            logits = self({"source": source, "target_in": prefix}, training=False)
+            log_probs = tf.nn.log_softmax(tf.cast(logits[:, -1], tf.float32), axis=-1)
+            chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+            chosen = tf.where(finished, self.pad_id, chosen)
+            gained = tf.gather(log_probs, chosen, batch_dims=1)
+            log_prob += tf.where(finished, 0.0, gained)
+            finished = tf.logical_or(finished, tf.equal(chosen, self.end_id))
+            outputs.append(chosen)
+            prefix = tf.concat([prefix, chosen[:, None]], axis=1)
+        return tf.stack(outputs, axis=1), log_prob
+
+    @staticmethod
+    def length_penalty(length, alpha):
+        """GNMT length penalty ``((5 + length) / 6) ** alpha`` (Wu et al. 2016)."""
+        return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+    @tf.autograph.experimental.do_not_convert
+    def beam_search(self, source, beam_size=4, max_length=None, alpha=0.6, return_all=False):
+        """Beam search over the cached decoder, in one ``tf.while_loop``.
+
+        ``beam_size`` hypotheses per row. At each step every live hypothesis is
+        extended by every symbol; a finished one (it produced the end symbol) only
+        by ``pad_id`` at no cost, so it keeps its score. The ``beam_size`` best
+        candidates by length-normalised score ``log_prob / lp(length)`` survive
+        (``lp`` = :meth:`length_penalty`; ``length`` counts symbols up to and
+        including the end symbol). Stops when all hypotheses are finished or after
+        ``max_length`` steps. With ``beam_size=1`` this is exactly greedy decoding.
+
+        Args:
+            source: ``int32[B, Ls]``.
+            beam_size: ``K`` (at most the vocabulary size).
+            max_length: decoding steps; default ``max_decode_length``.
+            alpha: length-penalty exponent; 0 ranks by raw log-probability.
+            return_all: return all ``K`` hypotheses, best first.
+
+        Returns:
+            ``(ids int32[B, L], log_prob float32[B])`` of the best hypothesis, or
+            ``([B, K, L], [B, K])`` with ``return_all``. ``log_prob`` is the raw
+            (un-normalised) log-probability.
+        """
+        beams = int(beam_size)
+        if not 1 <= beams <= self.vocabulary_size:
+            raise ValueError(f"beam_size must be in [1, {self.vocabulary_size}]; got {beam_size}.")
+        length = int(max_length or self.max_decode_length)
+        vocab = self.vocabulary_size
+        alpha = float(alpha)
+        source = tf.convert_to_tensor(source, tf.int32)
+        batch = tf.shape(source)[0]
+        kv, valid = self._decoder_state(source, repeats=beams)
+        steps = tf.range(length)
+        pad_only = tf.where(tf.equal(tf.range(vocab), self.pad_id), 0.0, _NEG)  # [V]
+
+        def gather_beams(x, index):  # x: [B * K, ...] -> reordered by index [B, K].
+            shape = tf.shape(x)
+            grouped = tf.reshape(x, tf.concat([[batch, beams], shape[1:]], axis=0))
+            return tf.reshape(tf.gather(grouped, index, batch_dims=1), shape)
+
+        def cond(t, tokens, seqs, scores, lengths, finished, caches):
+            return tf.logical_and(t < length, tf.logical_not(tf.reduce_all(finished)))
+
+        def body(t, tokens, seqs, scores, lengths, finished, caches):
+            log_probs, caches = self._step_log_probs(tokens, t, caches, kv, valid)
+            log_probs = tf.reshape(log_probs, [batch, beams, vocab])
+            log_probs = tf.where(finished[:, :, None], pad_only, log_probs)
+            candidates = scores[:, :, None] + log_probs  # [B, K, V]
+            new_lengths = tf.where(finished, lengths, t + 1)  # [B, K]
+            normalised = candidates / self.length_penalty(new_lengths, alpha)[:, :, None]
+            _, index = tf.math.top_k(tf.reshape(normalised, [batch, beams * vocab]), beams)
+            origin = index // vocab  # [B, K] beam each survivor extends
+            symbol = index % vocab
+            scores = tf.gather(tf.reshape(candidates, [batch, beams * vocab]), index, batch_dims=1)
+            lengths = tf.gather(new_lengths, origin, batch_dims=1)
+            seqs = tf.gather(seqs, origin, batch_dims=1)
+            seqs = tf.where(tf.equal(steps, t)[None, None, :], symbol[:, :, None], seqs)
+            finished = tf.logical_or(
+                tf.gather(finished, origin, batch_dims=1), tf.equal(symbol, self.end_id)
+            )
+            caches = [gather_beams(c, origin) for c in caches]
+            return t + 1, tf.reshape(symbol, [-1]), seqs, scores, lengths, finished, caches
+
+        first = tf.concat([tf.zeros([1]), tf.fill([beams - 1], _NEG)], axis=0)
+        initial = (
+            tf.constant(0),
+            tf.fill([batch * beams], self.start_id),
+            tf.fill([batch, beams, length], self.pad_id),
+            tf.tile(first[None, :], [batch, 1]),  # only beam 0 is live at t = 0
+            tf.zeros([batch, beams], tf.int32),
+            tf.zeros([batch, beams], tf.bool),
+            self._zero_caches(batch * beams, length),
+        )
+        _, _, seqs, scores, lengths, _, _ = tf.while_loop(
+            cond, body, initial, maximum_iterations=length
+        )
+        normalised = scores / self.length_penalty(lengths, alpha)
+        _, order = tf.math.top_k(normalised, beams)
+        seqs = tf.gather(seqs, order, batch_dims=1)
+        scores = tf.gather(scores, order, batch_dims=1)
+        if return_all:
+            return seqs, scores
+        return seqs[:, 0], scores[:, 0]
+
+
+def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
+    """A ``compute_fn`` for :class:`tpr_keras.training.Trainer` (teacher forcing).
+
+    Per example: ``loss`` = token cross-entropy over the non-pad positions of
+    ``labels["target_out"]``, summed (``reduction="sum"``; the Trainer's batch mean
+    is then the authors' per-token mean times the mean answer length) or averaged
+    (``"mean"``); ``correct`` = 1 when the argmax of every non-pad position equals
+    the target, end symbol included (exact match of the whole answer under teacher
+    forcing; the greedy exact match is a separate evaluation).
+    """
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
+
+    def compute(model, features, labels, training):
+        logits = tf.cast(model(features, training=training), tf.float32)
+        target = tf.cast(labels["target_out"], tf.int32)
+        real = tf.not_equal(target, pad_id)
+        weights = tf.cast(real, tf.float32)
+        tokens = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target, logits=logits)
+        loss = tf.reduce_sum(tokens * weights, axis=-1)
+        if reduction == "mean":
+            loss = loss / tf.maximum(tf.reduce_sum(weights, axis=-1), 1.0)
+        prediction = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        match = tf.logical_or(tf.equal(prediction, target), tf.logical_not(real))
+        correct = tf.cast(tf.reduce_all(match, axis=-1), tf.float32)
+        return {"loss": loss, "correct": correct}
+
+    return compute
