@@ -1,0 +1,312 @@
+import collections
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpr_keras.data import mathematics as math_data
+from tpr_keras.data.download import ChecksumError, DownloadError
+from tpr_keras.data.mathematics import (
+    CharVocabulary,
+    MathFormatError,
+    find_mathematics_dir,
+    load_mathematics,
+    make_char_table,
+    make_dataset,
+    parse_mathematics_file,
+    select_modules,
+)
+
+MODULES = {
+    # regime -> module -> examples (question, answer)
+    "train-easy": {
+        "numbers__place_value": [("What is the units digit of 12?", "2"), ("Digit of 7?", "7")],
+        "arithmetic__add_or_sub": [("1+1?", "2")],
+        "arithmetic__mul": [("2*3?", "6")],
+    },
+    "train-medium": {
+        "numbers__place_value": [("What is the tens digit of 345?", "4")],
+        "arithmetic__add_or_sub": [("10 - 4?", "6")],
+    },
+    "train-hard": {
+        "numbers__place_value": [("Tens digit of 9012?", "1"), ("Units of 88?", "8"),
+                                 ("Hundreds of 123?", "1")],
+        "arithmetic__mul": [("12*12?", "144")],
+    },
+    "interpolate": {
+        "numbers__place_value": [("Units of 5?", "5")],
+        "arithmetic__add_or_sub": [("3+4?", "7")],
+        "arithmetic__mul": [("3*4?", "12")],
+    },
+    "extrapolate": {
+        "numbers__place_value_big": [("Units of 123456789?", "9")],
+        "arithmetic__add_or_sub_big": [("1000000+1?", "1000001")],
+        "arithmetic__mul_big": [("1000*1000?", "1000000")],
+    },
+}
+
+
+def make_math_dir(root: Path, modules=MODULES) -> Path:
+    for regime, files in modules.items():
+        (root / regime).mkdir(parents=True, exist_ok=True)
+        for module, pairs in files.items():
+            text = "".join(f"{q}\n{a}\n" for q, a in pairs)
+            (root / regime / f"{module}.txt").write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def math_dir(tmp_path):
+    return make_math_dir(tmp_path / "math")
+
+
+def decode_split(split, vocab):
+    return [(vocab.decode(split.question(i)), vocab.decode(split.answer(i)),
+             split.module_names[split.modules[i]]) for i in range(len(split))]
+
+
+# --------------------------------------------------------------------------------------
+# Parsing and vocabulary
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, lineno, fragment",
+    [
+        ("q1\na1\nq2\n", 3, "odd number of lines"),
+        ("q1\na1\n\na2\n", 3, "empty line"),
+        ("q1\na1\n" + "x" * 161 + "\na2\n", 3, "161 characters, more than 160"),
+        ("q1\n" + "1" * 31 + "\n", 2, "answer has 31 characters"),
+    ],
+)
+def test_malformed_files_raise_with_file_and_line(tmp_path, text, lineno, fragment):
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    with pytest.raises(MathFormatError, match=fragment) as info:
+        parse_mathematics_file(path)
+    assert str(info.value).startswith(f"{path}:{lineno}: ")
+    assert info.value.lineno == lineno and info.value.path == str(path)
+
+
+def test_parse_limits_and_line_endings(tmp_path):
+    path = tmp_path / "m.txt"
+    path.write_bytes(b"What is 1 + 1?\r\n2\r\nLast one?\r\nyes\r\n")
+    assert parse_mathematics_file(path) == (["What is 1 + 1?", "Last one?"], ["2", "yes"])
+    assert parse_mathematics_file(path, limit=1) == (["What is 1 + 1?"], ["2"])
+    path.write_text("x" * 200 + "\n1\n")
+    assert parse_mathematics_file(path, max_question_length=None)[0] == ["x" * 200]
+
+
+def test_char_vocabulary_ids_and_round_trip(tmp_path):
+    vocab = CharVocabulary.build(["b a", "ab?", "\n"])
+    assert vocab.tokens == ("<pad>", "<unk>", "<s>", "</s>", " ", "?", "a", "b")
+    assert vocab.encode("ab z") == [6, 7, 4, 1]
+    assert vocab.decode([6, 4, 7, 3, 6]) == "a b"  # stops at </s>
+    assert vocab.decode([2, 6, 1, 0]) == "a"  # specials dropped
+    ids, splits, unknown = vocab.encode_array(["ab", "", "zé a"])
+    assert ids.dtype == np.uint8 and splits.tolist() == [0, 2, 2, 6] and unknown == 2
+    assert ids.tolist() == [6, 7, 1, 1, 4, 6]
+    path = tmp_path / "vocab.txt"
+    vocab.save(path)
+    assert path.read_text() == "<pad>\n<unk>\n<s>\n</s>\n \n?\na\nb\n"
+    assert CharVocabulary.load(path) == vocab
+    with pytest.raises(ValueError, match="must start with"):
+        CharVocabulary(["a", "b"])
+
+
+def test_in_graph_char_table_matches_python(tmp_path):
+    vocab = CharVocabulary.build(["What is 3*4?", "12"])
+    table = make_char_table(vocab)
+    texts = ["What is 3*4?", "Wh@t", ""]
+    ids = table.encode(texts).numpy()
+    assert ids.shape == (3, 14)
+    for row, text in zip(ids, texts):
+        n = len(text)
+        assert row[0] == vocab.START_ID and row[n + 1] == vocab.END_ID
+        assert row[1 : n + 1].tolist() == vocab.encode(text) and not row[n + 2 :].any()
+    assert table.encode(["What is"], max_length=3).numpy().tolist() == [[2] + vocab.encode("Wha") + [3]]
+    decoded = table.decode(np.array([[vocab.encode("1")[0], vocab.encode("2")[0], 3, 5], [3, 5, 5, 5]]))
+    assert decoded.numpy().tolist() == [b"12", b""]
+
+
+# --------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------
+
+
+def test_module_selection_names_globs_and_extrapolation_relatives(math_dir):
+    available = math_data.list_modules(math_dir)
+    picked = select_modules("numbers__place_value", available)
+    assert picked == {
+        "train": ["numbers__place_value"],
+        "interpolate": ["numbers__place_value"],
+        "extrapolate": ["numbers__place_value_big"],
+    }
+    picked = select_modules(["arithmetic__*"], available)
+    assert picked["train"] == ["arithmetic__add_or_sub", "arithmetic__mul"]
+    assert picked["extrapolate"] == ["arithmetic__add_or_sub_big", "arithmetic__mul_big"]
+    assert select_modules("all", available)["train"] == sorted(available["train-easy"])
+    assert select_modules("arithmetic__mul_big", available) == {
+        "train": [], "interpolate": [], "extrapolate": ["arithmetic__mul_big"]
+    }
+    with pytest.raises(ValueError, match="matches no module; available: arithmetic__add_or_sub"):
+        select_modules("algebra__*", available)
+
+
+def test_load_merges_difficulties_and_keeps_eval_separate(math_dir):
+    data = load_mathematics(math_dir, modules="numbers__place_value,arithmetic__mul")
+    assert data.module_names == (
+        "arithmetic__mul", "arithmetic__mul_big", "numbers__place_value", "numbers__place_value_big",
+    )
+    train = collections.Counter(decode_split(data.train, data.vocab))
+    expected = collections.Counter(
+        (q, a, m)
+        for regime in ("train-easy", "train-medium", "train-hard")
+        for m, pairs in MODULES[regime].items()
+        if m in ("numbers__place_value", "arithmetic__mul")
+        for q, a in pairs
+    )
+    assert train == expected and len(data.train) == 8
+    assert sorted(data.interpolate) == ["arithmetic__mul", "numbers__place_value"]
+    assert sorted(data.extrapolate) == ["arithmetic__mul_big", "numbers__place_value_big"]
+    assert decode_split(data.extrapolate["arithmetic__mul_big"], data.vocab) == [
+        ("1000*1000?", "1000000", "arithmetic__mul_big")
+    ]
+    assert data.stats["counts"]["train-hard"] == {"arithmetic__mul": 1, "numbers__place_value": 3}
+    # Vocabulary from the training data only; other characters become <unk>.
+    assert "W" in data.vocab and "+" not in data.vocab
+    assert data.stats["unknown_characters"] == {}
+    other = load_mathematics(math_dir, modules="arithmetic__add_or_sub", vocab=data.vocab)
+    assert other.vocab is data.vocab
+    assert other.stats["unknown_characters"] == {  # "+" and "-" were never seen
+        "train/arithmetic__add_or_sub": 2,
+        "interpolate/arithmetic__add_or_sub": 1,
+        "extrapolate/arithmetic__add_or_sub_big": 1,
+    }
+
+
+def test_load_reports_file_and_line_of_bad_data(math_dir):
+    path = math_dir / "train-medium" / "arithmetic__mul.txt"
+    path.write_text("q\na\n" + "7" * 170 + "\n1\n")
+    with pytest.raises(MathFormatError, match=r"arithmetic__mul\.txt:3: question has 170"):
+        load_mathematics(math_dir, modules="arithmetic__mul")
+
+
+def test_make_dataset_sequences_shapes_and_coverage(math_dir):
+    data = load_mathematics(math_dir, modules="all")
+    split = data.train
+    ds = make_dataset(split, batch_size=3, shuffle=True, seed=1, bucket_boundaries=(12, 20))
+    seen = []
+    v = data.vocab
+    for features, labels in ds:
+        src, t_in = features["source"].numpy(), features["target_in"].numpy()
+        t_out, module = labels["target_out"].numpy(), labels["module"].numpy()
+        assert src.dtype == t_in.dtype == t_out.dtype == np.int32 and module.dtype == np.int32
+        assert t_in.shape == t_out.shape and len(module) <= 3
+        lengths = (src != v.PAD_ID).sum(1)
+        assert len(set(np.digitize(lengths, [12, 20]))) == 1  # one bucket per batch
+        for s, ti, to, m in zip(src, t_in, t_out, module):
+            n = int((s != 0).sum())
+            assert s[0] == v.START_ID and s[n - 1] == v.END_ID
+            answer = v.decode(to)
+            assert ti[0] == v.START_ID and v.decode(ti[1:]) == answer
+            assert to[len(answer)] == v.END_ID and not to[len(answer) + 1 :].any()
+            seen.append((v.decode(s[1 : n - 1]), answer, data.module_names[m]))
+    assert collections.Counter(seen) == collections.Counter(decode_split(split, v))
+    plain = make_dataset(split, batch_size=4, bucket_boundaries=None, source_markers=False)
+    features, _ = next(iter(plain))
+    assert features["source"].shape[0] == 4 and features["source"].numpy()[0, 0] != v.START_ID
+
+
+# --------------------------------------------------------------------------------------
+# Discovery and download
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def isolated_env(tmp_path, monkeypatch):
+    monkeypatch.delenv(math_data.MATH_DIR_ENV, raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    return tmp_path
+
+
+def test_find_precedence_and_errors(isolated_env, monkeypatch):
+    explicit = make_math_dir(isolated_env / "explicit" / "mathematics_dataset-v1.0")
+    env_dir = make_math_dir(isolated_env / "env")
+    cached = make_math_dir(isolated_env / "keras_home" / "datasets" / "mathematics_dataset-v1.0")
+    monkeypatch.setenv(math_data.MATH_DIR_ENV, str(env_dir))
+    assert find_mathematics_dir(explicit.parent, download=False) == str(explicit.resolve())
+    assert find_mathematics_dir(download=False) == str(env_dir.resolve())
+    monkeypatch.delenv(math_data.MATH_DIR_ENV)
+    assert find_mathematics_dir(download=False) == str(cached.resolve())
+    empty = isolated_env / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="train-easy"):
+        find_mathematics_dir(empty)
+    monkeypatch.setenv(math_data.MATH_DIR_ENV, str(empty))
+    with pytest.raises(FileNotFoundError, match=math_data.MATH_DIR_ENV):
+        find_mathematics_dir()
+
+
+def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
+    calls = []
+
+    def offline(*args, **kwargs):
+        calls.append((args, kwargs))
+        raise DownloadError("could not download: <urlopen error offline>")
+
+    monkeypatch.setattr(math_data, "fetch_archive", offline)
+    with pytest.raises(DownloadError) as info:
+        find_mathematics_dir()
+    assert "--data_dir=" in str(info.value) and math_data.MATH_URL in str(info.value)
+    assert calls[0][1]["sha256"] == math_data.MATH_ARCHIVE_SHA256
+    assert calls[0][0][0] == math_data.MATH_URL
+    with pytest.raises(FileNotFoundError, match="download=False"):
+        find_mathematics_dir(download=False)
+
+    def mismatch(*args, **kwargs):
+        raise ChecksumError("x: sha256 checksum mismatch")
+
+    monkeypatch.setattr(math_data, "fetch_archive", mismatch)
+    with pytest.raises(ChecksumError, match="mismatch"):
+        find_mathematics_dir()
+
+
+def test_download_path_extracts_into_keras_cache(isolated_env, monkeypatch):
+    src = make_math_dir(isolated_env / "src" / "mathematics_dataset-v1.0")
+    archive = isolated_env / "archive.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname="mathematics_dataset-v1.0")
+    monkeypatch.setattr(math_data, "fetch_archive", lambda *a, **k: str(archive))
+    found = find_mathematics_dir()
+    expected = isolated_env / "keras_home" / "datasets" / "mathematics_dataset-v1.0"
+    assert found == str(expected.resolve())
+    monkeypatch.setattr(math_data, "fetch_archive", lambda *a, **k: pytest.fail("fetched again"))
+    assert len(load_mathematics(modules="arithmetic__mul").train) == 2
+
+
+# --------------------------------------------------------------------------------------
+# Real data (../shared/data/mathematics)
+# --------------------------------------------------------------------------------------
+
+
+def test_real_place_value_counts(shared_data):
+    root = shared_data / "mathematics"
+    if not root.is_dir():
+        pytest.skip(f"{root} not found")
+    counts = {}
+    for line in (root / "COUNTS.txt").read_text().splitlines():
+        name, count = line.split()
+        counts[name] = int(count)
+    data = load_mathematics(root, modules="numbers__place_value", download=False)
+    assert len(data.train) == sum(
+        counts[f"{r}/numbers__place_value"] for r in ("train-easy", "train-medium", "train-hard")
+    )
+    assert len(data.interpolate["numbers__place_value"]) == counts["interpolate/numbers__place_value"]
+    assert list(data.extrapolate) == ["numbers__place_value_big"]
+    assert len(data.extrapolate["numbers__place_value_big"]) == counts[
+        "extrapolate/numbers__place_value_big"
+    ]
+    assert data.train.max_question_length <= 160 and data.train.max_answer_length <= 30
+    assert data.stats["unknown_characters"] == {}
