@@ -19,8 +19,9 @@ loop does, and it behaves identically under the default strategy,
 * Early stopping on the validation error (ties broken by loss) with the best
   weights kept in ``<model_dir>/best`` and restored at the end.
 * Checkpoints of model, optimizer, counters and data position in
-  ``<model_dir>/checkpoints``; a restarted run resumes from the latest one,
-  skipping the batches of the interrupted epoch it had already trained on.
+  ``<model_dir>/checkpoints``; a restarted run resumes from the latest one
+  (every worker reads the chief's), skipping the batches of the interrupted
+  epoch it had already consumed and keeping that epoch's running loss sums.
 * TensorBoard scalars in ``<model_dir>/tensorboard`` and a Keras progress bar.
 """
 
@@ -180,6 +181,11 @@ class Trainer:
                     ("best_loss", np.inf, tf.float64),
                     ("bad_validations", 0, tf.int64),
                     ("skipped_steps", 0, tf.int64),
+                    # running sums of the current epoch, so that a resumed
+                    # epoch reports the same mean train loss as an unbroken one
+                    ("epoch_loss_sum", 0.0, tf.float64),
+                    ("epoch_accuracy_sum", 0.0, tf.float64),
+                    ("epoch_steps", 0, tf.int64),
                 ]
             }
         self.checkpoint = tf.train.Checkpoint(
@@ -193,6 +199,7 @@ class Trainer:
         self._train_step = None
         self._eval_step = None
         self.reinits = 0
+        self.restored_from = None
 
     # ----------------------------------------------------------------- steps
     def _replica_train(self, features, labels):
@@ -306,12 +313,44 @@ class Trainer:
         return result
 
     def restore(self):
-        """Restores the latest checkpoint; returns True if there was one."""
-        latest = self.manager.latest_checkpoint
-        if latest is None:
-            return False
-        self.checkpoint.restore(latest).assert_existing_objects_matched()
-        return True
+        """Restores the latest checkpoint; returns True if there was one.
+
+        Every worker reads the chief's ``<model_dir>/checkpoints`` (non-chief
+        workers only *write* to their temporary folder), so a restarted
+        multi-worker job resumes in step; ``model_dir`` must therefore be on a
+        filesystem all workers can read. Under multi-worker training the
+        workers then check that they restored the same step.
+        """
+        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
+        if latest is not None:
+            self.checkpoint.restore(latest).assert_existing_objects_matched()
+        self.restored_from = latest
+        self._check_workers_agree()
+        return latest is not None
+
+    def _check_workers_agree(self):
+        """Raises if the workers of a multi-worker cluster hold different steps."""
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        spec = resolver.cluster_spec() if resolver is not None else None
+        if not spec or sum(spec.num_tasks(job) for job in spec.jobs) <= 1:
+            return
+        step = self.state["global_step"]
+
+        @tf.function
+        def moments():
+            def local():
+                value = tf.cast(step, tf.float64)
+                return tf.stack([value, value * value])
+
+            return self.strategy.reduce("SUM", self.strategy.run(local), axis=None)
+
+        mean, mean_square = moments().numpy() / self.strategy.num_replicas_in_sync
+        if mean_square != mean * mean:
+            raise RuntimeError(
+                f"Workers restored different training steps (mean {mean:g}; this worker "
+                f"{int(step.numpy())} from {self.model_dir}/checkpoints): give every "
+                f"worker the same model_dir, on a filesystem they can all read."
+            )
 
     def restore_best(self):
         """Loads the best validation weights, if any were saved."""
@@ -338,18 +377,18 @@ class Trainer:
         """
         cfg = self.config
         resumed = self.restore()
+        start_epoch = int(self.state["epoch"].numpy())
         history_path = os.path.join(self.write_dir, "history.json")
         history = []
         if resumed and os.path.exists(history_path):
-            with open(history_path) as f:
-                history = json.load(f)
+            with open(history_path) as f:  # epochs after the checkpoint are redone
+                history = [h for h in json.load(f) if h["epoch"] <= start_epoch]
         writer = tf.summary.create_file_writer(
             os.path.join(self.write_dir, "tensorboard", "train")
         )
-        start_epoch = int(self.state["epoch"].numpy())
         if resumed:  # always said: a silent resume is a surprise
             print(
-                f"Resumed from {self.manager.latest_checkpoint} at epoch "
+                f"Resumed from {self.restored_from} at epoch "
                 f"{start_epoch + 1}, step {int(self.state['global_step'].numpy())}."
             )
         stop = self._should_stop()
@@ -370,11 +409,12 @@ class Trainer:
             if cfg.verbose:
                 print(f"Epoch {epoch + 1}/{cfg.epochs}")
             started = time.time()
-            sums = {"loss": 0.0, "accuracy": 0.0, "steps": 0}
             epoch_done = True
             for batch in distributed:
                 self._set_learning_rate(self.current_learning_rate())
                 out = self._train_step(batch)
+                # the data position counts every batch consumed, skipped or not
+                self.state["step_in_epoch"].assign_add(1)
                 loss = float(out["loss"].numpy())
                 if not bool(out["applied"].numpy()):
                     self.state["skipped_steps"].assign_add(1)
@@ -392,15 +432,14 @@ class Trainer:
                         self.reinitialize()
                     continue
                 step = int(self.state["global_step"].assign_add(1).numpy())
-                self.state["step_in_epoch"].assign_add(1)
                 if step >= cfg.warmup_steps and not bool(
                     self.state["warmup_done"].numpy()
                 ):
                     self.state["warmup_done"].assign(True)
                 accuracy = float(out["accuracy"].numpy())
-                sums["loss"] += loss
-                sums["accuracy"] += accuracy
-                sums["steps"] += 1
+                self.state["epoch_loss_sum"].assign_add(loss)
+                self.state["epoch_accuracy_sum"].assign_add(accuracy)
+                self.state["epoch_steps"].assign_add(1)
                 progbar.add(
                     1,
                     [("loss", loss), ("acc", accuracy),
@@ -417,11 +456,12 @@ class Trainer:
                 if cfg.max_steps and step >= cfg.max_steps:
                     epoch_done = False
                     break
+            steps = max(int(self.state["epoch_steps"].numpy()), 1)
             record = {
                 "epoch": epoch + 1,
                 "step": int(self.state["global_step"].numpy()),
-                "train_loss": sums["loss"] / max(sums["steps"], 1),
-                "train_accuracy": sums["accuracy"] / max(sums["steps"], 1),
+                "train_loss": float(self.state["epoch_loss_sum"].numpy()) / steps,
+                "train_accuracy": float(self.state["epoch_accuracy_sum"].numpy()) / steps,
                 "seconds": time.time() - started,
                 "learning_rate": self.current_learning_rate(),
             }
@@ -437,11 +477,16 @@ class Trainer:
             history.append(record)
             if epoch_done:
                 self.state["epoch"].assign(epoch + 1)
-                self.state["step_in_epoch"].assign(0)
-            self._save()
+                for name in ("step_in_epoch", "epoch_loss_sum", "epoch_accuracy_sum",
+                             "epoch_steps"):
+                    self.state[name].assign(tf.zeros_like(self.state[name]))
+            # History first (atomically), then the checkpoint: a crash in between
+            # redoes this epoch, and fit() then drops the record it had written.
             if self.chief:
-                with open(history_path, "w") as f:
+                with open(history_path + ".tmp", "w") as f:
                     json.dump(history, f, indent=1)
+                os.replace(history_path + ".tmp", history_path)
+            self._save()
             if cfg.verbose:
                 line = (
                     f"epoch {epoch + 1}: loss {record['train_loss']:.4f} "
