@@ -16,7 +16,10 @@ PROCESS_START = time.time()
 
 from absl import app, flags, logging
 
+from tpr_keras.training import flags as train_flags
+
 FLAGS = flags.FLAGS
+train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
 
 flags.DEFINE_string("task", "1", "bAbI task 1-20, a comma-separated list, or 'all'.")
 flags.DEFINE_string("data_dir", None, "Folder holding en-10k/ (or the qa*.txt files); "
@@ -55,8 +58,6 @@ flags.DEFINE_float("target_valid_error", None,
 flags.DEFINE_integer("bucket_width", 10,
                      "Batch stories of similar length (buckets of N sentences); 0 = off.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
-                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
 flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
 
 SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128}
@@ -83,7 +84,7 @@ def main(argv):
     from tpr_keras.data import babi
     from tpr_keras.models import TPRRNN
     from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief,
-                                    make_strategy, sparse_classification)
+                                    sparse_classification)
 
     tasks = parse_tasks(FLAGS.task)
     joint = tasks == "all" or len(tasks) > 1
@@ -92,16 +93,8 @@ def main(argv):
           for k, v in defaults.items()}
     preset = FLAGS.preset or ("all_tasks" if tasks == "all" else "single_task")
 
-    strategy = make_strategy(FLAGS.strategy)
+    strategy = train_flags.setup(global_batch=hp["batch_size"])
     replicas = strategy.num_replicas_in_sync
-    if hp["batch_size"] % replicas:
-        raise app.UsageError(
-            f"--batch_size {hp['batch_size']} is not divisible by {replicas} replicas.")
-    logging.info("strategy %s: %d replicas, global batch %d = %d per replica",
-                 type(strategy).__name__, replicas, hp["batch_size"],
-                 hp["batch_size"] // replicas)
-    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
-          f"{hp['batch_size']} = {hp['batch_size'] // replicas} per replica.")
 
     keras.utils.set_random_seed(FLAGS.seed)
     data = babi.load_babi(FLAGS.data_dir, tasks=tasks, setting=FLAGS.setting,
@@ -127,7 +120,7 @@ def main(argv):
         clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
         warmup_factor=FLAGS.warmup_factor, halve_lr_below=FLAGS.halve_lr_below,
         patience=FLAGS.patience, target_error=FLAGS.target_valid_error,
-        verbose=FLAGS.verbose)
+        verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
                       FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
