@@ -19,8 +19,9 @@ def _randomize(layer, seed=0):
 def _eq4_by_hand(layer, z_query, z_value, mask=None):
     """Eq. 1-4 head by head, written as in the paper (loops over heads and t)."""
     H, dk = layer.num_heads, layer.key_dim
-    w = {name: getattr(layer, f"{name}_kernel").numpy() for name in ("query", "key", "value", "output")}
-    b = {name: getattr(layer, f"{name}_bias").numpy() for name in ("query", "key", "value", "output")}
+    names = ("query", "key", "value", "output")
+    w = {name: getattr(layer, f"{name}_kernel").numpy() for name in names}
+    b = {name: getattr(layer, f"{name}_bias").numpy() for name in names}
     if layer.use_role:
         w["role"], b["role"] = layer.role_kernel.numpy(), layer.role_bias.numpy()
     batch, tq, d = z_query.shape

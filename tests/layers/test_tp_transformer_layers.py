@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tpr_keras.layers.tp_transformer_layers import (
-    FeedForward,
+    PositionwiseFeedForward,
     TPTransformerDecoderLayer,
     TPTransformerEmbedding,
     TPTransformerEncoderLayer,
@@ -85,7 +85,10 @@ def test_encoder_layer_norm_placement(placement):
     expected = _sublayers_by_hand(
         layer,
         x,
-        [lambda h: layer.self_attention(h, h, attention_mask=valid[:, None, :]), layer.feed_forward],
+        [
+            lambda h: layer.self_attention(h, h, attention_mask=valid[:, None, :]),
+            layer.feed_forward,
+        ],
         placement,
     )
     np.testing.assert_allclose(layer(x, valid).numpy(), expected, rtol=1e-4, atol=1e-5)
@@ -127,7 +130,7 @@ def test_decoder_cached_steps_equal_full_pass(placement):
 def test_config_round_trips():
     for layer in (
         TPTransformerEmbedding(12, 6, multiplicative=False, dropout=0.1, name="e"),
-        FeedForward(32, dropout=0.2, name="f"),
+        PositionwiseFeedForward(32, dropout=0.2, name="f"),
         TPTransformerEncoderLayer(2, 16, use_role=False, norm_placement="paper", name="enc"),
         TPTransformerDecoderLayer(2, 16, dropout=0.1, layer_norm_epsilon=1e-6, name="dec"),
     ):

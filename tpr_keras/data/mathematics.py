@@ -503,7 +503,8 @@ def select_modules(
         return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
 
     train = matching(pools["train"])
-    interpolate = sorted(set(matching(pools["interpolate"])) | (set(train) & set(pools["interpolate"])))
+    interpolate = set(matching(pools["interpolate"])) | (set(train) & set(pools["interpolate"]))
+    interpolate = sorted(interpolate)
     extrapolate = set(matching(pools["extrapolate"]))
     for m in train:
         extrapolate.update(_extrapolates(m, pools["extrapolate"]))

@@ -151,7 +151,7 @@ class TPTransformerEmbedding(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class FeedForward(keras.layers.Layer):
+class PositionwiseFeedForward(keras.layers.Layer):
     """Position-wise feed-forward sub-layer, eq. 5: ``W_g ReLU(W_f x + b_f) + b_g``.
 
     Kernels Xavier uniform, biases zero (§4.1).
@@ -219,7 +219,9 @@ class _TransformerLayerBase(keras.layers.Layer):
             )
             norm.build(shape)
             self.norms.append(norm)
-        self.feed_forward = FeedForward(self.feed_forward_dim, self.dropout, name="feed_forward")
+        self.feed_forward = PositionwiseFeedForward(
+            self.feed_forward_dim, self.dropout, name="feed_forward"
+        )
         self.feed_forward.build(shape)
         self.sublayer_dropout = keras.layers.Dropout(self.dropout, name="dropout")
 
