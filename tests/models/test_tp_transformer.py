@@ -242,3 +242,15 @@ def test_attention_details_for_analysis():
     assert details["encoder"][0]["roles"].shape == (3, 4, 7, 4)
     assert details["decoder"][1]["cross_attention"].shape == (3, 4, 2, 7)
     assert details["logits"].shape == (3, 2, V)
+
+
+def test_training_checkpoint_holds_every_weight(tmp_path):
+    model = _model()
+    checkpoint = tf.train.Checkpoint(model=model)  # what the Trainer saves
+    path = checkpoint.write(str(tmp_path / "weights"))
+    saved = [w.numpy().copy() for w in model.weights]
+    for w in model.weights:
+        w.assign(w + 1.0)
+    checkpoint.read(path).assert_consumed()
+    for w, value in zip(model.weights, saved):
+        np.testing.assert_array_equal(w.numpy(), value, err_msg=w.path)

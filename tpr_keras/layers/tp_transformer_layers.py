@@ -212,18 +212,22 @@ class _TransformerLayerBase(keras.layers.Layer):
     def _build_common(self, model_dim):
         self.model_dim = int(model_dim)
         shape = (None, None, self.model_dim)
-        self.norms = []
-        for i in range(self.num_sublayers + 1):
-            norm = keras.layers.LayerNormalization(
-                epsilon=self.layer_norm_epsilon, name=f"norm{i + 1}"
-            )
+        # One attribute per norm, not a Python list: tf.train.Checkpoint (what the
+        # Trainer saves) does not see layers that Keras keeps in lists.
+        for i in range(1, self.num_sublayers + 2):
+            norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name=f"norm{i}")
             norm.build(shape)
-            self.norms.append(norm)
+            setattr(self, f"norm{i}", norm)
         self.feed_forward = PositionwiseFeedForward(
             self.feed_forward_dim, self.dropout, name="feed_forward"
         )
         self.feed_forward.build(shape)
         self.sublayer_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+
+    @property
+    def norms(self):
+        """The layer norms ``norm1 ..``, in the order of :meth:`_run`."""
+        return [getattr(self, f"norm{i}") for i in range(1, self.num_sublayers + 2)]
 
     def _attention(self, name):
         layer = TPMultiHeadAttention(

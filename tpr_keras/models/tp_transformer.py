@@ -195,8 +195,20 @@ class TPTransformer(keras.Model):
         self.max_decode_length = int(max_decode_length)
         self.vocabulary = None if vocabulary is None else tuple(vocabulary)
         self.embedding = embedding
-        self.encoder_layers = encoder_layers
-        self.decoder_layers = decoder_layers
+        # One attribute per layer, not a Python list: tf.train.Checkpoint (what the
+        # Trainer saves) does not see layers that Keras keeps in lists.
+        for layer in encoder_layers + decoder_layers:
+            setattr(self, layer.name, layer)
+
+    @property
+    def encoder_layers(self):
+        """The encoder cells, bottom first."""
+        return [getattr(self, f"encoder_{i}") for i in range(self.num_encoder_layers)]
+
+    @property
+    def decoder_layers(self):
+        """The decoder cells, bottom first."""
+        return [getattr(self, f"decoder_{i}") for i in range(self.num_decoder_layers)]
 
     # ------------------------------------------------------------ presets
     @classmethod
