@@ -8,21 +8,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel, TPRRNN
+from tpr_keras.models import (
+    TPRRNN,
+    BiDAFEntailmentModel,
+    MemN2N,
+    PlainEntailmentModel,
+    TPTransformer,
+)
 
 BUILDERS = {
     "tpr_rnn": lambda: TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6),
     "plain_tpru": lambda: PlainEntailmentModel(units=8, cell="tpru", num_roles=4),
     "plain_lstm": lambda: PlainEntailmentModel(units=8, cell="lstm"),
     "bidaf_tpru": lambda: BiDAFEntailmentModel(units=8, cell="tpru", num_roles=4),
+    "tp_transformer_tiny": lambda: TPTransformer.from_preset("tiny", vocabulary_size=30),
+    "memn2n_adjacent": lambda: MemN2N(20, 6),
+    "memn2n_layer_wise": lambda: MemN2N(20, 6, weight_tying="layer_wise"),
 }
-try:
-    from tpr_keras.models.memn2n import MemN2N
-
-    BUILDERS["memn2n_adjacent"] = lambda: MemN2N(20, 6)
-    BUILDERS["memn2n_layer_wise"] = lambda: MemN2N(20, 6, weight_tying="layer_wise")
-except ImportError:  # pragma: no cover - module not present yet
-    pass
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
