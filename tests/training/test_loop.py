@@ -193,3 +193,38 @@ def test_binary_classification_loss_and_correct():
     np.testing.assert_allclose(out["correct"], [1.0, 0.0, 0.0])
     expected = [np.log1p(np.exp(-2.0)), np.log1p(np.exp(1.0)), np.log1p(np.exp(0.5))]
     np.testing.assert_allclose(out["loss"], expected, rtol=1e-5)
+
+
+class ListHoldingModel(keras.Model):
+    """Keeps sub-layers in a Python list, which tf.train.Checkpoint(model=...) skips."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = [keras.layers.Dense(8, name=f"block_{i}") for i in range(2)]
+        self.head = keras.layers.Dense(4, name="head")
+
+    def call(self, features):
+        x = features["x"]
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def test_checkpoints_cover_layers_held_in_lists(tmp_path):
+    def build():
+        keras.utils.set_random_seed(3)
+        model = ListHoldingModel()
+        model({"x": np.zeros((1, 8), "float32")})
+        return model
+
+    x, y = make_data()
+    tr = Trainer(build, lambda: keras.optimizers.Adam(0.01), sparse_classification("y"),
+                 TrainConfig(epochs=1, warmup_steps=0, verbose=0, patience=None,
+                             halve_lr_below=None), str(tmp_path))
+    tr.fit(dataset_fn(x, y))
+    trained = [w.numpy().copy() for w in tr.model.weights]
+    fresh = Trainer(build, lambda: keras.optimizers.Adam(0.01), sparse_classification("y"),
+                    TrainConfig(verbose=0), str(tmp_path))
+    assert fresh.restore()
+    for w, value in zip(fresh.model.weights, trained):
+        np.testing.assert_array_equal(w.numpy(), value, err_msg=w.path)

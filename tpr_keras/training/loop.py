@@ -119,6 +119,17 @@ def binary_classification(label_key=None):
     return compute
 
 
+def variables_by_position(variables):
+    """``{"v00012": variable}``: variables keyed by their position.
+
+    The variable order of a model (and of its optimizer) is fixed by its
+    architecture, while Keras' auto-generated names (``dense_16``,
+    ``adam_7``) change from one instance to the next; TF still refuses a
+    restore whose shapes do not match.
+    """
+    return {f"v{i:05d}": variable for i, variable in enumerate(variables)}
+
+
 def is_chief(strategy):
     """True on the worker that writes checkpoints and exports."""
     resolver = getattr(strategy, "cluster_resolver", None)
@@ -188,13 +199,20 @@ class Trainer:
                     ("epoch_steps", 0, tf.int64),
                 ]
             }
+        # Variables are checkpointed by position rather than through the
+        # model's object graph: tf.train.Checkpoint silently skips sub-layers that
+        # Keras keeps in Python lists, which would make resume and
+        # restore_best mix old and new weights.
+        model_variables = variables_by_position(self.model.variables)
         self.checkpoint = tf.train.Checkpoint(
-            model=self.model, optimizer=self.optimizer, **self.state
+            model_variables=model_variables,
+            optimizer_variables=variables_by_position(self.optimizer.variables),
+            **self.state,
         )
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(self.write_dir, "checkpoints"), max_to_keep=3
         )
-        self.best_checkpoint = tf.train.Checkpoint(model=self.model)
+        self.best_checkpoint = tf.train.Checkpoint(model_variables=model_variables)
         self.best_prefix = os.path.join(self.write_dir, "best", "weights")
         self._train_step = None
         self._eval_step = None
