@@ -1,0 +1,90 @@
+"""Helpers for the tests that run ``python -m train.babi`` as subprocesses."""
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+PEOPLE = ["mary", "john", "sandra", "daniel"]
+PLACES = ["kitchen", "garden", "office", "hallway"]
+
+
+def _write_task1(path, stories, seed):
+    """Task-1-like stories: 'X went to Y.' ... 'Where is X?' (3 questions each)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(stories):
+        where, n = {}, 0
+        for _ in range(3):
+            for _ in range(2):
+                person, place = rng.choice(PEOPLE), rng.choice(PLACES)
+                where[person] = place
+                n += 1
+                lines.append(f"{n} {person.capitalize()} went to the {place}.")
+            person = rng.choice(sorted(where))
+            n += 1
+            lines.append(f"{n} Where is {person.capitalize()}? \t{where[person]}\t{n - 1}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def make_babi(tmp_path_factory):
+    """``make_babi(train_stories) -> data_dir`` with a tiny task 1 (20 test stories)."""
+
+    def make(train_stories):
+        root = tmp_path_factory.mktemp("babi")
+        (root / "en-10k").mkdir()
+        _write_task1(root / "en-10k" / "qa1_single-supporting-fact_train.txt", train_stories, 0)
+        _write_task1(root / "en-10k" / "qa1_single-supporting-fact_test.txt", 20, 1)
+        return root
+
+    return make
+
+
+@pytest.fixture
+def babi_process():
+    """``start(args, log_path, **env) -> Popen`` of ``python -m train.babi``.
+
+    Output goes to ``log_path``; every process still running when the test
+    ends is killed (by its pid).
+    """
+    started = []
+
+    def start(args, log_path, **env):
+        base = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+        env = dict(base, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", **env)
+        log = open(log_path, "w")
+        process = subprocess.Popen([sys.executable, "-m", "train.babi", *map(str, args)],
+                                   cwd=log_path.parent, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        log.close()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+
+
+def free_ports(count):
+    """Ports on 127.0.0.1 that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@pytest.fixture
+def ports():
+    return free_ports
