@@ -40,10 +40,10 @@ def generated_samples(n=60, seed=0):
 class Task1:
     """Task-1 test samples, their vocabulary and loader ids."""
 
-    def __init__(self, samples, vocab):
+    def __init__(self, samples, vocab, max_words=None):
         self.samples = samples
         self.vocab = vocab
-        self.encoded = babi.encode_samples(samples, vocab)
+        self.encoded = babi.encode_samples(samples, vocab, max_words=max_words)
         self.max_words = self.encoded.max_words
         self.stories = [join_story(s.story) for s in samples]
         self.questions = [" ".join(s.question) for s in samples]
@@ -63,21 +63,40 @@ class Task1:
         return self.encoded.questions[list(indices)]
 
 
+#: A trained model to test with instead (e.g. runs/babi-task1/export/model.keras, with its
+#: vocab.txt next to it): TPR_KERAS_SERVING_MODEL=... python -m pytest tests/serving
+TRAINED = os.environ.get("TPR_KERAS_SERVING_MODEL")
+
+
 @pytest.fixture(scope="session")
-def task1():
+def trained_model():
+    if not TRAINED:
+        return None
+    import tpr_keras.models  # noqa: F401  (registers the classes)
+
+    return keras.models.load_model(TRAINED)
+
+
+@pytest.fixture(scope="session")
+def task1(trained_model):
     data = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "babi")
     try:
         root = babi.find_babi_dir(data, download=False)
         samples = babi.parse_babi_file(babi.task_files(root, 1)[1])
     except FileNotFoundError:
         samples = generated_samples()
+    if trained_model is not None:
+        vocab = babi.Vocabulary.load(os.path.join(os.path.dirname(TRAINED), "vocab.txt"))
+        return Task1(samples, vocab, trained_model.max_words)
     return Task1(samples, babi.Vocabulary.from_samples(samples))
 
 
 @pytest.fixture(scope="session")
-def model(task1):
+def model(task1, trained_model):
     """Untrained, with N(0, 0.3) weights: the initial weights give near-tied logits, whose
     argmax could flip under float reordering; these give clear margins."""
+    if trained_model is not None:
+        return trained_model
     keras.utils.set_random_seed(0)
     model = TPRRNN.from_preset("single_task", vocabulary_size=len(task1.vocab),
                                max_words=task1.max_words)
