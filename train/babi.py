@@ -30,6 +30,11 @@ flags.DEFINE_integer("max_story_sentences", None,
                      "Keep the last N sentences of a story (default 70; 130 for task 3).")
 flags.DEFINE_string("model_dir", "runs/babi", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
+flags.DEFINE_string("model_name", "babi", "Served model name: the SavedModel goes to "
+                    "<export_dir>/<model_name>/<next version>/ (TF Serving's layout).")
+flags.DEFINE_enum("model", "tpr_rnn", ["tpr_rnn", "memn2n"],
+                  "TPR-RNN (Schlag & Schmidhuber 2018) or the MemN2N baseline "
+                  "(Sukhbaatar et al. 2015).")
 flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code"],
                   "Model size preset (default: single_task, or all_tasks for --task all).")
 flags.DEFINE_integer("symbol_dim", None, "Width of V_Symbol (default: vocabulary size).")
@@ -39,17 +44,36 @@ flags.DEFINE_integer("relation_dim", None, "Width of V_Relation.")
 flags.DEFINE_enum("operations", "all", ["write", "write+move", "write+backlink", "all"],
                   "Memory operations (Table 3 ablations).")
 flags.DEFINE_integer("inference_steps", 3, "Unbinding steps of the inference module.")
-flags.DEFINE_enum("optimizer", "nadam", ["nadam", "nesterov_adam", "adam"],
-                  "nadam: Keras Nadam (Dozat, as in the paper); nesterov_adam: the "
-                  "reference code's TF1 Nadam.")
+flags.DEFINE_integer("hops", 3, "MemN2N: memory hops K.")
+flags.DEFINE_integer("embedding_dim", None, "MemN2N: d (default 20 single-task, 50 joint).")
+flags.DEFINE_integer("memory_size", 50, "MemN2N: memory slots (the last N sentences).")
+flags.DEFINE_enum("sentence_encoding", "position", ["position", "position_code", "bag_of_words"],
+                  "MemN2N: the paper's PE, the authors' coded PE, or bag of words.")
+flags.DEFINE_enum("weight_tying", "adjacent", ["adjacent", "layer_wise"], "MemN2N tying.")
+flags.DEFINE_bool("temporal_encoding", True, "MemN2N: T_A / T_C time embeddings.")
+flags.DEFINE_float("random_noise", 0.1, "MemN2N: up to this fraction of empty memories "
+                   "inserted at training time (RN); 0 disables.")
+flags.DEFINE_bool("linear_start", True, "MemN2N: start without the hop softmax (LS) until "
+                  "the validation loss stops falling.")
+flags.DEFINE_bool("mask_empty_memories", True, "MemN2N: keep empty slots out of the softmax "
+                  "(the original code gave them logit 0).")
+flags.DEFINE_enum("optimizer", None, ["nadam", "nesterov_adam", "adam", "sgd"],
+                  "Default nadam (TPR-RNN; Keras Nadam after Dozat, as in the paper) or "
+                  "sgd (MemN2N). nesterov_adam: the TPR-RNN reference code's TF1 Nadam.")
 flags.DEFINE_integer("batch_size", None, "Global batch size (default 128 single-task, 32 all).")
 flags.DEFINE_float("learning_rate", None, "Default 0.008 single-task, 0.001 all-tasks.")
 flags.DEFINE_float("beta_1", None, "Default 0.6 single-task, 0.9 all-tasks.")
 flags.DEFINE_float("beta_2", None, "Default 0.4 single-task, 0.999 all-tasks.")
-flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
-flags.DEFINE_integer("warmup_steps", 50, "Steps at learning_rate * warmup_factor.")
+flags.DEFINE_float("clip_norm", None, "TPR-RNN: global-norm clipping (default 5). MemN2N: "
+                   "per-matrix clipping of the mean-loss gradient (default 40/32, the "
+                   "paper's 40 on the batch-summed loss). 0 disables.")
+flags.DEFINE_integer("decay_every_epochs", None, "Halve the lr every N epochs (MemN2N "
+                     "default 25; TPR-RNN default never).")
+flags.DEFINE_integer("warmup_steps", None, "Steps at learning_rate * warmup_factor "
+                     "(TPR-RNN default 50, MemN2N 0).")
 flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
-flags.DEFINE_float("halve_lr_below", 0.1, "Halve the lr once when valid loss drops below this.")
+flags.DEFINE_float("halve_lr_below", None, "Halve the lr once when the valid loss drops below "
+                   "this (TPR-RNN default 0.1; MemN2N default never).")
 flags.DEFINE_integer("epochs", 200, "Maximum epochs.")
 flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
 flags.DEFINE_integer("patience", 20, "Early stopping: validations without improvement.")
@@ -60,8 +84,17 @@ flags.DEFINE_integer("bucket_width", 10,
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
 
-SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128}
-ALL_TASKS = {"learning_rate": 0.001, "beta_1": 0.9, "beta_2": 0.999, "batch_size": 32}
+# Schlag & Schmidhuber (2018) Appendix A.
+SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128,
+               "optimizer": "nadam", "clip_norm": 5.0, "warmup_steps": 50,
+               "halve_lr_below": 0.1, "decay_every_epochs": None}
+ALL_TASKS = dict(SINGLE_TASK, learning_rate=0.001, beta_1=0.9, beta_2=0.999, batch_size=32)
+# Sukhbaatar et al. (2015) §4.2: SGD 0.01 halved every 25 epochs, 100 epochs, batch 32,
+# gradient norm clipped at 40. The authors sum the loss over the batch; our loop averages
+# it, so the equivalent step is lr * 32 and clip 40 / 32 (exact for batch 32).
+MEMN2N = {"learning_rate": 0.01 * 32, "beta_1": 0.9, "beta_2": 0.999, "batch_size": 32,
+          "optimizer": "sgd", "clip_norm": 40.0 / 32, "warmup_steps": 0,
+          "halve_lr_below": None, "decay_every_epochs": 25}
 
 
 def parse_tasks(value):
@@ -74,6 +107,20 @@ def parse_tasks(value):
     return tasks
 
 
+def leave_linear_start(trainer, history):
+    """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers
+    were re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is
+    a model variable and the lr factor a trainer variable, so both are checkpointed."""
+    model = trainer.model
+    if not model.linear_start or len(history) < 2:
+        return
+    if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
+        model.set_linear_start(False)
+        trainer.state["lr_factor"].assign(1.0)
+        print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
+              "linear start ends, the hop softmax is back.")
+
+
 def main(argv):
     del argv
     if FLAGS.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
@@ -82,16 +129,20 @@ def main(argv):
     import tensorflow as tf
 
     from tpr_keras.data import babi
-    from tpr_keras.models import TPRRNN
+    from tpr_keras.models import MEMN2N_PRESETS, TPRRNN, MemN2N
     from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief,
                                     sparse_classification)
 
     tasks = parse_tasks(FLAGS.task)
     joint = tasks == "all" or len(tasks) > 1
-    defaults = ALL_TASKS if joint else SINGLE_TASK
+    memn2n = FLAGS.model == "memn2n"
+    defaults = MEMN2N if memn2n else ALL_TASKS if joint else SINGLE_TASK
     hp = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
           for k, v in defaults.items()}
-    preset = FLAGS.preset or ("all_tasks" if tasks == "all" else "single_task")
+    preset = FLAGS.preset or ("all_tasks" if joint else "single_task")
+    if memn2n and preset not in MEMN2N_PRESETS:
+        raise app.UsageError(f"--preset {preset} is a TPR-RNN preset; MemN2N has "
+                             f"{sorted(MEMN2N_PRESETS)}.")
 
     strategy = train_flags.setup(global_batch=hp["batch_size"])
     replicas = strategy.num_replicas_in_sync
@@ -106,6 +157,14 @@ def main(argv):
           f"longest story {data.max_sentences} sentences; truncated samples {truncated}.")
 
     def model_fn():
+        if memn2n:
+            return MemN2N.from_preset(
+                preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
+                embedding_dim=FLAGS.embedding_dim, num_hops=FLAGS.hops,
+                memory_size=FLAGS.memory_size, sentence_encoding=FLAGS.sentence_encoding,
+                temporal_encoding=FLAGS.temporal_encoding, weight_tying=FLAGS.weight_tying,
+                random_noise=FLAGS.random_noise, mask_empty_memories=FLAGS.mask_empty_memories,
+                linear_start=FLAGS.linear_start, seed=FLAGS.seed)
         return TPRRNN.from_preset(
             preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
             symbol_dim=FLAGS.symbol_dim, hidden_dim=FLAGS.hidden_dim,
@@ -113,19 +172,31 @@ def main(argv):
             operations=FLAGS.operations, inference_steps=FLAGS.inference_steps)
 
     def optimizer_fn():
-        return get_optimizer(FLAGS.optimizer, hp["learning_rate"], hp["beta_1"], hp["beta_2"])
+        if hp["optimizer"] == "sgd":
+            # Per-matrix clipping (Keras clipnorm clips each gradient on its own),
+            # applied by the Trainer to the all-reduced gradient.
+            return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
+        return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
 
     config = TrainConfig(
         learning_rate=hp["learning_rate"], epochs=FLAGS.epochs, max_steps=FLAGS.steps,
-        clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
-        warmup_factor=FLAGS.warmup_factor, halve_lr_below=FLAGS.halve_lr_below,
+        clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
+        warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
+        warmup_factor=FLAGS.warmup_factor, halve_lr_below=hp["halve_lr_below"],
         patience=FLAGS.patience, target_error=FLAGS.target_valid_error,
         verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
                       FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
-    print(f"TPR-RNN ({preset}, operations={FLAGS.operations}): "
-          f"{trainer.model.count_params():,} parameters.")
+    if memn2n and FLAGS.linear_start:
+        trainer.state["lr_factor"].assign(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
+    if memn2n:
+        print(f"MemN2N ({preset}, {FLAGS.hops} hops, {FLAGS.sentence_encoding}, "
+              f"{FLAGS.weight_tying}, LS={FLAGS.linear_start}, RN={FLAGS.random_noise}): "
+              f"{trainer.model.count_params():,} parameters.")
+    else:
+        print(f"TPR-RNN ({preset}, operations={FLAGS.operations}): "
+              f"{trainer.model.count_params():,} parameters.")
 
     def train_fn(epoch):
         return babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
@@ -140,7 +211,8 @@ def main(argv):
     steps_per_epoch = -(-len(data.train) // hp["batch_size"])
 
     started = time.time()
-    history = trainer.fit(train_fn, valid_ds, steps_per_epoch=steps_per_epoch)
+    history = trainer.fit(train_fn, valid_ds, steps_per_epoch=steps_per_epoch,
+                          after_validation=leave_linear_start if memn2n else None)
     train_seconds = time.time() - started
 
     valid = trainer.evaluate(valid_ds, group_key="task")
@@ -167,8 +239,8 @@ def main(argv):
         "data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
                  "vocabulary": len(data.vocab), "max_words": data.max_words,
                  "truncated": truncated},
-        "config": {"task": FLAGS.task, "preset": preset, "operations": FLAGS.operations,
-                   "optimizer": FLAGS.optimizer, "seed": FLAGS.seed,
+        "config": {"task": FLAGS.task, "model": FLAGS.model, "preset": preset,
+                   "operations": FLAGS.operations, "seed": FLAGS.seed,
                    "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
                    "strategy": type(strategy).__name__, "replicas": replicas,
                    "parameters": trainer.model.count_params(), **hp},
@@ -183,6 +255,17 @@ def main(argv):
         data.vocab.save(os.path.join(export_dir, "vocab.txt"))
         print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; "
               f"model: {os.path.join(export_dir, 'model.keras')}")
+        # String-in/string-out SavedModel for TF Serving, from the saved file so that no
+        # distribution-strategy variables end up in it.
+        from serving.export import export_babi_model
+        limits = set(data.stats["max_story_sentences"].values())
+        served = export_babi_model(
+            keras.models.load_model(os.path.join(export_dir, "model.keras")), data.vocab,
+            export_dir, FLAGS.model_name,
+            max_story_sentences=None if None in limits else max(limits))
+        print(f"SavedModel for TF Serving: {served} (serve with python -m serving.server "
+              f"--model_name={FLAGS.model_name} "
+              f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
     print(f"Training took {train_seconds:.0f} s; process wall time "
           f"{time.time() - PROCESS_START:.0f} s.")
     del tf

@@ -87,3 +87,19 @@ def test_offline_without_data_says_what_to_pass(tmp_path):
                       str(tmp_path / "run"), "--download=false"], tmp_path)
     assert done.returncode != 0
     assert "en-10k" in done.stderr
+
+
+@pytest.mark.slow
+def test_memn2n_trains_and_exports_through_the_same_path(tiny_babi, tmp_path):
+    model_dir = tmp_path / "mem"
+    done = run_train(["--model", "memn2n", "--task", "1", "--data_dir", str(tiny_babi),
+                      "--model_dir", str(model_dir), "--epochs", "3", "--download=false",
+                      "--verbose", "0"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["config"]["model"] == "memn2n"
+    assert results["config"]["optimizer"] == "sgd" and results["config"]["batch_size"] == 32
+    assert results["steps"] == 3 * 9  # 270 training samples, batch 32
+    model = keras.models.load_model(model_dir / "export" / "model.keras")
+    assert type(model).__name__ == "MemN2N"
+    assert (model_dir / "export" / "babi" / "1" / "saved_model.pb").exists()

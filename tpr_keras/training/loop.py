@@ -192,6 +192,9 @@ class Trainer:
                     ("best_loss", np.inf, tf.float64),
                     ("bad_validations", 0, tf.int64),
                     ("skipped_steps", 0, tf.int64),
+                    # a phase-dependent lr multiplier set by the caller (MemN2N
+                    # linear start); checkpointed so a resumed run keeps it
+                    ("lr_factor", 1.0, tf.float64),
                     # running sums of the current epoch, so that a resumed
                     # epoch reports the same mean train loss as an unbroken one
                     ("epoch_loss_sum", 0.0, tf.float64),
@@ -277,7 +280,7 @@ class Trainer:
             self.optimizer.learning_rate.assign(value)
 
     def current_learning_rate(self):
-        lr = self.config.learning_rate
+        lr = self.config.learning_rate * float(self.state["lr_factor"].numpy())
         if not bool(self.state["warmup_done"].numpy()):
             lr *= self.config.warmup_factor
         if bool(self.state["lr_halved"].numpy()):
@@ -381,7 +384,8 @@ class Trainer:
         self.manager.save(checkpoint_number=int(self.state["global_step"].numpy()))
 
     # ------------------------------------------------------------------ fit
-    def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None):
+    def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
+            after_validation=None):
         """Trains, validating after every epoch; returns the per-epoch history.
 
         Args:
@@ -392,6 +396,11 @@ class Trainer:
             valid_dataset: evaluated after every epoch (early stopping, lr
                 halving); optional.
             steps_per_epoch: only for the progress bar.
+            after_validation: optional ``(trainer, history) -> None`` called
+                after each validation, with the history so far including this
+                epoch's record (e.g. MemN2N leaves linear start here). State it
+                changes must live in model or trainer variables so that it is
+                checkpointed.
         """
         cfg = self.config
         resumed = self.restore()
@@ -493,6 +502,8 @@ class Trainer:
                     tf.summary.scalar("valid_loss", valid["loss"])
                     tf.summary.scalar("valid_error_percent", valid["error_percent"])
             history.append(record)
+            if valid_dataset is not None and after_validation is not None:
+                after_validation(self, history)
             if epoch_done:
                 self.state["epoch"].assign(epoch + 1)
                 for name in ("step_in_epoch", "epoch_loss_sum", "epoch_accuracy_sum",
