@@ -14,8 +14,11 @@ import time
 
 from absl import app, flags, logging
 
+from tpr_keras.training import flags as train_flags
+
 PROCESS_START = time.time()
 FLAGS = flags.FLAGS
+train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
 EVAL_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
 
 flags.DEFINE_string("data_dir", None, "Folder with train.txt, validate.txt, test_*.txt "
@@ -40,8 +43,6 @@ flags.DEFINE_integer("decay_every_epochs", 30, "Divide the lr by 10 this often (
 flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation, data order and augmentation.")
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
-                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
 flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
 
 
@@ -54,15 +55,10 @@ def main(argv):
     from tpr_keras.data import entailment
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
-                                    is_chief, make_strategy)
+                                    is_chief)
 
-    strategy = make_strategy(FLAGS.strategy)
+    strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
-    if FLAGS.batch_size % replicas:
-        raise app.UsageError(f"--batch_size {FLAGS.batch_size} is not divisible by "
-                             f"{replicas} replicas.")
-    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
-          f"{FLAGS.batch_size} = {FLAGS.batch_size // replicas} per replica.")
     keras.utils.set_random_seed(FLAGS.seed)
 
     train = entailment.load_entailment_split("train", FLAGS.data_dir)
@@ -87,7 +83,7 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
         clip_norm=FLAGS.clip_norm or None, warmup_steps=0, halve_lr_below=None,
         decay_every_epochs=FLAGS.decay_every_epochs or None, decay_factor=0.1,
-        patience=FLAGS.patience, verbose=FLAGS.verbose)
+        patience=FLAGS.patience, verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate),
                       binary_classification(), config, FLAGS.model_dir, strategy=strategy)
     params = trainer.model.count_params()
