@@ -1,0 +1,82 @@
+"""SavedModel export of a TP-Transformer for the Mathematics Dataset.
+
+Signature ``serving_default``: ``question`` (``tf.string[batch]``) →
+``answer`` (``tf.string[batch]``, greedy-decoded in-graph with the key/value
+cache inside one ``tf.while_loop``) and ``log_prob`` (``float32[batch]``, the
+log-probability of the decoded answer). ``beam`` does the same with beam
+search. Characters are encoded and decoded with lookup tables saved as an
+asset (the model's character vocabulary); unknown characters map to
+``<unk>``, questions are cut at 160 characters, answers at 30.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import tensorflow as tf
+
+from serving.export import next_version
+from tpr_keras.data.mathematics import (MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH,
+                                        make_char_table)
+
+SIGNATURE_KEY = "serving_default"
+BEAM_SIGNATURE_KEY = "beam"
+
+
+class MathServingModule(tf.Module):
+    """String-in/string-out wrapper of a trained :class:`TPTransformer`."""
+
+    def __init__(self, model, vocab, beam_size=4):
+        super().__init__()
+        self.model = model
+        self.chars = make_char_table(vocab)
+        self.beam_size = int(beam_size)
+        self.max_length = MAX_ANSWER_LENGTH + 1  # answer + end symbol
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question")])
+    def serve(self, question):
+        ids = self.chars.encode(question, MAX_QUESTION_LENGTH)
+        out, log_prob = self.model.greedy_decode(ids, max_length=self.max_length)
+        return {"answer": self.chars.decode(out), "log_prob": log_prob}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question")])
+    def beam(self, question):
+        ids = self.chars.encode(question, MAX_QUESTION_LENGTH)
+        out, log_prob = self.model.beam_search(ids, self.beam_size, self.max_length)
+        return {"answer": self.chars.decode(out), "log_prob": log_prob}
+
+
+def export_math_model(model, vocab, export_dir, model_name="math", version=None, beam_size=4):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it.
+
+    The SavedModel is written to a hidden folder first and renamed into place,
+    so a polling server never sees half an export.
+    """
+    base = os.path.join(os.fspath(export_dir), model_name)
+    os.makedirs(base, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
+    try:
+        module = MathServingModule(model, vocab, beam_size)
+        tf.saved_model.save(module, tmp, signatures={
+            SIGNATURE_KEY: module.serve.get_concrete_function(),
+            BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
+        extra = os.path.join(tmp, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        info = {"format": "tpr-keras/math-serving/1", "model_name": model_name,
+                "model_class": type(model).__name__, "vocabulary_size": len(vocab),
+                "max_question_length": MAX_QUESTION_LENGTH,
+                "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size,
+                "tensorflow": tf.__version__, "created_unix": time.time()}
+        with open(os.path.join(extra, "export_info.json"), "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=1)
+        os.chmod(tmp, 0o755)
+        target = os.path.join(base, str(version or next_version(base)))
+        if os.path.exists(target):
+            raise FileExistsError(target)
+        os.rename(tmp, target)
+        return target
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,52 @@
+"""The Mathematics SavedModel: in-graph greedy decoding equals the Keras model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from serving.export_math import export_math_model
+from tpr_keras.data.mathematics import CharVocabulary, make_char_table
+from tpr_keras.models import TPTransformer
+
+QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
+             "", "Let x = 3. What is x + x?", "ÿ is not in the vocabulary"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    vocab = CharVocabulary.build("".join(QUESTIONS[:4]) + "0123456789")
+    tf.keras.utils.set_random_seed(0)
+    model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
+                                      vocabulary=vocab.tokens)
+    path = export_math_model(model, vocab, tmp_path_factory.mktemp("export"), "math")
+    return model, vocab, path
+
+
+def test_layout_and_no_pyfunc(exported):
+    _, _, path = exported
+    assert path.endswith("/math/1")
+    from tensorflow.python.tools import saved_model_utils
+
+    meta = saved_model_utils.get_meta_graph_def(path, "serve")
+    ops = {node.op for node in meta.graph_def.node}
+    for function in meta.graph_def.library.function:
+        ops |= {node.op for node in function.node_def}
+    assert not ops & {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+    assert set(meta.signature_def) >= {"serving_default", "beam"}
+    signature = meta.signature_def["serving_default"]
+    assert set(signature.inputs) == {"question"} and set(signature.outputs) == {"answer", "log_prob"}
+
+
+def test_signature_answers_equal_keras_greedy(exported):
+    model, vocab, path = exported
+    served = tf.saved_model.load(path)
+    out = served.signatures["serving_default"](question=tf.constant(QUESTIONS))
+    ids = make_char_table(vocab).encode(tf.constant(QUESTIONS), 160)
+    expected_ids, expected_log_prob = model.greedy_decode(ids, max_length=31)
+    expected = [vocab.decode(row) for row in expected_ids.numpy()]
+    assert [a.decode() for a in out["answer"].numpy()] == expected
+    np.testing.assert_allclose(out["log_prob"].numpy(), expected_log_prob.numpy(), rtol=1e-5)
+    beam = served.signatures["beam"](question=tf.constant(QUESTIONS))
+    expected_beam, _ = model.beam_search(ids, 4, 31)
+    assert [a.decode() for a in beam["answer"].numpy()] == [
+        vocab.decode(row) for row in expected_beam.numpy()]

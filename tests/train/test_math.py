@@ -1,0 +1,53 @@
+"""``python -m train.math`` end to end on tiny generated Mathematics files (subprocess)."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def write_module(path, n, seed, digits):
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(n):
+        number = int(rng.integers(10 ** (digits - 1), 10**digits))
+        lines += [f"What is the units digit of {number}?", str(number % 10)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def tiny_math(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mathematics")
+    for i, folder in enumerate(["train-easy", "train-medium", "train-hard"]):
+        write_module(root / folder / "numbers__place_value.txt", 40, i, 3)
+    write_module(root / "interpolate" / "numbers__place_value.txt", 16, 7, 3)
+    write_module(root / "extrapolate" / "numbers__place_value_big.txt", 8, 8, 6)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["tp_transformer", "transformer"])
+def test_train_math_results_and_export(tiny_math, tmp_path, model):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
+         "--preset", "tiny", "--steps", "6", "--batch_size", "32", "--learning_rate", "1e-3",
+         "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert list(results["interpolate_accuracy_percent"]) == ["numbers__place_value"]
+    assert list(results["extrapolate_accuracy_percent"]) == ["numbers__place_value_big"]
+    # 16 interpolate questions: accuracy is a multiple of 6.25 %.
+    assert results["interpolate_accuracy_percent"]["numbers__place_value"] % 6.25 == 0
+    assert results["steps"] == 6
+    assert results["summary"]["interpolate"]["modules"] == 1
+    assert (tmp_path / "export" / "math" / "1" / "saved_model.pb").exists()
+    assert "interpolate |       1 |" in done.stdout

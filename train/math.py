@@ -1,0 +1,170 @@
+"""Train and evaluate the TP-Transformer on the Mathematics Dataset: ``python -m train.math``.
+
+Schlag et al. (2019) §4.1: Adam (lr 1e-4, β2 0.995), global-norm clipping at
+0.1, no schedule, no dropout; train = train-easy + train-medium + train-hard
+of the selected modules; evaluation by exact match of the whole greedy answer
+(end symbol included), per module, on interpolate and extrapolate. The
+results table (mean accuracy, modules above 95 %) is printed and written to
+``<model_dir>/results.json``; the model is exported as a string-in/string-out
+SavedModel to ``<export_dir>/<model_name>/<version>``.
+"""
+
+import json
+import os
+import time
+
+from absl import app, flags, logging
+
+PROCESS_START = time.time()
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("modules", "numbers__place_value",
+                    "Comma-separated module names or globs (e.g. 'arithmetic__*'), or 'all'.")
+flags.DEFINE_string("data_dir", None, "Folder holding train-easy/ ... extrapolate/ "
+                    "(default: $TPR_KERAS_MATH_DIR, then the Keras cache, then download).")
+flags.DEFINE_bool("download", True, "Download the official archive if nothing local is found.")
+flags.DEFINE_enum("model", "tp_transformer", ["tp_transformer", "transformer"],
+                  "With or without the role binding of eq. 4 (same code path).")
+flags.DEFINE_string("preset", "small", "Size preset: tiny, small (CPU), tp_transformer, "
+                    "tp_transformer_b, tp_transformer_c, transformer (paper).")
+flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
+flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
+flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
+flags.DEFINE_string("model_name", "math", "Served model name.")
+flags.DEFINE_integer("batch_size", 128, "Global batch size (the paper: 1024 on 8 GPUs).")
+flags.DEFINE_float("learning_rate", 1e-4, "Adam learning rate.")
+flags.DEFINE_float("beta_1", 0.9, "Adam β1.")
+flags.DEFINE_float("beta_2", 0.995, "Adam β2.")
+flags.DEFINE_float("clip_norm", 0.1, "Global-norm gradient clipping (0 disables).")
+flags.DEFINE_integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
+flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
+flags.DEFINE_integer("epochs", 10, "Maximum epochs.")
+flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
+flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
+flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
+flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
+flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
+                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
+flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+
+def greedy_accuracy(model, dataset, max_length):
+    """Exact match (%) of greedy answers over ``dataset``, whole answer + end symbol."""
+    import numpy as np
+    import tensorflow as tf
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+    def correct(source, target_out):
+        ids, _ = model.greedy_decode(source, max_length=max_length)
+        width = tf.shape(ids)[1]
+        target = tf.pad(target_out, [[0, 0], [0, width - tf.shape(target_out)[1]]])
+        return tf.reduce_all(tf.equal(ids, target), axis=1)
+
+    hits = [correct(f["source"], l["target_out"]).numpy() for f, l in dataset]
+    return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
+
+
+def main(argv):
+    del argv
+    if FLAGS.verbosity <= 0:
+        logging.set_verbosity(logging.WARNING)
+    import keras
+
+    from serving.export_math import export_math_model
+    from tpr_keras.data import mathematics
+    from tpr_keras.models import TPTransformer, sequence_compute_fn
+    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, make_strategy
+
+    strategy = make_strategy(FLAGS.strategy)
+    replicas = strategy.num_replicas_in_sync
+    if FLAGS.batch_size % replicas:
+        raise app.UsageError(f"--batch_size {FLAGS.batch_size} is not divisible by "
+                             f"{replicas} replicas.")
+    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
+          f"{FLAGS.batch_size} = {FLAGS.batch_size // replicas} per replica.")
+    keras.utils.set_random_seed(FLAGS.seed)
+    modules = FLAGS.modules if FLAGS.modules == "all" else tuple(FLAGS.modules.split(","))
+    data = mathematics.load_mathematics(FLAGS.data_dir, modules=modules,
+                                        limit_per_file=FLAGS.limit_per_file,
+                                        download=FLAGS.download)
+    print(data)
+
+    def model_fn():
+        return TPTransformer.from_preset(FLAGS.preset, vocabulary_size=len(data.vocab),
+                                         vocabulary=data.vocab.tokens,
+                                         use_role=FLAGS.model == "tp_transformer")
+
+    config = TrainConfig(
+        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
+        warmup_factor=FLAGS.warmup_factor, halve_lr_below=None, patience=FLAGS.patience,
+        verbose=FLAGS.verbose)
+    trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate,
+                                                      FLAGS.beta_1, FLAGS.beta_2),
+                      sequence_compute_fn(), config, FLAGS.model_dir, strategy=strategy)
+    model = trainer.model
+    print(f"{FLAGS.model} ({FLAGS.preset}): {model.count_params():,} parameters.")
+
+    def train_fn(epoch):
+        return mathematics.make_dataset(data.train, FLAGS.batch_size, shuffle=True,
+                                        seed=FLAGS.seed * 100_003 + epoch)
+
+    interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
+                                                    data.module_names)
+    valid_ds = mathematics.make_dataset(interpolate, FLAGS.eval_batch_size)
+    started = time.time()
+    history = trainer.fit(train_fn, valid_ds,
+                          steps_per_epoch=-(-len(data.train) // FLAGS.batch_size))
+    train_seconds = time.time() - started
+
+    max_length = model.max_decode_length
+    results = {"interpolate_accuracy_percent": {}, "extrapolate_accuracy_percent": {}}
+    for regime in ("interpolate", "extrapolate"):
+        for module, split in getattr(data, regime).items():
+            ds = mathematics.make_dataset(split, FLAGS.eval_batch_size)
+            results[f"{regime}_accuracy_percent"][module] = greedy_accuracy(
+                model, ds, max_length)
+    print("\nregime      | modules | mean accuracy % | modules > 95 %")
+    summary = {}
+    for regime in ("interpolate", "extrapolate"):
+        scores = list(results[f"{regime}_accuracy_percent"].values())
+        if scores:
+            summary[regime] = {"modules": len(scores), "mean": sum(scores) / len(scores),
+                               "above_95": sum(s > 95 for s in scores)}
+            print(f"{regime:11s} | {len(scores):7d} | {summary[regime]['mean']:15.2f} | "
+                  f"{summary[regime]['above_95']:14d}")
+    for regime in ("interpolate", "extrapolate"):
+        for module, score in results[f"{regime}_accuracy_percent"].items():
+            print(f"  {regime:11s} {module:45s} {score:6.2f}")
+    results.update({
+        "summary": summary,
+        "train_seconds": train_seconds,
+        "wall_seconds": time.time() - PROCESS_START,
+        "epochs": len(history),
+        "steps": int(trainer.state["global_step"].numpy()),
+        "history": history,
+        "parameters": model.count_params(),
+        "data": data.stats.get("counts", {}) if isinstance(data.stats, dict) else {},
+        "config": {k: getattr(FLAGS, k) for k in (
+            "modules", "model", "preset", "batch_size", "learning_rate", "beta_1", "beta_2",
+            "clip_norm", "warmup_steps", "epochs", "steps", "seed", "limit_per_file")}
+        | {"replicas": replicas, "strategy": type(strategy).__name__},
+    })
+    if is_chief(strategy):
+        os.makedirs(FLAGS.model_dir, exist_ok=True)
+        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
+            json.dump(results, f, indent=1, default=str)
+        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
+        os.makedirs(export_dir, exist_ok=True)
+        model.save(os.path.join(export_dir, "model.keras"))
+        data.vocab.save(os.path.join(export_dir, "vocab.txt"))
+        served = export_math_model(
+            keras.models.load_model(os.path.join(export_dir, "model.keras")), data.vocab,
+            export_dir, FLAGS.model_name)
+        print(f"SavedModel for TF Serving: {served}")
+    print(f"Training took {train_seconds:.0f} s; process wall time "
+          f"{time.time() - PROCESS_START:.0f} s.")
+
+
+if __name__ == "__main__":
+    app.run(main)
