@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from tpr_keras.data.download import (
+    find_data_dir,
     ChecksumError,
     DownloadError,
-    cache_dir,
     fetch_archive,
     safe_extract,
     verify_checksum,
@@ -942,31 +942,8 @@ def find_babi_dir(data_dir: str | os.PathLike | None = None, download: bool = Tr
         ChecksumError: The downloaded archive did not match the published checksum
             (the bad file is deleted).
     """
-    if data_dir is not None:
-        found = _locate(data_dir)
-        if found is None:
-            raise FileNotFoundError(
-                f"no bAbI data in data_dir={data_dir}: looked for {_looked_for(data_dir)}"
-            )
-        return str(found.resolve())
-    env = os.environ.get(BABI_DIR_ENV)
-    if env:
-        found = _locate(env)
-        if found is None:
-            raise FileNotFoundError(
-                f"no bAbI data in {BABI_DIR_ENV}={env}: looked for {_looked_for(env)}"
-            )
-        return str(found.resolve())
-    cache = cache_dir("datasets")
-    found = _locate(cache)
-    if found is not None:
-        return str(found.resolve())
-    if not download:
-        raise FileNotFoundError(
-            f"bAbI data not found (looked for {_looked_for(cache)}) and download=False. "
-            + _manual_instructions(cache)
-        )
-    return str(_download_babi(cache).resolve())
+    return find_data_dir(data_dir, BABI_DIR_ENV, "bAbI data", _locate, _looked_for,
+                         _manual_instructions, _download_babi, download)
 
 
 def task_files(babi_dir: str | os.PathLike, task: int) -> tuple[str, str]:

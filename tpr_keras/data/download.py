@@ -272,3 +272,46 @@ def safe_extract(tar_path: str | os.PathLike, dest: str | os.PathLike) -> list[s
         else:  # pragma: no cover - older Pythons.
             tar.extractall(base, members=members)
     return [m.name for m in members]
+
+
+def find_data_dir(
+    data_dir: str | os.PathLike | None,
+    env_var: str,
+    label: str,
+    locate,
+    looked_for,
+    manual_instructions,
+    fetch,
+    download: bool = True,
+) -> str:
+    """The search order every dataset reader shares; returns the resolved folder.
+
+    1. ``data_dir`` if given (nothing found there is an error, no fallback);
+    2. the environment variable ``env_var`` if set (likewise);
+    3. the Keras cache ``$KERAS_HOME/datasets`` (default ``~/.keras/datasets``);
+    4. if ``download``: ``fetch(cache)``, which downloads and verifies the archive.
+
+    Args:
+        label: what the data is called in messages ("bAbI data").
+        locate: ``folder -> Path | None``, the dataset folder found under ``folder``.
+        looked_for: ``folder -> str``, what ``locate`` looked for (for messages).
+        manual_instructions: ``cache -> str``, how to provide the data by hand.
+        fetch: ``cache -> Path``, downloads into the cache and returns the folder.
+    """
+    for origin, folder in ((f"data_dir={data_dir}", data_dir),
+                           (f"{env_var}={os.environ.get(env_var)}", os.environ.get(env_var))):
+        if folder:
+            found = locate(folder)
+            if found is None:
+                raise FileNotFoundError(
+                    f"no {label} in {origin}: looked for {looked_for(folder)}")
+            return str(found.resolve())
+    cache = cache_dir("datasets")
+    found = locate(cache)
+    if found is not None:
+        return str(found.resolve())
+    if not download:
+        raise FileNotFoundError(
+            f"{label} not found (looked for {looked_for(cache)}) and download=False. "
+            + manual_instructions(cache))
+    return str(fetch(cache).resolve())

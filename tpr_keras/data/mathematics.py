@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpr_keras.data.download import (
+    find_data_dir,
     ChecksumError,
     DownloadError,
-    cache_dir,
     fetch_archive,
     safe_extract,
 )
@@ -834,28 +834,5 @@ def find_mathematics_dir(data_dir: str | os.PathLike | None = None, download: bo
         DownloadError: The download failed (the message says what to pass instead).
         ChecksumError: The archive did not match the published checksum.
     """
-    if data_dir is not None:
-        found = _locate(data_dir)
-        if found is None:
-            raise FileNotFoundError(
-                f"no Mathematics Dataset in data_dir={data_dir}: looked for {_looked_for(data_dir)}"
-            )
-        return str(found.resolve())
-    env = os.environ.get(MATH_DIR_ENV)
-    if env:
-        found = _locate(env)
-        if found is None:
-            raise FileNotFoundError(
-                f"no Mathematics Dataset in {MATH_DIR_ENV}={env}: looked for {_looked_for(env)}"
-            )
-        return str(found.resolve())
-    cache = cache_dir("datasets")
-    found = _locate(cache)
-    if found is not None:
-        return str(found.resolve())
-    if not download:
-        raise FileNotFoundError(
-            f"Mathematics Dataset not found (looked for {_looked_for(cache)}) and "
-            f"download=False. " + _manual_instructions(cache)
-        )
-    return str(_download(cache).resolve())
+    return find_data_dir(data_dir, MATH_DIR_ENV, "Mathematics Dataset", _locate, _looked_for,
+                         _manual_instructions, _download, download)
