@@ -26,26 +26,35 @@ BEAM_SIGNATURE_KEY = "beam"
 
 
 class MathServingModule(tf.Module):
-    """String-in/string-out wrapper of a trained :class:`TPTransformer`."""
+    """String-in/string-out wrapper of a trained :class:`TPTransformer`.
+
+    The Keras model is only closed over, never tracked: the module tracks the
+    variables its traced functions read, so the TF1 loader (TF Serving's path)
+    restores exactly the variables the graph uses (see ``serving.export``).
+    """
 
     def __init__(self, model, vocab, beam_size=4):
-        super().__init__()
-        self.model = model
+        super().__init__(name="math_serving")
         self.chars = make_char_table(vocab)
         self.beam_size = int(beam_size)
-        self.max_length = MAX_ANSWER_LENGTH + 1  # answer + end symbol
+        chars, beam_size, max_length = self.chars, self.beam_size, MAX_ANSWER_LENGTH + 1
+        spec = [tf.TensorSpec([None], tf.string, name="question")]
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question")])
-    def serve(self, question):
-        ids = self.chars.encode(question, MAX_QUESTION_LENGTH)
-        out, log_prob = self.model.greedy_decode(ids, max_length=self.max_length)
-        return {"answer": self.chars.decode(out), "log_prob": log_prob}
+        def serve(question):
+            ids = chars.encode(question, MAX_QUESTION_LENGTH)
+            out, log_prob = model.greedy_decode(ids, max_length=max_length)
+            return {"answer": chars.decode(out), "log_prob": log_prob}
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question")])
-    def beam(self, question):
-        ids = self.chars.encode(question, MAX_QUESTION_LENGTH)
-        out, log_prob = self.model.beam_search(ids, self.beam_size, self.max_length)
-        return {"answer": self.chars.decode(out), "log_prob": log_prob}
+        def beam(question):
+            ids = chars.encode(question, MAX_QUESTION_LENGTH)
+            out, log_prob = model.beam_search(ids, beam_size, max_length)
+            return {"answer": chars.decode(out), "log_prob": log_prob}
+
+        self.serve = tf.function(serve, input_signature=spec)
+        self.beam = tf.function(beam, input_signature=spec)
+        captured = {id(v): v for f in (self.serve, self.beam)
+                    for v in f.get_concrete_function().variables}
+        self.captured_variables = list(captured.values())
 
 
 def export_math_model(model, vocab, export_dir, model_name="math", version=None, beam_size=4):

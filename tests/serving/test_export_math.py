@@ -50,3 +50,27 @@ def test_signature_answers_equal_keras_greedy(exported):
     expected_beam, _ = model.beam_search(ids, 4, 31)
     assert [a.decode() for a in beam["answer"].numpy()] == [
         vocab.decode(row) for row in expected_beam.numpy()]
+
+
+def test_tf1_session_and_saved_model_cli_answer_like_keras(exported, tmp_path):
+    """The C++ server's path: a TF1 Session fed through the SignatureDef tensor names."""
+    import subprocess
+    import sys
+
+    _, _, path = exported
+    expected = tf.saved_model.load(path).signatures["serving_default"](
+        question=tf.constant(QUESTIONS))["answer"].numpy()
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        answers = session.run(signature.outputs["answer"].name,
+                              {signature.inputs["question"].name: QUESTIONS})
+    assert list(answers) == list(expected)
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir", path,
+         "--tag_set", "serve", "--signature_def", "serving_default",
+         "--input_exprs", f"question={QUESTIONS[:2]!r}"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for answer in expected[:2]:
+        assert repr(answer) in done.stdout
