@@ -14,6 +14,13 @@ serving.server`` and to stock ``tensorflow_model_server`` alike::
     python -m serving.client --rest --server localhost:8501 ...   # TF Serving's REST API
 
 A story is one string: sentences separated by newlines or ending in ``.``, ``?`` or ``!``.
+
+A Mathematics Dataset model (``train.math``) is asked with :class:`MathClient`::
+
+    with MathClient("localhost:8500", model_name="math") as client:
+        print(client.solve("What is the tens digit of 2934?").answer)   # 3
+
+    python -m serving.client --model_name math --question "What is the tens digit of 2934?"
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["Answer", "BabiClient", "ask", "main"]
+__all__ = ["Answer", "BabiClient", "MathClient", "ServingClient", "Solution", "ask", "main",
+           "solve"]
 
 
 class Answer(NamedTuple):
@@ -37,8 +45,16 @@ class Answer(NamedTuple):
     version: int | None = None
 
 
-class BabiClient:
-    """Client of a served bAbI model (gRPC by default, TF Serving REST with ``rest=True``).
+class Solution(NamedTuple):
+    """A Mathematics model's greedy answer and its log-probability."""
+
+    answer: str
+    log_prob: float
+    version: int | None = None
+
+
+class ServingClient:
+    """Predict calls with string inputs to a TF Serving endpoint (gRPC, or REST with ``rest=True``).
 
     Args:
         server: ``host:port`` of the gRPC (default 8500) or REST (default 8501) endpoint.
@@ -73,30 +89,27 @@ class BabiClient:
         if self._channel is not None:
             self._channel.close()
 
-    def __enter__(self) -> BabiClient:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def ask(self, story: str, question: str) -> Answer:
-        """Answers one question about one story."""
-        return self.ask_batch([story], [question])[0]
+    def predict(self, inputs: dict[str, Sequence[str]]) -> tuple[dict[str, list], int | None]:
+        """One Predict call; returns ``({output: rows}, version)``.
 
-    def ask_batch(self, stories: Sequence[str], questions: Sequence[str]) -> list[Answer]:
-        """Answers several questions in one request (``stories[i]`` goes with ``questions[i]``).
+        Every input is a batch of strings. Each output is a list with one entry per
+        example: a string or float, or a list of them for ``[batch, k]`` outputs.
 
         Raises:
             grpc.RpcError: gRPC errors (``.code()``, ``.details()``).
             RuntimeError: REST errors (the server's message, with the HTTP status).
         """
-        if len(stories) != len(questions):
-            raise ValueError(f"{len(stories)} stories but {len(questions)} questions")
         if self.rest:
-            return self._ask_rest(stories, questions)
-        return self._ask_grpc(stories, questions)
+            return self._predict_rest(inputs), None
+        return self._predict_grpc(inputs)
 
-    def _ask_grpc(self, stories: Sequence[str], questions: Sequence[str]) -> list[Answer]:
+    def _predict_grpc(self, inputs):
         from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
         from tensorflow_serving.apis import predict_pb2
 
@@ -112,26 +125,28 @@ class BabiClient:
         request.model_spec.signature_name = self.signature_name
         if self.version is not None:
             request.model_spec.version.value = self.version
-        request.inputs["story"].CopyFrom(strings(stories))
-        request.inputs["question"].CopyFrom(strings(questions))
+        for name, values in inputs.items():
+            request.inputs[name].CopyFrom(strings(values))
         response = self._stub.Predict(request, timeout=self.timeout)
-        out = response.outputs
-        answers = [a.decode("utf-8", "replace") for a in out["answer"].string_val]
-        k = out["scores"].tensor_shape.dim[1].size if len(answers) else 0
-        scores = _floats(out["scores"])
-        candidates = [c.decode("utf-8", "replace") for c in out["candidates"].string_val]
-        version = response.model_spec.version.value
-        return [Answer(a, list(zip(candidates[i * k:(i + 1) * k],
-                                   (float(s) for s in scores[i * k:(i + 1) * k]))), version)
-                for i, a in enumerate(answers)]
+        outputs = {}
+        for name, proto in response.outputs.items():
+            dims = [d.size for d in proto.tensor_shape.dim]
+            if proto.string_val:
+                flat = [v.decode("utf-8", "replace") for v in proto.string_val]
+            else:
+                flat = _floats(proto)
+            if len(dims) == 2:
+                k = dims[1]
+                flat = [flat[i * k:(i + 1) * k] for i in range(dims[0])]
+            outputs[name] = flat
+        return outputs, response.model_spec.version.value
 
-    def _ask_rest(self, stories: Sequence[str], questions: Sequence[str]) -> list[Answer]:
+    def _predict_rest(self, inputs):
         url = f"http://{self.server}/v1/models/{self.model_name}"
         if self.version is not None:
             url += f"/versions/{self.version}"
         body = json.dumps({"signature_name": self.signature_name,
-                           "instances": [{"story": s, "question": q}
-                                         for s, q in zip(stories, questions)]}).encode()
+                           "inputs": {k: list(v) for k, v in inputs.items()}}).encode()
         req = urllib.request.Request(url + ":predict", data=body,
                                      headers={"Content-Type": "application/json"})
         try:
@@ -143,8 +158,45 @@ class BabiClient:
             except ValueError:
                 message = ""
             raise RuntimeError(f"HTTP {exc.code}: {message or exc.reason}") from None
-        return [Answer(p["answer"], list(zip(p["candidates"], map(float, p["scores"]))))
-                for p in doc["predictions"]]
+        outputs = doc["outputs"]
+        if not isinstance(outputs, dict):  # a signature with a single output
+            outputs = {"output": outputs}
+        return outputs
+
+
+class BabiClient(ServingClient):
+    """Client of a served bAbI model (``story``, ``question`` -> ``answer``, top-k).
+
+    Args: as :class:`ServingClient` (``model_name`` defaults to ``babi``).
+    """
+
+    def ask(self, story: str, question: str) -> Answer:
+        """Answers one question about one story."""
+        return self.ask_batch([story], [question])[0]
+
+    def ask_batch(self, stories: Sequence[str], questions: Sequence[str]) -> list[Answer]:
+        """Answers several questions in one request (``stories[i]`` goes with ``questions[i]``)."""
+        if len(stories) != len(questions):
+            raise ValueError(f"{len(stories)} stories but {len(questions)} questions")
+        out, version = self.predict({"story": stories, "question": questions})
+        return [Answer(answer, list(zip(candidates, map(float, scores))), version)
+                for answer, candidates, scores in zip(out["answer"], out["candidates"],
+                                                      out["scores"])]
+
+
+class MathClient(ServingClient):
+    """Client of a served Mathematics model (``question`` -> ``answer``, ``log_prob``)."""
+
+    def __init__(self, server: str = "localhost:8500", model_name: str = "math", **kwargs):
+        super().__init__(server, model_name, **kwargs)
+
+    def solve(self, question: str) -> Solution:
+        """The model's greedy answer to one question."""
+        return self.solve_batch([question])[0]
+
+    def solve_batch(self, questions: Sequence[str]) -> list[Solution]:
+        out, version = self.predict({"question": questions})
+        return [Solution(a, float(lp), version) for a, lp in zip(out["answer"], out["log_prob"])]
 
 
 def _floats(proto) -> list[float]:
@@ -162,32 +214,51 @@ def ask(story: str, question: str, server: str = "localhost:8500", model_name: s
         return client.ask(story, question)
 
 
+def solve(question: str, server: str = "localhost:8500", model_name: str = "math",
+          rest: bool = False, **kwargs) -> Solution:
+    """One Mathematics question, one connection: ``solve(question).answer``."""
+    with MathClient(server, model_name, rest=rest, **kwargs) as client:
+        return client.solve(question)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m serving.client",
-                                description="Ask a served bAbI model a question.")
+    p = argparse.ArgumentParser(
+        prog="python -m serving.client",
+        description="Ask a served bAbI model about a story (--story and --question), or a "
+                    "served Mathematics model a question (--question alone).")
     p.add_argument("--server", default=None,
                    help="host:port (default localhost:8500, or localhost:8501 with --rest)")
-    p.add_argument("--model_name", default="babi")
+    p.add_argument("--model_name", default=None, help="default: babi, or math without --story")
     p.add_argument("--version", type=int, default=None, help="default: the latest")
     p.add_argument("--signature_name", default="serving_default")
-    p.add_argument("--story", required=True,
-                   help="sentences separated by newlines or ending in . ? !")
+    p.add_argument("--story", default=None,
+                   help="sentences separated by newlines or ending in . ? ! (bAbI models)")
     p.add_argument("--question", required=True)
     p.add_argument("--rest", action="store_true", help="use TF Serving's REST API")
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--json", action="store_true", help="print the reply as JSON")
     args = p.parse_args(argv)
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
+    options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
+                   timeout=args.timeout)
     try:
-        reply = ask(args.story, args.question, server, args.model_name, rest=args.rest,
-                    version=args.version, signature_name=args.signature_name,
-                    timeout=args.timeout)
+        if args.story is None:
+            reply = solve(args.question, server, args.model_name or "math", **options)
+        else:
+            reply = ask(args.story, args.question, server, args.model_name or "babi", **options)
     except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message
         details = getattr(exc, "details", None)
         code = getattr(exc, "code", None)
         message = f"{code().name}: {details()}" if callable(details) and callable(code) else exc
         print(f"error: {message}", file=sys.stderr)
         return 1
+    if isinstance(reply, Solution):
+        if args.json:
+            print(json.dumps(reply._asdict()))
+        else:
+            print(reply.answer)
+            print(f"  log_prob {reply.log_prob:.4f}")
+        return 0
     if args.json:
         print(json.dumps({"answer": reply.answer, "candidates": reply.candidates,
                           "version": reply.version}))

@@ -74,3 +74,43 @@ def test_tf1_session_and_saved_model_cli_answer_like_keras(exported, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     for answer in expected[:2]:
         assert repr(answer) in done.stdout
+
+
+def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base, capsys):
+    """One server, two models by name: the math model answers solve() like the SavedModel."""
+    import json
+    import os
+
+    from serving.client import BabiClient, MathClient, solve
+    from serving.server import ModelManager, ModelServer
+    from tensorflow_serving.config import model_server_config_pb2
+
+    _, _, path = exported
+    configs = [model_server_config_pb2.ModelConfig(name=name, base_path=str(base),
+                                                   model_platform="tensorflow")
+               for name, base in (("math", os.path.dirname(path)),
+                                  ("babi", os.path.join(export_base, "babi")))]
+    expected = tf.saved_model.load(path).signatures["serving_default"](
+        question=tf.constant(QUESTIONS))
+    server = ModelServer(ModelManager(configs), port=0, rest_api_port=0).start()
+    try:
+        with MathClient(f"127.0.0.1:{server.port}") as client:
+            solutions = client.solve_batch(QUESTIONS)
+        assert [s.answer for s in solutions] == [a.decode() for a in expected["answer"].numpy()]
+        np.testing.assert_allclose([s.log_prob for s in solutions],
+                                   expected["log_prob"].numpy(), rtol=1e-5)
+        assert solutions[0].version == 1
+        rest = solve(QUESTIONS[0], f"127.0.0.1:{server.rest_api_port}", rest=True)
+        assert rest.answer == solutions[0].answer
+        # The CLI: --question alone asks the math model.
+        from serving.client import main
+
+        assert main(["--server", f"127.0.0.1:{server.port}", "--question", QUESTIONS[0],
+                     "--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        assert printed["answer"] == solutions[0].answer and printed["version"] == 1
+        # The bAbI model is still served beside it.
+        with BabiClient(f"127.0.0.1:{server.port}", "babi") as babi:
+            assert babi.ask("Mary went to the kitchen.", "Where is Mary?").answer
+    finally:
+        server.stop(grace=2)
