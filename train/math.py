@@ -16,7 +16,10 @@ import time
 from absl import app, flags, logging
 
 PROCESS_START = time.time()
+from tpr_keras.training import flags as train_flags
+
 FLAGS = flags.FLAGS
+train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
 
 flags.DEFINE_string("modules", "numbers__place_value",
                     "Comma-separated module names or globs (e.g. 'arithmetic__*'), or 'all'.")
@@ -43,8 +46,6 @@ flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "one_device"],
-                  "tf.distribute strategy (auto: all local GPUs, else the CPU).")
 flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
 
 
@@ -73,15 +74,10 @@ def main(argv):
     from serving.export_math import export_math_model
     from tpr_keras.data import mathematics
     from tpr_keras.models import TPTransformer, sequence_compute_fn
-    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, make_strategy
+    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief
 
-    strategy = make_strategy(FLAGS.strategy)
+    strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
-    if FLAGS.batch_size % replicas:
-        raise app.UsageError(f"--batch_size {FLAGS.batch_size} is not divisible by "
-                             f"{replicas} replicas.")
-    print(f"Strategy {type(strategy).__name__}: {replicas} replica(s); global batch "
-          f"{FLAGS.batch_size} = {FLAGS.batch_size // replicas} per replica.")
     keras.utils.set_random_seed(FLAGS.seed)
     modules = FLAGS.modules if FLAGS.modules == "all" else tuple(FLAGS.modules.split(","))
     data = mathematics.load_mathematics(FLAGS.data_dir, modules=modules,
@@ -98,7 +94,7 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
         clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
         warmup_factor=FLAGS.warmup_factor, halve_lr_below=None, patience=FLAGS.patience,
-        verbose=FLAGS.verbose)
+        verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate,
                                                       FLAGS.beta_1, FLAGS.beta_2),
                       sequence_compute_fn(), config, FLAGS.model_dir, strategy=strategy)
