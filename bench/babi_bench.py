@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tpr_keras.data import babi  # noqa: E402
-from tpr_keras.models import TPRRNN  # noqa: E402
+from tpr_keras.models import TPRRNN, MemN2N  # noqa: E402
 from tpr_keras.training import Trainer, TrainConfig, get_optimizer, sparse_classification  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def main():
     parser.add_argument("--task", type=int, default=1)
     parser.add_argument("--batch_size", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--models", default="tpr_rnn")
+    parser.add_argument("--models", default="tpr_rnn,memn2n")
     parser.add_argument("--bucket_widths", default="0,10",
                         help="comma list; 0 = plain random batches")
     parser.add_argument("--json", default=None, help="also write the numbers here")
@@ -85,9 +85,15 @@ def main():
         dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
                                     drop_remainder=True, bucket_width=width or None)
         batches = list(dataset.take(40))
-        builders = {"tpr_rnn": lambda: TPRRNN.from_preset("single_task", vocab, words)}
+        # Each model with its own default recipe (train.babi): TPR-RNN Nadam, MemN2N SGD.
+        builders = {
+            "tpr_rnn": (lambda: TPRRNN.from_preset("single_task", vocab, words),
+                        lambda: get_optimizer("nadam", 0.008, 0.6, 0.4)),
+            "memn2n": (lambda: MemN2N.from_preset("single_task", vocab, words, linear_start=False),
+                       lambda: keras.optimizers.SGD(0.32, clipnorm=1.25)),
+        }
         keras.utils.set_random_seed(0)
-        trainer = Trainer(builders[name], lambda: get_optimizer("nadam", 0.008, 0.6, 0.4),
+        trainer = Trainer(builders[name][0], builders[name][1],
                           sparse_classification("answer"), TrainConfig(verbose=0),
                           tempfile.mkdtemp())
         distributed = list(trainer.strategy.experimental_distribute_dataset(dataset).take(40))
