@@ -1,0 +1,64 @@
+"""Export a trained math model, serve it, and ask it over gRPC and with saved_model_cli.
+
+    python bench/math_serving_check.py RUN_DIR [--data_dir ../shared/data/mathematics] [--n 5]
+
+RUN_DIR is a ``train.math --model_dir`` (its ``export/model.keras`` and ``vocab.txt``). Prints
+the first N interpolate questions of the module with the served and expected answers, then the
+``saved_model_cli run`` output for the same questions.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
+
+import tpr_keras.models  # noqa: E402, F401  (registers TPTransformer)
+from serving.client import MathClient  # noqa: E402
+from serving.export_math import export_math_model  # noqa: E402
+from serving.server import ModelManager, ModelServer  # noqa: E402
+from tpr_keras.data.mathematics import CharVocabulary  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir")
+    parser.add_argument("--data_dir", default="../shared/data/mathematics")
+    parser.add_argument("--module", default="numbers__place_value")
+    parser.add_argument("--n", type=int, default=5)
+    args = parser.parse_args()
+    export = os.path.join(args.run_dir, "export")
+    model = keras.models.load_model(os.path.join(export, "model.keras"))
+    vocab = CharVocabulary.load(os.path.join(export, "vocab.txt"))
+    base = tempfile.mkdtemp(prefix="math-serving-")
+    path = export_math_model(model, vocab, base, "math")
+    print("exported", path)
+    with open(os.path.join(args.data_dir, "interpolate", args.module + ".txt")) as f:
+        lines = f.read().splitlines()
+    questions, answers = lines[0:2 * args.n:2], lines[1:2 * args.n:2]
+    config = model_server_config_pb2.ModelConfig(
+        name="math", base_path=os.path.dirname(path), model_platform="tensorflow")
+    server = ModelServer(ModelManager([config]), port=0).start()
+    try:
+        with MathClient(f"127.0.0.1:{server.port}") as client:
+            solutions = client.solve_batch(questions)
+    finally:
+        server.stop(grace=2)
+    for question, answer, solution in zip(questions, answers, solutions):
+        print(f"{question!r} -> {solution.answer!r} (expected {answer!r}, "
+              f"log_prob {solution.log_prob:.4f})")
+    done = subprocess.run(
+        [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir", path,
+         "--tag_set", "serve", "--signature_def", "serving_default",
+         "--input_exprs", f"question={questions!r}"], capture_output=True, text=True)
+    print(done.stdout[-800:])
+
+
+if __name__ == "__main__":
+    main()
