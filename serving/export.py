@@ -295,18 +295,7 @@ def export_babi_model(
     if model_vocab is not None and int(model_vocab) != len(tokens):
         raise ValueError(f"the model has vocabulary_size {model_vocab} but the vocabulary "
                          f"holds {len(tokens)} tokens")
-    if version is not None and version < 1:
-        raise ValueError(f"version must be a positive integer, got {version}")
-    if not model_name or os.sep in model_name:
-        raise ValueError(f"invalid model name {model_name!r}")
-
-    base = os.path.join(os.fspath(export_dir), model_name)
-    os.makedirs(base, exist_ok=True)
-    if version is not None and os.path.exists(os.path.join(base, str(version))):
-        raise FileExistsError(f"{os.path.join(base, str(version))} already exists")
-    # A hidden, non-numeric name: servers ignore it until the rename below.
-    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
-    try:
+    def write(tmp: str) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as vocab_dir:
             vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
             with open(vocab_file, "w", encoding="utf-8", newline="\n") as f:
@@ -317,12 +306,9 @@ def export_babi_model(
                 module, tmp,
                 signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
                             TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function()})
-        extra = os.path.join(tmp, "assets.extra")
-        os.makedirs(extra, exist_ok=True)
-        _write_warmup(os.path.join(extra, WARMUP_FILE), model_name)
-        info = {
+        _write_warmup(os.path.join(tmp, "assets.extra", WARMUP_FILE), model_name)
+        return {
             "format": "tpr-keras/babi-serving/1",
-            "model_name": model_name,
             "signatures": {
                 SIGNATURE_KEY: {"inputs": {"story": "string[batch]", "question": "string[batch]"},
                                 "outputs": {"answer": "string[batch]",
@@ -337,9 +323,36 @@ def export_babi_model(
             "vocabulary_size": len(tokens),
             "sentence_split": "newlines, and after every '.', '?', '!'",
             "model_class": type(model).__name__,
-            "tensorflow": tf.__version__,
-            "created_unix": time.time(),
         }
+
+    return publish_version(export_dir, model_name, version, write)
+
+
+def publish_version(export_dir, model_name: str, version: int | None, write) -> str:
+    """Writes one servable version atomically; returns ``<export_dir>/<model_name>/<v>``.
+
+    ``write(tmp)`` saves the SavedModel into ``tmp`` (a hidden, non-numeric folder
+    that servers ignore) and returns a dict for ``assets.extra/export_info.json``.
+    The folder is then renamed to the next free integer version (or ``version``),
+    so a polling server never sees half an export.
+
+    Raises:
+        FileExistsError: ``version`` is given and already exists.
+    """
+    if version is not None and version < 1:
+        raise ValueError(f"version must be a positive integer, got {version}")
+    if not model_name or os.sep in model_name:
+        raise ValueError(f"invalid model name {model_name!r}")
+    base = os.path.join(os.fspath(export_dir), model_name)
+    os.makedirs(base, exist_ok=True)
+    if version is not None and os.path.exists(os.path.join(base, str(version))):
+        raise FileExistsError(f"{os.path.join(base, str(version))} already exists")
+    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
+    try:
+        extra = os.path.join(tmp, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        info = write(tmp)
+        info.update(model_name=model_name, tensorflow=tf.__version__, created_unix=time.time())
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700.
         for attempt in range(100):
             v = version if version is not None else next_version(base)

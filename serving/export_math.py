@@ -9,15 +9,9 @@ asset (the model's character vocabulary); unknown characters map to
 ``<unk>``, questions are cut at 160 characters, answers at 30.
 """
 
-import json
-import os
-import shutil
-import tempfile
-import time
-
 import tensorflow as tf
 
-from serving.export import next_version
+from serving.export import publish_version
 from tpr_keras.data.mathematics import (MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH,
                                         make_char_table)
 
@@ -58,34 +52,15 @@ class MathServingModule(tf.Module):
 
 
 def export_math_model(model, vocab, export_dir, model_name="math", version=None, beam_size=4):
-    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it.
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it."""
 
-    The SavedModel is written to a hidden folder first and renamed into place,
-    so a polling server never sees half an export.
-    """
-    base = os.path.join(os.fspath(export_dir), model_name)
-    os.makedirs(base, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
-    try:
+    def write(tmp):
         module = MathServingModule(model, vocab, beam_size)
         tf.saved_model.save(module, tmp, signatures={
             SIGNATURE_KEY: module.serve.get_concrete_function(),
             BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
-        extra = os.path.join(tmp, "assets.extra")
-        os.makedirs(extra, exist_ok=True)
-        info = {"format": "tpr-keras/math-serving/1", "model_name": model_name,
-                "model_class": type(model).__name__, "vocabulary_size": len(vocab),
-                "max_question_length": MAX_QUESTION_LENGTH,
-                "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size,
-                "tensorflow": tf.__version__, "created_unix": time.time()}
-        with open(os.path.join(extra, "export_info.json"), "w", encoding="utf-8") as f:
-            json.dump(info, f, indent=1)
-        os.chmod(tmp, 0o755)
-        target = os.path.join(base, str(version or next_version(base)))
-        if os.path.exists(target):
-            raise FileExistsError(target)
-        os.rename(tmp, target)
-        return target
-    finally:
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+        return {"format": "tpr-keras/math-serving/1", "model_class": type(model).__name__,
+                "vocabulary_size": len(vocab), "max_question_length": MAX_QUESTION_LENGTH,
+                "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}
+
+    return publish_version(export_dir, model_name, version, write)
