@@ -33,7 +33,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["Answer", "BabiClient", "MathClient", "ServingClient", "Solution", "ask", "main",
+__all__ = ["Answer", "BabiClient", "Entailment", "EntailmentClient", "MathClient", "ServingClient", "Solution", "ask", "main",
            "solve"]
 
 
@@ -214,6 +214,31 @@ def ask(story: str, question: str, server: str = "localhost:8500", model_name: s
         return client.ask(story, question)
 
 
+class Entailment(NamedTuple):
+    """Whether the premise entails the hypothesis, with the model's probability."""
+
+    entails: bool
+    probability: float
+    version: int | None = None
+
+
+class EntailmentClient(ServingClient):
+    """Client of a served logical-entailment model (``premise``, ``hypothesis`` -> ``entails``)."""
+
+    def __init__(self, server: str = "localhost:8500", model_name: str = "entailment", **kwargs):
+        super().__init__(server, model_name, **kwargs)
+
+    def entails(self, premise: str, hypothesis: str) -> Entailment:
+        return self.entails_batch([premise], [hypothesis])[0]
+
+    def entails_batch(self, premises: Sequence[str],
+                      hypotheses: Sequence[str]) -> list[Entailment]:
+        if len(premises) != len(hypotheses):
+            raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
+        out, version = self.predict({"premise": premises, "hypothesis": hypotheses})
+        return [Entailment(bool(p > 0.5), float(p), version) for p in out["probability"]]
+
+
 def solve(question: str, server: str = "localhost:8500", model_name: str = "math",
           rest: bool = False, **kwargs) -> Solution:
     """One Mathematics question, one connection: ``solve(question).answer``."""
@@ -233,7 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--signature_name", default="serving_default")
     p.add_argument("--story", default=None,
                    help="sentences separated by newlines or ending in . ? ! (bAbI models)")
-    p.add_argument("--question", required=True)
+    p.add_argument("--question", default=None)
+    p.add_argument("--premise", default=None, help="entailment models: with --hypothesis")
+    p.add_argument("--hypothesis", default=None)
     p.add_argument("--rest", action="store_true", help="use TF Serving's REST API")
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--json", action="store_true", help="print the reply as JSON")
@@ -241,7 +268,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
                    timeout=args.timeout)
+    if (args.premise is None) != (args.hypothesis is None) or (
+            args.question is None and args.premise is None):
+        p.error("give --question (with --story for bAbI), or --premise and --hypothesis")
     try:
+        if args.premise is not None:
+            with EntailmentClient(server, args.model_name or "entailment", **options) as client:
+                result = client.entails(args.premise, args.hypothesis)
+            print(json.dumps(result._asdict()) if args.json else
+                  f"{'entails' if result.entails else 'does not entail'} "
+                  f"(probability {result.probability:.4f})")
+            return 0
         if args.story is None:
             reply = solve(args.question, server, args.model_name or "math", **options)
         else:

@@ -35,6 +35,8 @@ flags.DEFINE_bool("augment", True, "Symbolic vocabulary permutation of the varia
 flags.DEFINE_integer("train_limit", None, "Use only the first N training pairs.")
 flags.DEFINE_string("model_dir", "runs/entailment", "Checkpoints, logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
+flags.DEFINE_string("model_name", "entailment", "Served model name: the SavedModel goes to "
+                    "<export_dir>/<model_name>/<next version>/.")
 flags.DEFINE_integer("batch_size", 64, "Global batch size.")
 flags.DEFINE_float("learning_rate", 0.001, "Adam learning rate.")
 flags.DEFINE_integer("epochs", 90, "Maximum epochs.")
@@ -126,6 +128,12 @@ def main(argv):
         os.makedirs(export_dir, exist_ok=True)
         trainer.model.save(os.path.join(export_dir, "model.keras"))
         entailment.save_vocabulary(os.path.join(export_dir, "vocab.txt"))
+        from serving.export_entailment import export_entailment_model
+
+        served = export_entailment_model(
+            keras.models.load_model(os.path.join(export_dir, "model.keras")), export_dir,
+            FLAGS.model_name)
+        print(f"SavedModel for TF Serving: {served}")
     print(f"Training took {train_seconds:.0f} s; process wall time "
           f"{time.time() - PROCESS_START:.0f} s.")
 

@@ -41,3 +41,4 @@ def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell):
                for v in results["accuracy_percent"].values())
     assert results["steps"] == 2 * 4 and results["epochs"] == 2
     assert (tmp_path / "export" / "model.keras").exists()
+    assert (tmp_path / "export" / "entailment" / "1" / "saved_model.pb").exists()

@@ -1,0 +1,69 @@
+"""The entailment SavedModel: premise/hypothesis strings in, entails/probability out."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from serving.export_entailment import export_entailment_model
+from tpr_keras.data import entailment
+from tpr_keras.models import PlainEntailmentModel
+
+PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("", ""), ("( a | b )", "(b|a)"),
+         ("(x&Q!)", "x")]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    tf.keras.utils.set_random_seed(1)
+    model = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
+    return model, export_entailment_model(model, tmp_path_factory.mktemp("export"))
+
+
+def keras_probability(model, pairs):
+    def ids(texts):
+        rows = [entailment.encode(t.replace(" ", "")) for t in texts]
+        width = max(1, max(len(r) for r in rows))
+        return np.array([list(r) + [0] * (width - len(r)) for r in rows], "int32")
+
+    logits = model({"a": ids([p for p, _ in pairs]), "b": ids([h for _, h in pairs])})
+    return tf.sigmoid(tf.reshape(logits, [-1])).numpy()
+
+
+def test_signature_equals_keras_and_loads_in_tf1(exported):
+    model, path = exported
+    assert path.endswith(os.path.join("entailment", "1"))
+    out = tf.saved_model.load(path).signatures["serving_default"](
+        premise=tf.constant([p for p, _ in PAIRS]), hypothesis=tf.constant([h for _, h in PAIRS]))
+    expected = keras_probability(model, PAIRS)
+    np.testing.assert_allclose(out["probability"].numpy(), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out["entails"].numpy(), expected > 0.5)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        sig = meta.signature_def["serving_default"]
+        probability = session.run(sig.outputs["probability"].name, {
+            sig.inputs["premise"].name: [p for p, _ in PAIRS],
+            sig.inputs["hypothesis"].name: [h for _, h in PAIRS]})
+    np.testing.assert_allclose(probability, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_served_and_asked_with_the_client(exported):
+    from serving.client import EntailmentClient
+    from serving.server import ModelManager, ModelServer
+    from tensorflow_serving.config import model_server_config_pb2
+
+    model, path = exported
+    config = model_server_config_pb2.ModelConfig(
+        name="entailment", base_path=os.path.dirname(path), model_platform="tensorflow")
+    server = ModelServer(ModelManager([config]), port=0, rest_api_port=0).start()
+    try:
+        expected = keras_probability(model, PAIRS[:3])
+        with EntailmentClient(f"127.0.0.1:{server.port}") as client:
+            replies = client.entails_batch([p for p, _ in PAIRS[:3]], [h for _, h in PAIRS[:3]])
+        np.testing.assert_allclose([r.probability for r in replies], expected, rtol=1e-5)
+        assert [r.entails for r in replies] == list(expected > 0.5)
+        rest = EntailmentClient(f"127.0.0.1:{server.rest_api_port}", rest=True)
+        assert rest.entails(*PAIRS[0]).probability == pytest.approx(expected[0], rel=1e-5)
+    finally:
+        server.stop(grace=2)
