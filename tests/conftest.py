@@ -9,6 +9,7 @@ import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -27,3 +28,29 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+def write_babi_task1(path, stories, seed):
+    """Writes task-1-like bAbI stories: 'X went to Y.' ... 'Where is X?' (3 questions each)."""
+    people = ["mary", "john", "sandra", "daniel"]
+    places = ["kitchen", "garden", "office", "hallway"]
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(stories):
+        where, n = {}, 0
+        for _ in range(3):
+            for _ in range(2):
+                person, place = rng.choice(people), rng.choice(places)
+                where[person] = place
+                n += 1
+                lines.append(f"{n} {person.capitalize()} went to the {place}.")
+            person = rng.choice(sorted(where))
+            n += 1
+            lines.append(f"{n} Where is {person.capitalize()}? \t{where[person]}\t{n - 1}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="session")
+def babi_task1_writer():
+    """The :func:`write_babi_task1` helper, for tests that build tiny bAbI files."""
+    return write_babi_task1

@@ -13,34 +13,16 @@ import pytest
 import tpr_keras.models  # noqa: F401  (registers TPRRNN for load_model)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-PEOPLE = ["mary", "john", "sandra", "daniel"]
-PLACES = ["kitchen", "garden", "office", "hallway"]
 
 
-def write_task1(path, stories, seed):
-    """Task-1-like stories: 'X went to Y.' ... 'Where is X?'."""
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(stories):
-        where, n = {}, 0
-        for _ in range(3):
-            for _ in range(2):
-                person, place = rng.choice(PEOPLE), rng.choice(PLACES)
-                where[person] = place
-                n += 1
-                lines.append(f"{n} {person.capitalize()} went to the {place}.")
-            person = rng.choice(sorted(where))
-            n += 1
-            lines.append(f"{n} Where is {person.capitalize()}? \t{where[person]}\t{n - 1}")
-    path.write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")
-def tiny_babi(tmp_path_factory):
+def tiny_babi(tmp_path_factory, babi_task1_writer):
     root = tmp_path_factory.mktemp("babi") / "en-10k"
     root.mkdir()
-    write_task1(root / "qa1_single-supporting-fact_train.txt", 100, 0)
-    write_task1(root / "qa1_single-supporting-fact_test.txt", 20, 1)
+    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 100, 0)
+    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 20, 1)
     return root.parent
 
 

@@ -6,41 +6,22 @@ import socket
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-PEOPLE = ["mary", "john", "sandra", "daniel"]
-PLACES = ["kitchen", "garden", "office", "hallway"]
 
 
-def _write_task1(path, stories, seed):
-    """Task-1-like stories: 'X went to Y.' ... 'Where is X?' (3 questions each)."""
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(stories):
-        where, n = {}, 0
-        for _ in range(3):
-            for _ in range(2):
-                person, place = rng.choice(PEOPLE), rng.choice(PLACES)
-                where[person] = place
-                n += 1
-                lines.append(f"{n} {person.capitalize()} went to the {place}.")
-            person = rng.choice(sorted(where))
-            n += 1
-            lines.append(f"{n} Where is {person.capitalize()}? \t{where[person]}\t{n - 1}")
-    path.write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture
-def make_babi(tmp_path_factory):
+def make_babi(tmp_path_factory, babi_task1_writer):
     """``make_babi(train_stories) -> data_dir`` with a tiny task 1 (20 test stories)."""
 
     def make(train_stories):
         root = tmp_path_factory.mktemp("babi")
         (root / "en-10k").mkdir()
-        _write_task1(root / "en-10k" / "qa1_single-supporting-fact_train.txt", train_stories, 0)
-        _write_task1(root / "en-10k" / "qa1_single-supporting-fact_test.txt", 20, 1)
+        babi_task1_writer(root / "en-10k" / "qa1_single-supporting-fact_train.txt", train_stories, 0)
+        babi_task1_writer(root / "en-10k" / "qa1_single-supporting-fact_test.txt", 20, 1)
         return root
 
     return make

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from tpr_keras.data.download import (
+    DataFormatError,
     find_data_dir,
     ChecksumError,
     DownloadError,
@@ -169,18 +170,8 @@ def tokenize(text: str) -> list[str]:
     return text.lower().translate(_PUNCT_TABLE).split()
 
 
-class BabiFormatError(ValueError):
-    """A malformed line in a bAbI file. The message starts with ``"{path}:{lineno}: "``.
-
-    Attributes:
-        path: The file.
-        lineno: 1-based line number.
-    """
-
-    def __init__(self, path: str | os.PathLike, lineno: int, problem: str) -> None:
-        self.path = str(path)
-        self.lineno = lineno
-        super().__init__(f"{path}:{lineno}: {problem}")
+class BabiFormatError(DataFormatError):
+    """A malformed line in a bAbI file. The message starts with ``"{path}:{lineno}: "``."""
 
 
 class Sample(NamedTuple):

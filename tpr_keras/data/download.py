@@ -274,6 +274,20 @@ def safe_extract(tar_path: str | os.PathLike, dest: str | os.PathLike) -> list[s
     return [m.name for m in members]
 
 
+class DataFormatError(ValueError):
+    """A malformed line in a dataset file. The message starts with ``"{path}:{lineno}: "``.
+
+    Attributes:
+        path: The file.
+        lineno: 1-based line number.
+    """
+
+    def __init__(self, path: str | os.PathLike, lineno: int, problem: str) -> None:
+        self.path = str(path)
+        self.lineno = lineno
+        super().__init__(f"{path}:{lineno}: {problem}")
+
+
 def find_data_dir(
     data_dir: str | os.PathLike | None,
     env_var: str,

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpr_keras.data.download import (
+    DataFormatError,
     find_data_dir,
     ChecksumError,
     DownloadError,
@@ -108,18 +109,8 @@ MAX_ANSWER_LENGTH = 30
 DEFAULT_BUCKET_BOUNDARIES = (32, 48, 64, 96, 128)
 
 
-class MathFormatError(ValueError):
-    """A malformed dataset file. The message starts with ``"{path}:{lineno}: "``.
-
-    Attributes:
-        path: The file.
-        lineno: 1-based line number.
-    """
-
-    def __init__(self, path: str | os.PathLike, lineno: int, problem: str) -> None:
-        self.path = str(path)
-        self.lineno = lineno
-        super().__init__(f"{path}:{lineno}: {problem}")
+class MathFormatError(DataFormatError):
+    """A malformed dataset file. The message starts with ``"{path}:{lineno}: "``."""
 
 
 # --------------------------------------------------------------------------------------
