@@ -3,6 +3,7 @@
 import keras
 
 from tpr_keras.layers.memn2n import MemN2NNetwork
+from tpr_keras.models.presets import preset_config
 
 # §4.4: "joint training used an embedding dimension of d=50, while independent
 # training used d=20". Everything else is the §4.1/§4.2 default.
@@ -104,10 +105,7 @@ class MemN2N(keras.Model):
     @classmethod
     def from_preset(cls, preset, vocabulary_size, max_words, **overrides):
         """Builds a model with the §4 sizes of ``preset`` (see ``PRESETS``)."""
-        if preset not in PRESETS:
-            raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
-        config = dict(PRESETS[preset])
-        config.update({k: v for k, v in overrides.items() if v is not None})
+        config = preset_config(PRESETS, preset, overrides)
         return cls(vocabulary_size=vocabulary_size, max_words=max_words, **config)
 
     @property

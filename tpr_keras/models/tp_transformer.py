@@ -9,6 +9,7 @@ from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerEmbedding,
     TPTransformerEncoderLayer,
 )
+from tpr_keras.models.presets import preset_config
 
 #: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary`.
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
@@ -214,10 +215,7 @@ class TPTransformer(keras.Model):
     @classmethod
     def from_preset(cls, preset, vocabulary_size, **overrides):
         """Builds a model with the sizes of ``preset`` (see ``PRESETS``)."""
-        if preset not in PRESETS:
-            raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
-        config = dict(PRESETS[preset])
-        config.update({k: v for k, v in overrides.items() if v is not None})
+        config = preset_config(PRESETS, preset, overrides)
         return cls(vocabulary_size=vocabulary_size, **config)
 
     def get_config(self):

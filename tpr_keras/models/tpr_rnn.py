@@ -6,6 +6,7 @@ from keras import ops
 from tpr_keras.layers.sentence_encoder import SentenceEncoder
 from tpr_keras.layers.tpr_inference import TPRInference
 from tpr_keras.layers.tpr_update import TPRUpdate
+from tpr_keras.models.presets import preset_config
 
 # Appendix A. ``None`` means "the vocabulary size" (dim V_Symbol = vocab).
 PRESETS = {
@@ -103,10 +104,7 @@ class TPRRNN(keras.Model):
     @classmethod
     def from_preset(cls, preset, vocabulary_size, max_words, **overrides):
         """Builds a model with the Appendix A sizes of ``preset`` (see ``PRESETS``)."""
-        if preset not in PRESETS:
-            raise ValueError(f"Unknown preset {preset!r}; choose from {sorted(PRESETS)}.")
-        config = dict(PRESETS[preset])
-        config.update({k: v for k, v in overrides.items() if v is not None})
+        config = preset_config(PRESETS, preset, overrides)
         return cls(vocabulary_size=vocabulary_size, max_words=max_words, **config)
 
     def get_config(self):
