@@ -33,6 +33,7 @@ import dataclasses
 import http.server
 import json
 import logging
+import math
 import os
 import queue
 import re
@@ -50,8 +51,8 @@ import grpc  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from google.protobuf import json_format, text_format  # noqa: E402
-from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
-from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2  # noqa: E402
+from tensorflow.core.framework import tensor_pb2, types_pb2  # noqa: E402
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2  # noqa: E402
 from tensorflow_serving.apis import (  # noqa: E402
     get_model_metadata_pb2,
     get_model_status_pb2,
@@ -124,14 +125,21 @@ class TensorSpecInfo:
 
 @dataclasses.dataclass
 class Signature:
-    """A signature of a loaded version: the callable and its SignatureDef."""
+    """A signature of a loaded version: how to run it, and its SignatureDef.
+
+    ``run`` maps input arrays to output arrays (all outputs, or the names asked for).
+    """
 
     name: str
-    fn: Callable[..., Mapping[str, tf.Tensor]]
+    run_fn: Callable[[Mapping[str, np.ndarray], Sequence[str]], dict[str, np.ndarray]]
     signature_def: meta_graph_pb2.SignatureDef
     inputs: dict[str, TensorSpecInfo]
     outputs: dict[str, TensorSpecInfo]
     batcher: Any = None
+
+    def run(self, inputs: Mapping[str, np.ndarray],
+            outputs: Sequence[str] = ()) -> dict[str, np.ndarray]:
+        return self.run_fn(inputs, tuple(outputs) or tuple(self.outputs))
 
     def expected_inputs(self) -> str:
         return ", ".join(f"{k} ({v.describe()})" for k, v in sorted(self.inputs.items()))
@@ -143,26 +151,128 @@ class Signature:
         return bool(self.inputs) and all(s.shape and s.shape[0] == -1 for s in specs)
 
 
-class Servable:
-    """One loaded version of a model."""
+RUNTIMES = ("session", "function")
 
-    def __init__(self, name: str, version: int, path: str, tags: Sequence[str]) -> None:
+
+class _OwnedSession:
+    """A version's session, closed when the last object using it is gone.
+
+    The servable and each of its signatures hold one: when a version is unloaded, its
+    session closes after the last request (or batch) still running on it has finished.
+    """
+
+    def __init__(self, session: tf.compat.v1.Session) -> None:
+        self.session = session
+
+    def __del__(self) -> None:
+        self.session.close()
+
+
+class _SessionRunner:
+    """Runs one SignatureDef in a ``tf.compat.v1.Session``, as ``tensorflow_model_server`` does.
+
+    Feeds and fetches are the SignatureDef's tensor names. Each set of requested outputs
+    gets one callable made from ``CallableOptions`` (what ``Session::MakeCallable`` does in
+    C++): a call hands the arrays straight to the runtime, without ``Session.run``'s
+    per-call parsing of feeds and fetches (half the time of a TF2 signature call for a
+    small model, ``results/serving.md``).
+    """
+
+    def __init__(self, owned: _OwnedSession, sdef: meta_graph_pb2.SignatureDef) -> None:
+        self._owned = owned
+        self._session = owned.session
+        self._input_names = sorted(sdef.inputs)
+        self._feeds = [sdef.inputs[k].name for k in self._input_names]
+        self._output_tensor = {k: v.name for k, v in sdef.outputs.items()}
+        self._callables: dict[tuple[str, ...], Callable[..., list[np.ndarray]]] = {}
+        self._lock = threading.Lock()
+
+    def _make_callable(self, outputs: tuple[str, ...]) -> Callable[..., list[np.ndarray]]:
+        fetches = [self._output_tensor[k] for k in outputs]
+        make = getattr(self._session, "_make_callable_from_options", None)
+        if make is None:  # not in this TensorFlow: the public, slower path
+            graph = self._session.graph
+            return self._session.make_callable(
+                [graph.get_tensor_by_name(n) for n in fetches],
+                [graph.get_tensor_by_name(n) for n in self._feeds])
+        options = config_pb2.CallableOptions()
+        options.feed.extend(self._feeds)
+        options.fetch.extend(fetches)
+        return make(options)
+
+    def __call__(self, inputs: Mapping[str, np.ndarray],
+                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        fn = self._callables.get(outputs)
+        if fn is None:
+            with self._lock:
+                fn = self._callables.get(outputs)
+                if fn is None:
+                    fn = self._make_callable(outputs)
+                    self._callables = {**self._callables, outputs: fn}
+        return dict(zip(outputs, fn(*[inputs[k] for k in self._input_names])))
+
+
+class _FunctionRunner:
+    """Runs one signature through ``tf.saved_model.load``'s TF2 signature function."""
+
+    def __init__(self, fn: Callable[..., Mapping[str, tf.Tensor]]) -> None:
+        self._fn = fn
+
+    def __call__(self, inputs: Mapping[str, np.ndarray],
+                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        result = self._fn(**inputs)
+        return {k: result[k].numpy() for k in outputs}
+
+
+class Servable:
+    """One loaded version of a model.
+
+    Args:
+        name: The model's name.
+        version: The version number.
+        path: The version folder (a SavedModel).
+        tags: MetaGraph tags to load.
+        runtime: ``"session"`` (default) loads the MetaGraph into its own
+            ``tf.compat.v1.Session`` and runs signatures by their SignatureDef tensor names,
+            the way ``tensorflow_model_server`` runs them; ``"function"`` uses
+            ``tf.saved_model.load`` and its TF2 signature functions.
+        session_config: ``ConfigProto`` for the session (thread pools).
+    """
+
+    def __init__(self, name: str, version: int, path: str, tags: Sequence[str],
+                 runtime: str = "session",
+                 session_config: tf.compat.v1.ConfigProto | None = None) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self.name = name
         self.version = version
         self.path = path
-        meta = _read_meta_graph(path, tags)
+        self.runtime = runtime
         self.signature_def_map = get_model_metadata_pb2.SignatureDefMap()
+        self.signatures: dict[str, Signature] = {}
+        self._owned: _OwnedSession | None = None
+        if runtime == "session":
+            graph = tf.Graph()
+            self._owned = _OwnedSession(tf.compat.v1.Session(graph=graph, config=session_config))
+            with graph.as_default(), _quiet_tf_logging():
+                meta = tf.compat.v1.saved_model.loader.load(self._owned.session, list(tags),
+                                                            path)
+            runners = {k: _SessionRunner(self._owned, sdef)
+                       for k, sdef in meta.signature_def.items()
+                       if not k.startswith("__")}  # "__saved_model_init_op" is not servable
+        else:
+            meta = _read_meta_graph(path, tags)
+            loaded = tf.saved_model.load(path, tags=list(tags))
+            runners = {k: _FunctionRunner(loaded.signatures[k]) for k in meta.signature_def
+                       if k in loaded.signatures}
+            self._loaded = loaded
         for key, sdef in meta.signature_def.items():
             self.signature_def_map.signature_def[key].CopyFrom(sdef)
-        self._loaded = tf.saved_model.load(path, tags=list(tags))
-        self.signatures: dict[str, Signature] = {}
-        for key, sdef in meta.signature_def.items():
-            if key not in self._loaded.signatures:  # e.g. "__saved_model_init_op"
-                continue
-            self.signatures[key] = Signature(
-                key, self._loaded.signatures[key], sdef,
-                {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.inputs.items()},
-                {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.outputs.items()})
+            if key in runners:
+                self.signatures[key] = Signature(
+                    key, runners[key], sdef,
+                    {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.inputs.items()},
+                    {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.outputs.items()})
 
     def signature(self, name: str) -> Signature:
         sig = self.signatures.get(name or DEFAULT_SIGNATURE)
@@ -172,6 +282,22 @@ class Servable:
                 f'Serving signature key "{name or DEFAULT_SIGNATURE}" not found in model '
                 f"'{self.name}' version {self.version}; signatures: {sorted(self.signatures)}")
         return sig
+
+    @property
+    def _session(self) -> tf.compat.v1.Session | None:
+        return self._owned.session if self._owned is not None else None
+
+
+class _quiet_tf_logging:  # noqa: N801 - used as a context manager
+    """Silences TensorFlow's Python deprecation warning for the TF1 loader."""
+
+    def __enter__(self) -> None:
+        self._logger = tf.get_logger()
+        self._level = self._logger.level
+        self._logger.setLevel(logging.ERROR)
+
+    def __exit__(self, *exc) -> None:
+        self._logger.setLevel(self._level)
 
 
 def _read_meta_graph(path: str, tags: Sequence[str]) -> meta_graph_pb2.MetaGraphDef:
@@ -201,7 +327,7 @@ def tensor_proto_to_array(name: str, proto: tensor_pb2.TensorProto) -> np.ndarra
         if proto.dtype == types_pb2.DT_STRING:
             shape = [d.size for d in proto.tensor_shape.dim]
             values = list(proto.string_val)
-            n = int(np.prod(shape)) if shape else 1
+            n = math.prod(shape)
             if len(values) == 1 and n != 1:
                 values = values * n
             arr = np.empty(len(values), dtype=object)
@@ -213,17 +339,37 @@ def tensor_proto_to_array(name: str, proto: tensor_pb2.TensorProto) -> np.ndarra
                            f"input '{name}': malformed TensorProto ({exc})") from None
 
 
-def array_to_tensor_proto(arr: np.ndarray) -> tensor_pb2.TensorProto:
+def array_to_tensor_proto(arr: np.ndarray,
+                          proto: tensor_pb2.TensorProto | None = None) -> tensor_pb2.TensorProto:
+    """numpy -> TensorProto (written into ``proto`` if given, e.g. a response field)."""
+    if proto is None:
+        proto = tensor_pb2.TensorProto()
     if arr.dtype == object or arr.dtype.kind in "SU":
-        proto = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING)
-        proto.tensor_shape.dim.extend(tensor_shape_pb2.TensorShapeProto.Dim(size=d)
-                                      for d in arr.shape)
+        proto.dtype = types_pb2.DT_STRING
         values = arr.ravel().tolist()
         if arr.dtype.kind == "U":
             values = [v.encode("utf-8") for v in values]
         proto.string_val.extend(values)
-        return proto
-    return tf.make_tensor_proto(arr)
+    else:
+        field = _VALUE_FIELD.get(arr.dtype)
+        if field is None:  # complex, half and other rare dtypes
+            proto.CopyFrom(tf.make_tensor_proto(arr))
+            return proto
+        proto.dtype = tf.as_dtype(arr.dtype).as_datatype_enum
+        getattr(proto, field).extend(arr.ravel().tolist())
+    dims = proto.tensor_shape.dim
+    for d in arr.shape:
+        dims.add(size=d)
+    return proto
+
+
+# Typed value fields, as tensorflow_model_server fills Predict outputs (``AsProtoField``):
+# clients that read ``float_val`` directly work against both servers.
+_VALUE_FIELD = {np.dtype(k): v for k, v in (
+    (np.float32, "float_val"), (np.float64, "double_val"), (np.int32, "int_val"),
+    (np.int16, "int_val"), (np.int8, "int_val"), (np.uint8, "int_val"),
+    (np.uint16, "int_val"), (np.int64, "int64_val"), (np.uint32, "uint32_val"),
+    (np.uint64, "uint64_val"), (np.bool_, "bool_val"))}
 
 
 def _dtype_enum(arr: np.ndarray) -> int:
@@ -275,12 +421,14 @@ def _check_output_filter(sig: Signature, output_filter: Iterable[str]) -> list[s
     return names
 
 
-def _run(sig: Signature, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Calls the signature; TF errors keep their code (TF and gRPC codes are equal)."""
+def _run(sig: Signature, inputs: Mapping[str, np.ndarray],
+         outputs: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """Runs the signature; TF errors keep their code (TF and gRPC codes are equal)."""
     try:
         if sig.batcher is not None:
-            return sig.batcher.run(inputs)
-        return {k: v.numpy() for k, v in sig.fn(**inputs).items()}
+            result = sig.batcher.run(inputs)
+            return {k: result[k] for k in outputs} if outputs else result
+        return sig.run(inputs, outputs)
     except tf.errors.OpError as exc:
         raise ServingError(_CODE_BY_VALUE.get(exc.error_code, grpc.StatusCode.INTERNAL),
                            exc.message) from None
@@ -333,7 +481,7 @@ class Batcher:
     """
 
     def __init__(self, sig: Signature, params: BatchingParameters) -> None:
-        self._fn = sig.fn
+        self._run = sig.run
         self._params = params
         self._queue: queue.Queue[_Task] = queue.Queue(
             maxsize=params.max_enqueued_batches * params.max_batch_size)
@@ -346,7 +494,7 @@ class Batcher:
             t.start()
 
     def _call(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {k: v.numpy() for k, v in self._fn(**inputs).items()}
+        return self._run(inputs)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         sizes = {v.shape[0] for v in inputs.values()}
@@ -462,12 +610,20 @@ class ModelManager:
         tags: MetaGraph tags to load (``serve``).
         batching: If set, concurrent Predict calls are batched with these parameters.
         max_num_load_retries: Attempts to load a version before giving up on it.
+        runtime: How versions run their signatures (see ``Servable``): ``"session"``
+            (default, as ``tensorflow_model_server``) or ``"function"``.
+        session_config: ``ConfigProto`` for each version's session (thread pools).
     """
 
     def __init__(self, configs: Sequence[model_server_config_pb2.ModelConfig],
                  tags: Sequence[str] = ("serve",), batching: BatchingParameters | None = None,
-                 max_num_load_retries: int = 5) -> None:
+                 max_num_load_retries: int = 5, runtime: str = "session",
+                 session_config: tf.compat.v1.ConfigProto | None = None) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self._tags = list(tags)
+        self._runtime = runtime
+        self._session_config = session_config
         self._batching = batching
         self._max_retries = max_num_load_retries
         self._models: dict[str, _Model] = {}
@@ -637,7 +793,8 @@ class ModelManager:
         model.states[version] = _VersionState(_STATE.LOADING, failures=failures)
         started = time.perf_counter()
         try:
-            servable = Servable(name, version, path, self._tags)
+            servable = Servable(name, version, path, self._tags, self._runtime,
+                                self._session_config)
             warmed = _warm_up(servable)
         except Exception as exc:  # noqa: BLE001 - report in GetModelStatus, retry next poll
             failures += 1
@@ -774,14 +931,14 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         names = _check_output_filter(sig, request.output_filter)
         inputs = {k: tensor_proto_to_array(k, v) for k, v in request.inputs.items()}
         started = time.perf_counter()
-        outputs = _run(sig, inputs)
+        outputs = _run(sig, inputs, names)
         model_time = time.perf_counter() - started
         response = predict_pb2.PredictResponse()
         response.model_spec.name = spec.name
         response.model_spec.version.value = servable.version
         response.model_spec.signature_name = sig.name
         for name in names:
-            response.outputs[name].CopyFrom(array_to_tensor_proto(outputs[name]))
+            array_to_tensor_proto(outputs[name], response.outputs[name])
         self._stats.model_times.append(model_time)
         return response
 
@@ -1203,6 +1360,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="threads inside one op (0: TensorFlow's default)")
     p.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
                    help="ops run in parallel (0: TensorFlow's default)")
+    p.add_argument("--servable_runtime", choices=RUNTIMES, default="session",
+                   help="session: run signatures in a tf.compat.v1.Session by their "
+                        "SignatureDef tensor names, as tensorflow_model_server does; "
+                        "function: tf.saved_model.load's TF2 signature functions")
     p.add_argument("--bind_address", default="127.0.0.1",
                    help="address to listen on (0.0.0.0: all interfaces, as TF Serving)")
     p.add_argument("--shutdown_grace_seconds", type=float, default=10.0,
@@ -1229,8 +1390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.tensorflow_intra_op_parallelism:
         tf.config.threading.set_intra_op_parallelism_threads(args.tensorflow_intra_op_parallelism)
-    if args.tensorflow_inter_op_parallelism:
+    if args.tensorflow_inter_op_parallelism > 0:
         tf.config.threading.set_inter_op_parallelism_threads(args.tensorflow_inter_op_parallelism)
+    session_config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=max(args.tensorflow_intra_op_parallelism, 0),
+        inter_op_parallelism_threads=args.tensorflow_inter_op_parallelism)
     batching = None
     if args.enable_batching:
         batching = BatchingParameters()
@@ -1244,7 +1408,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
 
     manager = ModelManager(_configs_from_args(args), tags=args.saved_model_tags.split(","),
-                           batching=batching, max_num_load_retries=args.max_num_load_retries)
+                           batching=batching, max_num_load_retries=args.max_num_load_retries,
+                           runtime=args.servable_runtime, session_config=session_config)
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
     server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
                          host=args.bind_address, max_threads=args.grpc_max_threads or None,

@@ -1,5 +1,6 @@
 """serving.server end to end over loopback with the official tensorflow-serving-api stubs."""
 
+import gc
 import json
 import os
 import shutil
@@ -425,6 +426,74 @@ def test_batching_gives_the_same_answers(export_base, task1):
         assert_status(lambda: stub.Predict(bad, timeout=30), grpc.StatusCode.INVALID_ARGUMENT,
                       "same batch size")
     assert [results[i] for i in range(n)] == want
+
+
+def test_session_and_function_runtimes_give_the_same_outputs(export_base, task1):
+    """The default runtime (a TF1 Session fed by SignatureDef tensor names, as
+    tensorflow_model_server runs models) equals tf.saved_model.load's signature function,
+    also with an output filter, a single example and a batch of 0."""
+    base = os.path.join(export_base, "babi")
+    n = min(64, len(task1.samples))
+    inputs = {"story": np.array([s.encode() for s in task1.stories[:n]], dtype=object),
+              "question": np.array([q.encode() for q in task1.questions[:n]], dtype=object)}
+    outputs = {}
+    for runtime in ("session", "function"):
+        manager = ModelManager([model_config("babi", base)], runtime=runtime)
+        sig = manager.servable("babi").signature("")
+        outputs[runtime] = (sig.run(inputs), sig.run({k: v[:1] for k, v in inputs.items()},
+                                                     ["answer"]),
+                            sig.run({k: v[:0] for k, v in inputs.items()}))
+        manager.stop()
+    (full_s, one_s, empty_s), (full_f, one_f, empty_f) = outputs["session"], outputs["function"]
+    assert sorted(full_s) == ["answer", "candidates", "scores"]
+    np.testing.assert_array_equal(full_s["answer"], full_f["answer"])
+    np.testing.assert_array_equal(full_s["candidates"], full_f["candidates"])
+    np.testing.assert_allclose(full_s["scores"], full_f["scores"], rtol=1e-5, atol=1e-7)
+    assert list(one_s) == ["answer"] and one_s["answer"].tolist() == [full_f["answer"][0]]
+    assert one_f["answer"].tolist() == [full_f["answer"][0]]
+    assert empty_s["scores"].shape == empty_f["scores"].shape == (0, 5)
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        ModelManager([model_config("babi", base)], runtime="tfrt")
+
+
+def test_outputs_use_typed_value_fields_like_tf_serving(stub, task1):
+    """tensorflow_model_server fills float_val, not tensor_content: clients that read the
+    typed field directly must work against both servers."""
+    response = stub.Predict(request(task1.stories[:3], task1.questions[:3]), timeout=30)
+    proto = response.outputs["scores"]
+    assert not proto.tensor_content
+    assert [d.size for d in proto.tensor_shape.dim] == [3, 5]
+    np.testing.assert_array_equal(np.array(proto.float_val, np.float32).reshape(3, 5),
+                                  tf.make_ndarray(proto))
+    ids = stub.Predict(request(task1.stories[:2], task1.questions[:2], signature="tokenize"),
+                       timeout=30).outputs["story_ids"]
+    assert not ids.tensor_content and len(ids.int_val) + len(ids.int64_val) == int(
+        np.prod([d.size for d in ids.tensor_shape.dim]))
+
+
+def test_unloaded_version_closes_its_session_after_the_last_request(tmp_path, version_dir):
+    base = tmp_path / "babi"
+    shutil.copytree(version_dir, base / "1")
+    manager = ModelManager([model_config("babi", base)])
+    held = manager.servable("babi")  # as a request in flight holds it
+    session = held._session
+    shutil.copytree(version_dir, base / "2")
+    manager.poll()
+    assert manager.servable("babi").version == 2 and not session._closed
+    sig = held.signature("")
+    out = sig.run({"story": np.array([b"Mary went to the garden."], dtype=object),
+                   "question": np.array([b"Where is Mary?"], dtype=object)})
+    assert out["answer"].shape == (1,)  # the old version still answers its request
+    del held
+    gc.collect()
+    assert not session._closed  # a signature (a batch) still uses it
+    assert sig.run({"story": np.array([b"John went to the office."], dtype=object),
+                    "question": np.array([b"Where is John?"], dtype=object)},
+                   ["answer"])["answer"].shape == (1,)
+    del sig
+    gc.collect()
+    assert session._closed
+    manager.stop()
 
 
 def test_broken_version_is_reported_and_old_one_keeps_serving(tmp_path, version_dir):
