@@ -5,14 +5,23 @@
     python bench/serving_bench.py ... --swap          # a new version appears mid-run
     python bench/serving_bench.py ... --server_args="--enable_batching"
 
-1. Baseline: the latest version loaded in this process with ``tf.saved_model.load``; its
-   ``serving_default`` signature called at the request batch size for ``--baseline_seconds``
-   (p50/p99 per call).
+1. Baselines, the latest version called in this process at the request batch size
+   (p50/p99 per call), ``--baseline_seconds`` each:
+   - ``tf2``: ``tf.saved_model.load(...).signatures["serving_default"]``, back to back:
+     the usual way to call a SavedModel from Python;
+   - ``runtime``: the server's own ``Servable`` (same runtime and thread settings as the
+     server), back to back: the same call without the server around it;
+   - ``runtime, paced``: the same, but each call waits as long as the server sat idle
+     between two requests in the load phase just before (client p50 - runtime p50), so
+     the CPU goes idle between calls as it does in the server (on a VM an idle vCPU
+     comes back slower: ``results/serving.md``).
 2. The server runs as a subprocess on loopback (free ports); ``--clients`` threads, each
    with its own channel and the official ``PredictionServiceStub``, send Predict requests
    for ``--seconds``: QPS, p50/p99 client latency, errors by status code. Baseline and
    load phases alternate (``--rounds``) so that both see the same background load on a
-   shared machine.
+   shared machine. ``--pin``: the server and the in-process baselines run on the first
+   half of the CPUs, the clients on the rest (as if the clients were on another
+   machine).
 3. ``--swap``: halfway through, the latest version folder is copied to the next number
    (to a hidden name, then one rename); the run reports failed requests and which
    versions answered.
@@ -84,16 +93,25 @@ def percentiles(times):
     return float(p50), float(p99)
 
 
-def load_signature(version_dir, questions, batch):
-    fn = tf.saved_model.load(version_dir).signatures["serving_default"]
-    for _ in range(3):  # warm-up (the first call optimises the graph)
-        fn(story=tf.constant([questions[0][0]] * batch),
-           question=tf.constant([questions[0][1]] * batch))
-    return fn
+def load_baselines(version_dir, questions, batch, runtime, session_config):
+    """The two in-process calls: name -> fn(story array, question array) -> outputs."""
+    from serving.server import Servable
+
+    tf2 = tf.saved_model.load(version_dir).signatures["serving_default"]
+    sig = Servable("babi", 1, version_dir, ["serve"], runtime, session_config).signature("")
+    calls = {"tf2": lambda s, q: {k: v.numpy() for k, v in tf2(story=s, question=q).items()},
+             "runtime": lambda s, q: sig.run({"story": s, "question": q})}
+    s = np.array([questions[0][0].encode()] * batch, dtype=object)
+    q = np.array([questions[0][1].encode()] * batch, dtype=object)
+    for fn in calls.values():
+        for _ in range(20):  # warm-up (the first call optimises the graph)
+            fn(s, q)
+    return calls
 
 
-def baseline(fn, questions, batch, seconds, times, offset=0):
-    """Calls the signature in this process for ``seconds``; appends the call times."""
+def baseline(fn, questions, batch, seconds, times, offset=0, gap=0.0):
+    """Calls ``fn`` in this process for ``seconds`` (sleeping ``gap`` s before each call);
+    appends the call times."""
     i = offset
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
@@ -101,17 +119,31 @@ def baseline(fn, questions, batch, seconds, times, offset=0):
         i += batch
         story = np.array([s.encode() for s, _ in chunk], dtype=object)
         question = np.array([q.encode() for _, q in chunk], dtype=object)
+        if gap > 0:
+            time.sleep(gap)
         t = time.perf_counter()
-        fn(story=story, question=question)["answer"].numpy()
+        fn(story, question)
         times.append(time.perf_counter() - t)
     return i
 
 
-def start_server(base, model_name, extra_args):
+def pin_this_process(cpus):
+    """Moves every thread of this process to ``cpus`` (Linux; a no-op elsewhere)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # the thread ended meanwhile
+            pass
+
+
+def start_server(base, model_name, extra_args, cpus=None):
     cmd = [sys.executable, "-m", "serving.server", "--port=0", f"--model_name={model_name}",
            f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.5", *extra_args]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONPATH=REPO))
+                            text=True, env=dict(os.environ, PYTHONPATH=REPO),
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
     log, deadline = [], time.monotonic() + 300
@@ -144,6 +176,7 @@ def client_loop(port, model_name, questions, batch, go, stop, offset, out):
                                           for j in range(batch)])
                 for k in range(offset, offset + 200 * batch, batch)]
     times, errors, versions = [], collections.Counter(), collections.Counter()
+    out.append((times, errors, versions))  # filled while running: read per round
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
         stub.Predict(requests[0], timeout=60)  # connect + warm-up
@@ -159,7 +192,26 @@ def client_loop(port, model_name, questions, batch, go, stop, offset, out):
             except grpc.RpcError as exc:
                 errors[exc.code().name] += 1
             i += 1
-    out.append((times, errors, versions))
+
+
+def thread_settings(server_args):
+    """The server's TF thread flags (0: TF's default), applied to this process too."""
+    values = {"intra": 0, "inter": 0}
+    for arg in server_args:
+        for key in values:
+            flag = f"--tensorflow_{key}_op_parallelism="
+            if arg.startswith(flag):
+                values[key] = int(arg[len(flag):])
+    if values["intra"] > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(values["intra"])
+    if values["inter"] > 0:
+        tf.config.threading.set_inter_op_parallelism_threads(values["inter"])
+    runtime = "session"
+    for arg in server_args:
+        if arg.startswith("--servable_runtime="):
+            runtime = arg.split("=", 1)[1]
+    return runtime, tf.compat.v1.ConfigProto(intra_op_parallelism_threads=max(values["intra"], 0),
+                                             inter_op_parallelism_threads=values["inter"])
 
 
 def main():
@@ -170,23 +222,26 @@ def main():
     p.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data", "babi"))
     p.add_argument("--clients", type=int, default=1)
     p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--baseline_seconds", type=float, default=5)
+    p.add_argument("--baseline_seconds", type=float, default=5,
+                   help="per baseline (three of them), over all rounds")
     p.add_argument("--rounds", type=int, default=5,
                    help="alternate baseline and load phases this many times")
     p.add_argument("--batch", type=int, default=1, help="examples per request")
     p.add_argument("--swap", action="store_true", help="add a new version halfway through")
+    p.add_argument("--pin", action="store_true",
+                   help="server and baselines on the first half of the CPUs, clients on the rest")
     p.add_argument("--server_args", default="", help="extra flags for serving.server")
     p.add_argument("--json", help="also write the numbers to this file")
     args = p.parse_args()
 
-    # The baseline runs with the server's TensorFlow thread settings.
-    for flag, setter in (("--tensorflow_intra_op_parallelism=",
-                          tf.config.threading.set_intra_op_parallelism_threads),
-                         ("--tensorflow_inter_op_parallelism=",
-                          tf.config.threading.set_inter_op_parallelism_threads)):
-        for arg in args.server_args.split():
-            if arg.startswith(flag) and int(arg[len(flag):]):
-                setter(int(arg[len(flag):]))
+    server_args = args.server_args.split()
+    runtime, session_config = thread_settings(server_args)
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    server_cpus = client_cpus = None
+    if args.pin:
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs at least 2 CPUs")
+        server_cpus, client_cpus = set(cpus[:len(cpus) // 2]), set(cpus[len(cpus) // 2:])
     workdir = tempfile.mkdtemp(prefix="serving-bench-")
     try:
         if args.keras_model:
@@ -211,11 +266,15 @@ def main():
         questions, source = load_questions(args.data_dir)
         print(f"model {base}/{version}; {source} stories; batch {args.batch}; "
               f"{args.clients} client(s) x {args.seconds:g} s; cores {os.cpu_count()}; "
-              f"load average {os.getloadavg()[0]:.2f}")
+              f"load average {os.getloadavg()[0]:.2f}; server args {server_args}; "
+              + (f"server + baselines on CPUs {sorted(server_cpus)}, clients on "
+                 f"{sorted(client_cpus)}" if args.pin else "no pinning"))
 
-        fn = load_signature(os.path.join(base, str(version)), questions, args.batch)
-        proc, port, lines, log = start_server(base, args.model_name, args.server_args.split())
-        base_times, offset = [], 0
+        calls = load_baselines(os.path.join(base, str(version)), questions, args.batch,
+                               runtime, session_config)
+        proc, port, lines, log = start_server(base, args.model_name, server_args, server_cpus)
+        base_times = {"tf2": [], "runtime": [], "runtime, paced": []}
+        gaps, offset = [], 0
         try:
             go, stop, out = threading.Event(), threading.Event(), []
             threads = [threading.Thread(target=client_loop,
@@ -224,15 +283,23 @@ def main():
                        for k in range(args.clients)]
             for t in threads:
                 t.start()
+            while len(out) < args.clients and all(t.is_alive() for t in threads):
+                time.sleep(0.1)
             time.sleep(1.0)  # clients connected and warmed up
-            # Interleaved rounds: baseline phase (clients paused), then load phase; on a
-            # shared machine both see the same background load.
+            # Interleaved rounds: baselines (clients paused), load, paced baseline. On a
+            # shared machine all phases see the same background load.
             elapsed, swapped_to, started = 0.0, None, time.perf_counter()
+            per_phase = args.baseline_seconds / args.rounds
             for r in range(args.rounds):
                 go.clear()
                 time.sleep(0.05)  # let requests in flight finish
-                offset = baseline(fn, questions, args.batch, args.baseline_seconds / args.rounds,
-                                  base_times, offset)
+                pin_this_process(server_cpus)
+                for name in ("tf2", "runtime"):
+                    offset = baseline(calls[name], questions, args.batch, per_phase,
+                                      base_times[name], offset)
+                pin_this_process(client_cpus)
+                client_times = [ts for ts, _, _ in out]
+                load_start = [len(ts) for ts in client_times]
                 go.set()
                 phase = time.perf_counter()
                 if args.swap and r == args.rounds // 2:
@@ -245,13 +312,28 @@ def main():
                           f"to {swapped_to}")
                 time.sleep(max(0.0, args.seconds / args.rounds - (time.perf_counter() - phase)))
                 elapsed += time.perf_counter() - phase
-            go.clear()
+                go.clear()
+                time.sleep(0.05)
+                # The server's idle time between two requests in this round.
+                round_times = [t for ts, k in zip(client_times, load_start) for t in ts[k:]]
+                round_base = base_times["runtime"][-200:]
+                gap = max(0.0, float(np.median(round_times) - np.median(round_base))
+                          if round_times and round_base else 0.0)
+                gaps.append(gap)
+                pin_this_process(server_cpus)
+                offset = baseline(calls["runtime"], questions, args.batch, per_phase,
+                                  base_times["runtime, paced"], offset, gap)
+                pin_this_process(client_cpus)
             stop.set()
             for t in threads:
                 t.join(timeout=120)
-            b50, b99 = percentiles(base_times)
-            print(f"in-process signature call (this process, interleaved): {len(base_times)} "
-                  f"calls, p50 {b50:.3f} ms, p99 {b99:.3f} ms")
+            print("in-process calls (this process, interleaved with the load phases):")
+            for name, ts in base_times.items():
+                b50, b99 = percentiles(ts)
+                extra = (f" (idle before each call: median {np.median(gaps) * 1e3:.3f} ms)"
+                         if "paced" in name else "")
+                print(f"  {name:15s} {len(ts):6d} calls, p50 {b50:.3f} ms, p99 {b99:.3f} ms"
+                      + extra)
             status = None
             if args.swap:
                 with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -283,9 +365,11 @@ def main():
                                   for x in (x, x.split("p99 ")[1]))
             print(f"server handler time: p50 {s50:.3f} ms, p99 {s99:.3f} ms; of which the "
                   f"signature call inside the server: p50 {m50:.3f} ms, p99 {m99:.3f} ms")
-        print(f"ratio to the in-process call (p50): server handler {s50 / b50:.2f}x, "
-              f"client round trip {c50 / b50:.2f}x; server overhead outside the signature "
-              f"call (p50 handler - p50 call): {s50 - m50:.3f} ms")
+        ratios = {name: s50 / percentiles(ts)[0] for name, ts in base_times.items()}
+        print("server handler time / in-process call (p50): "
+              + ", ".join(f"{name} {r:.2f}x" for name, r in ratios.items())
+              + f"; server overhead outside the signature call (p50 handler - p50 call): "
+              f"{s50 - m50:.3f} ms")
         if args.swap:
             print(f"versions that answered: {dict(versions)}; status after the run: {status}; "
                   f"failed requests: {sum(errors.values())}")
@@ -296,9 +380,11 @@ def main():
                            "client_p99_ms": c99, "errors": dict(errors),
                            "server_handler_p50_ms": s50, "server_handler_p99_ms": s99,
                            "server_call_p50_ms": m50, "server_call_p99_ms": m99,
-                           "baseline_p50_ms": b50, "baseline_p99_ms": b99,
+                           "baselines_p50_p99_ms": {k: percentiles(v)
+                                                    for k, v in base_times.items()},
+                           "ratios": ratios, "paced_gap_ms": float(np.median(gaps) * 1e3),
                            "versions": dict(versions), "swapped_to": swapped_to,
-                           "server_args": args.server_args}, f, indent=1)
+                           "server_args": args.server_args, "pin": args.pin}, f, indent=1)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
