@@ -11,10 +11,11 @@
      the usual way to call a SavedModel from Python;
    - ``runtime``: the server's own ``Servable`` (same runtime and thread settings as the
      server), back to back: the same call without the server around it;
-   - ``runtime, paced``: the same, but each call waits as long as the server sat idle
-     between two requests in the load phase just before (client p50 - runtime p50), so
-     the CPU goes idle between calls as it does in the server (on a VM an idle vCPU
-     comes back slower: ``results/serving.md``).
+   - ``runtime, paced`` (one client only): the same, but each call waits as long as the
+     server sat idle between two requests in the load phase just before (client p50 -
+     runtime p50), so the CPU goes idle between calls as it does in the server (on a VM
+     an idle vCPU comes back slower: ``results/serving.md``). With several clients the
+     server is rarely idle, so there is no gap to reproduce.
 2. The server runs as a subprocess on loopback (free ports); ``--clients`` threads, each
    with its own channel and the official ``PredictionServiceStub``, send Predict requests
    for ``--seconds``: QPS, p50/p99 client latency, errors by status code. Baseline and
@@ -273,7 +274,9 @@ def main():
         calls = load_baselines(os.path.join(base, str(version)), questions, args.batch,
                                runtime, session_config)
         proc, port, lines, log = start_server(base, args.model_name, server_args, server_cpus)
-        base_times = {"tf2": [], "runtime": [], "runtime, paced": []}
+        base_times = {"tf2": [], "runtime": []}
+        if args.clients == 1:
+            base_times["runtime, paced"] = []
         gaps, offset = [], 0
         try:
             go, stop, out = threading.Event(), threading.Event(), []
@@ -314,6 +317,8 @@ def main():
                 elapsed += time.perf_counter() - phase
                 go.clear()
                 time.sleep(0.05)
+                if args.clients != 1:
+                    continue
                 # The server's idle time between two requests in this round.
                 round_times = [t for ts, k in zip(client_times, load_start) for t in ts[k:]]
                 round_base = base_times["runtime"][-200:]
@@ -382,7 +387,8 @@ def main():
                            "server_call_p50_ms": m50, "server_call_p99_ms": m99,
                            "baselines_p50_p99_ms": {k: percentiles(v)
                                                     for k, v in base_times.items()},
-                           "ratios": ratios, "paced_gap_ms": float(np.median(gaps) * 1e3),
+                           "ratios": ratios,
+                           "paced_gap_ms": float(np.median(gaps) * 1e3) if gaps else None,
                            "versions": dict(versions), "swapped_to": swapped_to,
                            "server_args": args.server_args, "pin": args.pin}, f, indent=1)
     finally:
