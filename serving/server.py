@@ -5,7 +5,10 @@ Serves the gRPC API of ``tensorflow-serving-api`` (``PredictionService``: ``Pred
 ``ModelService``: ``GetModelStatus``, ``HandleReloadConfigRequest``) and TF Serving's REST
 API, from model folders in TF Serving's layout ``<model_base_path>/<integer version>/``.
 It knows nothing about tpr-keras: any SavedModel with signatures can be served, and stock
-``tensorflow_model_server`` can replace it with the same flags::
+``tensorflow_model_server`` can replace it with the same flags. Like that server, it loads each
+version's MetaGraph into its own ``tf.compat.v1.Session`` and runs a signature by its
+SignatureDef tensor names (``--servable_runtime=function`` uses ``tf.saved_model.load``
+instead)::
 
     python -m serving.server --port=8500 --rest_api_port=8501 \\
         --model_name=babi --model_base_path=/abs/path/export/babi
