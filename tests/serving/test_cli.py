@@ -31,7 +31,9 @@ def server_process(export_base):
     proc = subprocess.Popen(
         [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
          "--model_name=babi", f"--model_base_path={export_base}/babi",
-         "--file_system_poll_wait_seconds=0", "--shutdown_grace_seconds=60"],
+         "--file_system_poll_wait_seconds=0", "--shutdown_grace_seconds=60",
+         # the small-model flags of the README: ops in the request's thread (negative)
+         "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=-1"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr],
