@@ -32,6 +32,7 @@ import base64
 import binascii
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import http.server
 import json
@@ -257,7 +258,7 @@ class Servable:
         if runtime == "session":
             graph = tf.Graph()
             self._owned = _OwnedSession(tf.compat.v1.Session(graph=graph, config=session_config))
-            with graph.as_default(), _quiet_tf_logging():
+            with graph.as_default(), _tf_logging_at(logging.ERROR):
                 meta = tf.compat.v1.saved_model.loader.load(self._owned.session, list(tags),
                                                             path)
             runners = {k: _SessionRunner(self._owned, sdef)
@@ -291,16 +292,17 @@ class Servable:
         return self._owned.session if self._owned is not None else None
 
 
-class _quiet_tf_logging:  # noqa: N801 - used as a context manager
-    """Silences TensorFlow's Python deprecation warning for the TF1 loader."""
-
-    def __enter__(self) -> None:
-        self._logger = tf.get_logger()
-        self._level = self._logger.level
-        self._logger.setLevel(logging.ERROR)
-
-    def __exit__(self, *exc) -> None:
-        self._logger.setLevel(self._level)
+@contextlib.contextmanager
+def _tf_logging_at(level: int):
+    """Sets TensorFlow's Python logger to ``level`` for a block (to silence the TF1
+    loader's deprecation warning)."""
+    logger = tf.get_logger()
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
 
 
 def _read_meta_graph(path: str, tags: Sequence[str]) -> meta_graph_pb2.MetaGraphDef:
@@ -645,16 +647,23 @@ class ModelManager:
                                f"(models: {sorted(self._models)})")
         return model
 
+    @staticmethod
+    def _labelled_version(model: _Model, version: int | None, label: str | None) -> int | None:
+        """``version``, or the version ``label`` names (NOT_FOUND if it names none)."""
+        if not label:
+            return version
+        labels = model.config.version_labels
+        if label not in labels:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Unrecognized servable version label '{label}' of model "
+                               f"'{model.config.name}' (labels: {sorted(labels)})")
+        return int(labels[label])
+
     def servable(self, name: str, version: int | None = None,
                  label: str | None = None) -> Servable:
         """The version a request asks for: latest, a number, or a label."""
         model = self.model(name)
-        if label:
-            if label not in model.config.version_labels:
-                raise ServingError(grpc.StatusCode.NOT_FOUND,
-                                   f"Unrecognized servable version label '{label}' of model "
-                                   f"'{name}' (labels: {sorted(model.config.version_labels)})")
-            version = int(model.config.version_labels[label])
+        version = self._labelled_version(model, version, label)
         servables = model.servables
         if version is None:
             servable = model.latest()
@@ -673,11 +682,7 @@ class ModelManager:
     def status(self, name: str, version: int | None = None,
                label: str | None = None) -> list[get_model_status_pb2.ModelVersionStatus]:
         model = self.model(name)
-        if label:
-            if label not in model.config.version_labels:
-                raise ServingError(grpc.StatusCode.NOT_FOUND,
-                                   f"Unrecognized servable version label '{label}'")
-            version = int(model.config.version_labels[label])
+        version = self._labelled_version(model, version, label)
         states = dict(model.states)
         if version is not None:
             if version not in states:
