@@ -47,14 +47,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from tpr_keras.data.download import (
-    DataFormatError,
-    find_data_dir,
     ChecksumError,
+    DataFormatError,
     DownloadError,
     fetch_archive,
+    find_data_dir,
     safe_extract,
     verify_checksum,
 )
+from tpr_keras.data.vocabulary import TokenTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -332,7 +333,7 @@ def parse_babi_file(path: str | os.PathLike, task: int | None = None) -> list[Sa
 # --------------------------------------------------------------------------------------
 
 
-class Vocabulary:
+class Vocabulary(TokenTable):
     """Token <-> id mapping: 0 ``<pad>``, 1 ``<unk>``, then the other tokens sorted.
 
     Args:
@@ -342,22 +343,13 @@ class Vocabulary:
 
     PAD = "<pad>"
     UNK = "<unk>"
+    SPECIALS = (PAD, UNK)
     PAD_ID = 0
     UNK_ID = 1
 
-    def __init__(self, tokens: Sequence[str]) -> None:
-        tokens = tuple(tokens)
-        if tokens[:2] != (self.PAD, self.UNK):
-            raise ValueError(
-                f"vocabulary must start with {self.PAD!r}, {self.UNK!r}; got {tokens[:2]}"
-            )
-        for t in tokens:
-            if not t or "\n" in t or "\r" in t:
-                raise ValueError(f"invalid vocabulary token {t!r}")
-        self._tokens = tokens
-        self._ids = {t: i for i, t in enumerate(tokens)}
-        if len(self._ids) != len(tokens):
-            raise ValueError("duplicate tokens in vocabulary")
+    def _check_token(self, token: str) -> None:
+        if not token or "\n" in token or "\r" in token:
+            raise ValueError(f"invalid vocabulary token {token!r}")
 
     @classmethod
     def build(cls, tokens: Iterable[str]) -> Vocabulary:
@@ -392,26 +384,6 @@ class Vocabulary:
 
         return cls.build(gen())
 
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        """All tokens in id order."""
-        return self._tokens
-
-    def __len__(self) -> int:
-        return len(self._tokens)
-
-    def __contains__(self, token: object) -> bool:
-        return token in self._ids
-
-    def __iter__(self):
-        return iter(self._tokens)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocabulary) and self._tokens == other._tokens
-
-    def __hash__(self) -> int:
-        return hash(self._tokens)
-
     def __repr__(self) -> str:
         return f"Vocabulary(size={len(self)})"
 
@@ -438,18 +410,10 @@ class Vocabulary:
         """Maps ids back to tokens, dropping ``<pad>`` unless ``skip_pad`` is False."""
         return [self.id_to_token(int(i)) for i in ids if not (skip_pad and int(i) == self.PAD_ID)]
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Writes one token per line (line i holds id i), UTF-8."""
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for t in self._tokens:
-                f.write(t + "\n")
-
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocabulary:
-        """Reads a vocabulary written by :meth:`save`."""
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
-        lines = text.split("\n")
+        """Reads a vocabulary written by :meth:`save` (the final newline may be missing)."""
+        lines = cls._read_text(path).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         return cls(lines)

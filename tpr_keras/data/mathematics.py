@@ -48,13 +48,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpr_keras.data.download import (
-    DataFormatError,
-    find_data_dir,
     ChecksumError,
+    DataFormatError,
     DownloadError,
     fetch_archive,
+    find_data_dir,
     safe_extract,
 )
+from tpr_keras.data.vocabulary import TokenTable
 
 if TYPE_CHECKING:  # pragma: no cover
     import tensorflow as tf
@@ -118,7 +119,7 @@ class MathFormatError(DataFormatError):
 # --------------------------------------------------------------------------------------
 
 
-class CharVocabulary:
+class CharVocabulary(TokenTable):
     """Character <-> id mapping with four special symbols.
 
     Ids: ``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2 (start), ``</s>`` 3 (end), then one
@@ -136,20 +137,15 @@ class CharVocabulary:
     PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 
     def __init__(self, tokens: Sequence[str]) -> None:
-        tokens = tuple(tokens)
-        if tokens[:4] != self.SPECIALS:
-            raise ValueError(f"vocabulary must start with {self.SPECIALS}; got {tokens[:4]}")
-        for t in tokens[4:]:
-            if len(t) != 1 or t in "\n\r":
-                raise ValueError(f"invalid character symbol {t!r}")
-        if len(set(tokens)) != len(tokens):
-            raise ValueError("duplicate symbols in vocabulary")
-        self._tokens = tokens
-        self._ids = {t: i for i, t in enumerate(tokens)}
-        chars = tokens[4:]
+        super().__init__(tokens)
+        chars = self._tokens[4:]
         order = np.argsort([ord(c) for c in chars]) if chars else np.zeros(0, np.int64)
         self._code_points = np.array([ord(chars[i]) for i in order], np.uint32)
         self._code_ids = (order + 4).astype(np.int32)
+
+    def _check_token(self, token: str) -> None:
+        if len(token) != 1 or token in "\n\r":
+            raise ValueError(f"invalid character symbol {token!r}")
 
     @classmethod
     def build(cls, chars: Iterable[str]) -> CharVocabulary:
@@ -162,23 +158,6 @@ class CharVocabulary:
             seen.update(text)
         seen -= {"\n", "\r"}
         return cls(cls.SPECIALS + tuple(sorted(seen)))
-
-    @property
-    def tokens(self) -> tuple[str, ...]:
-        """All symbols in id order."""
-        return self._tokens
-
-    def __len__(self) -> int:
-        return len(self._tokens)
-
-    def __contains__(self, token: object) -> bool:
-        return token in self._ids
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CharVocabulary) and self._tokens == other._tokens
-
-    def __hash__(self) -> int:
-        return hash(self._tokens)
 
     def __repr__(self) -> str:
         return f"CharVocabulary({len(self)} symbols)"
@@ -222,16 +201,10 @@ class CharVocabulary:
         dtype = np.uint8 if len(self) <= 256 else np.int32
         return ids.astype(dtype), splits, int(codes.size - known.sum())
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Writes one symbol per line (see the class docstring)."""
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(t + "\n" for t in self._tokens))
-
     @classmethod
     def load(cls, path: str | os.PathLike) -> CharVocabulary:
         """Reads a file written by :meth:`save`."""
-        with open(path, encoding="utf-8", newline="\n") as f:
-            text = f.read()
+        text = cls._read_text(path)
         if not text.endswith("\n"):
             raise ValueError(f"{path}: not a vocabulary file (no final newline)")
         return cls(text[:-1].split("\n"))
