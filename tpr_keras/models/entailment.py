@@ -231,11 +231,37 @@ def _check_options(cell, pooling, features):
         raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
 
 
-def _pair_inputs():
-    return (
-        keras.Input(shape=(None,), dtype="int32", name="a"),
-        keras.Input(shape=(None,), dtype="int32", name="b"),
+def _front_end(vocabulary_size, units, cell, num_roles, embedding_dim, hidden_units,
+               pooling, features, seed):
+    """Checks the options; returns the resolved config, the two inputs and the shared
+    (pad-masked) character embedding."""
+    _check_options(cell, pooling, features)
+    config = {
+        "vocabulary_size": int(vocabulary_size), "units": int(units), "cell": cell,
+        "num_roles": int(num_roles), "embedding_dim": int(embedding_dim or units),
+        "hidden_units": int(hidden_units or units), "pooling": pooling,
+        "features": features, "seed": _draw_seed(seed),
+    }
+    a = keras.Input(shape=(None,), dtype="int32", name="a")
+    b = keras.Input(shape=(None,), dtype="int32", name="b")
+    embedding = keras.layers.Embedding(
+        config["vocabulary_size"], config["embedding_dim"], mask_zero=True, name="embedding"
     )
+    return config, a, b, embedding
+
+
+class _EntailmentModel(keras.Model):
+    """What both entailment models share: their options as attributes and config."""
+
+    _OPTIONS = ("vocabulary_size", "units", "cell", "num_roles", "embedding_dim",
+                "hidden_units", "pooling", "features", "seed")
+
+    def _set_options(self, config):
+        for key in self._OPTIONS:
+            setattr(self, key, config[key])
+
+    def get_config(self):
+        return {"name": self.name, **{key: getattr(self, key) for key in self._OPTIONS}}
 
 
 def _classifier(u, v, features, hidden_units):
@@ -249,7 +275,7 @@ def _draw_seed(seed):
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class PlainEntailmentModel(keras.Model):
+class PlainEntailmentModel(_EntailmentModel):
     """Plain (attentionless) entailment classifier (Tang et al., 2018, §4, §5.1).
 
     A shared encoder (character embedding, pad id 0 masked, then an RNN of
@@ -295,14 +321,11 @@ class PlainEntailmentModel(keras.Model):
         seed=None,
         **kwargs,
     ):
-        _check_options(cell, pooling, features)
-        seed = _draw_seed(seed)
-        embedding_dim = int(embedding_dim or units)
-        hidden_units = int(hidden_units or units)
-        a, b = _pair_inputs()
-        embedding = keras.layers.Embedding(
-            vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+        config, a, b, embedding = _front_end(
+            vocabulary_size, units, cell, num_roles, embedding_dim, hidden_units, pooling,
+            features, seed,
         )
+        seed, hidden_units = config["seed"], config["hidden_units"]
         encoder = make_recurrent_layer(
             cell, units, num_roles, seed,
             return_sequences=pooling == "max", name="encoder",
@@ -316,33 +339,11 @@ class PlainEntailmentModel(keras.Model):
         logit = _classifier(encode(a), encode(b), features, hidden_units)
         kwargs.setdefault("name", "plain_entailment")
         super().__init__(inputs={"a": a, "b": b}, outputs=logit, **kwargs)
-        self.vocabulary_size = int(vocabulary_size)
-        self.units = int(units)
-        self.cell = cell
-        self.num_roles = int(num_roles)
-        self.embedding_dim = embedding_dim
-        self.hidden_units = hidden_units
-        self.pooling = pooling
-        self.features = features
-        self.seed = seed
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "vocabulary_size": self.vocabulary_size,
-            "units": self.units,
-            "cell": self.cell,
-            "num_roles": self.num_roles,
-            "embedding_dim": self.embedding_dim,
-            "hidden_units": self.hidden_units,
-            "pooling": self.pooling,
-            "features": self.features,
-            "seed": self.seed,
-        }
+        self._set_options(config)
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class BiDAFEntailmentModel(keras.Model):
+class BiDAFEntailmentModel(_EntailmentModel):
     """BiDAF entailment classifier (Tang et al., 2018, §5.2; Seo et al., 2017).
 
     1. Shared character embedding (pad masked) and shared bidirectional
@@ -383,14 +384,11 @@ class BiDAFEntailmentModel(keras.Model):
         seed=None,
         **kwargs,
     ):
-        _check_options(cell, pooling, features)
-        seed = _draw_seed(seed)
-        embedding_dim = int(embedding_dim or units)
-        hidden_units = int(hidden_units or units)
-        a, b = _pair_inputs()
-        embedding = keras.layers.Embedding(
-            vocabulary_size, embedding_dim, mask_zero=True, name="embedding"
+        config, a, b, embedding = _front_end(
+            vocabulary_size, units, cell, num_roles, embedding_dim, hidden_units, pooling,
+            features, seed,
         )
+        seed, hidden_units = config["seed"], config["hidden_units"]
         contextual = keras.layers.Bidirectional(
             make_recurrent_layer(cell, units, num_roles, seed, True),
             name="contextual",
@@ -413,14 +411,4 @@ class BiDAFEntailmentModel(keras.Model):
         logit = _classifier(summarise(g_a), summarise(g_b), features, hidden_units)
         kwargs.setdefault("name", "bidaf_entailment")
         super().__init__(inputs={"a": a, "b": b}, outputs=logit, **kwargs)
-        self.vocabulary_size = int(vocabulary_size)
-        self.units = int(units)
-        self.cell = cell
-        self.num_roles = int(num_roles)
-        self.embedding_dim = embedding_dim
-        self.hidden_units = hidden_units
-        self.pooling = pooling
-        self.features = features
-        self.seed = seed
-
-    get_config = PlainEntailmentModel.get_config
+        self._set_options(config)
