@@ -8,7 +8,6 @@ and written with the validation errors and timings to
 ``<export_dir>/model.keras`` with its vocabulary.
 """
 
-import json
 import os
 import time
 
@@ -130,7 +129,7 @@ def main(argv):
 
     from tpr_keras.data import babi
     from tpr_keras.models import MEMN2N_PRESETS, TPRRNN, MemN2N
-    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief,
+    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
                                     sparse_classification)
 
     tasks = parse_tasks(FLAGS.task)
@@ -246,21 +245,16 @@ def main(argv):
                    "parameters": trainer.model.count_params(), **hp},
     }
     if is_chief(strategy):
-        os.makedirs(FLAGS.model_dir, exist_ok=True)
-        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
-        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
-        os.makedirs(export_dir, exist_ok=True)
-        trainer.model.save(os.path.join(export_dir, "model.keras"))
-        data.vocab.save(os.path.join(export_dir, "vocab.txt"))
-        print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; "
-              f"model: {os.path.join(export_dir, 'model.keras')}")
+        saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
+                         data.vocab.save)
+        export_dir = os.path.dirname(saved)
+        print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; model: {saved}")
         # String-in/string-out SavedModel for TF Serving, from the saved file so that no
         # distribution-strategy variables end up in it.
         from serving.export import export_babi_model
         limits = set(data.stats["max_story_sentences"].values())
         served = export_babi_model(
-            keras.models.load_model(os.path.join(export_dir, "model.keras")), data.vocab,
+            keras.models.load_model(saved), data.vocab,
             export_dir, FLAGS.model_name,
             max_story_sentences=None if None in limits else max(limits))
         print(f"SavedModel for TF Serving: {served} (serve with python -m serving.server "

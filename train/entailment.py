@@ -8,7 +8,6 @@ augmentation. The encoder cell is ``--cell tpru|lstm|gru``; the architecture
 ``<model_dir>/results.json``; the model to ``<export_dir>/model.keras``.
 """
 
-import json
 import os
 import time
 
@@ -57,7 +56,7 @@ def main(argv):
     from tpr_keras.data import entailment
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
-                                    is_chief)
+                                    is_chief, save_run)
 
     strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
@@ -121,18 +120,12 @@ def main(argv):
             "clip_norm", "seed")} | {"pooling": pooling, "replicas": replicas},
     }
     if is_chief(strategy):
-        os.makedirs(FLAGS.model_dir, exist_ok=True)
-        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
-        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
-        os.makedirs(export_dir, exist_ok=True)
-        trainer.model.save(os.path.join(export_dir, "model.keras"))
-        entailment.save_vocabulary(os.path.join(export_dir, "vocab.txt"))
+        saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
+                         entailment.save_vocabulary)
         from serving.export_entailment import export_entailment_model
 
         served = export_entailment_model(
-            keras.models.load_model(os.path.join(export_dir, "model.keras")), export_dir,
-            FLAGS.model_name)
+            keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")
     print(f"Training took {train_seconds:.0f} s; process wall time "
           f"{time.time() - PROCESS_START:.0f} s.")

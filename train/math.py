@@ -9,7 +9,6 @@ results table (mean accuracy, modules above 95 %) is printed and written to
 SavedModel to ``<export_dir>/<model_name>/<version>``.
 """
 
-import json
 import os
 import time
 
@@ -74,7 +73,7 @@ def main(argv):
     from serving.export_math import export_math_model
     from tpr_keras.data import mathematics
     from tpr_keras.models import TPTransformer, sequence_compute_fn
-    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief
+    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, save_run
 
     strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
@@ -147,16 +146,9 @@ def main(argv):
         | {"replicas": replicas, "strategy": type(strategy).__name__},
     })
     if is_chief(strategy):
-        os.makedirs(FLAGS.model_dir, exist_ok=True)
-        with open(os.path.join(FLAGS.model_dir, "results.json"), "w") as f:
-            json.dump(results, f, indent=1, default=str)
-        export_dir = FLAGS.export_dir or os.path.join(FLAGS.model_dir, "export")
-        os.makedirs(export_dir, exist_ok=True)
-        model.save(os.path.join(export_dir, "model.keras"))
-        data.vocab.save(os.path.join(export_dir, "vocab.txt"))
-        served = export_math_model(
-            keras.models.load_model(os.path.join(export_dir, "model.keras")), data.vocab,
-            export_dir, FLAGS.model_name)
+        saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, model, data.vocab.save)
+        served = export_math_model(keras.models.load_model(saved), data.vocab,
+                                   os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")
     print(f"Training took {train_seconds:.0f} s; process wall time "
           f"{time.time() - PROCESS_START:.0f} s.")

@@ -1,0 +1,35 @@
+"""What every training entry point leaves behind: results.json, model.keras, vocab.txt."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+
+def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], model,
+             save_vocabulary: Callable[[str], None]) -> str:
+    """Writes ``<model_dir>/results.json`` and ``<export_dir>/{model.keras,vocab.txt}``.
+
+    Call it on the chief only.
+
+    Args:
+        model_dir: The run's folder.
+        export_dir: Where the model goes (``None``: ``<model_dir>/export``).
+        results: JSON-able results (other values are written with ``str``).
+        model: The trained Keras model.
+        save_vocabulary: Writes the vocabulary to the path it is given.
+
+    Returns:
+        The path of ``model.keras``.
+    """
+    os.makedirs(model_dir, exist_ok=True)
+    with open(os.path.join(model_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    export_dir = export_dir or os.path.join(model_dir, "export")
+    os.makedirs(export_dir, exist_ok=True)
+    path = os.path.join(export_dir, "model.keras")
+    model.save(path)
+    save_vocabulary(os.path.join(export_dir, "vocab.txt"))
+    return path
