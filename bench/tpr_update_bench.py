@@ -4,7 +4,8 @@
 
 Runs the same order-3 update (read K slots from F_{t-1}, write a rank-K sum; eq. 9-14) over a
 ``tf.foldl`` in both formulations, checks that they agree, and prints forward+backward
-milliseconds per batch for each, alternating twice. ``TPRUpdate`` uses the matmul form.
+milliseconds per batch for each, alternating twice. ``TPRUpdate(implementation="recurrent")``
+(``tpr_keras.ops.factored.recurrent_targets``) uses the matmul form.
 """
 
 import argparse

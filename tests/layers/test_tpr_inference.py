@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from tpr_keras.layers import TPRInference
-from tpr_keras.ops import tpr
+from tpr_keras.ops import factored, tpr
 
 
 def layer_norm(x):
@@ -29,3 +29,12 @@ def test_eq17_to_20_by_hand(steps):
 def test_config_round_trip():
     layer = TPRInference(11, 4, 3, 6, inference_steps=2, name="inf")
     assert TPRInference.from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+def test_reads_factors_as_it_reads_the_dense_memory():
+    layer = TPRInference(11, entity_dim=4, relation_dim=3, hidden_dim=6)
+    rng = np.random.default_rng(1)
+    question = rng.normal(size=(2, 9)).astype("float32")
+    factors = tuple(rng.normal(size=(2, 12, d)).astype("float32") * 0.5 for d in (4, 3, 4))
+    from_dense = layer([question, factored.to_dense(factors)]).numpy()
+    np.testing.assert_allclose(layer([question, factors]).numpy(), from_dense, rtol=1e-4, atol=1e-5)

@@ -1,11 +1,13 @@
-"""TPRUpdate: the fused recurrence equals eq. 4, 6-14 step by step."""
+"""TPRUpdate: both implementations equal eq. 4, 6-14 step by step."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tpr_keras.layers import TPRUpdate
-from tpr_keras.ops import tpr
+from tpr_keras.ops import factored, tpr
+
+IMPLEMENTATIONS = ["parallel", "recurrent"]
 
 
 def reference_memory(layer, sentences, mask):
@@ -24,48 +26,65 @@ def reference_memory(layer, sentences, mask):
     return memory.numpy()
 
 
+def dense(factors):
+    return factored.to_dense(factors).numpy()
+
+
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("operations", ["write", "write+move", "write+backlink", "all"])
-def test_matches_per_equation_reference(operations):
-    layer = TPRUpdate(entity_dim=5, relation_dim=3, hidden_dim=8, operations=operations)
+def test_matches_per_equation_reference(operations, implementation):
+    layer = TPRUpdate(entity_dim=5, relation_dim=3, hidden_dim=8, operations=operations,
+                      implementation=implementation)
     rng = np.random.default_rng(0)
     sentences = rng.normal(size=(3, 6, 7)).astype("float32")
     mask = np.ones((3, 6), "float32")
     mask[1, 4:] = 0
     mask[2, 2:] = 0
-    out = layer(sentences, mask=mask.astype(bool)).numpy()
+    out = dense(layer(sentences, mask=mask.astype(bool)))
     np.testing.assert_allclose(out, reference_memory(layer, sentences, mask), rtol=1e-4, atol=1e-5)
     expected_mlps = {"write": 3, "write+move": 4, "write+backlink": 4, "all": 5}[operations]
     assert len(layer.trainable_weights) == 4 * expected_mlps
 
 
-def test_padded_sentences_leave_memory_unchanged():
-    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6)
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_padded_sentences_leave_memory_unchanged(implementation):
+    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6, implementation=implementation)
     rng = np.random.default_rng(1)
     sentences = rng.normal(size=(2, 3, 5)).astype("float32")
-    short = layer(sentences, mask=np.ones((2, 3), bool)).numpy()
+    short = dense(layer(sentences, mask=np.ones((2, 3), bool)))
     padded = np.concatenate([sentences, rng.normal(size=(2, 4, 5)).astype("float32")], 1)
     mask = np.zeros((2, 7), bool)
     mask[:, :3] = True
-    np.testing.assert_allclose(layer(padded, mask=mask).numpy(), short, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(dense(layer(padded, mask=mask)), short, rtol=1e-6, atol=1e-7)
     # All-padding stories give F = 0.
-    np.testing.assert_array_equal(layer(padded, mask=np.zeros((2, 7), bool)).numpy(), 0.0)
+    np.testing.assert_array_equal(dense(layer(padded, mask=np.zeros((2, 7), bool))), 0.0)
 
 
-def test_gradients_finite_and_nonzero():
-    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6)
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
+def test_gradients_finite_and_nonzero(implementation):
+    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6, implementation=implementation)
     sentences = tf.constant(np.random.default_rng(2).normal(size=(2, 5, 5)).astype("float32"))
     with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(layer(sentences) ** 2)
+        loss = tf.reduce_sum(factored.to_dense(layer(sentences)) ** 2)
     grads = tape.gradient(loss, layer.trainable_weights)
     assert all(np.all(np.isfinite(g)) for g in grads)
     assert all(np.abs(g).sum() > 0 for g in grads)
 
 
-def test_rejects_unknown_operations():
+def test_rejects_unknown_operations_and_implementations():
     with pytest.raises(ValueError, match="operations must be one of"):
         TPRUpdate(4, 3, 6, operations="write+teleport")
+    with pytest.raises(ValueError, match="implementation must be one of"):
+        TPRUpdate(4, 3, 6, implementation="magic")
+
+
+def test_output_is_factors_of_every_step_and_operation():
+    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6, operations="write+move")
+    sources, relations, targets = layer(np.zeros((2, 7, 5), "float32"))
+    assert (sources.shape, relations.shape, targets.shape) == ((2, 14, 4), (2, 14, 3), (2, 14, 4))
+    assert layer.compute_output_shape((2, 7, 5)) == ((2, 14, 4), (2, 14, 3), (2, 14, 4))
 
 
 def test_config_round_trip():
-    layer = TPRUpdate(4, 3, 6, operations="write+backlink", name="u")
+    layer = TPRUpdate(4, 3, 6, operations="write+backlink", implementation="recurrent", name="u")
     assert TPRUpdate.from_config(layer.get_config()).get_config() == layer.get_config()

@@ -5,7 +5,7 @@ from keras import ops
 
 from tpr_keras.layers.mlp import TanhMLP
 from tpr_keras.layers.scalar_layer_norm import ScalarLayerNorm
-from tpr_keras.ops import tpr
+from tpr_keras.ops import factored, tpr
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -26,7 +26,12 @@ class TPRInference(keras.layers.Layer):
         hidden_dim: hidden width of the MLPs.
         inference_steps: number of unbinding steps (the paper uses 3).
 
-    Inputs: ``[question_vector [batch, symbol], F [batch, E, R, E]]``.
+    The memory is either the factors ``(sources, relations, targets)`` that
+    :class:`TPRUpdate` returns, read with
+    :func:`tpr_keras.ops.factored.read` without building ``F``, or a dense
+    ``F [batch, E, R, E]`` read with :func:`tpr_keras.ops.tpr.unbind3`.
+
+    Inputs: ``[question_vector [batch, symbol], memory]``.
     Output: logits ``[batch, vocabulary_size]``.
 
     Example:
@@ -54,7 +59,7 @@ class TPRInference(keras.layers.Layer):
         self.inference_steps = int(inference_steps)
 
     def build(self, input_shape):
-        question_shape, _ = input_shape
+        question_shape = input_shape[0]
         self.n_mlp = TanhMLP(self.hidden_dim, self.entity_dim, name="n")
         self.n_mlp.build(question_shape)
         # One attribute per step (not a Python list): tf.train.Checkpoint does
@@ -84,10 +89,15 @@ class TPRInference(keras.layers.Layer):
 
     def call(self, inputs, return_steps=False):
         question, memory = inputs
+        if isinstance(memory, (list, tuple)):
+            memory = tuple(memory)
+            unbind = factored.read  # eq. 17-19 from the factors of F
+        else:
+            unbind = tpr.unbind3  # eq. 17-19 on the dense F
         entity = self.n_mlp(question)
         steps = []
         for l_mlp, norm in zip(self.l_mlps, self.norms):
-            entity = norm(tpr.unbind3(memory, entity, l_mlp(question)))
+            entity = norm(unbind(memory, entity, l_mlp(question)))
             steps.append(entity)
         logits = self.z(ops.sum(ops.stack(steps, axis=0), axis=0))
         if return_steps:

@@ -1,35 +1,17 @@
-"""The TPR-RNN update module: a recurrence over sentences whose state is an order-3 TPR."""
+"""The TPR-RNN update module: the order-3 TPR memory of a story, as rank-1 factors."""
 
 import keras
 import tensorflow as tf
 
 from tpr_keras.layers.mlp import TanhMLP
+from tpr_keras.ops import factored
 
-OPERATIONS = ("write", "write+move", "write+backlink", "all")
-
-
-def _operation_slots(operations):
-    """The (source, relation) slots an operation set reads and writes.
-
-    Slot 0 is the write (e1, r1), slot 1 the move (e1, r2), slot 2 the
-    backlink (e2, r3); the order fixes how the fused step below assembles
-    its factors.
-    """
-    if operations not in OPERATIONS:
-        raise ValueError(
-            f"operations must be one of {OPERATIONS}; got {operations!r}."
-        )
-    return {
-        "write": ("write",),
-        "write+move": ("write", "move"),
-        "write+backlink": ("write", "backlink"),
-        "all": ("write", "move", "backlink"),
-    }[operations]
+IMPLEMENTATIONS = ("parallel", "recurrent")
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPRUpdate(keras.layers.Layer):
-    """Builds the order-3 TPR memory ``F`` of a story, eq. 4 and 6-14.
+    """Builds the order-3 TPR memory ``F`` of a story, eq. 4 and 6-14, as rank-1 factors.
 
     Schlag & Schmidhuber (2018) §4, update module. For every sentence vector
     ``s_t`` five tanh MLPs give two entities and three relations (eq. 7-8);
@@ -37,16 +19,26 @@ class TPRUpdate(keras.layers.Layer):
     (eq. 9-10), move (eq. 11-12) and backlink (eq. 13-14) operations, all of
     whose reads use ``F_{t-1}``. ``F_0 = 0``.
 
+    ``F`` is returned in factored form: every operation of every step adds
+    one rank-1 term ``source (x) relation (x) new_target``, so the layer
+    returns ``(sources, relations, targets)``, each ``[batch, T·K, ·]`` (K
+    enabled operations), and ``F_T = Σ_j sources_j (x) relations_j (x)
+    targets_j``. :func:`tpr_keras.ops.factored.read` reads it (eq. 17-19)
+    without building the ``entity x relation x entity`` tensor, and
+    :func:`tpr_keras.ops.factored.to_dense` builds it where needed.
+
+    Two implementations give the same factors (tested to 1e-4 relative, values
+    and gradients):
+
+    * ``"parallel"``: every new target is linear in the targets of earlier
+      steps, so one triangular solve over all ``T·K`` slots replaces the
+      recurrence (:func:`tpr_keras.ops.factored.parallel_targets`);
+    * ``"recurrent"``: the explicit recurrence over the dense ``F``
+      (:func:`tpr_keras.ops.factored.recurrent_targets`), the reference.
+
     Padded sentences (``mask`` false) leave ``F`` unchanged, as the reference
     code's sequence lengths do. ``operations`` selects the memory operations
-    for the Table 3 ablations.
-
-    Implementation: the MLPs run on all sentences at once; only the TPR algebra
-    is recurrent, as one ``tf.foldl`` (a graph loop, traced once for any story
-    length). A step reads all K enabled slots with one batched matmul and
-    writes them as one rank-K sum with another (1.8x faster than the
-    equivalent einsums on CPU, measured); ``tests/layers/test_tpr_update.py``
-    checks this against the per-equation functions of ``tpr_keras.ops.tpr``.
+    for the Table 3 ablations. The MLPs run on all sentences at once.
 
     Args:
         entity_dim: width of ``V_Entity``.
@@ -54,26 +46,45 @@ class TPRUpdate(keras.layers.Layer):
         hidden_dim: hidden width of the five MLPs (``V_Hidden``).
         operations: one of ``"write"``, ``"write+move"``, ``"write+backlink"``,
             ``"all"``.
+        implementation: ``"parallel"`` or ``"recurrent"``.
 
     Inputs: sentence vectors ``[batch, sentences, symbol]`` and optionally a
-    boolean ``mask`` ``[batch, sentences]``. Output: ``F`` of shape
-    ``[batch, entity, relation, entity]``.
+    boolean ``mask`` ``[batch, sentences]``. Output: the factors
+    ``(sources [B, T·K, entity], relations [B, T·K, relation],
+    targets [B, T·K, entity])``.
 
     Example:
     >>> update = TPRUpdate(entity_dim=15, relation_dim=10, hidden_dim=30)
-    >>> update(np.zeros((2, 7, 30), "float32")).shape
-    TensorShape([2, 15, 10, 15])
+    >>> sources, relations, targets = update(np.zeros((2, 7, 30), "float32"))
+    >>> targets.shape  # 7 sentences x 3 operations
+    TensorShape([2, 21, 15])
     """
 
     def __init__(
-        self, entity_dim, relation_dim, hidden_dim, operations="all", **kwargs
+        self,
+        entity_dim,
+        relation_dim,
+        hidden_dim,
+        operations="all",
+        implementation="parallel",
+        **kwargs,
     ):
         super().__init__(**kwargs)
+        if operations not in factored.OPERATIONS:
+            raise ValueError(
+                f"operations must be one of {tuple(factored.OPERATIONS)}; "
+                f"got {operations!r}."
+            )
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"implementation must be one of {IMPLEMENTATIONS}; got {implementation!r}."
+            )
         self.entity_dim = int(entity_dim)
         self.relation_dim = int(relation_dim)
         self.hidden_dim = int(hidden_dim)
         self.operations = operations
-        self._slots = _operation_slots(operations)
+        self.implementation = implementation
+        self._slots = factored.OPERATIONS[operations]
         # The sentence mask is consumed here; F has no time axis to mask.
         self.supports_masking = True
 
@@ -113,70 +124,25 @@ class TPRUpdate(keras.layers.Layer):
 
     def call(self, sentences, mask=None):
         parts = self.extract(sentences)
-        # Factors per slot: the entity that is read/written and its relation.
-        sources = [parts["e1"]]
-        relations = [parts["r1"]]
-        if "move" in self._slots:
-            sources.append(parts["e1"])
-            relations.append(parts["r2"])
-        if "backlink" in self._slots:
-            sources.append(parts["e2"])
-            relations.append(parts["r3"])
-        # Time-major [T, B, K, ·] for the loop.
-        sources = tf.transpose(tf.stack(sources, axis=2), [1, 0, 2, 3])
-        relations = tf.transpose(tf.stack(relations, axis=2), [1, 0, 2, 3])
-        e1 = tf.transpose(parts["e1"], [1, 0, 2])
-        e2 = tf.transpose(parts["e2"], [1, 0, 2])
-        batch = tf.shape(sentences)[0]
+        slots = factored.operation_slots(self.operations, **parts)
         if mask is None:
-            mask = tf.ones(tf.shape(sentences)[:2], dtype=sentences.dtype)
-        keep = tf.transpose(tf.cast(mask, sentences.dtype), [1, 0])
-        memory = tf.zeros(
-            [batch, self.entity_dim, self.relation_dim, self.entity_dim],
-            dtype=sentences.dtype,
-        )
-        slots = self._slots
-        entity, relation_dim = self.entity_dim, self.relation_dim
-        num_slots = len(slots)
-
-        def step(memory, inputs):
-            source, relation, e1_t, e2_t, keep_t = inputs
-            # Eq. 9, 11, 13: every read of the step uses F_{t-1}. As batched
-            # matmuls: (source · F) over the source axis, then · relation.
-            flat = tf.reshape(memory, [-1, entity, relation_dim * entity])
-            by_relation = tf.reshape(
-                tf.matmul(source, flat), [-1, num_slots, relation_dim, entity]
-            )
-            read = tf.reduce_sum(by_relation * relation[..., None], axis=2)
-            w_hat = read[:, 0]
-            targets = [e2_t]  # eq. 10: write e2 under (e1, r1)
-            if "move" in slots:
-                targets.append(w_hat)  # eq. 12: old target under (e1, r2)
-            if "backlink" in slots:
-                targets.append(e1_t)  # eq. 14: e1 under (e2, r3)
-            new = tf.stack(targets, axis=1) - read
-            # Σ_k source_k (x) relation_k (x) new_k, one batched matmul.
-            bound = tf.reshape(
-                relation[..., None] * new[:, :, None, :],
-                [-1, num_slots, relation_dim * entity],
-            )
-            delta = tf.matmul(source, bound, transpose_a=True)
-            delta = tf.reshape(delta, [-1, entity, relation_dim, entity])
-            return memory + keep_t[:, None, None, None] * delta
-
-        return tf.foldl(
-            step, (sources, relations, e1, e2, keep), initializer=memory
-        )
+            keep = tf.ones(tf.shape(sentences)[:2], dtype=sentences.dtype)
+        else:
+            keep = tf.cast(mask, sentences.dtype)
+        if self.implementation == "parallel":
+            return factored.parallel_targets(slots, keep)
+        return factored.recurrent_targets(slots, keep)
 
     def compute_mask(self, inputs, mask=None):
         return None
 
     def compute_output_shape(self, input_shape):
+        batch, steps = input_shape[0], input_shape[1]
+        slots = None if steps is None else steps * len(self._slots)
         return (
-            input_shape[0],
-            self.entity_dim,
-            self.relation_dim,
-            self.entity_dim,
+            (batch, slots, self.entity_dim),
+            (batch, slots, self.relation_dim),
+            (batch, slots, self.entity_dim),
         )
 
     def get_config(self):
@@ -187,6 +153,7 @@ class TPRUpdate(keras.layers.Layer):
                 "relation_dim": self.relation_dim,
                 "hidden_dim": self.hidden_dim,
                 "operations": self.operations,
+                "implementation": self.implementation,
             }
         )
         return config

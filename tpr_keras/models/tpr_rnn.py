@@ -41,6 +41,10 @@ class TPRRNN(keras.Model):
         operations: memory operations, ``"write"``, ``"write+move"``,
             ``"write+backlink"`` or ``"all"`` (Table 3 ablations).
         inference_steps: unbinding steps of the inference module.
+        implementation: how the update module computes the memory,
+            ``"parallel"`` (one triangular solve over the story) or
+            ``"recurrent"`` (the dense recurrence); same outputs, see
+            :class:`TPRUpdate`.
 
     Inputs: ``{"story": int32[batch, sentences, max_words],
     "question": int32[batch, max_words]}``. Output: ``[batch, vocabulary_size]``.
@@ -62,13 +66,19 @@ class TPRRNN(keras.Model):
         relation_dim=10,
         operations="all",
         inference_steps=3,
+        implementation="parallel",
         **kwargs,
     ):
         symbol_dim = int(symbol_dim or vocabulary_size)
         hidden_dim = int(hidden_dim or symbol_dim)
         encoder = SentenceEncoder(vocabulary_size, symbol_dim, name="encoder")
         update = TPRUpdate(
-            entity_dim, relation_dim, hidden_dim, operations, name="update"
+            entity_dim,
+            relation_dim,
+            hidden_dim,
+            operations,
+            implementation=implementation,
+            name="update",
         )
         inference = TPRInference(
             vocabulary_size,
@@ -97,6 +107,7 @@ class TPRRNN(keras.Model):
         self.relation_dim = int(relation_dim)
         self.memory_operations = operations
         self.inference_steps = int(inference_steps)
+        self.implementation = implementation
         self.sentence_encoder = encoder
         self.update_module = update
         self.inference_module = inference
@@ -119,6 +130,7 @@ class TPRRNN(keras.Model):
             "relation_dim": self.relation_dim,
             "operations": self.memory_operations,
             "inference_steps": self.inference_steps,
+            "implementation": self.implementation,
         }
 
     @classmethod

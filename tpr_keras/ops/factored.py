@@ -1,0 +1,249 @@
+"""The order-3 TPR memory kept as rank-1 factors, updated in parallel over time.
+
+Paper: Schlag & Schmidhuber, "Learning to Reason with Third-Order Tensor
+Products" (NeurIPS 2018), §4, eq. 4 and 6-14 (update) and 17-19 (reads).
+
+Every update of eq. 10, 12 and 14 adds rank-1 terms ``source (x) relation (x)
+new`` to ``F``, so after ``T`` sentences with ``K`` enabled operations
+
+    F_T = Σ_j s_j (x) r_j (x) n_j            (j over the T·K slots)
+
+and every read of eq. 9, 11, 13 and 17-19 can be computed from these factors
+without ever building the ``[entity, relation, entity]`` tensor:
+
+    (F •34 e) •23 r = Σ_j (e · s_j) (r · r_j) n_j.
+
+A *slot* is one operation of one step: the (source, relation) pair it reads
+and writes, and how its new target ``n`` follows from the step's reads of
+``F_{t-1}``:
+
+* write (eq. 9-10):     slot (e1, r1), ``n = e2 - ŵ``;
+* move (eq. 11-12):     slot (e1, r2), ``n = ŵ - m̂``;
+* backlink (eq. 13-14): slot (e2, r3), ``n = e1 - b̂``.
+
+Each read of step ``t`` is linear in the ``n_j`` of earlier steps, so all
+targets of a story satisfy ``n = c + A n`` with ``A`` strictly
+block-lower-triangular (``[T·K, T·K]`` per story):
+
+    A[(t,k), (j,l)] = Σ_k' P[k, k'] (s_tk' · s_jl)(r_tk' · r_jl)   for j < t,
+
+where ``P`` holds the read coefficients above (``-1`` for a slot's own read,
+``+1`` for the move's use of ``ŵ``) and ``c`` the constant parts (``e2``,
+``0``, ``e1``). One unit-lower-triangular solve ``(I - A) n = c`` replaces the
+recurrence over sentences: :func:`parallel_targets`. This is the structure of
+the parallel form of the delta rule in the fast-weight / linear-Transformer
+literature. :func:`recurrent_targets` is the same update as an explicit
+recurrence over the dense ``F``: the reference the parallel form is tested
+against, and the faster choice where ``F`` is small and stories are long.
+
+Padded sentences are handled by zeroing their sources: a zero source adds
+nothing to ``F`` and contributes nothing to any read.
+"""
+
+import collections
+
+import tensorflow as tf
+
+# The operation sets of Table 3, in slot order.
+OPERATIONS = {
+    "write": ("write",),
+    "write+move": ("write", "move"),
+    "write+backlink": ("write", "backlink"),
+    "all": ("write", "move", "backlink"),
+}
+
+Slot = collections.namedtuple("Slot", ["name", "source", "relation", "constant", "reads"])
+Slot.__doc__ = """One memory operation of a step, in the form the solvers use.
+
+Fields:
+    name: ``"write"``, ``"move"`` or ``"backlink"``.
+    source: the entity whose slot is read and written ``[batch, T, entity]``.
+    relation: the relation of the slot ``[batch, T, relation]``.
+    constant: the part of the new target that is no read ``[batch, T, entity]``,
+        or ``None`` for zero.
+    reads: ``((slot_name, coefficient), ...)``: the new target is
+        ``constant + Σ coefficient * read(slot_name)``, every read taken from
+        ``F_{t-1}``.
+"""
+
+
+def write(e1, r1, e2):
+    """The write of eq. 9-10 as a slot: reads ``ŵ`` at (e1, r1), stores ``e2 - ŵ``."""
+    return Slot("write", e1, r1, e2, (("write", -1.0),))
+
+
+def move(e1, r2):
+    """The move of eq. 11-12 as a slot: stores ``ŵ - m̂`` at (e1, r2).
+
+    ``ŵ`` is the write's read of the same step, ``m̂`` the read at (e1, r2).
+    """
+    return Slot("move", e1, r2, None, (("write", 1.0), ("move", -1.0)))
+
+
+def backlink(e1, e2, r3):
+    """The backlink of eq. 13-14 as a slot: reads ``b̂`` at (e2, r3), stores ``e1 - b̂``."""
+    return Slot("backlink", e2, r3, e1, (("backlink", -1.0),))
+
+
+def operation_slots(operations, e1, e2, r1, r2=None, r3=None):
+    """The slots of an operation set (Table 3), in the order of ``OPERATIONS``.
+
+    Args:
+        operations: ``"write"``, ``"write+move"``, ``"write+backlink"`` or ``"all"``.
+        e1, e2: ``[batch, T, entity]`` (eq. 7).
+        r1, r2, r3: ``[batch, T, relation]`` (eq. 8); ``r2``/``r3`` only where
+            the move/backlink is enabled.
+
+    Returns:
+        A list of :class:`Slot`.
+    """
+    if operations not in OPERATIONS:
+        raise ValueError(
+            f"operations must be one of {tuple(OPERATIONS)}; got {operations!r}."
+        )
+    build = {
+        "write": lambda: write(e1, r1, e2),
+        "move": lambda: move(e1, r2),
+        "backlink": lambda: backlink(e1, e2, r3),
+    }
+    return [build[name]() for name in OPERATIONS[operations]]
+
+
+def _read_coefficients(slots):
+    """``P`` as a nested Python list: ``P[k][l]`` = coefficient of slot l's read in slot k."""
+    index = {slot.name: k for k, slot in enumerate(slots)}
+    matrix = [[0.0] * len(slots) for _ in slots]
+    for k, slot in enumerate(slots):
+        for name, coefficient in slot.reads:
+            matrix[k][index[name]] += coefficient
+    return matrix
+
+
+def _stack_slots(slots, keep):
+    """Sources (zeroed where ``keep`` is 0), relations and constants ``[B, T, K, ·]``."""
+    keep = tf.cast(keep, slots[0].source.dtype)[:, :, None]
+    sources = tf.stack([slot.source * keep for slot in slots], axis=2)
+    relations = tf.stack([slot.relation for slot in slots], axis=2)
+    constants = tf.stack(
+        [tf.zeros_like(s.source) if s.constant is None else s.constant for s in slots],
+        axis=2,
+    )
+    return sources, relations, constants
+
+
+def _flatten_time_slots(tensor):
+    """``[B, T, K, D]`` -> ``[B, T·K, D]`` (slot index ``t·K + k``)."""
+    shape = tf.shape(tensor)
+    return tf.reshape(tensor, [shape[0], shape[1] * shape[2], tensor.shape[-1]])
+
+
+def parallel_targets(slots, keep):
+    """All new targets of a story with one triangular solve (no loop over time).
+
+    Solves ``(I - A) n = c`` (module docstring) for the slots of every step.
+
+    Args:
+        slots: from :func:`operation_slots`, tensors ``[batch, T, ·]``.
+        keep: ``[batch, T]``, 1 for real sentences and 0 for padding.
+
+    Returns:
+        Factors ``(sources, relations, targets)``, each ``[batch, T·K, ·]``,
+        with ``F_T = Σ_j sources_j (x) relations_j (x) targets_j``.
+    """
+    sources, relations, constants = _stack_slots(slots, keep)
+    num_slots = len(slots)
+    flat_sources = _flatten_time_slots(sources)
+    flat_relations = _flatten_time_slots(relations)
+    # Gram of every slot with every other: (s_i · s_j)(r_i · r_j), eq. 9/11/13.
+    gram = tf.matmul(flat_sources, flat_sources, transpose_b=True) * tf.matmul(
+        flat_relations, flat_relations, transpose_b=True
+    )
+    # Only earlier steps are visible: all reads of step t use F_{t-1}.
+    size = tf.shape(gram)[-1]
+    step = tf.range(size) // num_slots
+    earlier = tf.cast(step[:, None] > step[None, :], gram.dtype)
+    gram = gram * earlier
+    # Rows of A: each slot's target combines the reads of its step (matrix P).
+    coefficients = _read_coefficients(slots)
+    shape = tf.shape(sources)
+    by_slot = tf.reshape(gram, [shape[0], shape[1], num_slots, size])
+    rows = []
+    for k in range(num_slots):
+        row = None
+        for l, coefficient in enumerate(coefficients[k]):
+            if coefficient == 0.0:
+                continue
+            term = by_slot[:, :, l] * coefficient if coefficient != 1.0 else by_slot[:, :, l]
+            row = term if row is None else row + term
+        rows.append(row)
+    a = tf.reshape(tf.stack(rows, axis=2), [shape[0], size, size])
+    system = tf.eye(size, dtype=a.dtype) - a
+    targets = tf.linalg.triangular_solve(system, _flatten_time_slots(constants), lower=True)
+    return flat_sources, flat_relations, targets
+
+
+def recurrent_targets(slots, keep):
+    """The same targets as :func:`parallel_targets`, by the recurrence over ``F``.
+
+    ``F_t = F_{t-1} + Σ_k s_tk (x) r_tk (x) n_tk`` (eq. 4, 6) as one
+    ``tf.scan``; per step, the K reads of ``F_{t-1}`` are one batched matmul
+    and the rank-K update another. This is the dense reference.
+
+    Args / Returns: as :func:`parallel_targets`.
+    """
+    sources, relations, constants = _stack_slots(slots, keep)
+    coefficients = tf.constant(_read_coefficients(slots), dtype=sources.dtype)
+    entity = sources.shape[-1]
+    relation_dim = relations.shape[-1]
+    num_slots = len(slots)
+    time_major = [tf.transpose(x, [1, 0, 2, 3]) for x in (sources, relations, constants)]
+    batch = tf.shape(sources)[0]
+    memory = tf.zeros([batch, entity, relation_dim * entity], dtype=sources.dtype)
+
+    def step(carry, inputs):
+        memory, _ = carry
+        source, relation, constant = inputs  # [B, K, ·]
+        # Eq. 9, 11, 13: (source · F_{t-1}) over the source axis, then · relation.
+        by_relation = tf.reshape(
+            tf.matmul(source, memory), [-1, num_slots, relation_dim, entity]
+        )
+        read = tf.reduce_sum(by_relation * relation[..., None], axis=2)  # [B, K, E]
+        new = constant + tf.einsum("kl,ble->bke", coefficients, read)
+        # Σ_k source_k (x) relation_k (x) new_k as one batched matmul.
+        bound = tf.reshape(
+            relation[..., None] * new[:, :, None, :], [-1, num_slots, relation_dim * entity]
+        )
+        return memory + tf.matmul(source, bound, transpose_a=True), new
+
+    initial = (memory, tf.zeros_like(time_major[2][0]))
+    _, targets = tf.scan(step, tuple(time_major), initializer=initial)
+    targets = tf.transpose(targets, [1, 0, 2, 3])
+    return (
+        _flatten_time_slots(sources),
+        _flatten_time_slots(relations),
+        _flatten_time_slots(targets),
+    )
+
+
+def read(factors, entity, relation):
+    """``(F •34 e) •23 r`` from the factors of ``F``: ``Σ_j (e·s_j)(r·r_j) n_j``.
+
+    The read of eq. 9, 11, 13 and 17-19 without building ``F``.
+
+    Args:
+        factors: ``(sources [B, M, E], relations [B, M, R], targets [B, M, E])``.
+        entity: ``[batch, entity]``.
+        relation: ``[batch, relation]``.
+
+    Returns:
+        ``[batch, entity]``.
+    """
+    sources, relations, targets = factors
+    weights = tf.linalg.matvec(sources, entity) * tf.linalg.matvec(relations, relation)
+    return tf.linalg.matvec(targets, weights, transpose_a=True)
+
+
+def to_dense(factors):
+    """``F = Σ_j s_j (x) r_j (x) n_j`` as a ``[batch, entity, relation, entity]`` tensor."""
+    sources, relations, targets = factors
+    return tf.einsum("bms,bmr,bmt->bsrt", sources, relations, targets)
