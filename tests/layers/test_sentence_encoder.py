@@ -32,3 +32,37 @@ def test_config_round_trip():
     clone = SentenceEncoder.from_config(encoder.get_config())
     assert clone.get_config() == encoder.get_config()
     assert isinstance(keras.layers.deserialize(keras.layers.serialize(encoder)), SentenceEncoder)
+
+
+def test_pad_words_anywhere_and_empty_sentences():
+    import pytest
+    import tensorflow as tf
+
+    encoder = SentenceEncoder(vocabulary_size=10, symbol_dim=4)
+    ids = np.array([[[3, 0, 5, 0], [0, 0, 0, 0]], [[9, 9, 1, 2], [0, 7, 0, 0]]])
+    out = encoder(ids).numpy()
+    table, positions = encoder.embedding.embeddings.numpy(), encoder.positions.numpy()
+    expected = np.zeros((2, 2, 4), "float32")
+    for b, s, i in zip(*np.nonzero(ids)):
+        expected[b, s] += table[ids[b, s, i]] * positions[i]
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert not out[0, 1].any()  # an all-pad sentence encodes to zero
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        encoder(np.array([[3, 10, 0, 0]]))  # id outside the vocabulary
+
+
+def test_gradients_equal_the_dense_formula():
+    import tensorflow as tf
+
+    encoder = SentenceEncoder(vocabulary_size=10, symbol_dim=4)
+    ids = np.array([[[3, 0, 5, 0], [0, 0, 0, 0]], [[9, 9, 1, 2], [0, 7, 0, 0]]])
+    probe = tf.constant(np.random.default_rng(0).normal(size=(2, 2, 4)).astype("float32"))
+    encoder(ids)
+    weights = [encoder.embedding.embeddings, encoder.positions]
+    with tf.GradientTape(persistent=True) as tape:
+        fast = tf.reduce_sum(encoder(ids) * probe)
+        words = tf.gather(weights[0], ids) * tf.cast(ids > 0, "float32")[..., None]
+        dense = tf.reduce_sum(tf.reduce_sum(words * weights[1], axis=-2) * probe)
+    for got, want in zip(tape.gradient(fast, weights), tape.gradient(dense, weights)):
+        np.testing.assert_allclose(tf.convert_to_tensor(got), tf.convert_to_tensor(want),
+                                   rtol=1e-5, atol=1e-7)

@@ -1,7 +1,7 @@
 """Sentence encoder of TPR-RNN: word embeddings weighted by learned position vectors."""
 
 import keras
-from keras import ops
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -14,7 +14,11 @@ class SentenceEncoder(keras.layers.Layer):
     position vectors start at ``1/k`` (``k`` = number of word slots).
 
     Word id 0 is padding and contributes nothing: its embedding is masked out
-    (the reference code let the pad embedding leak into ``s``; see NOTES.md).
+    (the authors' code let the pad embedding leak into ``s``).
+
+    Implementation: only the real (non-pad) words are gathered, multiplied by
+    their position vectors and summed per sentence (a segment sum), so padded
+    word slots and padded sentences cost nothing, forward or backward.
 
     Args:
         vocabulary_size: number of word ids, including pad (0) and unknown.
@@ -66,9 +70,19 @@ class SentenceEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, word_ids):
-        words = self.embedding(word_ids)
-        keep = ops.cast(ops.not_equal(word_ids, 0), words.dtype)
-        return ops.sum(words * self.positions * keep[..., None], axis=-2)
+        word_ids = tf.cast(word_ids, "int32")
+        slots = tf.shape(word_ids)[-1]
+        # Only real words are gathered: pad words (id 0) contribute nothing.
+        sentences = tf.reshape(word_ids, [-1, slots])
+        where = tf.where(sentences > 0)  # [words, 2]: (sentence, slot), int64
+        words = tf.gather(self.embedding.embeddings, tf.gather_nd(sentences, where))
+        positions = tf.gather(self.positions, where[:, 1])
+        summed = tf.math.unsorted_segment_sum(
+            words * positions, where[:, 0], tf.shape(sentences, out_type="int64")[0]
+        )
+        return tf.reshape(
+            summed, tf.concat([tf.shape(word_ids)[:-1], [self.symbol_dim]], axis=0)
+        )
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.symbol_dim,)
