@@ -34,9 +34,11 @@ def latest_checkpoint_step(model_dir):
 
 def comparable(results):
     """results.json without timings."""
-    drop = {"train_seconds", "wall_seconds"}
+    drop = {"train_seconds", "wall_seconds", "train_examples_per_second",
+            "step_examples_per_second"}
     out = {k: v for k, v in results.items() if k not in drop}
-    out["history"] = [{k: v for k, v in h.items() if k != "seconds"} for h in results["history"]]
+    out["history"] = [{k: v for k, v in h.items() if k not in ("seconds", "examples_per_second")}
+                      for h in results["history"]]
     return out
 
 

@@ -228,3 +228,136 @@ def test_checkpoints_cover_layers_held_in_lists(tmp_path):
     assert fresh.restore()
     for w, value in zip(fresh.model.weights, trained):
         np.testing.assert_array_equal(w.numpy(), value, err_msg=w.path)
+
+
+# ------------------------------------------------------------ early stopping
+def scripted_validation(tr, results):
+    """Makes ``tr.evaluate`` return ``(error_percent, loss)`` pairs in turn."""
+    script = iter(results)
+
+    def evaluate(dataset, group_key=None):
+        error, loss = next(script)
+        return {"loss": loss, "error_percent": error, "accuracy": 1 - error / 100, "count": 1}
+
+    tr.evaluate = evaluate
+
+
+ZERO_ERROR_PLATEAU = [(10.0, 0.5), (0.0, 0.05), (0.0, 0.0495), (0.0, 0.0492), (0.0, 0.049),
+                      (0.0, 0.0488), (0.0, 0.0486), (0.0, 0.0484)] + [(0.0, 0.048)] * 20
+
+
+def test_min_delta_loss_stops_on_a_negligible_loss_change(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=20, patience=3, min_delta_loss=1e-3)
+    scripted_validation(tr, ZERO_ERROR_PLATEAU)
+    history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
+    # epoch 2 reaches 0 % (the best); epochs 3-5 improve the loss by < 1e-3 each
+    assert len(history) == 5
+    assert float(tr.state["best_loss"].numpy()) == pytest.approx(0.05)
+    assert int(tr.state["bad_validations"].numpy()) == 3
+
+
+def test_without_min_delta_every_tiny_loss_decrease_resets_patience(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=15, patience=3, min_delta_loss=0.0)
+    scripted_validation(tr, ZERO_ERROR_PLATEAU)
+    history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
+    assert len(history) == 12  # the last improvement is epoch 9; 3 bad validations follow
+
+
+def test_min_delta_still_counts_a_lower_error_and_a_large_loss_drop(tmp_path):
+    tr = trainer(tmp_path, min_delta_loss=1e-3)
+    assert tr.improves(1.0, 9.0, 2.0, 0.1)  # a lower error always counts
+    assert tr.improves(1.0, 0.0980, 1.0, 0.1)  # equal error, loss 2e-3 lower
+    assert not tr.improves(1.0, 0.0995, 1.0, 0.1)  # equal error, loss 5e-4 lower
+    assert not tr.improves(2.0, 0.01, 1.0, 0.1)  # a higher error never counts
+
+
+def test_patience_at_zero_stops_soon_after_zero_error(tmp_path):
+    x, y = make_data()
+    # errors stay above 0 for a while with flat losses: only `patience` applies
+    script = [(10.0, 0.5), (10.0, 0.5), (5.0, 0.4), (0.0, 0.1)] + [(0.0, 0.1)] * 30
+    tr = trainer(tmp_path, epochs=30, patience=20, patience_at_zero=2)
+    scripted_validation(tr, script)
+    history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
+    assert len(history) == 6  # 0 % at epoch 4, then 2 validations without improvement
+    tr2 = trainer(tmp_path / "off", epochs=30, patience=20, patience_at_zero=None)
+    scripted_validation(tr2, script)
+    assert len(tr2.fit(dataset_fn(x, y), dataset_fn(x, y)(0))) == 24
+
+
+# ------------------------------------------------------ loop state and speed
+def test_learning_rate_is_applied_per_step_through_warmup(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path / "a", warmup_steps=4, warmup_factor=0.1, epochs=1, max_steps=3)
+    tr.fit(dataset_fn(x, y))
+    assert float(tr.optimizer.learning_rate.numpy()) == pytest.approx(0.001)  # still warming up
+    assert not bool(tr.state["warmup_done"].numpy())
+    tr = trainer(tmp_path / "b", warmup_steps=4, warmup_factor=0.1, epochs=1, max_steps=5)
+    tr.fit(dataset_fn(x, y))
+    assert float(tr.optimizer.learning_rate.numpy()) == pytest.approx(0.01)
+    assert bool(tr.state["warmup_done"].numpy())
+    # a resumed trainer starts from the checkpointed warm-up state
+    again = trainer(tmp_path / "b", warmup_steps=4, warmup_factor=0.1, epochs=1)
+    assert again.restore()
+    assert again.current_learning_rate() == pytest.approx(0.01)
+
+
+def test_counters_are_written_back_and_history_counts_examples(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=3)
+    assert tr.train_examples_per_second is None
+    history = tr.fit(dataset_fn(x, y))
+    for h in history:
+        assert h["examples_per_second"] * h["seconds"] == pytest.approx(96)
+    assert tr.train_examples_per_second > 0  # epochs 2 and 3
+    assert int(tr.state["global_step"].numpy()) == 18
+    assert int(tr.state["epoch"].numpy()) == 3
+    for name in ("step_in_epoch", "epoch_steps"):
+        assert int(tr.state[name].numpy()) == 0
+    # the checkpoint holds the same values
+    fresh = trainer(tmp_path, epochs=3)
+    assert fresh.restore() and int(fresh.state["global_step"].numpy()) == 18
+
+
+def test_mid_epoch_checkpoint_holds_the_running_sums(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=2, max_steps=9, checkpoint_every_steps=1)
+    tr.fit(dataset_fn(x, y))
+    fresh = trainer(tmp_path, epochs=2)
+    assert fresh.restore()
+    assert int(fresh.state["global_step"].numpy()) == 9
+    assert int(fresh.state["step_in_epoch"].numpy()) == 3
+    assert int(fresh.state["epoch_steps"].numpy()) == 3
+    assert float(fresh.state["epoch_loss_sum"].numpy()) > 0
+
+
+def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
+    x, y = make_data()
+    tr = trainer(tmp_path, epochs=1)
+    tr.fit(dataset_fn(x, y))
+    before = [v.numpy().copy() for v in tr.model.variables + tr.optimizer.variables]
+    rate = tr.benchmark_train_step(dataset_fn(x, y)(0), seconds=0.3)
+    assert rate > 0
+    for value, variable in zip(before, tr.model.variables + tr.optimizer.variables):
+        np.testing.assert_array_equal(value, variable.numpy())
+    assert Trainer._build_train_step is Trainer.make_train_function
+
+
+def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
+    from tpr_keras.training.loop import without_autotune
+
+    ds = dataset_fn(*make_data())(0)
+    one = trainer(tmp_path / "one", tf.distribute.OneDeviceStrategy("/cpu:0"))
+    assert one.host_only and trainer(tmp_path / "default").host_only
+    fed = one.distribute_dataset(ds)
+    assert isinstance(fed, tf.data.Dataset)
+    assert fed.options().autotune.enabled is False
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    two = trainer(tmp_path / "two", tf.distribute.MirroredStrategy(devices))
+    assert not two.host_only
+    assert not isinstance(two.distribute_dataset(ds), tf.data.Dataset)
+    # an explicit choice of the dataset is kept
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    assert without_autotune(ds.with_options(options)).options().autotune.enabled is True

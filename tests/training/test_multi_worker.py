@@ -40,7 +40,7 @@ def checkpoint_values(directory):
 
 def epoch_lines(log):
     """The per-epoch summary lines without their timings."""
-    return [re.sub(r" \| [\d.]+s$", "", line) for line in log.splitlines()
+    return [re.sub(r" \| [\d.]+s \(\d+ ex/s\)$", "", line) for line in log.splitlines()
             if line.startswith("epoch ")]
 
 

@@ -16,8 +16,19 @@ loop does, and it behaves identically under the default strategy,
 * Learning-rate policy: warm-up at ``lr * warmup_factor``, halved once when the
   validation loss first falls below ``halve_lr_below`` (TPR-RNN Appendix A;
   the reference code overwrote this every step, see NOTES.md).
-* Early stopping on the validation error (ties broken by loss) with the best
-  weights kept in ``<model_dir>/best`` and restored at the end.
+* Early stopping on the validation error, ties broken by the validation loss
+  with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
+  weights kept in ``<model_dir>/best`` and restored at the end; optionally a
+  shorter ``patience_at_zero`` once the validation error is 0.
+* One host sync per step: counters and the learning rate live in Python during
+  an epoch and are written to their variables before every checkpoint; on one
+  CPU replica the dataset is iterated directly (the ``tf.distribute`` input
+  pipeline's multi-device iterator cost more than the step on 2 cores).
+* Steady-state throughput: every epoch record holds its training examples/s
+  (iteration and steps, validation excluded); :attr:`Trainer.train_examples_per_second`
+  averages the epochs after the first (tracing) and
+  :meth:`Trainer.benchmark_train_step` times the same compiled step on cached
+  batches, for comparison.
 * Checkpoints of model, optimizer, counters and data position in
   ``<model_dir>/checkpoints``; a restarted run resumes from the latest one
   (every worker reads the chief's), skipping the batches of the interrupted
@@ -57,6 +68,14 @@ class TrainConfig:
         decay_factor: the factor of that step decay.
         patience: early stopping after this many validations without
             improvement; ``None`` trains for all epochs.
+        min_delta_loss: at an equal validation error, the validation loss must
+            fall by more than this (absolute, in nats per example) to count as
+            an improvement; a lower error always counts. With 0 errors the
+            error cannot improve, and loss changes of 1e-4 are noise that used
+            to reset the patience counter for dozens of epochs.
+        patience_at_zero: once the best validation error is 0 %, stop after
+            this many validations without improvement (``None``: ``patience``
+            applies throughout).
         target_error: also stop once the validation error (%) is at or
             below this value.
         checkpoint_every_steps: also checkpoint inside an epoch this often.
@@ -76,6 +95,8 @@ class TrainConfig:
     decay_every_epochs: int | None = None
     decay_factor: float = 0.5
     patience: int | None = 20
+    min_delta_loss: float = 1e-3
+    patience_at_zero: int | None = None
     target_error: float | None = None
     checkpoint_every_steps: int | None = None
     log_every_steps: int = 10
@@ -128,6 +149,23 @@ def variables_by_position(variables):
     restore whose shapes do not match.
     """
     return {f"v{i:05d}": variable for i, variable in enumerate(variables)}
+
+
+def without_autotune(dataset):
+    """``dataset`` with tf.data autotuning disabled, unless its options set it.
+
+    Deleting an autotuned iterator waits for the autotuning thread, whose
+    wake-ups double from 10 ms: under CPU contention (the training step uses
+    every core) the loop's per-epoch iterator was intermittently only released
+    at the next wake-up, 10 ms * (2^k - 1) after its creation, so epochs of
+    3-7 s ended at 10.2 or 20.5 s. Fixed buffer and parallelism values have
+    nothing to tune; ``AUTOTUNE`` ones fall back to tf.data's static defaults.
+    """
+    if dataset.options().autotune.enabled is not None:
+        return dataset
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 def is_chief(strategy):
@@ -219,6 +257,9 @@ class Trainer:
         self.best_prefix = os.path.join(self.write_dir, "best", "weights")
         self._train_step = None
         self._eval_step = None
+        self._counters = None  # Python mirrors of the per-step counters during fit()
+        self._assigned_lr = None
+        self.train_examples_per_second = None
         self.reinits = 0
         self.restored_from = None
 
@@ -232,7 +273,17 @@ class Trainer:
         count = tf.cast(tf.shape(out["loss"])[0], tf.float32)
         return loss_sum, grads, tf.reduce_sum(out["correct"]), count
 
-    def _build_train_step(self, element_spec):
+    def make_train_function(self, element_spec):
+        """The compiled, strategy-wrapped training step for batches of ``element_spec``.
+
+        ``step(batch) -> {"loss", "accuracy", "grad_norm", "applied",
+        "examples", "metrics"}``: the global mean loss and accuracy, the
+        all-reduced gradient norm, whether the update was applied (False for a
+        non-finite loss or gradient), the number of examples, and all five as
+        one float64 vector (one host transfer per step). ``element_spec`` is
+        that of :meth:`distribute_dataset`'s result (or of a distributed
+        dataset). ``fit`` builds its step here; so do the benchmarks.
+        """
         strategy = self.strategy
         clip = self.config.clip_norm
         variables = self.model.trainable_variables
@@ -258,14 +309,80 @@ class Trainer:
                 return tf.constant(True)
 
             applied = tf.cond(finite, apply, lambda: tf.constant(False))
+            metrics = tf.stack([tf.cast(v, tf.float64) for v in
+                                (loss, accuracy, norm, applied, total)])
             return {
                 "loss": loss,
                 "accuracy": accuracy,
                 "grad_norm": norm,
                 "applied": applied,
+                "examples": total,
+                "metrics": metrics,
             }
 
         return tf.function(step, input_signature=[element_spec])
+
+    _build_train_step = make_train_function  # the old private name (bench scripts)
+
+    def distribute_dataset(self, dataset):
+        """``dataset`` as the training step consumes it.
+
+        On a single replica on the host CPU (the default strategy, or
+        ``OneDeviceStrategy("/cpu:0")``) that is the dataset itself (with
+        tf.data autotuning off unless the dataset asked for it, see
+        :func:`without_autotune`): the
+        ``tf.distribute`` input pipeline would only add a multi-device
+        iterator, whose background threads and per-epoch set-up competed with
+        the step for the cores (on 2 CPUs its epochs took 1.5-2.4x the step
+        time, with stalls of seconds). Otherwise
+        ``strategy.experimental_distribute_dataset(dataset)``.
+        """
+        dataset = without_autotune(dataset)
+        if self.host_only:
+            return dataset
+        return self.strategy.experimental_distribute_dataset(dataset)
+
+    @property
+    def host_only(self):
+        """True on one replica on the host CPU: datasets are iterated directly."""
+        if self.strategy.num_replicas_in_sync != 1:
+            return False
+        try:
+            devices = self.strategy.extended.worker_devices
+        except RuntimeError:  # the default strategy: no distribution at all
+            return True
+        return all(tf.DeviceSpec.from_string(d).device_type == "CPU" for d in devices)
+
+    def benchmark_train_step(self, dataset, seconds=10.0, batches=40, warmup=3):
+        """Examples/s of the compiled training step alone, on cached batches.
+
+        Takes up to ``batches`` batches of ``dataset`` into memory, runs
+        ``warmup`` steps (tracing, if the step is new), then cycles through
+        them for ``seconds``: the rate :meth:`fit` would reach with a free
+        input pipeline and no loop overhead. Model, optimizer and learning
+        rate are restored afterwards, so it can run before, during or after
+        training.
+        """
+        cached = list(self.distribute_dataset(dataset).take(batches))
+        if not cached:
+            raise ValueError("benchmark_train_step needs a non-empty dataset")
+        if self._train_step is None:
+            self._train_step = self.make_train_function(
+                self.distribute_dataset(dataset).element_spec
+            )
+        saved = [v.numpy() for v in self.model.variables + self.optimizer.variables]
+        try:
+            for batch in cached[:warmup]:
+                self._train_step(batch)["metrics"].numpy()
+            examples, i = 0, 0
+            start = time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                examples += int(self._train_step(cached[i % len(cached)])["metrics"].numpy()[4])
+                i += 1
+            return examples / (time.perf_counter() - start)
+        finally:
+            for variable, value in zip(self.model.variables + self.optimizer.variables, saved):
+                variable.assign(value)
 
     def _build_eval_step(self, element_spec):
         def step(features, labels):
@@ -276,19 +393,49 @@ class Trainer:
 
     # --------------------------------------------------------------- helpers
     def _set_learning_rate(self, value):
-        if float(self.optimizer.learning_rate.numpy()) != value:
+        """Assigns the optimizer's lr when it changed (a Python-side mirror, no sync)."""
+        if value != self._assigned_lr:
             self.optimizer.learning_rate.assign(value)
+            self._assigned_lr = value
 
     def current_learning_rate(self):
-        lr = self.config.learning_rate * float(self.state["lr_factor"].numpy())
-        if not bool(self.state["warmup_done"].numpy()):
-            lr *= self.config.warmup_factor
+        """The learning rate of the next step, from the checkpointed state."""
+        self._sync_state()
+        return self._learning_rate(
+            bool(self.state["warmup_done"].numpy()), self._epoch_lr_factor()
+        )
+
+    def _epoch_lr_factor(self):
+        """The lr factors that change at most once per epoch (read from variables)."""
+        factor = float(self.state["lr_factor"].numpy())
         if bool(self.state["lr_halved"].numpy()):
-            lr *= 0.5
+            factor *= 0.5
         if self.config.decay_every_epochs:
             decays = int(self.state["epoch"].numpy()) // self.config.decay_every_epochs
-            lr *= self.config.decay_factor**decays
-        return lr
+            factor *= self.config.decay_factor**decays
+        return factor
+
+    def _learning_rate(self, warmup_done, epoch_factor):
+        lr = self.config.learning_rate * epoch_factor
+        return lr if warmup_done else lr * self.config.warmup_factor
+
+    # During fit() the per-step counters live in self._counters (Python ints and
+    # floats) and are written to their variables by _sync_state() before every
+    # checkpoint and whenever the loop hands control to other code.
+    _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
+                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps")
+
+    def _load_counters(self):
+        self._counters = {
+            name: self.state[name].numpy().item() for name in self._STEP_COUNTERS
+        }
+
+    def _sync_state(self):
+        if self._counters is None:
+            return
+        for name, value in self._counters.items():
+            if self.state[name].numpy().item() != value:
+                self.state[name].assign(value)
 
     def reinitialize(self):
         """Fresh weights for the model and a zeroed optimizer state."""
@@ -299,6 +446,8 @@ class Trainer:
             if "learning_rate" not in variable.path:
                 variable.assign(tf.zeros_like(variable))
         self.state["global_step"].assign(0)
+        if self._counters is not None:
+            self._counters["global_step"] = 0
         self.reinits += 1
 
     def evaluate(self, dataset, group_key=None):
@@ -311,7 +460,7 @@ class Trainer:
         if self._eval_step is None:
             self._eval_step = self._build_eval_step(dataset.element_spec)
         losses, corrects, groups = [], [], []
-        for features, labels in dataset:
+        for features, labels in without_autotune(dataset):
             loss, correct = self._eval_step(features, labels)
             losses.append(loss.numpy())
             corrects.append(correct.numpy())
@@ -381,6 +530,7 @@ class Trainer:
         return True
 
     def _save(self):
+        self._sync_state()
         self.manager.save(checkpoint_number=int(self.state["global_step"].numpy()))
 
     # ------------------------------------------------------------------ fit
@@ -418,120 +568,145 @@ class Trainer:
                 f"Resumed from {self.restored_from} at epoch "
                 f"{start_epoch + 1}, step {int(self.state['global_step'].numpy())}."
             )
+        self._assigned_lr = float(self.optimizer.learning_rate.numpy())
+        rates = []  # examples/s of the epochs after the first (tracing) one
         stop = self._should_stop()
-        for epoch in range(start_epoch, cfg.epochs):
-            if stop:
-                break
-            skip = int(self.state["step_in_epoch"].numpy())
-            dataset = train_dataset_fn(epoch)
-            if skip:
-                dataset = dataset.skip(skip)
-            distributed = self.strategy.experimental_distribute_dataset(dataset)
-            if self._train_step is None:
-                self._train_step = self._build_train_step(distributed.element_spec)
-            progbar = keras.utils.Progbar(
-                steps_per_epoch, verbose=1 if cfg.verbose == 1 else 0,
-                stateful_metrics=["lr"],
-            )
-            if cfg.verbose:
-                print(f"Epoch {epoch + 1}/{cfg.epochs}")
-            started = time.time()
-            epoch_done = True
-            for batch in distributed:
-                self._set_learning_rate(self.current_learning_rate())
-                out = self._train_step(batch)
-                # the data position counts every batch consumed, skipped or not
-                self.state["step_in_epoch"].assign_add(1)
-                loss = float(out["loss"].numpy())
-                if not bool(out["applied"].numpy()):
-                    self.state["skipped_steps"].assign_add(1)
-                    in_warmup = not bool(self.state["warmup_done"].numpy())
-                    print(
-                        f"Non-finite loss/gradient at step "
-                        f"{int(self.state['global_step'].numpy())}: step skipped."
-                    )
-                    if in_warmup and cfg.reinit_on_nan:
-                        if self.reinits >= cfg.max_reinits:
-                            raise FloatingPointError(
-                                f"Warm-up diverged {self.reinits} times; giving up."
-                            )
-                        print("NaN during warm-up: re-initialising model and optimizer.")
-                        self.reinitialize()
-                    continue
-                step = int(self.state["global_step"].assign_add(1).numpy())
-                if step >= cfg.warmup_steps and not bool(
-                    self.state["warmup_done"].numpy()
-                ):
-                    self.state["warmup_done"].assign(True)
-                accuracy = float(out["accuracy"].numpy())
-                self.state["epoch_loss_sum"].assign_add(loss)
-                self.state["epoch_accuracy_sum"].assign_add(accuracy)
-                self.state["epoch_steps"].assign_add(1)
-                progbar.add(
-                    1,
-                    [("loss", loss), ("acc", accuracy),
-                     ("lr", self.current_learning_rate())],
-                )
-                if step % cfg.log_every_steps == 0:
-                    with writer.as_default(step=step):
-                        tf.summary.scalar("loss", loss)
-                        tf.summary.scalar("accuracy", accuracy)
-                        tf.summary.scalar("grad_norm", out["grad_norm"])
-                        tf.summary.scalar("learning_rate", self.current_learning_rate())
-                if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
-                    self._save()
-                if cfg.max_steps and step >= cfg.max_steps:
-                    epoch_done = False
+        try:
+            for epoch in range(start_epoch, cfg.epochs):
+                if stop:
                     break
-            steps = max(int(self.state["epoch_steps"].numpy()), 1)
-            record = {
-                "epoch": epoch + 1,
-                "step": int(self.state["global_step"].numpy()),
-                "train_loss": float(self.state["epoch_loss_sum"].numpy()) / steps,
-                "train_accuracy": float(self.state["epoch_accuracy_sum"].numpy()) / steps,
-                "seconds": time.time() - started,
-                "learning_rate": self.current_learning_rate(),
-            }
-            if valid_dataset is not None:
-                valid = self.evaluate(valid_dataset)
-                record.update(
-                    valid_loss=valid["loss"], valid_error_percent=valid["error_percent"]
+                record = self._train_epoch(
+                    epoch, train_dataset_fn, steps_per_epoch, writer
                 )
-                self._after_validation(valid)
-                with writer.as_default(step=record["step"]):
-                    tf.summary.scalar("valid_loss", valid["loss"])
-                    tf.summary.scalar("valid_error_percent", valid["error_percent"])
-            history.append(record)
-            if valid_dataset is not None and after_validation is not None:
-                after_validation(self, history)
-            if epoch_done:
-                self.state["epoch"].assign(epoch + 1)
-                for name in ("step_in_epoch", "epoch_loss_sum", "epoch_accuracy_sum",
-                             "epoch_steps"):
-                    self.state[name].assign(tf.zeros_like(self.state[name]))
-            # History first (atomically), then the checkpoint: a crash in between
-            # redoes this epoch, and fit() then drops the record it had written.
-            if self.chief:
-                with open(history_path + ".tmp", "w") as f:
-                    json.dump(history, f, indent=1)
-                os.replace(history_path + ".tmp", history_path)
-            self._save()
-            if cfg.verbose:
-                line = (
-                    f"epoch {epoch + 1}: loss {record['train_loss']:.4f} "
-                    f"acc {record['train_accuracy']:.4f}"
-                )
-                if "valid_loss" in record:
-                    line += (
-                        f" | valid loss {record['valid_loss']:.4f} "
-                        f"error {record['valid_error_percent']:.2f}%"
+                epoch_done = record.pop("epoch_done")
+                # examples trained in this call (a resumed epoch counts only its rest)
+                examples = record.pop("examples")
+                if epoch > start_epoch and examples:
+                    rates.append((examples, record["seconds"]))
+                self._sync_state()  # validation callbacks see the true state
+                if valid_dataset is not None:
+                    valid = self.evaluate(valid_dataset)
+                    record.update(
+                        valid_loss=valid["loss"],
+                        valid_error_percent=valid["error_percent"],
                     )
-                print(line + f" | {record['seconds']:.1f}s")
-            stop = self._should_stop()
+                    self._after_validation(valid)
+                    with writer.as_default(step=record["step"]):
+                        tf.summary.scalar("valid_loss", valid["loss"])
+                        tf.summary.scalar("valid_error_percent", valid["error_percent"])
+                history.append(record)
+                if valid_dataset is not None and after_validation is not None:
+                    after_validation(self, history)
+                if epoch_done:
+                    self.state["epoch"].assign(epoch + 1)
+                    for name in ("step_in_epoch", "epoch_loss_sum",
+                                 "epoch_accuracy_sum", "epoch_steps"):
+                        self._counters[name] = 0
+                # History first (atomically), then the checkpoint: a crash in
+                # between redoes this epoch, and fit() then drops the record.
+                if self.chief:
+                    with open(history_path + ".tmp", "w") as f:
+                        json.dump(history, f, indent=1)
+                    os.replace(history_path + ".tmp", history_path)
+                self._save()
+                if cfg.verbose:
+                    line = (
+                        f"epoch {epoch + 1}: loss {record['train_loss']:.4f} "
+                        f"acc {record['train_accuracy']:.4f}"
+                    )
+                    if "valid_loss" in record:
+                        line += (
+                            f" | valid loss {record['valid_loss']:.4f} "
+                            f"error {record['valid_error_percent']:.2f}%"
+                        )
+                    print(line + f" | {record['seconds']:.1f}s "
+                          f"({record['examples_per_second']:.0f} ex/s)")
+                stop = self._should_stop()
+        finally:
+            self._sync_state()
+            self._counters = None
+        if rates:
+            self.train_examples_per_second = (
+                sum(e for e, _ in rates) / sum(t for _, t in rates)
+            )
         writer.flush()
         if valid_dataset is not None:
             self.restore_best()
         return history
+
+    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, writer):
+        """One pass over the training data; returns the epoch's record."""
+        cfg = self.config
+        self._load_counters()
+        counters = self._counters
+        started = time.perf_counter()
+        skip = counters["step_in_epoch"]
+        dataset = train_dataset_fn(epoch)
+        if skip:
+            dataset = dataset.skip(skip)
+        batches = self.distribute_dataset(dataset)
+        if self._train_step is None:
+            self._train_step = self.make_train_function(batches.element_spec)
+        progbar = None
+        if cfg.verbose == 1:
+            progbar = keras.utils.Progbar(steps_per_epoch, stateful_metrics=["lr"])
+        if cfg.verbose:
+            print(f"Epoch {epoch + 1}/{cfg.epochs}")
+        epoch_factor = self._epoch_lr_factor()
+        epoch_done, examples = True, 0
+        for batch in batches:
+            lr = self._learning_rate(counters["warmup_done"], epoch_factor)
+            self._set_learning_rate(lr)
+            out = self._train_step(batch)
+            loss, accuracy, norm, applied, count = out["metrics"].numpy().tolist()
+            # the data position counts every batch consumed, skipped or not
+            counters["step_in_epoch"] += 1
+            examples += int(count)
+            if not applied:
+                counters["skipped_steps"] += 1
+                print(f"Non-finite loss/gradient at step {counters['global_step']}: "
+                      "step skipped.")
+                if not counters["warmup_done"] and cfg.reinit_on_nan:
+                    if self.reinits >= cfg.max_reinits:
+                        raise FloatingPointError(
+                            f"Warm-up diverged {self.reinits} times; giving up."
+                        )
+                    print("NaN during warm-up: re-initialising model and optimizer.")
+                    self.reinitialize()
+                continue
+            counters["global_step"] += 1
+            step = counters["global_step"]
+            if step >= cfg.warmup_steps and not counters["warmup_done"]:
+                counters["warmup_done"] = True
+            counters["epoch_loss_sum"] += loss
+            counters["epoch_accuracy_sum"] += accuracy
+            counters["epoch_steps"] += 1
+            if progbar is not None:
+                progbar.add(1, [("loss", loss), ("acc", accuracy), ("lr", lr)])
+            if step % cfg.log_every_steps == 0:
+                with writer.as_default(step=step):
+                    tf.summary.scalar("loss", loss)
+                    tf.summary.scalar("accuracy", accuracy)
+                    tf.summary.scalar("grad_norm", norm)
+                    tf.summary.scalar("learning_rate", lr)
+            if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
+                self._save()
+            if cfg.max_steps and step >= cfg.max_steps:
+                epoch_done = False
+                break
+        seconds = time.perf_counter() - started
+        steps = max(counters["epoch_steps"], 1)
+        return {
+            "epoch": epoch + 1,
+            "step": counters["global_step"],
+            "train_loss": counters["epoch_loss_sum"] / steps,
+            "train_accuracy": counters["epoch_accuracy_sum"] / steps,
+            "seconds": seconds,
+            "examples": examples,
+            "examples_per_second": examples / seconds if seconds > 0 else 0.0,
+            "learning_rate": self._learning_rate(counters["warmup_done"], epoch_factor),
+            "epoch_done": epoch_done,
+        }
 
     def _after_validation(self, valid):
         cfg = self.config
@@ -546,16 +721,20 @@ class Trainer:
                       "learning rate halved.")
         best_error = float(self.state["best_error"].numpy())
         best_loss = float(self.state["best_loss"].numpy())
-        improved = valid["error_percent"] < best_error or (
-            valid["error_percent"] == best_error and valid["loss"] < best_loss
-        )
-        if improved:
+        if self.improves(valid["error_percent"], valid["loss"], best_error, best_loss):
             self.state["best_error"].assign(valid["error_percent"])
             self.state["best_loss"].assign(valid["loss"])
             self.state["bad_validations"].assign(0)
             self.best_checkpoint.write(self.best_prefix)
         else:
             self.state["bad_validations"].assign_add(1)
+
+    def improves(self, error, loss, best_error, best_loss):
+        """Early stopping's rule: a strictly lower validation error, or an equal
+        error and a loss lower by more than ``config.min_delta_loss``."""
+        return error < best_error or (
+            error == best_error and loss < best_loss - self.config.min_delta_loss
+        )
 
     def _should_stop(self):
         cfg = self.config
@@ -565,7 +744,11 @@ class Trainer:
             float(self.state["best_error"].numpy()) <= cfg.target_error
         ):
             return True
-        return (
-            cfg.patience is not None
-            and int(self.state["bad_validations"].numpy()) >= cfg.patience
-        )
+        bad = int(self.state["bad_validations"].numpy())
+        if (
+            cfg.patience_at_zero is not None
+            and float(self.state["best_error"].numpy()) == 0.0
+            and bad >= cfg.patience_at_zero
+        ):
+            return True
+        return cfg.patience is not None and bad >= cfg.patience
