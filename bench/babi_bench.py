@@ -1,40 +1,52 @@
-"""Training and inference throughput of the bAbI models (task-1 configuration).
+"""Training and inference throughput of the bAbI models, side by side.
 
-    python bench/babi_bench.py [--data_dir ../shared/data/babi] [--seconds 20]
+    python bench/babi_bench.py --task all --preset all_tasks --batch_size 32 --seconds 20
+    python bench/babi_bench.py --task 1 --preset all_tasks_code --batch_size 128
+    python bench/babi_bench.py --task 1 --preset single_task --models tpr_rnn,memn2n
 
-Uses the real task-1 training split when ``--data_dir`` (or
-``TPR_KERAS_BABI_DIR``) finds it, else random ids of the same shapes. Measures
-the training step exactly as ``train.babi`` runs it (the Trainer's compiled,
-strategy-wrapped step: forward, backward, all-reduce, clip, NaN guard, Nadam)
-and the compiled inference call, after a warm-up that includes tracing.
-Prints examples/second; ``--json`` also writes them to a file.
+Each model runs in its own subprocess, one after the other, so that its peak
+RSS is its own: TPR-RNN once per ``--implementations`` entry (the parallel
+memory and the dense recurrence it is compared with), then MemN2N. Every run
+uses the real training split when ``--data_dir`` (or ``TPR_KERAS_BABI_DIR``)
+finds it, else random ids of task-1 shapes, batched as ``train.babi`` batches
+it (shuffled, bucketed by story length). It measures the training step exactly
+as ``train.babi`` runs it (the Trainer's compiled, strategy-wrapped step:
+forward, backward, all-reduce, clip, NaN guard, optimizer) and the compiled
+inference call, each after a warm-up that includes tracing, over the same
+cycle of batches. Prints one line per model with train and inference
+examples/s, peak RSS and the implementation; ``--json`` also writes them.
 """
 
 import argparse
 import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from tpr_keras.data import babi  # noqa: E402
-from tpr_keras.models import TPRRNN, MemN2N  # noqa: E402
-from tpr_keras.training import Trainer, TrainConfig, get_optimizer, sparse_classification  # noqa: E402
+# Each model with its own default recipe (train.babi): TPR-RNN Nadam, MemN2N SGD.
+TPR_RNN_OPTIMIZER = {"single_task": (0.008, 0.6, 0.4)}  # else the all-tasks recipe
+ALL_TASKS_OPTIMIZER = (0.001, 0.9, 0.999)
 
 
-def load_split(args):
+def load_split(data_dir, task):
+    """The training split of ``task`` (an int or ``"all"``), or random ids."""
+    import numpy as np
+
+    from tpr_keras.data import babi
+
+    tasks = "all" if task == "all" else (int(task),)
     try:
-        data = babi.load_babi(args.data_dir, tasks=(args.task,), download=False)
-        return data.train, len(data.vocab), data.max_words, "real task %d" % args.task
+        data = babi.load_babi(data_dir, tasks=tasks, download=False)
+        return data.train, len(data.vocab), data.max_words, f"real task {task}"
     except (FileNotFoundError, OSError) as exc:
-        print(f"(no bAbI data: {exc.__class__.__name__}; using random ids)")
+        print(f"(no bAbI data: {exc.__class__.__name__}; using random ids)", file=sys.stderr)
     rng = np.random.default_rng(0)
     n, words, sentences, vocab = 9000, 7, 10, 23
     lengths = rng.integers(2, sentences + 1, size=n).astype("int32")
@@ -50,7 +62,7 @@ def load_split(args):
     return split, vocab, words, "random ids, task-1 shapes"
 
 
-def timed(fn, batches, seconds):
+def timed(fn, batches, seconds, count):
     """Runs ``fn`` over cycling batches for ``seconds``; returns examples/s."""
     for batch in batches[:3]:  # warm-up: tracing and first runs
         fn(batch)
@@ -58,61 +70,139 @@ def timed(fn, batches, seconds):
     while time.perf_counter() - start < seconds:
         batch = batches[i % len(batches)]
         fn(batch)
-        examples += int(tf.shape(batch[0]["question"])[0])
+        examples += count(batch)
         i += 1
     return examples / (time.perf_counter() - start)
+
+
+def run_one(args):
+    """Measures one model in this process; returns its result dict."""
+    import keras
+    import tensorflow as tf
+
+    from tpr_keras.data import babi
+    from tpr_keras.models import TPRRNN, MemN2N
+    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, sparse_classification
+
+    split, vocab, words, source = load_split(args.data_dir, args.task)
+    dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
+                                drop_remainder=True, bucket_width=args.bucket_width or None)
+    if args.model == "memn2n":
+        preset = "joint" if args.task == "all" else "single_task"
+
+        def model_fn():
+            return MemN2N.from_preset(preset, vocab, words, linear_start=False)
+
+        def optimizer_fn():
+            return keras.optimizers.SGD(0.32, clipnorm=1.25)
+
+        implementation = "-"
+    else:
+        preset = args.preset
+        lr, beta_1, beta_2 = TPR_RNN_OPTIMIZER.get(preset, ALL_TASKS_OPTIMIZER)
+
+        def model_fn():
+            return TPRRNN.from_preset(preset, vocab, words,
+                                      implementation=args.implementation)
+
+        def optimizer_fn():
+            return get_optimizer("nadam", lr, beta_1, beta_2)
+
+        implementation = args.implementation
+    keras.utils.set_random_seed(0)
+    trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"),
+                      TrainConfig(verbose=0), tempfile.mkdtemp())
+    distributed = trainer.distribute_dataset(dataset)  # what Trainer.fit iterates
+    train_batches = list(distributed.take(args.batches))
+    step = trainer.make_train_function(distributed.element_spec)
+
+    def count(batch):
+        return int(batch[1]["answer"].shape[0])
+
+    train_eps = timed(lambda b: step(b)["loss"].numpy(), train_batches, args.seconds, count)
+    model = trainer.model
+    infer = tf.function(lambda f: model(f, training=False),
+                        input_signature=[dataset.element_spec[0]])
+    infer_eps = timed(lambda b: infer(b[0]).numpy(), list(dataset.take(args.batches)),
+                      args.seconds, count)
+    stories = [int(b[0]["story"].shape[1]) for b in train_batches]
+    return {
+        "model": args.model, "preset": preset, "implementation": implementation,
+        "task": args.task, "batch_size": args.batch_size, "source": source,
+        "vocabulary": vocab, "parameters": model.count_params(),
+        "mean_story_sentences_per_batch": sum(stories) / len(stories),
+        "train_examples_per_second": train_eps,
+        "inference_examples_per_second": infer_eps,
+        # ru_maxrss is in KiB on Linux
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--task", type=int, default=1)
+    parser.add_argument("--task", default="1", help="a task number 1..20 or 'all'")
+    parser.add_argument("--preset", default="single_task",
+                        choices=["single_task", "all_tasks", "all_tasks_code"],
+                        help="TPR-RNN size preset")
     parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="measuring time per model, train and inference each")
     parser.add_argument("--models", default="tpr_rnn,memn2n")
-    parser.add_argument("--bucket_widths", default="0,10",
-                        help="comma list; 0 = plain random batches")
+    parser.add_argument("--implementations", default="parallel,recurrent",
+                        help="TPR-RNN memory implementations to compare")
+    parser.add_argument("--bucket_width", type=int, default=10,
+                        help="as train.babi's --bucket_width; 0 = plain random batches")
+    parser.add_argument("--batches", type=int, default=100,
+                        help="distinct batches cycled through while measuring")
     parser.add_argument("--json", default=None, help="also write the numbers here")
+    parser.add_argument("--model", default=None, help=argparse.SUPPRESS)  # subprocess
+    parser.add_argument("--implementation", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.task != "all" and not 1 <= int(args.task) <= 20:
+        parser.error(f"--task must be 1..20 or 'all'; got {args.task}")
 
-    split, vocab, words, source = load_split(args)
-    results = {"source": source, "batch_size": args.batch_size, "cpus": os.cpu_count(),
-               "tensorflow": tf.__version__, "models": {}}
-    print(f"data: {source}; batch {args.batch_size}; TF {tf.__version__}; {os.cpu_count()} CPUs")
-    runs = [(name, int(w)) for name in args.models.split(",")
-            for w in args.bucket_widths.split(",")]
-    for name, width in runs:
-        dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
-                                    drop_remainder=True, bucket_width=width or None)
-        batches = list(dataset.take(40))
-        # Each model with its own default recipe (train.babi): TPR-RNN Nadam, MemN2N SGD.
-        builders = {
-            "tpr_rnn": (lambda: TPRRNN.from_preset("single_task", vocab, words),
-                        lambda: get_optimizer("nadam", 0.008, 0.6, 0.4)),
-            "memn2n": (lambda: MemN2N.from_preset("single_task", vocab, words, linear_start=False),
-                       lambda: keras.optimizers.SGD(0.32, clipnorm=1.25)),
-        }
-        keras.utils.set_random_seed(0)
-        trainer = Trainer(builders[name][0], builders[name][1],
-                          sparse_classification("answer"), TrainConfig(verbose=0),
-                          tempfile.mkdtemp())
-        distributed = list(trainer.strategy.experimental_distribute_dataset(dataset).take(40))
-        step = trainer._build_train_step(
-            trainer.strategy.experimental_distribute_dataset(dataset).element_spec)
-        train_eps = timed(lambda b: step(b)["loss"].numpy(),
-                          [(b[0], b[1]) for b in distributed], args.seconds)
-        model = trainer.model
-        infer = tf.function(lambda f: model(f, training=False),
-                            input_signature=[dataset.element_spec[0]])
-        infer_eps = timed(lambda b: infer(b[0]).numpy(), batches, args.seconds)
-        label = f"{name}/bucket{width}"
-        results["models"][label] = {
-            "parameters": model.count_params(),
-            "train_examples_per_second": train_eps,
-            "inference_examples_per_second": infer_eps,
-        }
-        print(f"{label:18s} params {model.count_params():7,d}  train {train_eps:9.0f} ex/s  "
-              f"inference {infer_eps:9.0f} ex/s")
+    if args.model:  # one measurement, in a subprocess of the run below
+        print("RESULT " + json.dumps(run_one(args)))
+        return
+
+    import tensorflow as tf
+
+    runs = []
+    for model in args.models.split(","):
+        for implementation in (args.implementations.split(",") if model == "tpr_rnn"
+                               else [None]):
+            runs.append((model, implementation))
+    print(f"bAbI task {args.task}; preset {args.preset}; batch {args.batch_size}; "
+          f"TF {tf.__version__}; {os.cpu_count()} CPUs; {args.seconds:g} s per measurement")
+    results = {"task": args.task, "preset": args.preset, "batch_size": args.batch_size,
+               "cpus": os.cpu_count(), "tensorflow": tf.__version__, "runs": []}
+    for model, implementation in runs:
+        command = [sys.executable, os.path.abspath(__file__), "--model", model,
+                   "--task", args.task, "--preset", args.preset,
+                   "--batch_size", str(args.batch_size), "--seconds", str(args.seconds),
+                   "--bucket_width", str(args.bucket_width), "--batches", str(args.batches)]
+        if args.data_dir:
+            command += ["--data_dir", args.data_dir]
+        if implementation:
+            command += ["--implementation", implementation]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        if done.returncode or not lines:
+            sys.stderr.write(done.stderr[-3000:])
+            raise SystemExit(f"{model}/{implementation} failed (exit {done.returncode})")
+        result = json.loads(lines[-1][len("RESULT "):])
+        results["runs"].append(result)
+        print(f"{model:8s} {result['preset']:15s} {result['implementation']:10s} "
+              f"params {result['parameters']:8,d}  train {result['train_examples_per_second']:8.0f}"
+              f" ex/s  inference {result['inference_examples_per_second']:8.0f} ex/s  "
+              f"peak RSS {result['peak_rss_mb']:6.0f} MB", flush=True)
+    base = {r["implementation"]: r for r in results["runs"] if r["model"] == "tpr_rnn"}
+    if "parallel" in base and "recurrent" in base:
+        ratio = (base["parallel"]["train_examples_per_second"]
+                 / base["recurrent"]["train_examples_per_second"])
+        results["parallel_over_recurrent_train"] = ratio
+        print(f"TPR-RNN train speed, parallel / recurrent: {ratio:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -594,6 +594,9 @@ class Trainer:
                     with writer.as_default(step=record["step"]):
                         tf.summary.scalar("valid_loss", valid["loss"])
                         tf.summary.scalar("valid_error_percent", valid["error_percent"])
+                # wall-clock time at the end of the epoch (validation included), so a
+                # curve against wall time can be drawn across restarts
+                record["finished_at"] = time.time()
                 history.append(record)
                 if valid_dataset is not None and after_validation is not None:
                     after_validation(self, history)
