@@ -37,7 +37,8 @@ def comparable(results):
     drop = {"train_seconds", "wall_seconds", "train_examples_per_second",
             "step_examples_per_second"}
     out = {k: v for k, v in results.items() if k not in drop}
-    out["history"] = [{k: v for k, v in h.items() if k not in ("seconds", "examples_per_second")}
+    out["history"] = [{k: v for k, v in h.items()
+                       if k not in ("seconds", "examples_per_second", "finished_at")}
                       for h in results["history"]]
     return out
 
