@@ -15,6 +15,8 @@ forward, backward, all-reduce, clip, NaN guard, optimizer) and the compiled
 inference call, each after a warm-up that includes tracing, over the same
 cycle of batches. Prints one line per model with train and inference
 examples/s, peak RSS and the implementation; ``--json`` also writes them.
+Like ``train.babi``, each run caps glibc's malloc arenas at 2
+(:func:`tpr_keras.runtime.limit_malloc_arenas`; ``MALLOC_ARENA_MAX`` overrides).
 """
 
 import argparse
@@ -29,6 +31,10 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from tpr_keras import runtime  # noqa: E402
+
+runtime.limit_malloc_arenas()  # as train.babi does, before TensorFlow starts
 
 # Each model with its own default recipe (train.babi): TPR-RNN Nadam, MemN2N SGD.
 TPR_RNN_OPTIMIZER = {"single_task": (0.008, 0.6, 0.4)}  # else the all-tasks recipe

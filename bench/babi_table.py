@@ -3,7 +3,12 @@
 Each RUN_DIR is a ``--model_dir`` holding ``results.json``. Prints one row per
 task (test and validation error, epochs, wall time) next to the paper's
 Table 2 single-task numbers, and, with ``--curve``, the per-epoch history of
-the first run.
+the first run. With ``--all_tasks`` the first run is one joint model: its
+per-task test errors are printed next to Appendix B's Table 4 (best and mean of
+the paper's 8 runs) with the mean error and failed tasks next to Table 1, and
+the curve carries the wall time since the run started (restarts included).
+
+    python bench/babi_table.py runs/babi-all --all_tasks --curve
 """
 
 import argparse
@@ -22,11 +27,64 @@ PAPER_TABLE2 = {
 }
 
 
+# Appendix B, Table 4 (8 all-tasks runs): (best, mean ± std) per task; Table 1's summary.
+PAPER_TABLE4 = {
+    1: ("0.00", "0.05 ± 0.08"), 2: ("0.30", "0.64 ± 0.46"), 3: ("2.20", "4.14 ± 1.85"),
+    4: ("0.00", "0.05 ± 0.08"), 5: ("0.70", "1.00 ± 0.25"), 6: ("0.00", "0.36 ± 0.39"),
+    7: ("1.00", "1.88 ± 0.82"), 8: ("0.20", "0.51 ± 0.37"), 9: ("0.10", "0.40 ± 0.43"),
+    10: ("0.20", "0.89 ± 0.75"), 11: ("0.50", "1.18 ± 0.48"), 12: ("0.00", "1.35 ± 1.14"),
+    13: ("1.90", "2.38 ± 0.47"), 14: ("0.20", "0.85 ± 0.54"), 15: ("0.00", "0.03 ± 0.07"),
+    16: ("0.00", "0.70 ± 1.35"), 17: ("0.60", "3.44 ± 3.16"), 18: ("0.00", "0.72 ± 0.60"),
+    19: ("1.20", "6.96 ± 7.03"), 20: ("0.00", "0.00 ± 0.00"),
+}
+PAPER_TABLE1 = {"mean": "1.34 ± 0.52 (best 0.78)", "failed": "0.86 ± 1.11"}
+
+
+def all_tasks_table(results):
+    """Per-task test errors of one joint run next to Table 4, then the Table 1 summary."""
+    test, valid = results["test_error_percent"], results["valid_error_percent"]
+    print("| task | test error % (ours) | valid error % | paper best (Table 4) | paper mean |")
+    print("|---:|---:|---:|---:|---:|")
+    for task in sorted(test, key=int):
+        best, mean = PAPER_TABLE4[int(task)]
+        print(f"| {task} | {test[task]:.1f} | {valid[task]:.1f} | {best} | {mean} |")
+    failed = sum(error > 5 for error in test.values())
+    print(f"| **mean** | **{results['test_error_percent_mean']:.2f}** | "
+          f"{sum(valid.values()) / len(valid):.2f} | 0.78 | {PAPER_TABLE1['mean']} |")
+    print(f"| failed (> 5 %) | {failed} | | | {PAPER_TABLE1['failed']} |")
+
+
+def curve(history):
+    """Per-epoch history; wall time from the first epoch's start (restarts included)."""
+    print("\n| epoch | step | wall min | train loss | train acc | valid loss | valid error % "
+          "| lr | epoch s | ex/s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    start = None
+    for h in history:
+        if start is None and "finished_at" in h:
+            start = h["finished_at"] - h["seconds"]
+        wall = (h["finished_at"] - start) / 60 if "finished_at" in h and start else float("nan")
+        print(f"| {h['epoch']} | {h['step']} | {wall:.1f} | {h['train_loss']:.4f} | "
+              f"{h['train_accuracy']:.4f} | {h.get('valid_loss', float('nan')):.4f} | "
+              f"{h.get('valid_error_percent', float('nan')):.2f} | "
+              f"{h['learning_rate']:.4g} | {h['seconds']:.1f} | "
+              f"{h.get('examples_per_second', float('nan')):.0f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--curve", action="store_true")
+    parser.add_argument("--all_tasks", action="store_true",
+                        help="the first run is one model over all tasks (Table 1 / Table 4)")
     args = parser.parse_args()
+    if args.all_tasks:
+        with open(os.path.join(args.runs[0], "results.json")) as f:
+            results = json.load(f)
+        all_tasks_table(results)
+        if args.curve:
+            curve(results["history"])
+        return
     rows = []
     for run in args.runs:
         with open(os.path.join(run, "results.json")) as f:
@@ -41,14 +99,7 @@ def main():
         print(f"| {task} | {test:.1f} | {valid:.1f} | {epochs} | {wall:.0f} | {best} | {mean} |")
     if args.curve:
         with open(os.path.join(args.runs[0], "results.json")) as f:
-            history = json.load(f)["history"]
-        print("\n| epoch | train loss | train acc | valid loss | valid error % | lr | s |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
-        for h in history:
-            print(f"| {h['epoch']} | {h['train_loss']:.4f} | {h['train_accuracy']:.4f} | "
-                  f"{h.get('valid_loss', float('nan')):.4f} | "
-                  f"{h.get('valid_error_percent', float('nan')):.2f} | "
-                  f"{h['learning_rate']:.4g} | {h['seconds']:.1f} |")
+            curve(json.load(f)["history"])
 
 
 if __name__ == "__main__":

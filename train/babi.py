@@ -13,9 +13,13 @@ import time
 
 PROCESS_START = time.time()
 
-from absl import app, flags, logging
+from tpr_keras import runtime
 
-from tpr_keras.training import flags as train_flags
+runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
+
+from absl import app, flags, logging  # noqa: E402
+
+from tpr_keras.training import flags as train_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -43,6 +47,9 @@ flags.DEFINE_integer("relation_dim", None, "Width of V_Relation.")
 flags.DEFINE_enum("operations", "all", ["write", "write+move", "write+backlink", "all"],
                   "Memory operations (Table 3 ablations).")
 flags.DEFINE_integer("inference_steps", 3, "Unbinding steps of the inference module.")
+flags.DEFINE_enum("implementation", "parallel", ["parallel", "recurrent"],
+                  "TPR-RNN memory: one triangular solve per story (parallel) or the dense "
+                  "recurrence over sentences (the reference); same model, same weights.")
 flags.DEFINE_integer("hops", 3, "MemN2N: memory hops K.")
 flags.DEFINE_integer("embedding_dim", None, "MemN2N: d (default 20 single-task, 50 joint).")
 flags.DEFINE_integer("memory_size", 50, "MemN2N: memory slots (the last N sentences).")
@@ -181,7 +188,8 @@ def main(argv):
             preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
             symbol_dim=FLAGS.symbol_dim, hidden_dim=FLAGS.hidden_dim,
             entity_dim=FLAGS.entity_dim, relation_dim=FLAGS.relation_dim,
-            operations=FLAGS.operations, inference_steps=FLAGS.inference_steps)
+            operations=FLAGS.operations, inference_steps=FLAGS.inference_steps,
+            implementation=FLAGS.implementation)
 
     def optimizer_fn():
         if hp["optimizer"] == "sgd":
@@ -273,6 +281,7 @@ def main(argv):
                  "truncated": truncated},
         "config": {"task": FLAGS.task, "model": FLAGS.model, "preset": preset,
                    "operations": FLAGS.operations, "seed": FLAGS.seed,
+                   "implementation": FLAGS.implementation,
                    "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
                    "strategy": type(strategy).__name__, "replicas": replicas,
                    "parameters": trainer.model.count_params(), **hp},
