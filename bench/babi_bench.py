@@ -94,7 +94,7 @@ def run_one(args):
     dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
                                 drop_remainder=True, bucket_width=args.bucket_width or None)
     if args.model == "memn2n":
-        preset = "joint" if args.task == "all" else "single_task"
+        preset = "all_tasks" if args.task == "all" else "single_task"
 
         def model_fn():
             return MemN2N.from_preset(preset, vocab, words, linear_start=False)

@@ -1,6 +1,6 @@
 """bAbI question answering tasks (v1.2): parsing, vocabulary, splits and tf.data input.
 
-Conventions (those of the TPR-RNN reference code, see ``NOTES.md``):
+Conventions (those of the TPR-RNN authors' published code):
 
 * Tokens: lower-cased words, with each of ``. ? ! , ; :`` as a token of its own
   (:func:`tokenize`). Answers are *not* tokenized: the lower-cased answer field is a

@@ -14,8 +14,8 @@ PRESETS = {
     "single_task": {"hidden_dim": None, "entity_dim": 15, "relation_dim": 10},
     # As printed in Appendix A: hidden 90, entity 40, relation 20.
     "all_tasks": {"hidden_dim": 90, "entity_dim": 40, "relation_dim": 20},
-    # The authors' code config (NOTES.md): entity 90, relation 20, hidden 40;
-    # the appendix's names look swapped relative to it.
+    # The sizes in the authors' published all-tasks configuration: entity 90,
+    # relation 20, hidden 40 (the appendix's names look swapped relative to it).
     "all_tasks_code": {"hidden_dim": 40, "entity_dim": 90, "relation_dim": 20},
 }
 

@@ -15,7 +15,7 @@ loop does, and it behaves identically under the default strategy,
   full re-initialisation of model and optimizer (TPR-RNN Appendix A).
 * Learning-rate policy: warm-up at ``lr * warmup_factor``, halved once when the
   validation loss first falls below ``halve_lr_below`` (TPR-RNN Appendix A;
-  the reference code overwrote this every step, see NOTES.md).
+  the authors' code assigned the halved rate and overwrote it every step).
 * Early stopping on the validation error, ties broken by the validation loss
   with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
   weights kept in ``<model_dir>/best`` and restored at the end; optionally a
