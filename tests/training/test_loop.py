@@ -361,3 +361,27 @@ def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
     options = tf.data.Options()
     options.autotune.enabled = True
     assert without_autotune(ds.with_options(options)).options().autotune.enabled is True
+
+
+def test_time_budget_stops_mid_epoch_and_the_next_fit_resumes(tmp_path, monkeypatch):
+    import itertools
+
+    from tpr_keras.training import loop
+
+    x, y = make_data()
+    full = trainer(tmp_path / "full", epochs=3)
+    full.fit(dataset_fn(x, y))
+    # A clock that advances 1 s per reading: the budget of 1.5 s is spent after one step.
+    ticks = itertools.count()
+    monkeypatch.setattr(loop.time, "monotonic", lambda: float(next(ticks)))
+    cut = trainer(tmp_path / "cut", epochs=3, max_train_seconds=1.5)
+    cut.fit(dataset_fn(x, y))
+    monkeypatch.undo()
+    assert int(cut.state["global_step"].numpy()) == 1  # stopped after the first step
+    assert int(cut.state["epoch"].numpy()) == 0 and int(cut.state["step_in_epoch"].numpy()) == 1
+    resumed = trainer(tmp_path / "cut", epochs=3)  # no budget: runs to the end
+    history = resumed.fit(dataset_fn(x, y))
+    assert int(resumed.state["global_step"].numpy()) == 18
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+    for a, b in zip(full.model.weights, resumed.model.weights):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

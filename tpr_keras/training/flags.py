@@ -39,6 +39,11 @@ def define_flags():
         "checkpoint_every_steps", None,
         "Also checkpoint every N optimizer steps inside an epoch (a checkpoint is always "
         "written at the end of an epoch). A restarted run resumes from the latest one.")
+    flags.DEFINE_float(
+        "max_train_minutes", None,
+        "Time budget for training in this run: stop at the first step past it, keep the "
+        "best-validation weights, evaluate and export. Running the same command again "
+        "resumes from the checkpoint with a fresh budget.")
     flags.DEFINE_bool(
         "deterministic", False,
         "tf.config.experimental.enable_op_determinism(): bit-identical reruns and resumes "
@@ -75,4 +80,6 @@ def setup(global_batch):
 
 def trainer_kwargs():
     """The :class:`~tpr_keras.training.TrainConfig` fields these flags set."""
-    return {"checkpoint_every_steps": FLAGS.checkpoint_every_steps or None}
+    minutes = FLAGS.max_train_minutes
+    return {"checkpoint_every_steps": FLAGS.checkpoint_every_steps or None,
+            "max_train_seconds": minutes * 60 if minutes else None}

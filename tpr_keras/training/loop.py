@@ -55,6 +55,11 @@ class TrainConfig:
         learning_rate: base learning rate.
         epochs: maximum number of epochs.
         max_steps: optional cap on optimizer steps (overrides ``epochs``).
+        max_train_seconds: optional time budget of one ``fit`` call: training
+            stops at the first step past it (mid-epoch: that partial epoch is
+            validated and checkpointed like one cut by ``max_steps``), and
+            ``fit`` returns with the best weights. A later ``fit`` (the same
+            command again) resumes with a fresh budget.
         clip_norm: global-norm gradient clipping; ``None`` disables it.
         warmup_steps: steps trained at ``learning_rate * warmup_factor``.
         warmup_factor: learning-rate factor during warm-up.
@@ -86,6 +91,7 @@ class TrainConfig:
     learning_rate: float = 0.008
     epochs: int = 100
     max_steps: int | None = None
+    max_train_seconds: float | None = None
     clip_norm: float | None = 5.0
     warmup_steps: int = 50
     warmup_factor: float = 0.1
@@ -569,6 +575,9 @@ class Trainer:
                 f"{start_epoch + 1}, step {int(self.state['global_step'].numpy())}."
             )
         self._assigned_lr = float(self.optimizer.learning_rate.numpy())
+        self._deadline = (
+            time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
+        )
         rates = []  # examples/s of the epochs after the first (tracing) one
         stop = self._should_stop()
         try:
@@ -697,6 +706,11 @@ class Trainer:
             if cfg.max_steps and step >= cfg.max_steps:
                 epoch_done = False
                 break
+            if self._past_deadline():
+                epoch_done = False
+                print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
+                      f"{step}: stopping (the same command resumes from here).")
+                break
         seconds = time.perf_counter() - started
         steps = max(counters["epoch_steps"], 1)
         return {
@@ -739,8 +753,14 @@ class Trainer:
             error == best_error and loss < best_loss - self.config.min_delta_loss
         )
 
+    def _past_deadline(self):
+        deadline = getattr(self, "_deadline", None)
+        return deadline is not None and time.monotonic() >= deadline
+
     def _should_stop(self):
         cfg = self.config
+        if self._past_deadline():
+            return True
         if cfg.max_steps and int(self.state["global_step"].numpy()) >= cfg.max_steps:
             return True
         if cfg.target_error is not None and (
