@@ -55,20 +55,23 @@ def all_tasks_table(results):
 
 
 def curve(history):
-    """Per-epoch history; wall time from the first epoch's start (restarts included)."""
-    print("\n| epoch | step | wall min | train loss | train acc | valid loss | valid error % "
-          "| lr | epoch s | ex/s |")
+    """Per-epoch history with cumulative training minutes (the sum of the epochs' training
+    time, validation excluded) and, for epochs that recorded ``finished_at``, the wall-clock
+    minutes since the first such epoch began."""
+    print("\n| epoch | step | train min | wall min | train loss | train acc | valid loss "
+          "| valid error % | lr | ex/s |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    start = None
+    start, train_seconds = None, 0.0
     for h in history:
+        train_seconds += h["seconds"]
         if start is None and "finished_at" in h:
             start = h["finished_at"] - h["seconds"]
-        wall = (h["finished_at"] - start) / 60 if "finished_at" in h and start else float("nan")
-        print(f"| {h['epoch']} | {h['step']} | {wall:.1f} | {h['train_loss']:.4f} | "
-              f"{h['train_accuracy']:.4f} | {h.get('valid_loss', float('nan')):.4f} | "
+        wall = (h["finished_at"] - start) / 60 if "finished_at" in h else float("nan")
+        print(f"| {h['epoch']} | {h['step']} | {train_seconds / 60:.1f} | {wall:.1f} | "
+              f"{h['train_loss']:.4f} | {h['train_accuracy']:.4f} | "
+              f"{h.get('valid_loss', float('nan')):.4f} | "
               f"{h.get('valid_error_percent', float('nan')):.2f} | "
-              f"{h['learning_rate']:.4g} | {h['seconds']:.1f} | "
-              f"{h.get('examples_per_second', float('nan')):.0f} |")
+              f"{h['learning_rate']:.4g} | {h.get('examples_per_second', float('nan')):.0f} |")
 
 
 def main():

@@ -119,3 +119,11 @@ def test_parallel_equals_recurrent_values_and_gradients(operations, entity, rela
 def test_unknown_operations_rejected():
     with pytest.raises(ValueError, match="operations must be one of"):
         factored.operation_slots("write+teleport", *story((0, 1, 0, 1, 2)))
+
+
+@pytest.mark.parametrize("solver", [factored.parallel_targets, factored.recurrent_targets])
+def test_empty_story_gives_an_empty_memory(solver):
+    parts = [tf.zeros([2, 0, d]) for d in (E, E, R, R, R)]
+    factors = solve("all", parts, keep=tf.zeros([2, 0]), solver=solver)
+    assert [f.shape for f in factors] == [(2, 0, E), (2, 0, R), (2, 0, E)]
+    np.testing.assert_array_equal(read(factors, 0, 0), np.zeros((2, E)))

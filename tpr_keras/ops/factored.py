@@ -215,7 +215,7 @@ def recurrent_targets(slots, keep):
         )
         return memory + tf.matmul(source, bound, transpose_a=True), new
 
-    initial = (memory, tf.zeros_like(time_major[2][0]))
+    initial = (memory, tf.zeros([batch, num_slots, entity], dtype=sources.dtype))
     _, targets = tf.scan(step, tuple(time_major), initializer=initial)
     targets = tf.transpose(targets, [1, 0, 2, 3])
     return (
