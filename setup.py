@@ -24,6 +24,10 @@ setup(
         "grpcio>=1.60",
         "protobuf>=5",
     ],
-    extras_require={"test": ["pytest>=8"]},
+    extras_require={
+        "test": ["pytest>=8"],
+        # the papers' figures (tpr_keras.analysis): plots and hierarchical clustering
+        "analysis": ["matplotlib>=3.8", "scipy>=1.11"],
+    },
     license="Apache-2.0",
 )

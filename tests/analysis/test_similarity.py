@@ -1,0 +1,67 @@
+"""The Figure 4 analysis: cosine similarity, clustering, and the command end to end."""
+
+import struct
+
+import keras
+import numpy as np
+import pytest
+
+from tpr_keras.analysis import similarity as sim
+
+pytest.importorskip("scipy")
+pytest.importorskip("matplotlib")
+
+
+def test_cosine_similarity_and_clusters_of_two_obvious_groups():
+    rng = np.random.default_rng(0)
+    a = np.array([1.0, 0.0, 0.0]) + rng.normal(scale=0.05, size=(5, 3))
+    b = np.array([0.0, 1.0, 1.0]) + rng.normal(scale=0.05, size=(4, 3))
+    vectors = np.concatenate([a, b])[rng.permutation(9)]
+    s = sim.cosine_similarity(vectors)
+    np.testing.assert_allclose(np.diag(s), 1.0, atol=1e-6)
+    np.testing.assert_allclose(s, s.T)
+    order, labels = sim.cluster(s, clusters=2)
+    first_group = vectors[:, 0] > 0.5
+    assert len(set(labels[first_group])) == 1 and len(set(labels[~first_group])) == 1
+    assert labels[first_group][0] != labels[~first_group][0]
+    in_order = first_group[order]  # each group is contiguous in the leaf order
+    assert (np.diff(in_order.astype(int)) != 0).sum() == 1
+    assert sim.cosine_similarity(np.zeros((2, 3)))[0, 1] == 0.0
+
+
+def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_task1_writer):
+    from tpr_keras.data import babi
+    from tpr_keras.models import TPRRNN
+
+    root = tmp_path / "data" / "en-10k"
+    root.mkdir(parents=True)
+    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 30, 0)
+    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 5, 1)
+    data = babi.load_babi(root.parent, tasks=(1,), download=False)
+    model = TPRRNN.from_preset("single_task", len(data.vocab), data.max_words)
+    export = tmp_path / "run" / "export"
+    export.mkdir(parents=True)
+    model.save(export / "model.keras")
+    data.vocab.save(export / "vocab.txt")
+
+    out = tmp_path / "figures"
+    assert sim.main(["--model_dir", str(tmp_path / "run"), "--task", "1", "--data_dir",
+                     str(root.parent), "--out", str(out), "--clusters", "3"]) == 0
+    for name in sim.REPRESENTATIONS:
+        png = (out / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = struct.unpack(">II", png[16:24])
+        assert width > 300 and height > 300
+    listing = (out / "clusters.txt").read_text()
+    sentences = {" ".join(data.vocab.decode(r)) for r in np.unique(data.valid.sentences, axis=0)}
+    for name in sim.REPRESENTATIONS:
+        section = listing.split(f"## {name} ")[1].split("\n## ")[0]
+        listed = {line.strip() for line in section.splitlines() if line.startswith("  ")}
+        assert listed == sentences  # every unique statement in exactly one cluster listing
+    # The representations are the update module's own (eq. 7-8) on the encoded sentences.
+    ids = np.ones((2, model.max_words), "int32")
+    parts = sim.representations(model, ids)
+    expected = model.update_module.extract(model.sentence_encoder(ids))
+    for name in sim.REPRESENTATIONS:
+        np.testing.assert_allclose(parts[name], expected[name], rtol=1e-6)
+    keras.backend.clear_session()

@@ -1,0 +1,1 @@
+"""Analyses of trained models (the papers' figures); needs the ``analysis`` extra."""

@@ -1,0 +1,153 @@
+"""TPR-RNN §7 representation analysis (Figure 4): clustered similarity of e1, e2, r1, r2, r3.
+
+    python -m tpr_keras.analysis.similarity --model_dir runs/babi-all --task 3 \\
+        --data_dir ../shared/data/babi --out results/figures/similarity-task3
+
+Schlag & Schmidhuber (2018) §7 / Appendix C: for sentences of one task, the update module's
+entity (e1, e2; eq. 7) and relation (r1, r2, r3; eq. 8) vectors are compared by cosine
+similarity, the sentences are clustered hierarchically, and the similarity matrix is drawn in
+cluster order. This command takes the unique statements of the task's validation split (at
+most ``--max_sentences``, a seeded sample), computes the five representations with the
+trained model, clusters each by average linkage on cosine distance, and writes one PNG per
+representation (``e1.png`` ...) plus ``clusters.txt`` listing every cluster's sentences.
+
+Needs the ``analysis`` extra (``pip install -e ".[analysis]"``: matplotlib and scipy).
+``--model_dir`` is a ``train.babi`` run (its ``export/model.keras`` and ``export/vocab.txt``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Sequence
+
+import numpy as np
+
+REPRESENTATIONS = ("e1", "e2", "r1", "r2", "r3")
+
+
+def representations(model, word_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """e1, e2, r1 (and r2, r3 where the model has them) of each sentence, eq. 5 and 7-8.
+
+    Args:
+        model: a built ``TPRRNN``.
+        word_ids: ``int32 [sentences, model.max_words]``.
+    """
+    vectors = model.sentence_encoder(word_ids)
+    return {name: np.asarray(value) for name, value in
+            model.update_module.extract(vectors).items()}
+
+
+def cosine_similarity(vectors: np.ndarray) -> np.ndarray:
+    """``[n, n]`` cosine similarities of the rows (a zero row is similar to nothing)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms > 0, norms, 1.0)
+    return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+def cluster(similarity: np.ndarray, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """Average-linkage clustering on cosine distance.
+
+    Returns:
+        ``(order, labels)``: the dendrogram's leaf order, and a cluster label 1..k per row
+        from cutting the tree into at most ``clusters`` clusters.
+    """
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+
+    distance = 1.0 - similarity
+    np.fill_diagonal(distance, 0.0)
+    tree = hierarchy.linkage(squareform((distance + distance.T) / 2, checks=False),
+                             method="average")
+    order = hierarchy.leaves_list(tree)
+    labels = hierarchy.fcluster(tree, t=clusters, criterion="maxclust")
+    return order, labels
+
+
+def plot(similarity: np.ndarray, order: np.ndarray, sentences: Sequence[str], title: str,
+         path: str) -> None:
+    """The similarity matrix in cluster order as a PNG, sentences as tick labels."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(order)
+    size = max(6.0, 0.16 * n + 4)
+    fig, ax = plt.subplots(figsize=(size, size))
+    image = ax.imshow(similarity[np.ix_(order, order)], cmap="viridis", vmin=-1, vmax=1)
+    labels = [sentences[i] for i in order]
+    ax.set_xticks(range(n), labels, rotation=90, fontsize=6)
+    ax.set_yticks(range(n), labels, fontsize=6)
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, fraction=0.03, label="cosine similarity")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def unique_sentences(model_dir: str, task: int, data_dir: str | None, max_sentences: int,
+                     seed: int):
+    """The model, and a seeded sample of the task's unique validation statements.
+
+    Returns:
+        ``(model, word_ids [n, max_words], texts)``.
+    """
+    import keras
+
+    import tpr_keras.models  # noqa: F401  (registers TPRRNN)
+    from tpr_keras.data import babi
+
+    export = os.path.join(model_dir, "export")
+    model = keras.models.load_model(os.path.join(export, "model.keras"))
+    vocab = babi.Vocabulary.load(os.path.join(export, "vocab.txt"))
+    data = babi.load_babi(data_dir, tasks=(task,), vocab=vocab, download=False)
+    rows = np.unique(data.valid.sentences, axis=0)
+    rows = rows[rows.any(axis=1)]
+    if len(rows) > max_sentences:
+        pick = np.random.default_rng(seed).choice(len(rows), max_sentences, replace=False)
+        rows = rows[np.sort(pick)]
+    width = model.max_words
+    if rows.shape[1] > width:
+        raise ValueError(f"task {task} has sentences of {rows.shape[1]} words; the model "
+                         f"takes {width}")
+    ids = np.zeros((len(rows), width), "int32")
+    ids[:, : rows.shape[1]] = rows
+    texts = [" ".join(vocab.decode(row)) for row in rows]
+    return model, ids, texts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", required=True, help="a train.babi --model_dir")
+    parser.add_argument("--task", type=int, required=True)
+    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--out", required=True, help="folder for the PNGs and clusters.txt")
+    parser.add_argument("--max_sentences", type=int, default=60)
+    parser.add_argument("--clusters", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    model, ids, texts = unique_sentences(args.model_dir, args.task, args.data_dir,
+                                         args.max_sentences, args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    listing = [f"# task {args.task}: {len(texts)} unique validation statements, "
+               f"model {args.model_dir}"]
+    for name, vectors in representations(model, ids).items():
+        similarity = cosine_similarity(vectors)
+        order, labels = cluster(similarity, args.clusters)
+        path = os.path.join(args.out, f"{name}.png")
+        plot(similarity, order, texts, f"task {args.task}: cosine similarity of {name}", path)
+        listing.append(f"\n## {name} ({path})")
+        for label in sorted(set(labels)):
+            members = [texts[i] for i in order if labels[i] == label]
+            listing.append(f"cluster {label} ({len(members)}):")
+            listing.extend(f"  {text}" for text in members)
+        print(f"{name}: {len(set(labels))} clusters -> {path}")
+    with open(os.path.join(args.out, "clusters.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(listing) + "\n")
+    print(f"Cluster listing: {os.path.join(args.out, 'clusters.txt')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
