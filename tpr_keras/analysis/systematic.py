@@ -1,0 +1,150 @@
+"""TPR-RNN §7 systematic generalisation (Figure 5): test accuracy per new name and task.
+
+    python -m tpr_keras.data.babi_systematic --data_dir ../shared/data/babi --out runs/sg-data
+    python -m train.babi --task 1,6,7,8,9,11,12,13 --data_dir runs/sg-data --model_dir runs/sg
+    python -m tpr_keras.analysis.systematic --model_dir runs/sg --data runs/sg-data \\
+        --out results/figures/systematic
+
+Evaluates a trained bAbI model on every ``systematic/<name>/qaN_*_test.txt`` test set that
+:mod:`tpr_keras.data.babi_systematic` wrote, and reports the accuracy of each (name, task)
+pair, marked *seen* when the name's training stories included that task (``manifest.json``).
+Like Figure 5, the summary averages over tasks per name, separately over seen and unseen
+pairs. Writes ``systematic.json``, ``systematic.md`` and, with the ``analysis`` extra
+(matplotlib), ``systematic.png``. Works for TPR-RNN and MemN2N runs alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+
+def evaluate_pairs(model, vocab, data_dir: str | os.PathLike, batch_size: int = 256) -> dict:
+    """Accuracy (%) per (name, task) on the generated test sets, and which pairs were seen.
+
+    Returns:
+        ``{"pairs": [{"name", "task", "seen", "accuracy", "count"}...], "trained_on": ...}``.
+    """
+    import tensorflow as tf
+
+    from tpr_keras.data import babi
+
+    root = Path(data_dir)
+    manifest = json.loads((root / "manifest.json").read_text())
+    trained_on = {name: set(tasks) for name, tasks in manifest["trained_on"].items()}
+    predict = tf.function(lambda features: tf.argmax(model(features, training=False), -1,
+                                                     output_type=tf.int32))
+    pairs = []
+    for name in trained_on:
+        for path in sorted((root / "systematic" / name).glob("qa*_test.txt")):
+            samples = babi.parse_babi_file(path)
+            task = samples[0].task
+            split = babi.encode_samples(samples, vocab, max_words=model.max_words)
+            dataset = babi.make_dataset(split, batch_size, shuffle=False)
+            correct = 0
+            for features, labels in dataset:
+                correct += int(tf.reduce_sum(tf.cast(
+                    predict(features) == labels["answer"], tf.int32)))
+            pairs.append({"name": name, "task": task, "seen": task in trained_on[name],
+                          "accuracy": 100.0 * correct / len(samples), "count": len(samples)})
+    return {"pairs": pairs, "trained_on": {k: sorted(v) for k, v in trained_on.items()}}
+
+
+def summarize(pairs: Sequence[dict]) -> list[dict]:
+    """Per name: mean accuracy over all, seen and unseen tasks (None where there are none)."""
+    rows = []
+    for name in dict.fromkeys(p["name"] for p in pairs):
+        mine = [p for p in pairs if p["name"] == name]
+
+        def mean(selected):
+            return float(np.mean([p["accuracy"] for p in selected])) if selected else None
+
+        rows.append({"name": name, "tasks_seen": sum(p["seen"] for p in mine),
+                     "all": mean(mine), "seen": mean([p for p in mine if p["seen"]]),
+                     "unseen": mean([p for p in mine if not p["seen"]])})
+    return rows
+
+
+def markdown(result: dict) -> str:
+    """The per-name summary and the per-pair table as Markdown."""
+    def fmt(value):
+        return "–" if value is None else f"{value:.1f}"
+
+    lines = ["| name | tasks trained on | accuracy % (all 8) | seen tasks | unseen tasks |",
+             "|---|---:|---:|---:|---:|"]
+    for row in summarize(result["pairs"]):
+        lines.append(f"| {row['name']} | {row['tasks_seen']} | {fmt(row['all'])} | "
+                     f"{fmt(row['seen'])} | {fmt(row['unseen'])} |")
+    tasks = sorted({p["task"] for p in result["pairs"]})
+    lines += ["", "| name | " + " | ".join(f"task {t}" for t in tasks) + " |",
+              "|---|" + "---:|" * len(tasks)]
+    for name in dict.fromkeys(p["name"] for p in result["pairs"]):
+        cells = []
+        for t in tasks:
+            p = next(p for p in result["pairs"] if p["name"] == name and p["task"] == t)
+            cells.append(f"{p['accuracy']:.1f}" + ("" if p["seen"] else "*"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("\n`*`: a task on whose stories the name was never trained.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: str, title: str) -> None:
+    """Figure 5's layout: mean test accuracy per new name, seen and unseen tasks side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = summarize(result["pairs"])
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for offset, key, label in ((-0.2, "seen", "trained tasks"), (0.2, "unseen", "unseen tasks")):
+        values = [r[key] if r[key] is not None else np.nan for r in rows]
+        ax.bar(x + offset, values, width=0.4, label=label)
+    ax.set_xticks(x, [f"{r['name']}\n({r['tasks_seen']}/8)" for r in rows])
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(title)
+    ax.legend(loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_dir", required=True, help="a train.babi --model_dir")
+    parser.add_argument("--data", required=True, help="the babi_systematic --out folder")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    import keras
+
+    import tpr_keras.models  # noqa: F401  (registers the models for load_model)
+    from tpr_keras.data import babi
+
+    export = os.path.join(args.model_dir, "export")
+    model = keras.models.load_model(os.path.join(export, "model.keras"))
+    vocab = babi.Vocabulary.load(os.path.join(export, "vocab.txt"))
+    result = evaluate_pairs(model, vocab, args.data)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "systematic.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    table = markdown(result)
+    with open(os.path.join(args.out, "systematic.md"), "w") as f:
+        f.write(table)
+    print(table)
+    try:
+        plot(result, os.path.join(args.out, "systematic.png"),
+             f"{type(model).__name__}: accuracy on the new names")
+    except ImportError:
+        print("(no matplotlib: pip install -e '.[analysis]' for systematic.png)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
