@@ -1,0 +1,130 @@
+"""Run and tabulate the single-task experiments of TPR-RNN Table 2 and Table 3 (issue #16).
+
+    python bench/babi_paper_runs.py --table 2 --seeds 0,1,2 --data_dir ../shared/data/babi --dry_run
+    python bench/babi_paper_runs.py --table 2 --seeds 0 --data_dir ../shared/data/babi   # runs them
+    python bench/babi_paper_runs.py --table 3 --data_dir ../shared/data/babi
+    python bench/babi_paper_runs.py --table 2 --report                            # Markdown only
+
+Every run is one ``python -m train.babi`` process with the paper's protocol: early stopping
+on the validation set with patience 20 and no shortcuts (``--min_delta_loss=0
+--patience_at_zero=-1``), the single-task recipe of Appendix A. Runs go to
+``<runs>/table<N>/<operations>/task<T>-seed<S>``; a run whose ``results.json`` exists is
+skipped, and an interrupted one resumes from its checkpoint when started again, so the grid
+can be worked off over several sittings. ``--report`` prints, per task, the best and mean ±
+std of the test error over the finished seeds next to the paper's columns (Table 2), or the
+failed tasks (> 5 % test error) per operation set next to the paper's (Table 3). Task 3
+trains on the 1,000 official questions available here (see the data README).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from babi_table import PAPER_TABLE2  # noqa: E402
+
+# Table 3: tasks failed (> 5 % test error) by each operation set; "all" fails none (Table 2).
+PAPER_TABLE3 = {
+    "write": (3, 6, 9, 10, 12, 13, 17, 19),
+    "write+move": (9, 10, 13, 17),
+    "write+backlink": (3,),
+    "all": (),
+}
+TABLE3_TASKS = (3, 6, 9, 10, 12, 13, 17, 19)
+PROTOCOL = ["--patience=20", "--min_delta_loss=0", "--patience_at_zero=-1", "--verbose=2"]
+
+
+def grid(table, tasks, seeds):
+    """``(operations, task, seed)`` of every run of the table."""
+    operation_sets = ["all"] if table == 2 else ["write", "write+move", "write+backlink"]
+    return [(ops, task, seed) for ops in operation_sets for task in tasks for seed in seeds]
+
+
+def run_dir(runs, table, operations, task, seed):
+    return os.path.join(runs, f"table{table}", operations.replace("+", "_"),
+                        f"task{task}-seed{seed}")
+
+
+def command(args, operations, task, seed):
+    return [sys.executable, "-m", "train.babi", f"--task={task}", f"--seed={seed}",
+            f"--operations={operations}",
+            f"--model_dir={run_dir(args.runs, args.table, operations, task, seed)}",
+            *([f"--data_dir={args.data_dir}"] if args.data_dir else []), *PROTOCOL]
+
+
+def load(args, operations, task, seed):
+    path = os.path.join(run_dir(args.runs, args.table, operations, task, seed), "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["test_error_percent"][str(task)]
+
+
+def report(args, tasks, seeds):
+    if args.table == 2:
+        print("| task | runs | best % | mean ± std % | paper best | paper mean ± std |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        failed = []
+        for task in tasks:
+            errors = [e for e in (load(args, "all", task, s) for s in seeds) if e is not None]
+            best, mean = PAPER_TABLE2[task]
+            if not errors:
+                print(f"| {task} | 0 | – | – | {best} | {mean} |")
+                continue
+            failed.append(min(errors) > 5)
+            note = " (1k train)" if task == 3 else ""
+            print(f"| {task}{note} | {len(errors)} | {min(errors):.1f} | "
+                  f"{np.mean(errors):.2f} ± {np.std(errors):.2f} | {best} | {mean} |")
+        print(f"\nTasks failed (> 5 %) by their best seed: {sum(failed)} of {len(failed)} "
+              "finished (paper: 0).")
+        return
+    print("| operations | tasks finished | failed tasks (> 5 %, seed mean) | paper's failed "
+          "tasks |")
+    print("|---|---:|---|---|")
+    for operations in ("write", "write+move", "write+backlink"):
+        done, failed = 0, []
+        for task in tasks:
+            errors = [e for e in (load(args, operations, task, s) for s in seeds)
+                      if e is not None]
+            if errors:
+                done += 1
+                if np.mean(errors) > 5:
+                    failed.append(task)
+        paper = ", ".join(map(str, PAPER_TABLE3[operations])) or "none"
+        print(f"| {operations} | {done} | {', '.join(map(str, failed)) or 'none'} | {paper} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--table", type=int, choices=[2, 3], required=True)
+    parser.add_argument("--tasks", default=None,
+                        help="comma list (default: 1..20 for Table 2, the 8 of Table 3)")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--runs", default="runs/paper")
+    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
+    parser.add_argument("--report", action="store_true", help="tabulate finished runs only")
+    args = parser.parse_args()
+    default_tasks = range(1, 21) if args.table == 2 else TABLE3_TASKS
+    tasks = [int(t) for t in args.tasks.split(",")] if args.tasks else list(default_tasks)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if not args.report:
+        for operations, task, seed in grid(args.table, tasks, seeds):
+            if load(args, operations, task, seed) is not None:
+                continue
+            cmd = command(args, operations, task, seed)
+            line = "python " + " ".join(cmd[1:])
+            print(line if args.dry_run else f"running: {line}",
+                  flush=True)
+            if not args.dry_run:
+                subprocess.run(cmd, check=True)
+    if not args.dry_run:
+        report(args, tasks, seeds)
+
+
+if __name__ == "__main__":
+    main()
