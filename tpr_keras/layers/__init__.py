@@ -14,3 +14,4 @@ from tpr_keras.layers.tp_transformer_layers import (  # noqa: F401
 from tpr_keras.layers.tpr_inference import TPRInference  # noqa: F401
 from tpr_keras.layers.tpr_update import TPRUpdate  # noqa: F401
 from tpr_keras.layers.tpru_cell import TPRUCell  # noqa: F401
+from tpr_keras.layers.tpru import TPRU  # noqa: F401

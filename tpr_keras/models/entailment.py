@@ -22,7 +22,7 @@ import numpy as np
 import keras
 from keras import ops
 
-from tpr_keras.layers.tpru_cell import TPRUCell
+from tpr_keras.layers.tpru import TPRU
 
 #: Size of the character vocabulary of `tpr_keras.data.entailment`
 #: (pad, unk, `~ & | >`, `( )`, `a`–`z`); a literal so that models do not
@@ -49,11 +49,9 @@ def make_recurrent_layer(
         name: layer name.
     """
     if cell == "tpru":
-        return keras.layers.RNN(
-            TPRUCell(units, num_roles=num_roles, seed=seed),
-            return_sequences=return_sequences,
-            name=name,
-        )
+        # the fast sequence form of keras.layers.RNN(TPRUCell(...)), same function
+        return TPRU(units, num_roles=num_roles, seed=seed,
+                    return_sequences=return_sequences, name=name)
     if cell == "lstm":
         return keras.layers.LSTM(units, return_sequences=return_sequences, name=name)
     if cell == "gru":
