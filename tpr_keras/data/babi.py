@@ -90,10 +90,12 @@ __all__ = [
 #: Environment variable naming a folder with the bAbI files (same rules as data_dir).
 BABI_DIR_ENV = "TPR_KERAS_BABI_DIR"
 
-#: Official archive (primary) and the Keras examples' mirror.
+#: The Keras examples' HTTPS mirror first, then the official archive over HTTPS and, last,
+#: over plain HTTP (every copy is checked against :data:`BABI_ARCHIVE_SHA256`).
 BABI_URLS = (
-    "http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz",
     "https://s3.amazonaws.com/text-datasets/babi_tasks_1-20_v1-2.tar.gz",
+    "https://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz",
+    "http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz",
 )
 BABI_ARCHIVE_NAME = "tasks_1-20_v1-2.tar.gz"
 #: Names under which other tools (the Keras bAbI examples) cache the same archive.

@@ -151,7 +151,8 @@ def fetch_archive(
 
     If ``<cache>/<fname>`` exists and its checksum matches, it is returned without
     any network access. An existing file with a wrong checksum is deleted and
-    downloaded again. The URLs are tried in order; each download goes to
+    downloaded again. The URLs are tried in order, HTTPS ones first (the
+    checksum is verified either way); each download goes to
     ``<fname>.part`` and is renamed only after verification. A download whose
     checksum does not match is deleted and the next URL is tried.
 
@@ -183,6 +184,7 @@ def fetch_archive(
     urls = [url_or_urls] if isinstance(url_or_urls, str) else list(url_or_urls)
     if not urls:
         raise ValueError("fetch_archive needs at least one URL")
+    urls.sort(key=lambda url: not url.lower().startswith("https://"))  # stable: HTTPS first
 
     folder = Path(cache_root) / cache_subdir if cache_root is not None else cache_dir(cache_subdir)
     target = folder / fname
