@@ -16,7 +16,11 @@ Signatures:
 
 * ``serving_default``: inputs ``story`` and ``question`` (``tf.string``, ``[batch]``);
   outputs ``answer`` (``tf.string``, ``[batch]``), ``scores`` (``float32``, ``[batch, k]``,
-  softmax probabilities, best first) and ``candidates`` (``tf.string``, ``[batch, k]``).
+  softmax probabilities, best first), ``candidates`` (``tf.string``, ``[batch, k]``) and
+  ``unknown_words`` (``int32``, ``[batch]``): how many words of the story and the question
+  are not in the model's vocabulary (they all read as ``<unk>``). The model answers with a
+  word of its vocabulary whatever it is asked; a non-zero count says that it did not
+  understand part of the request, however high the score.
 * ``tokenize``: the same inputs; outputs ``story_ids`` (``int32[batch, S, W]``) and
   ``question_ids`` (``int32[batch, W]``), the ids the model sees.
 
@@ -56,6 +60,7 @@ __all__ = [
     "TOKENIZE_SIGNATURE_KEY",
     "WARMUP_FILE",
     "export_babi_model",
+    "write_warmup_requests",
     "join_story",
     "next_version",
     "read_export_info",
@@ -138,14 +143,36 @@ class BabiTokenizer(tf.Module):
     def _lookup(self, words: tf.RaggedTensor) -> tf.RaggedTensor:
         return words.with_flat_values(tf.cast(self.word_to_id.lookup(words.flat_values), tf.int32))
 
-    def story_ids(self, story: tf.Tensor) -> tf.Tensor:
-        """``string[B]`` stories -> ``int32[B, S, W]`` (S = most sentences in the batch)."""
+    def story_words(self, story: tf.Tensor) -> tf.RaggedTensor:
+        """``string[B]`` stories -> their tokens ``[B, (S), (T)]``, nothing cut yet."""
         text = self.normalize(story)
         text = tf.strings.regex_replace(text, r"([.?!])", " \\1 \n")  # sentence ends
         text = tf.strings.regex_replace(text, r"([,;:])", " \\1 ")
         words = tf.strings.split(tf.strings.split(text, sep="\n"))  # [B, (L), (T)]
         nonempty = words.with_values(words.values.row_lengths() > 0)
-        words = tf.ragged.boolean_mask(words, nonempty)  # [B, (S), (T)]
+        return tf.ragged.boolean_mask(words, nonempty)  # [B, (S), (T)]
+
+    def question_words(self, question: tf.Tensor) -> tf.RaggedTensor:
+        """``string[B]`` questions -> their tokens ``[B, (T)]``, nothing cut yet."""
+        text = tf.strings.regex_replace(self.normalize(question), r"([.?!,;:])", " \\1 ")
+        return tf.strings.split(text)
+
+    def unknown_words(self, story: tf.Tensor, question: tf.Tensor) -> tf.Tensor:
+        """``int32[B]``: the tokens of each story and question that map to ``<unk>``
+        (all of them, also those past the truncation limits)."""
+        def count(words):
+            ids = words.flat_values if isinstance(words, tf.RaggedTensor) else words
+            unknown = tf.cast(tf.equal(self.word_to_id.lookup(ids), UNK_ID), tf.int32)
+            return words.with_flat_values(unknown)
+
+        story_unknown = tf.reduce_sum(tf.reduce_sum(count(self.story_words(story)), axis=-1),
+                                      axis=-1)
+        question_unknown = tf.reduce_sum(count(self.question_words(question)), axis=-1)
+        return tf.cast(story_unknown + question_unknown, tf.int32)
+
+    def story_ids(self, story: tf.Tensor) -> tf.Tensor:
+        """``string[B]`` stories -> ``int32[B, S, W]`` (S = most sentences in the batch)."""
+        words = self.story_words(story)
         if self.max_story_sentences is not None:
             words = words[:, -self.max_story_sentences:]
         words = words[:, :, : self.max_words]
@@ -153,8 +180,7 @@ class BabiTokenizer(tf.Module):
 
     def question_ids(self, question: tf.Tensor) -> tf.Tensor:
         """``string[B]`` questions -> ``int32[B, W]``."""
-        text = tf.strings.regex_replace(self.normalize(question), r"([.?!,;:])", " \\1 ")
-        words = tf.strings.split(text)[:, : self.max_words]
+        words = self.question_words(question)[:, : self.max_words]
         return self._lookup(words).to_tensor(PAD_ID, shape=[None, self.max_words])
 
     def decode(self, ids: tf.Tensor) -> tf.Tensor:
@@ -166,7 +192,8 @@ class BabiServingModule(tf.Module):
     """A Keras bAbI model (``{"story", "question"}`` ids -> logits) with string signatures.
 
     Attributes:
-        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates"}``.
+        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates",
+            "unknown_words"}``.
         tokenize: ``tf.function(story, question)`` -> ``{"story_ids", "question_ids"}``.
     """
 
@@ -185,6 +212,9 @@ class BabiServingModule(tf.Module):
                     "question_ids": tokenizer.question_ids(question)}
 
         def serve(story, question):
+            tf.debugging.assert_equal(
+                tf.shape(story)[0], tf.shape(question)[0],
+                message="story and question must hold the same number of strings")
             ids = tokenize(story, question)
             logits = model({"story": ids["story_ids"], "question": ids["question_ids"]},
                            training=False)
@@ -194,7 +224,8 @@ class BabiServingModule(tf.Module):
             log_norm = tf.math.reduce_logsumexp(logits, axis=-1, keepdims=True)
             candidates = tokenizer.decode(top_ids)
             return {"answer": candidates[:, 0], "scores": tf.exp(top_logits - log_norm),
-                    "candidates": candidates}
+                    "candidates": candidates,
+                    "unknown_words": tokenizer.unknown_words(story, question)}
 
         specs = [tf.TensorSpec([None], tf.string, name="story"),
                  tf.TensorSpec([None], tf.string, name="question")]
@@ -242,17 +273,29 @@ def read_export_info(version_dir: str | os.PathLike) -> dict[str, Any]:
         return json.load(f)
 
 
-def _write_warmup(path: str, model_name: str) -> None:
+def write_warmup_requests(path: str, model_name: str, inputs: dict[str, Sequence[str]],
+                          signature_name: str = SIGNATURE_KEY) -> None:
+    """Writes one Predict request of string ``inputs`` as TF Serving's warm-up file.
+
+    TF Serving (and ``serving.server``) replays it before the version serves, so the
+    first real request does not pay for building the graph's kernels.
+    """
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
     request = predict_pb2.PredictRequest(
-        model_spec=model_pb2.ModelSpec(name=model_name, signature_name=SIGNATURE_KEY))
-    request.inputs["story"].CopyFrom(tf.make_tensor_proto([_WARMUP_STORY.encode()]))
-    request.inputs["question"].CopyFrom(tf.make_tensor_proto([_WARMUP_QUESTION.encode()]))
+        model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name))
+    for name, values in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto([v.encode() for v in values]))
     log = prediction_log_pb2.PredictionLog(
         predict_log=prediction_log_pb2.PredictLog(request=request))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with tf.io.TFRecordWriter(path) as writer:
         writer.write(log.SerializeToString())
+
+
+def _write_warmup(path: str, model_name: str) -> None:
+    write_warmup_requests(path, model_name,
+                          {"story": [_WARMUP_STORY], "question": [_WARMUP_QUESTION]})
 
 
 def export_babi_model(
@@ -313,7 +356,8 @@ def export_babi_model(
                 SIGNATURE_KEY: {"inputs": {"story": "string[batch]", "question": "string[batch]"},
                                 "outputs": {"answer": "string[batch]",
                                             "scores": f"float32[batch, {module.top_k}]",
-                                            "candidates": f"string[batch, {module.top_k}]"}},
+                                            "candidates": f"string[batch, {module.top_k}]",
+                                            "unknown_words": "int32[batch]"}},
                 TOKENIZE_SIGNATURE_KEY: {"outputs": {"story_ids": "int32[batch, S, W]",
                                                      "question_ids": "int32[batch, W]"}},
             },

@@ -6,17 +6,23 @@ cache inside one ``tf.while_loop``) and ``log_prob`` (``float32[batch]``, the
 log-probability of the decoded answer). ``beam`` does the same with beam
 search. Characters are encoded and decoded with lookup tables saved as an
 asset (the model's character vocabulary); unknown characters map to
-``<unk>``, questions are cut at 160 characters, answers at 30.
+``<unk>``, questions are cut at 160 characters, answers at 30. The export carries a
+warm-up request (``assets.extra/tf_serving_warmup_requests``) for each signature, so
+that the first real request does not build the decoding loop's kernels (about 1 s).
 """
+
+import os
+
 
 import tensorflow as tf
 
-from serving.export import publish_version
+from serving.export import WARMUP_FILE, publish_version, write_warmup_requests
 from tpr_keras.data.mathematics import (MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH,
                                         make_char_table)
 
 SIGNATURE_KEY = "serving_default"
 BEAM_SIGNATURE_KEY = "beam"
+WARMUP_QUESTION = "What is the tens digit of 2934?"
 
 
 class MathServingModule(tf.Module):
@@ -59,6 +65,8 @@ def export_math_model(model, vocab, export_dir, model_name="math", version=None,
         tf.saved_model.save(module, tmp, signatures={
             SIGNATURE_KEY: module.serve.get_concrete_function(),
             BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
+        write_warmup_requests(os.path.join(tmp, "assets.extra", WARMUP_FILE), model_name,
+                              {"question": [WARMUP_QUESTION]})
         return {"format": "tpr-keras/math-serving/1", "model_class": type(model).__name__,
                 "vocabulary_size": len(vocab), "max_question_length": MAX_QUESTION_LENGTH,
                 "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}

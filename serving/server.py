@@ -879,26 +879,39 @@ def _warm_up(servable: Servable) -> int:
 
 
 class Stats:
-    """Times of the last gRPC Predict requests (seconds), for the shutdown summary.
+    """Request counts of every API and times of the last Predict requests (seconds),
+    for the shutdown summary.
 
-    ``times``: the whole handler (request parsed by gRPC -> response built);
-    ``model_times``: the part spent in the signature call (incl. batching waits).
+    ``requests``: answered requests per API (``"gRPC Predict"``, ``"REST predict"``,
+    ``"gRPC GetModelStatus"``, ``"REST status"``, ...), errors included;
+    ``times``: the whole Predict handler (request parsed -> response built), gRPC and
+    REST, successes only; ``model_times``: the part spent in the signature call (incl.
+    batching waits); ``errors``: failed requests per status code, every API.
     """
 
     def __init__(self, keep: int = 200_000) -> None:
         self.times: collections.deque[float] = collections.deque(maxlen=keep)
         self.model_times: collections.deque[float] = collections.deque(maxlen=keep)
         self.errors: collections.Counter[str] = collections.Counter()
+        self.requests: collections.Counter[str] = collections.Counter()
 
     def summary(self) -> str:
+        predicts = {api: n for api, n in self.requests.items() if api.lower().endswith("predict")}
+        others = {api: n for api, n in sorted(self.requests.items()) if api not in predicts}
+        total = sum(predicts.values())
+        line = f"served {total} Predict requests"
+        if predicts:
+            line += " (" + ", ".join(f"{api} {n}" for api, n in sorted(predicts.items())) + ")"
         times = np.asarray(self.times)
-        if not len(times):
-            return "served 0 Predict requests"
-        p50, p99 = np.percentile(times, [50, 99]) * 1e3
-        m50, m99 = np.percentile(np.asarray(self.model_times), [50, 99]) * 1e3
-        return (f"served {len(times)} Predict requests: handler time p50 {p50:.3f} ms, "
-                f"p99 {p99:.3f} ms (signature call p50 {m50:.3f} ms, p99 {m99:.3f} ms); "
-                f"errors {dict(self.errors) or 0}")
+        if len(times):
+            p50, p99 = np.percentile(times, [50, 99]) * 1e3
+            line += f": handler time p50 {p50:.3f} ms, p99 {p99:.3f} ms"
+            if len(self.model_times):
+                m50, m99 = np.percentile(np.asarray(self.model_times), [50, 99]) * 1e3
+                line += f" (signature call p50 {m50:.3f} ms, p99 {m99:.3f} ms)"
+        if others:
+            line += "; other requests " + ", ".join(f"{api} {n}" for api, n in others.items())
+        return line + f"; errors {dict(self.errors) or 0}"
 
 
 # --------------------------------------------------------------------------------------
@@ -910,7 +923,10 @@ def _version_of(spec) -> int | None:
     return spec.version.value if spec.HasField("version") else None
 
 
-def _grpc_call(fn: Callable[[], Any], context: grpc.ServicerContext, stats: Stats | None = None):
+def _grpc_call(fn: Callable[[], Any], context: grpc.ServicerContext, stats: Stats | None = None,
+               api: str | None = None):
+    if stats is not None and api is not None:
+        stats.requests[api] += 1
     try:
         return fn()
     except ServingError as exc:
@@ -952,7 +968,8 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     def Predict(self, request, context):  # noqa: N802 - gRPC method name
         started = time.perf_counter()
-        response = _grpc_call(lambda: self.predict(request), context, self._stats)
+        response = _grpc_call(lambda: self.predict(request), context, self._stats,
+                              "gRPC Predict")
         self._stats.times.append(time.perf_counter() - started)  # successes only
         return response
 
@@ -976,7 +993,8 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         return response
 
     def GetModelMetadata(self, request, context):  # noqa: N802
-        return _grpc_call(lambda: self.metadata(request), context)
+        return _grpc_call(lambda: self.metadata(request), context, self._stats,
+                          "gRPC GetModelMetadata")
 
     def _unimplemented(self, method: str, context):
         context.abort(grpc.StatusCode.UNIMPLEMENTED,
@@ -994,8 +1012,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
-    def __init__(self, manager: ModelManager) -> None:
+    def __init__(self, manager: ModelManager, stats: Stats | None = None) -> None:
         self._manager = manager
+        self._stats = stats
 
     def GetModelStatus(self, request, context):  # noqa: N802
         def run():
@@ -1004,7 +1023,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
             response.model_version_status.extend(
                 self._manager.status(spec.name, _version_of(spec), spec.version_label))
             return response
-        return _grpc_call(run, context)
+        return _grpc_call(run, context, self._stats, "gRPC GetModelStatus")
 
     def HandleReloadConfigRequest(self, request, context):  # noqa: N802
         def run():
@@ -1017,7 +1036,7 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
             except ValueError as exc:
                 raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
             return model_management_pb2.ReloadConfigResponse()
-        return _grpc_call(run, context)
+        return _grpc_call(run, context, self._stats, "gRPC ReloadConfig")
 
 
 # --------------------------------------------------------------------------------------
@@ -1093,18 +1112,37 @@ def _json_output(arr: np.ndarray, name: str) -> Any:
 class RestApi:
     """TF Serving's REST API over the same ModelManager (returns (HTTP status, JSON))."""
 
-    def __init__(self, manager: ModelManager, predictions: PredictionService) -> None:
+    def __init__(self, manager: ModelManager, predictions: PredictionService,
+                 stats: Stats | None = None) -> None:
         self._manager = manager
         self._predictions = predictions
+        self._stats = stats
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+        path = path.split("?", 1)[0]
+        api = ("REST predict" if _PREDICT_RE.fullmatch(path) and method == "POST" else
+               "REST metadata" if path.endswith("/metadata") else "REST status")
+        started = time.perf_counter()
         try:
-            return 200, self._dispatch(method, path.split("?", 1)[0], body)
+            doc = self._dispatch(method, path, body)
         except ServingError as exc:
+            self._count(api, exc.code.name)
             return _HTTP_STATUS.get(exc.code, 500), {"error": exc.message}
         except Exception as exc:  # noqa: BLE001
             log.error("internal error: %s", traceback.format_exc())
+            self._count(api, "INTERNAL")
             return 500, {"error": f"internal error: {type(exc).__name__}: {exc}"}
+        self._count(api)
+        if api == "REST predict" and self._stats is not None:
+            self._stats.times.append(time.perf_counter() - started)  # successes only
+        return 200, doc
+
+    def _count(self, api: str, error: str | None = None) -> None:
+        if self._stats is None:
+            return
+        self._stats.requests[api] += 1
+        if error is not None:
+            self._stats.errors[error] += 1
 
     def _dispatch(self, method: str, path: str, body: bytes) -> dict:
         m = _PREDICT_RE.fullmatch(path)
@@ -1182,7 +1220,10 @@ class RestApi:
                   for k, v in columns.items()}
         validate_inputs(name, sig, arrays, {k: sig.inputs[k].dtype for k in arrays},
                         {k: v.shape for k, v in arrays.items()})
+        started = time.perf_counter()
         outputs = _run(sig, arrays)
+        if self._stats is not None:
+            self._stats.model_times.append(time.perf_counter() - started)
         if row:
             batch = len(doc["instances"])
             bad = [k for k, v in outputs.items() if v.ndim == 0 or v.shape[0] != batch]
@@ -1291,7 +1332,7 @@ class ModelServer:
         self.predictions = PredictionService(manager, self.stats)
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(self.predictions,
                                                                             self._grpc)
-        model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager),
+        model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager, self.stats),
                                                                   self._grpc)
         self.port = self._grpc.add_insecure_port(f"{host}:{port}")
         if self.port == 0:
@@ -1301,7 +1342,7 @@ class ModelServer:
         self.rest_api_port: int | None = None
         if rest_api_port is not None:
             handler = type("Handler", (_HttpHandler,),
-                           {"api": RestApi(manager, self.predictions)})
+                           {"api": RestApi(manager, self.predictions, self.stats)})
             self._http = _HttpServer((host, rest_api_port), handler,
                                      rest_api_num_threads or self.max_threads, max_message_bytes)
             self.rest_api_port = self._http.server_address[1]

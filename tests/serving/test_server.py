@@ -445,7 +445,8 @@ def test_session_and_function_runtimes_give_the_same_outputs(export_base, task1)
                             sig.run({k: v[:0] for k, v in inputs.items()}))
         manager.stop()
     (full_s, one_s, empty_s), (full_f, one_f, empty_f) = outputs["session"], outputs["function"]
-    assert sorted(full_s) == ["answer", "candidates", "scores"]
+    assert sorted(full_s) == ["answer", "candidates", "scores", "unknown_words"]
+    np.testing.assert_array_equal(full_s["unknown_words"], full_f["unknown_words"])
     np.testing.assert_array_equal(full_s["answer"], full_f["answer"])
     np.testing.assert_array_equal(full_s["candidates"], full_f["candidates"])
     np.testing.assert_allclose(full_s["scores"], full_f["scores"], rtol=1e-5, atol=1e-7)
