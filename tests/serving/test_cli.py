@@ -72,7 +72,31 @@ def test_server_process_client_cli_and_graceful_sigterm(server_process, task1, c
     assert capsys.readouterr().out.split("\n")[0] == grpc_out[0]
     assert client.main(["--server", f"localhost:{ports['grpc']}", "--model_name", "nope",
                         "--story", story, "--question", "?"]) == 1
-    assert "NOT_FOUND" in capsys.readouterr().err
+    grpc_error = capsys.readouterr().err
+    assert grpc_error.startswith("error: NOT_FOUND: ")
+    # The REST client's errors read the same way.
+    assert client.main(["--rest", "--server", f"127.0.0.1:{ports['rest']}", "--model_name",
+                        "nope", "--story", story, "--question", "?"]) == 1
+    assert capsys.readouterr().err.startswith("error: NOT_FOUND: ")
+    # Words the model has never seen: the answer comes with a warning on stderr.
+    assert client.main(["--server", f"localhost:{ports['grpc']}", "--story", story,
+                        "--question", "What is the capital of France?"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split("\n")[0] in task1.vocab.tokens
+    assert captured.err.startswith("warning: 4 word(s)"), captured.err
+    assert "warning" not in capsys.readouterr().err
+    # The command itself, in a fresh process: it answers without importing TensorFlow.
+    code = ("import sys; from serving import client; rc = client.main(sys.argv[1:]); "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; sys.exit(rc)")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, "--server",
+                           f"localhost:{ports['grpc']}", "--story", story, "--question",
+                           "Where is Mary?"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == grpc_out[0] and not done.stderr
+    assert seconds < 30  # ~0.3 s on 2 idle cores; the bound only catches a TensorFlow import
 
     # A slow request is in flight when SIGTERM arrives: it finishes, then the server exits.
     request = predict_pb2.PredictRequest()
@@ -94,4 +118,7 @@ def test_server_process_client_cli_and_graceful_sigterm(server_process, task1, c
         log.append(lines.get())
     text = "".join(log)
     assert "shutting down" in text and "Shut down; served" in text, text[-2000:]
+    # Every API is counted: 5 gRPC Predicts (the NOT_FOUND one too) and 2 REST ones.
+    assert "served 7 Predict requests (REST predict 2, gRPC Predict 5)" in text, text[-2000:]
+    assert "errors {'NOT_FOUND': 2}" in text, text[-2000:]
     assert in_flight, "the request was not in flight when SIGTERM arrived"

@@ -258,3 +258,24 @@ def test_serving_default_answers_batch_0_and_empty_story(version_dir):
 def test_export_info_is_json(version_dir):
     with open(os.path.join(version_dir, "assets.extra", "export_info.json")) as f:
         assert json.load(f)["signatures"]["serving_default"]["inputs"]["story"] == "string[batch]"
+
+
+def test_serving_default_counts_unknown_words(version_dir, task1):
+    """``unknown_words``: story and question words outside the vocabulary, per request,
+    also those past the truncation limits; punctuation and case do not count."""
+    assert {"mary", "went", "to", "the", "kitchen", "where", "is"} <= set(task1.vocab.tokens)
+    assert not {"alice", "flew", "paris", "capital", "france", "what", "of"} & set(
+        task1.vocab.tokens)
+    fn = tf.saved_model.load(version_dir).signatures["serving_default"]
+    long_question = "Where is " + " ".join(["mary"] * 30) + " alice?"  # past max_words
+    out = fn(story=tf.constant(["Mary went to the kitchen.",
+                                "MARY went to the kitchen. Alice flew to Paris.",
+                                "Mary went to the kitchen.", "", ""]),
+             question=tf.constant(["Where is Mary?", "Where is Alice?",
+                                   "What is the capital of France?", long_question,
+                                   "alice alice"]))
+    assert out["unknown_words"].dtype == tf.int32
+    assert out["unknown_words"].numpy().tolist() == [0, 4, 4, 1, 2]
+    with open(os.path.join(version_dir, "assets.extra", "export_info.json")) as f:
+        outputs = json.load(f)["signatures"]["serving_default"]["outputs"]
+    assert outputs["unknown_words"] == "int32[batch]"
