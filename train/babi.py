@@ -19,6 +19,7 @@ runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
 
 from absl import app, flags, logging  # noqa: E402
 
+from tpr_keras import cli  # noqa: E402
 from tpr_keras.training import flags as train_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -101,7 +102,24 @@ flags.DEFINE_float("target_valid_error", None,
 flags.DEFINE_integer("bucket_width", 10,
                      "Batch stories of similar length (buckets of N sentences); 0 = off.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
-flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+#: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
+HELP_GROUPS = [
+    ("Data", ["task", "data_dir", "download", "setting", "max_story_sentences",
+              "bucket_width"]),
+    ("Output folders", ["model_dir", "export_dir", "model_name"]),
+    ("Model", ["model", "preset", "symbol_dim", "hidden_dim", "entity_dim", "relation_dim",
+               "operations", "inference_steps", "implementation"]),
+    ("MemN2N (--model memn2n)", ["hops", "embedding_dim", "memory_size",
+                                 "sentence_encoding", "weight_tying", "temporal_encoding",
+                                 "random_noise", "linear_start", "mask_empty_memories"]),
+    ("Optimisation", ["optimizer", "batch_size", "learning_rate", "beta_1", "beta_2",
+                      "clip_norm", "warmup_steps", "warmup_factor", "halve_lr_below",
+                      "decay_every_epochs", "seed"]),
+    ("When to stop", ["epochs", "steps", "patience", "min_delta_loss", "patience_at_zero",
+                      "target_valid_error"]),
+    ("Benchmark", ["benchmark_step", "benchmark_seconds"]),
+]
 
 # Schlag & Schmidhuber (2018) Appendix A.
 SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128,
@@ -144,8 +162,8 @@ def main(argv):
     del argv
     if FLAGS.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
         logging.set_verbosity(logging.WARNING)
+    tf = cli.import_tensorflow()
     import keras
-    import tensorflow as tf
 
     from tpr_keras.data import babi
     from tpr_keras.models import MEMN2N_PRESETS, TPRRNN, MemN2N
@@ -165,6 +183,17 @@ def main(argv):
 
     strategy = train_flags.setup(global_batch=hp["batch_size"])
     replicas = strategy.num_replicas_in_sync
+    config = TrainConfig(
+        learning_rate=hp["learning_rate"], epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
+        warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
+        warmup_factor=FLAGS.warmup_factor, halve_lr_below=hp["halve_lr_below"],
+        patience=FLAGS.patience, min_delta_loss=FLAGS.min_delta_loss,
+        patience_at_zero=None if FLAGS.patience_at_zero < 0 else FLAGS.patience_at_zero,
+        target_error=FLAGS.target_valid_error, **train_flags.trainer_kwargs())
+    if train_flags.report_if_finished(
+            config, lambda r: f"test error {r['test_error_percent_mean']:.2f} %"):
+        return
 
     keras.utils.set_random_seed(FLAGS.seed)
     data = babi.load_babi(FLAGS.data_dir, tasks=tasks, setting=FLAGS.setting,
@@ -198,15 +227,6 @@ def main(argv):
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
         return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
 
-    config = TrainConfig(
-        learning_rate=hp["learning_rate"], epochs=FLAGS.epochs, max_steps=FLAGS.steps,
-        clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
-        warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
-        warmup_factor=FLAGS.warmup_factor, halve_lr_below=hp["halve_lr_below"],
-        patience=FLAGS.patience, min_delta_loss=FLAGS.min_delta_loss,
-        patience_at_zero=None if FLAGS.patience_at_zero < 0 else FLAGS.patience_at_zero,
-        target_error=FLAGS.target_valid_error,
-        verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
                       FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
@@ -272,6 +292,7 @@ def main(argv):
         "train_seconds": train_seconds,
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
+        "stopped": trainer.stop_reason,
         "train_examples_per_second": loop_rate,
         "step_examples_per_second": step_rate,
         "steps": int(trainer.state["global_step"].numpy()),
@@ -315,4 +336,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, "python -m train.babi", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS)

@@ -11,8 +11,9 @@ augmentation. The encoder cell is ``--cell tpru|lstm|gru``; the architecture
 import os
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
 
+from tpr_keras import cli
 from tpr_keras.training import flags as train_flags
 
 PROCESS_START = time.time()
@@ -44,13 +45,23 @@ flags.DEFINE_integer("decay_every_epochs", 30, "Divide the lr by 10 this often (
 flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation, data order and augmentation.")
-flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+#: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
+HELP_GROUPS = [
+    ("Data", ["data_dir", "augment", "train_limit"]),
+    ("Output folders", ["model_dir", "export_dir", "model_name"]),
+    ("Model", ["cell", "arch", "dim", "roles", "pooling", "features"]),
+    ("Optimisation", ["batch_size", "learning_rate", "decay_every_epochs", "clip_norm",
+                      "seed"]),
+    ("When to stop", ["epochs", "steps", "patience"]),
+]
 
 
 def main(argv):
     del argv
     if FLAGS.verbosity <= 0:
         logging.set_verbosity(logging.WARNING)
+    cli.import_tensorflow()
     import keras
 
     from tpr_keras.data import entailment
@@ -60,6 +71,14 @@ def main(argv):
 
     strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
+    config = TrainConfig(
+        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=FLAGS.clip_norm or None, warmup_steps=0, halve_lr_below=None,
+        decay_every_epochs=FLAGS.decay_every_epochs or None, decay_factor=0.1,
+        patience=FLAGS.patience, **train_flags.trainer_kwargs())
+    if train_flags.report_if_finished(config, lambda r: "validate accuracy {:.1f} %".format(
+            r.get("accuracy_percent", {}).get("validate", float("nan")))):
+        return
     keras.utils.set_random_seed(FLAGS.seed)
 
     train = entailment.load_entailment_split("train", FLAGS.data_dir)
@@ -80,11 +99,6 @@ def main(argv):
                            cell=FLAGS.cell, num_roles=FLAGS.roles, pooling=pooling,
                            features=FLAGS.features, seed=FLAGS.seed)
 
-    config = TrainConfig(
-        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
-        clip_norm=FLAGS.clip_norm or None, warmup_steps=0, halve_lr_below=None,
-        decay_every_epochs=FLAGS.decay_every_epochs or None, decay_factor=0.1,
-        patience=FLAGS.patience, verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate),
                       binary_classification(), config, FLAGS.model_dir, strategy=strategy)
     params = trainer.model.count_params()
@@ -112,6 +126,7 @@ def main(argv):
         "train_seconds": train_seconds,
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
+        "stopped": trainer.stop_reason,
         "steps": int(trainer.state["global_step"].numpy()),
         "history": history,
         "config": {k: getattr(FLAGS, k) for k in (
@@ -132,4 +147,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, "python -m train.entailment", __doc__,
+            HELP_GROUPS + train_flags.HELP_GROUPS)

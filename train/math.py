@@ -12,10 +12,11 @@ SavedModel to ``<export_dir>/<model_name>/<version>``.
 import os
 import time
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 PROCESS_START = time.time()
-from tpr_keras.training import flags as train_flags
+from tpr_keras import cli  # noqa: E402
+from tpr_keras.training import flags as train_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -45,7 +46,17 @@ flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
-flags.DEFINE_integer("verbose", 1, "0 silent, 1 progress bar, 2 one line per epoch.")
+
+#: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
+HELP_GROUPS = [
+    ("Data", ["modules", "data_dir", "download", "limit_per_file"]),
+    ("Output folders", ["model_dir", "export_dir", "model_name"]),
+    ("Model", ["model", "preset"]),
+    ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
+                      "warmup_steps", "warmup_factor", "seed"]),
+    ("When to stop", ["epochs", "steps", "patience"]),
+    ("Evaluation", ["eval_batch_size"]),
+]
 
 
 def greedy_accuracy(model, dataset, max_length):
@@ -68,6 +79,7 @@ def main(argv):
     del argv
     if FLAGS.verbosity <= 0:
         logging.set_verbosity(logging.WARNING)
+    cli.import_tensorflow()
     import keras
 
     from serving.export_math import export_math_model
@@ -77,6 +89,14 @@ def main(argv):
 
     strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
+    config = TrainConfig(
+        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
+        clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
+        warmup_factor=FLAGS.warmup_factor, halve_lr_below=None, patience=FLAGS.patience,
+        **train_flags.trainer_kwargs())
+    if train_flags.report_if_finished(config, lambda r: "interpolate accuracy {:.2f} %".format(
+            r.get("summary", {}).get("interpolate", {}).get("mean", float("nan")))):
+        return
     keras.utils.set_random_seed(FLAGS.seed)
     modules = FLAGS.modules if FLAGS.modules == "all" else tuple(FLAGS.modules.split(","))
     data = mathematics.load_mathematics(FLAGS.data_dir, modules=modules,
@@ -89,11 +109,6 @@ def main(argv):
                                          vocabulary=data.vocab.tokens,
                                          use_role=FLAGS.model == "tp_transformer")
 
-    config = TrainConfig(
-        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
-        clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
-        warmup_factor=FLAGS.warmup_factor, halve_lr_below=None, patience=FLAGS.patience,
-        verbose=FLAGS.verbose, **train_flags.trainer_kwargs())
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate,
                                                       FLAGS.beta_1, FLAGS.beta_2),
                       sequence_compute_fn(), config, FLAGS.model_dir, strategy=strategy)
@@ -136,6 +151,7 @@ def main(argv):
         "train_seconds": train_seconds,
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
+        "stopped": trainer.stop_reason,
         "steps": int(trainer.state["global_step"].numpy()),
         "history": history,
         "parameters": model.count_params(),
@@ -155,4 +171,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main, "python -m train.math", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS)

@@ -40,7 +40,8 @@ def checkpoint_values(directory):
 
 def epoch_lines(log):
     """The per-epoch summary lines without their timings."""
-    return [re.sub(r" \| [\d.]+s \(\d+ ex/s\)$", "", line) for line in log.splitlines()
+    return [re.sub(r" \| [\d.]+s \(\d+ ex/s\)( \| at most \S+ left)?$", "", line)
+            for line in log.splitlines()
             if line.startswith("epoch ")]
 
 

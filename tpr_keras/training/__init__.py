@@ -1,12 +1,29 @@
-"""The strategy-agnostic training loop and optimizers."""
+"""The strategy-agnostic training loop and optimizers.
 
-from tpr_keras.training.loop import (  # noqa: F401
-    Trainer,
-    TrainConfig,
-    binary_classification,
-    is_chief,
-    sparse_classification,
-)
-from tpr_keras.training.outputs import save_run  # noqa: F401
-from tpr_keras.training.optimizers import NesterovAdam, get_optimizer  # noqa: F401
-from tpr_keras.training.distribute import STRATEGIES, make_strategy  # noqa: F401
+The names are imported on first use, so that ``from tpr_keras.training import flags``
+(what every ``train.*`` command does at start-up) does not import TensorFlow: ``--help``
+answers without it.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "Trainer": "loop", "TrainConfig": "loop", "binary_classification": "loop",
+    "is_chief": "loop", "sparse_classification": "loop", "finished_run": "loop",
+    "save_run": "outputs",
+    "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
+    "STRATEGIES": "distribute", "make_strategy": "distribute",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -3,8 +3,6 @@
 import json
 import os
 
-import tensorflow as tf
-
 STRATEGIES = ("auto", "mirrored", "multi_worker", "one_device")
 
 
@@ -22,6 +20,8 @@ def make_strategy(name="auto"):
     ``multi_worker`` is created before anything else touches the TensorFlow
     runtime: collective ops can only be configured at program start-up.
     """
+    import tensorflow as tf
+
     if name == "auto" and _cluster_tasks() > 1:
         name = "multi_worker"
     if name == "multi_worker":

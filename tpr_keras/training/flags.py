@@ -16,13 +16,23 @@ and determinism behave the same for every model:
 
 ``setup`` must run before anything touches TensorFlow devices:
 ``MultiWorkerMirroredStrategy`` can only be created at program start-up.
+Importing this module does not import TensorFlow (``--help`` stays fast).
 """
+
+import sys
 
 from absl import flags, logging
 
-from tpr_keras.training.distribute import STRATEGIES, make_strategy
+from tpr_keras.training.distribute import STRATEGIES
 
 FLAGS = flags.FLAGS
+
+#: ``--help`` groups of the shared flags (every ``train.*`` command lists them).
+HELP_GROUPS = [
+    ("Distribution, checkpoints and time budget (every train.* command)",
+     ["strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic"]),
+    ("Output (every train.* command)", ["verbose", "debug", "tf_logs"]),
+]
 
 
 def define_flags():
@@ -48,6 +58,32 @@ def define_flags():
         "deterministic", False,
         "tf.config.experimental.enable_op_determinism(): bit-identical reruns and resumes "
         "with the same --seed, at some speed cost (most on GPU).")
+    flags.DEFINE_enum(
+        "verbose", "auto", ["auto", "0", "1", "2"],
+        "auto: a progress bar when stdout is a terminal, else 2. 0: silent; 1: progress "
+        "bar; 2: plain lines (one per epoch, and one per minute inside long epochs), "
+        "each with examples/s and the time left; made for log files.")
+    flags.DEFINE_bool(
+        "debug", False,
+        "Show the full traceback when the command fails (also TPR_KERAS_DEBUG=1); "
+        "otherwise an error is one message.")
+    flags.DEFINE_bool(
+        "tf_logs", False,
+        "Keep TensorFlow's start-up and INFO/WARNING logging (also TPR_KERAS_TF_LOGS=1); "
+        "by default TF_CPP_MIN_LOG_LEVEL=2 unless you set it, and CUDA probing on a "
+        "machine without a GPU is not shown.")
+
+
+def verbose_level(value=None, stream=None):
+    """``--verbose`` as 0, 1 or 2: ``auto`` is 1 (progress bar) on a terminal, else 2."""
+    value = FLAGS.verbose if value is None else value
+    if str(value) != "auto":
+        return int(value)
+    stream = sys.stdout if stream is None else stream
+    try:
+        return 1 if stream.isatty() else 2
+    except (AttributeError, ValueError):
+        return 2
 
 
 def setup(global_batch):
@@ -57,8 +93,11 @@ def setup(global_batch):
     the replicas. The split is printed and logged on every worker.
     """
     from absl import app
-    import tensorflow as tf
 
+    from tpr_keras import cli
+    from tpr_keras.training.distribute import make_strategy
+
+    tf = cli.import_tensorflow()  # quietly: no CUDA probing noise on CPU-only machines
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
     strategy = make_strategy(FLAGS.strategy)
@@ -82,4 +121,32 @@ def trainer_kwargs():
     """The :class:`~tpr_keras.training.TrainConfig` fields these flags set."""
     minutes = FLAGS.max_train_minutes
     return {"checkpoint_every_steps": FLAGS.checkpoint_every_steps or None,
-            "max_train_seconds": minutes * 60 if minutes else None}
+            "max_train_seconds": minutes * 60 if minutes else None,
+            "verbose": verbose_level()}
+
+
+_CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
+                  "early_stopping": "a larger --patience",
+                  "target_error": "a lower target error"}
+
+
+def report_if_finished(config, summary):
+    """Says so and returns True when ``--model_dir`` holds a finished run for ``config``.
+
+    ``summary(results) -> str`` describes the run's results (``test error 0.00 %``).
+    A run stopped by ``--max_train_minutes`` or killed is not finished (see
+    :func:`tpr_keras.training.loop.finished_run`): the command then resumes it.
+    """
+    from tpr_keras.training.loop import STOP_REASONS, finished_run
+
+    done = finished_run(FLAGS.model_dir, config)
+    if done is None:
+        return False
+    results, reason = done
+    import os
+
+    print(f"Already trained: {results.get('epochs', '?')} epochs, {summary(results)} "
+          f"(stopped by {STOP_REASONS[reason]}); results in "
+          f"{os.path.join(FLAGS.model_dir, 'results.json')}, nothing exported again. "
+          f"Use a new --model_dir, or {_CONTINUE_HINT[reason]} to continue.", flush=True)
+    return True

@@ -33,7 +33,13 @@ loop does, and it behaves identically under the default strategy,
   ``<model_dir>/checkpoints``; a restarted run resumes from the latest one
   (every worker reads the chief's), skipping the batches of the interrupted
   epoch it had already consumed and keeping that epoch's running loss sums.
-* TensorBoard scalars in ``<model_dir>/tensorboard`` and a Keras progress bar.
+* TensorBoard scalars in ``<model_dir>/tensorboard``; on the console a Keras
+  progress bar (``verbose=1``) or plain lines for log files (``verbose=2``: one per
+  epoch and one every ``progress_seconds`` inside an epoch), with examples/s and
+  the time left.
+* :attr:`Trainer.stop_reason` says why ``fit`` ended; :func:`finished_run` tells a
+  command that its run already reached its stop condition (a run cut by the time
+  budget or killed is not finished: the same command resumes it).
 """
 
 import dataclasses
@@ -85,7 +91,9 @@ class TrainConfig:
             below this value.
         checkpoint_every_steps: also checkpoint inside an epoch this often.
         log_every_steps: TensorBoard logging interval.
-        verbose: 0 silent, 1 progress bar, 2 one line per epoch.
+        verbose: 0 silent, 1 progress bar, 2 plain lines (log files): one per
+            epoch, and one every ``progress_seconds`` inside an epoch.
+        progress_seconds: with ``verbose=2``, the interval of in-epoch lines.
     """
 
     learning_rate: float = 0.008
@@ -107,6 +115,88 @@ class TrainConfig:
     checkpoint_every_steps: int | None = None
     log_every_steps: int = 10
     verbose: int = 1
+    progress_seconds: float = 60.0
+
+
+#: Why a run stopped, as :attr:`Trainer.stop_reason` and ``results.json`` give it.
+STOP_REASONS = {
+    "epochs": "--epochs reached",
+    "steps": "--steps reached",
+    "target_error": "the target validation error reached",
+    "early_stopping": "early stopping (no validation improvement within the patience)",
+    "time_budget": "the time budget ran out (the same command resumes)",
+}
+
+
+def stop_reason(config, global_step, epoch, best_error, bad_validations):
+    """The stop condition ``config`` has reached in this state, or None (time budget aside)."""
+    if config.max_steps and global_step >= config.max_steps:
+        return "steps"
+    if epoch >= config.epochs:
+        return "epochs"
+    if config.target_error is not None and best_error <= config.target_error:
+        return "target_error"
+    if (config.patience_at_zero is not None and best_error == 0.0
+            and bad_validations >= config.patience_at_zero):
+        return "early_stopping"
+    if config.patience is not None and bad_validations >= config.patience:
+        return "early_stopping"
+    return None
+
+
+def read_checkpoint_state(model_dir):
+    """The counters of the latest checkpoint in ``<model_dir>/checkpoints`` (no model
+    needed), as ``{"global_step", "epoch", "best_error", "bad_validations"}``; None
+    without a checkpoint."""
+    latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+    if latest is None:
+        return None
+    reader = tf.train.load_checkpoint(latest)
+
+    def value(name, default):
+        key = f"{name}/.ATTRIBUTES/VARIABLE_VALUE"
+        return reader.get_tensor(key).item() if reader.has_tensor(key) else default
+
+    return {"global_step": int(value("global_step", 0)), "epoch": int(value("epoch", 0)),
+            "best_error": float(value("best_error", np.inf)),
+            "bad_validations": int(value("bad_validations", 0)), "checkpoint": latest}
+
+
+def finished_run(model_dir, config):
+    """``(results, reason)`` when the run in ``model_dir`` is finished under ``config``.
+
+    Finished means: its latest checkpoint has reached one of ``config``'s stop
+    conditions (epochs or steps used up, early stopping, target error) and
+    ``results.json`` was written at that step. A run stopped by the time budget, or
+    killed before writing its results, is not finished; neither is one that a larger
+    ``--epochs``/``--steps``/``--patience`` lets continue. Returns None otherwise.
+    """
+    path = os.path.join(model_dir, "results.json")
+    if not os.path.exists(path):
+        return None
+    state = read_checkpoint_state(model_dir)
+    if state is None:
+        return None
+    try:
+        with open(path) as f:
+            results = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if results.get("steps") != state["global_step"]:
+        return None  # results.json is older than the checkpoint: evaluate and export again
+    reason = stop_reason(config, state["global_step"], state["epoch"], state["best_error"],
+                         state["bad_validations"])
+    return None if reason is None else (results, reason)
+
+
+def format_seconds(seconds):
+    """``75`` -> ``1m15s``; ``7300`` -> ``2h01m``."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def sparse_classification(label_key):
@@ -268,6 +358,7 @@ class Trainer:
         self.train_examples_per_second = None
         self.reinits = 0
         self.restored_from = None
+        self.stop_reason = None
 
     # ----------------------------------------------------------------- steps
     def _replica_train(self, features, labels):
@@ -579,11 +670,14 @@ class Trainer:
             time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
         )
         rates = []  # examples/s of the epochs after the first (tracing) one
+        self.stop_reason = None
+        epoch_walls = []  # wall seconds per epoch of this call, validation included
         stop = self._should_stop()
         try:
             for epoch in range(start_epoch, cfg.epochs):
                 if stop:
                     break
+                epoch_started = time.monotonic()
                 record = self._train_epoch(
                     epoch, train_dataset_fn, steps_per_epoch, writer
                 )
@@ -621,9 +715,12 @@ class Trainer:
                         json.dump(history, f, indent=1)
                     os.replace(history_path + ".tmp", history_path)
                 self._save()
+                stop = self._should_stop()
+                epoch_walls.append(time.monotonic() - epoch_started)
                 if cfg.verbose:
                     line = (
-                        f"epoch {epoch + 1}: loss {record['train_loss']:.4f} "
+                        f"epoch {epoch + 1}/{self._total_epochs(steps_per_epoch)}: "
+                        f"loss {record['train_loss']:.4f} "
                         f"acc {record['train_accuracy']:.4f}"
                     )
                     if "valid_loss" in record:
@@ -631,12 +728,19 @@ class Trainer:
                             f" | valid loss {record['valid_loss']:.4f} "
                             f"error {record['valid_error_percent']:.2f}%"
                         )
-                    print(line + f" | {record['seconds']:.1f}s "
-                          f"({record['examples_per_second']:.0f} ex/s)")
-                stop = self._should_stop()
+                    line += (f" | {record['seconds']:.1f}s "
+                             f"({record['examples_per_second']:.0f} ex/s)")
+                    if not stop:
+                        left = self._seconds_left(epoch_walls, steps_per_epoch)
+                        if left is not None:
+                            line += f" | at most {format_seconds(left)} left"
+                    print(line, flush=True)
         finally:
             self._sync_state()
             self._counters = None
+        if self.stop_reason is None:
+            self.stop_reason = self._stop_reason() or (
+                "time_budget" if self._past_deadline() else None)
         if rates:
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
@@ -645,6 +749,42 @@ class Trainer:
         if valid_dataset is not None:
             self.restore_best()
         return history
+
+    def _total_epochs(self, steps_per_epoch):
+        """The epochs this run can reach: ``epochs``, or fewer when ``max_steps`` ends it."""
+        cfg = self.config
+        if cfg.max_steps and steps_per_epoch:
+            return min(cfg.epochs, -(-cfg.max_steps // steps_per_epoch))
+        return cfg.epochs
+
+    def _seconds_left(self, epoch_walls, steps_per_epoch):
+        """Seconds until ``epochs``/``max_steps`` at this call's pace (early stopping
+        or the time budget may end the run sooner). The first epoch of a call traces
+        the step, so it only counts while it is the only one."""
+        paced = epoch_walls[1:] or epoch_walls
+        if not paced:
+            return None
+        cfg = self.config
+        per_epoch = sum(paced) / len(paced)
+        left = (cfg.epochs - int(self.state["epoch"].numpy())) * per_epoch
+        if cfg.max_steps and steps_per_epoch:
+            steps_left = cfg.max_steps - int(self.state["global_step"].numpy())
+            left = min(left, steps_left / steps_per_epoch * per_epoch)
+        if self._deadline is not None:
+            left = min(left, self._deadline - time.monotonic())
+        return max(left, 0.0)
+
+    def _epoch_target(self, steps_per_epoch):
+        """Steps this epoch will run in this call (None if unknown)."""
+        cfg = self.config
+        counters = self._counters
+        target = None
+        if steps_per_epoch:
+            target = max(steps_per_epoch - counters["step_in_epoch"], 0)
+        if cfg.max_steps:
+            steps_left = max(cfg.max_steps - counters["global_step"], 0)
+            target = steps_left if target is None else min(target, steps_left)
+        return target
 
     def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, writer):
         """One pass over the training data; returns the epoch's record."""
@@ -660,12 +800,17 @@ class Trainer:
         if self._train_step is None:
             self._train_step = self.make_train_function(batches.element_spec)
         progbar = None
+        target = self._epoch_target(steps_per_epoch)
+        total_epochs = self._total_epochs(steps_per_epoch)
         if cfg.verbose == 1:
-            progbar = keras.utils.Progbar(steps_per_epoch, stateful_metrics=["lr"])
-        if cfg.verbose:
-            print(f"Epoch {epoch + 1}/{cfg.epochs}")
+            print(f"Epoch {epoch + 1}/{total_epochs}", flush=True)
+            progbar = keras.utils.Progbar(target or None, stateful_metrics=["lr"])
         epoch_factor = self._epoch_lr_factor()
-        epoch_done, examples = True, 0
+        epoch_done, examples, done_steps = True, 0, 0
+        # The in-epoch lines of verbose=2: the rate leaves out the epoch's first step
+        # (tracing, iterator start-up), so the time left is right from the first line.
+        paced_from, paced_examples = None, 0
+        next_line = time.perf_counter() + cfg.progress_seconds
         for batch in batches:
             lr = self._learning_rate(counters["warmup_done"], epoch_factor)
             self._set_learning_rate(lr)
@@ -693,8 +838,28 @@ class Trainer:
             counters["epoch_loss_sum"] += loss
             counters["epoch_accuracy_sum"] += accuracy
             counters["epoch_steps"] += 1
+            done_steps += 1
             if progbar is not None:
                 progbar.add(1, [("loss", loss), ("acc", accuracy), ("lr", lr)])
+            elif cfg.verbose == 2:
+                now = time.perf_counter()
+                if paced_from is None:
+                    paced_from = now
+                else:
+                    paced_examples += int(count)
+                if now >= next_line and paced_examples:
+                    next_line = now + cfg.progress_seconds
+                    rate = paced_examples / (now - paced_from)
+                    where = f"step {done_steps}" + (f"/{target}" if target else "")
+                    line = (f"  epoch {epoch + 1}/{total_epochs} {where}: loss "
+                            f"{counters['epoch_loss_sum'] / counters['epoch_steps']:.4f} "
+                            f"acc {counters['epoch_accuracy_sum'] / counters['epoch_steps']:.4f}"
+                            f" | {rate:.0f} ex/s")
+                    if target:
+                        steps_rate = (done_steps - 1) / (now - paced_from)
+                        line += (f" | epoch ends in "
+                                 f"{format_seconds((target - done_steps) / steps_rate)}")
+                    print(line, flush=True)
             if step % cfg.log_every_steps == 0:
                 with writer.as_default(step=step):
                     tf.summary.scalar("loss", loss)
@@ -711,6 +876,8 @@ class Trainer:
                 print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
                       f"{step}: stopping (the same command resumes from here).")
                 break
+        if progbar is not None and (target is None or done_steps < target):
+            progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
         seconds = time.perf_counter() - started
         steps = max(counters["epoch_steps"], 1)
         return {
@@ -757,21 +924,11 @@ class Trainer:
         deadline = getattr(self, "_deadline", None)
         return deadline is not None and time.monotonic() >= deadline
 
+    def _stop_reason(self):
+        return stop_reason(
+            self.config, int(self.state["global_step"].numpy()),
+            int(self.state["epoch"].numpy()), float(self.state["best_error"].numpy()),
+            int(self.state["bad_validations"].numpy()))
+
     def _should_stop(self):
-        cfg = self.config
-        if self._past_deadline():
-            return True
-        if cfg.max_steps and int(self.state["global_step"].numpy()) >= cfg.max_steps:
-            return True
-        if cfg.target_error is not None and (
-            float(self.state["best_error"].numpy()) <= cfg.target_error
-        ):
-            return True
-        bad = int(self.state["bad_validations"].numpy())
-        if (
-            cfg.patience_at_zero is not None
-            and float(self.state["best_error"].numpy()) == 0.0
-            and bad >= cfg.patience_at_zero
-        ):
-            return True
-        return cfg.patience is not None and bad >= cfg.patience
+        return self._past_deadline() or self._stop_reason() is not None

@@ -1,0 +1,133 @@
+"""The ``train.*`` commands as a new user meets them (issue 17): ``--help``, errors,
+logs redirected to a file, and re-running a finished command."""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+COMMANDS = ("babi", "math", "entailment")
+SHARED = ("strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
+          "verbose", "debug", "tf_logs")
+
+
+def python(args, cwd, **env):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("TF_CPP_MIN_LOG_LEVEL", "TPR_KERAS_DEBUG", "TPR_KERAS_TF_LOGS")}
+    environ.update(PYTHONPATH=str(REPO), **env)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=600)
+
+
+def accepted_flags(command):
+    """Every flag the command accepts (absl's own aside), read without running it."""
+    code = (f"import train.{command}; from tpr_keras import cli; "
+            "print(' '.join(sorted(cli.command_flags())))")
+    done = python(["-c", code], REPO)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_exits_0_lists_every_flag_grouped_without_tensorflow(command):
+    code = ("import runpy, sys; sys.argv = ['train.{0}', '--help']\n"
+            "try:\n    runpy.run_module('train.{0}', run_name='__main__')\n"
+            "except SystemExit as exit:\n"
+            "    print('EXIT', exit.code, 'tensorflow' in sys.modules)").format(command)
+    done = python(["-c", code], REPO)
+    assert done.stdout.rstrip().endswith("EXIT 0 False"), done.stdout[-500:] + done.stderr
+    assert done.stderr == ""
+    text = done.stdout
+    listed = re.findall(r"^  --(?:\[no\])?(\w+)", text, re.M)
+    flags = accepted_flags(command)
+    assert sorted(listed) == flags  # each once, nothing hidden, nothing extra
+    assert set(SHARED) <= set(listed)
+    assert "Other flags" not in text  # every flag is in a named group
+    assert "Distribution, checkpoints and time budget" in text
+    assert "(default auto)" in text and "verbosity" not in listed  # absl's stay in --helpfull
+    assert python(["-m", f"train.{command}", "--help"], REPO).returncode == 0
+
+
+def test_offline_error_is_one_message_and_debug_gives_the_traceback(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = ["-m", "train.babi", "--task", "1", "--data_dir", str(empty), "--model_dir",
+            str(tmp_path / "run"), "--download=false"]
+    done = python(args, tmp_path)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "en-10k" in errors[0]
+    assert "--debug" in done.stderr
+    assert len(done.stderr.splitlines()) <= 3, done.stderr
+    debug = python([*args, "--debug"], tmp_path)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_usage_error_is_one_line(tmp_path):
+    done = python(["-m", "train.babi", "--task", "42", "--model_dir", str(tmp_path / "r")],
+                  tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: --task must be 1..20") and "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def small_babi(tmp_path_factory, babi_task1_writer):
+    root = tmp_path_factory.mktemp("babi") / "en-10k"
+    root.mkdir()
+    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 100, 0)
+    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 20, 1)
+    return root.parent
+
+
+@pytest.mark.slow
+def test_logs_to_a_file_and_rerunning_a_finished_command(small_babi, tmp_path):
+    model_dir = tmp_path / "run"
+    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(small_babi), "--model_dir",
+            str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false"]
+    # stdout is a pipe here, as when redirected to a file: plain lines, not a bar.
+    first = python([*base, "--epochs", "2"], tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "\x08" not in first.stdout and "\x1b[" not in first.stdout
+    assert "epoch 1/2:" in first.stdout and "ex/s" in first.stdout
+    assert len(first.stdout) < 3000, first.stdout
+    # No TensorFlow start-up noise (CUDA probing on a CPU-only machine, at error severity).
+    assert not re.search(r"^[EWF]\d{4} |cudart_stub|absl::InitializeLog", first.stderr, re.M), \
+        first.stderr
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["stopped"] == "epochs" and results["epochs"] == 2
+    versions = sorted(os.listdir(model_dir / "export" / "babi"))
+
+    again = python([*base, "--epochs", "2"], tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Already trained: 2 epochs, test error" in again.stdout
+    assert "a larger --epochs" in again.stdout and "Resumed" not in again.stdout
+    assert sorted(os.listdir(model_dir / "export" / "babi")) == versions  # no new export
+
+    more = python([*base, "--epochs", "3"], tmp_path)
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert "Resumed from" in more.stdout and "Already trained" not in more.stdout
+    assert json.loads((model_dir / "results.json").read_text())["epochs"] == 3
+
+
+@pytest.mark.slow
+def test_a_run_cut_by_the_time_budget_resumes(small_babi, tmp_path):
+    model_dir = tmp_path / "run"
+    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(small_babi), "--model_dir",
+            str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false",
+            "--epochs", "2", "--verbose", "2"]
+    cut = python([*base, "--max_train_minutes", "0.00001"], tmp_path)
+    assert cut.returncode == 0, cut.stderr[-3000:]
+    assert "Time budget" in cut.stdout
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["stopped"] == "time_budget" and results["steps"] < 2 * 17
+    rerun = python(base, tmp_path)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Resumed from" in rerun.stdout and "Already trained" not in rerun.stdout
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["stopped"] == "epochs" and results["steps"] == 2 * 17

@@ -1,0 +1,124 @@
+"""What the loop prints and how it ends: lines for log files, a bar that ends its line,
+stop reasons, and which runs count as finished (issue 17)."""
+
+import json
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tpr_keras.training import Trainer, TrainConfig, finished_run, sparse_classification
+from tpr_keras.training import flags as train_flags
+from tpr_keras.training.loop import format_seconds, stop_reason
+
+
+def make_trainer(model_dir, **overrides):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(96, 8)).astype("float32")
+    y = (x[:, 0] > 0).astype("int32")
+
+    def data(epoch):
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(16)
+
+    def build():
+        keras.utils.set_random_seed(1)
+        inputs = {"x": keras.Input((8,), name="x")}
+        return keras.Model(inputs, keras.layers.Dense(2)(inputs["x"]))
+
+    config = TrainConfig(learning_rate=0.01, epochs=3, warmup_steps=0, patience=None,
+                         halve_lr_below=None, verbose=0)
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    trainer = Trainer(build, lambda: keras.optimizers.Adam(0.01), sparse_classification("y"),
+                      config, str(model_dir))
+    return trainer, data, data(0)
+
+
+def test_plain_lines_carry_rate_and_time_left(tmp_path, capsys):
+    trainer, data, valid = make_trainer(tmp_path, verbose=2, progress_seconds=0.0)
+    trainer.fit(data, valid, steps_per_epoch=6)
+    out = capsys.readouterr().out
+    assert "\x08" not in out and "\r" not in out and "\x1b" not in out  # no bar redraws
+    epoch_lines = [line for line in out.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in epoch_lines] == ["epoch 1/3", "epoch 2/3",
+                                                             "epoch 3/3"]
+    assert all("ex/s" in line for line in epoch_lines)
+    assert "left" in epoch_lines[0] and "left" not in epoch_lines[-1]
+    step_lines = [line for line in out.splitlines() if line.startswith("  epoch ")]
+    # progress_seconds=0: a line after every step but the epoch's first (the rate skips it)
+    assert len(step_lines) == 3 * 5
+    assert re.search(r"step 6/6: .* ex/s \| epoch ends in 0s", step_lines[4]), step_lines[4]
+    assert trainer.stop_reason == "epochs"
+
+
+def test_progress_bar_with_max_steps_counts_the_steps_it_will_run(tmp_path, capsys):
+    trainer, data, valid = make_trainer(tmp_path, verbose=1, epochs=10, max_steps=4)
+    trainer.fit(data, valid, steps_per_epoch=6)
+    out = capsys.readouterr().out
+    assert "Epoch 1/1" in out and "Epoch 1/10" not in out
+    assert "4/4" in out and "/6" not in out
+    # the epoch summary starts a line of its own
+    assert re.search(r"(^|\n)epoch 1/1: loss", out), out
+    assert trainer.stop_reason == "steps"
+
+
+def test_time_budget_is_not_a_finished_run(tmp_path):
+    trainer, data, valid = make_trainer(tmp_path, max_train_seconds=3600)
+    answers = iter([False] + [True] * 100)  # the budget runs out after the first step
+    trainer._past_deadline = lambda: next(answers)
+    trainer.fit(data, valid, steps_per_epoch=6)
+    assert trainer.stop_reason == "time_budget"
+    steps = int(trainer.state["global_step"].numpy())
+    assert steps == 1
+    (tmp_path / "results.json").write_text(json.dumps({"steps": steps, "epochs": 1}))
+    assert finished_run(str(tmp_path), trainer.config) is None  # the command resumes it
+    # The same state is finished for a run whose stop condition it meets.
+    config = TrainConfig(epochs=3, max_steps=1)
+    results, reason = finished_run(str(tmp_path), config)
+    assert reason == "steps" and results["steps"] == 1
+
+
+def test_finished_run_needs_results_of_the_latest_checkpoint(tmp_path):
+    trainer, data, valid = make_trainer(tmp_path, epochs=2)
+    trainer.fit(data, valid, steps_per_epoch=6)
+    assert trainer.stop_reason == "epochs"
+    config = TrainConfig(epochs=2, patience=None)
+    assert finished_run(str(tmp_path), config) is None  # no results.json: killed before it
+    (tmp_path / "results.json").write_text(json.dumps({"steps": 6, "epochs": 1}))
+    assert finished_run(str(tmp_path), config) is None  # results of an older step
+    (tmp_path / "results.json").write_text(json.dumps({"steps": 12, "epochs": 2}))
+    assert finished_run(str(tmp_path), config)[1] == "epochs"
+    assert finished_run(str(tmp_path), TrainConfig(epochs=3, patience=None)) is None
+
+
+def test_stop_reasons():
+    config = TrainConfig(epochs=5, max_steps=None, patience=3, patience_at_zero=1,
+                         target_error=None)
+    assert stop_reason(config, 10, 2, 5.0, 0) is None
+    assert stop_reason(config, 10, 5, 5.0, 0) == "epochs"
+    assert stop_reason(config, 10, 2, 5.0, 3) == "early_stopping"
+    assert stop_reason(config, 10, 2, 0.0, 1) == "early_stopping"
+    config.target_error = 5.0
+    assert stop_reason(config, 10, 2, 5.0, 0) == "target_error"
+    config.max_steps = 10
+    assert stop_reason(config, 10, 2, 50.0, 0) == "steps"
+
+
+def test_verbose_auto_is_a_bar_only_on_a_terminal():
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    assert train_flags.verbose_level("auto", Stream(True)) == 1
+    assert train_flags.verbose_level("auto", Stream(False)) == 2
+    assert train_flags.verbose_level("0", Stream(True)) == 0
+    assert train_flags.verbose_level("2", Stream(True)) == 2
+
+
+def test_format_seconds():
+    assert [format_seconds(s) for s in (0, 59.4, 75, 3599, 7300)] == [
+        "0s", "59s", "1m15s", "59m59s", "2h01m"]

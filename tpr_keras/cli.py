@@ -1,0 +1,259 @@
+"""What every ``train.*`` command shares at the terminal; importing this does not import TensorFlow.
+
+* :func:`run` replaces ``absl.app.run``: ``--help`` prints the command's own flags,
+  grouped, with their defaults, and exits 0 without starting TensorFlow (absl's own
+  flags stay under ``--helpfull``); an error ends the command with one line saying what
+  failed and exit status 1 (the traceback only with ``--debug`` or
+  ``TPR_KERAS_DEBUG=1``).
+* :func:`import_tensorflow` imports TensorFlow and probes its devices with the
+  start-up noise of a CPU-only machine (CUDA probing, CPU-feature notes, absl's
+  pre-initialisation banner) filtered out, and with ``TF_CPP_MIN_LOG_LEVEL=2``
+  unless the user set it; ``--tf_logs`` or ``TPR_KERAS_TF_LOGS=1`` keeps it all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import warnings
+
+DEBUG_ENV = "TPR_KERAS_DEBUG"
+TF_LOGS_ENV = "TPR_KERAS_TF_LOGS"
+
+#: absl's own flags: listed by ``--helpfull`` only.
+_ABSL_MODULE = re.compile(r"^absl(\.|$)")
+
+#: TensorFlow start-up lines that say nothing about the user's run: CUDA probing on a
+#: machine without a GPU (some at error severity), the CPU-feature note, the banner
+#: absl prints before its logging is initialised, oneDNN and TF-TRT notes.
+_STARTUP_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog"
+    r"|cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions"
+    r"|cuInit|cuda_(platform|executor|diagnostics|driver|dnn|fft|blas)\.cc"
+    r"|Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered"
+    r"|TF-TRT Warning|oneDNN custom operations are on|Could not find cuda drivers"
+    r"|successful NUMA node read|Unable to (find|load) (cuda|CUDA|TensorRT|libcuda)"
+    r"|kernel driver does not appear to be running|no NVIDIA GPU device")
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def debug_enabled() -> bool:
+    """``--debug`` (when defined and parsed) or ``TPR_KERAS_DEBUG=1``."""
+    return _truthy(os.environ.get(DEBUG_ENV)) or _flag_value("debug", False)
+
+
+def tf_logs_enabled() -> bool:
+    """``--tf_logs`` (when defined and parsed) or ``TPR_KERAS_TF_LOGS=1``."""
+    return _truthy(os.environ.get(TF_LOGS_ENV)) or _flag_value("tf_logs", False)
+
+
+def _flag_value(name, default):
+    from absl import flags
+
+    FLAGS = flags.FLAGS
+    if name not in FLAGS or not FLAGS.is_parsed():
+        return default
+    return FLAGS[name].value
+
+
+# ------------------------------------------------------------------ TensorFlow noise
+@contextlib.contextmanager
+def _filtered_stderr():
+    """Captures file descriptor 2 (C++ logging writes there) and replays the lines
+    that are not :data:`_STARTUP_NOISE` when the block ends."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no real stderr (embedded, pytest capture)
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", "replace")
+            kept = "".join(line for line in text.splitlines(keepends=True)
+                           if not _STARTUP_NOISE.search(line))
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
+
+
+def quiet_environment() -> None:
+    """``TF_CPP_MIN_LOG_LEVEL=2`` (errors only) unless set or TF logs are asked for.
+
+    Must run before TensorFlow is imported to have an effect. Level 2 hides
+    TensorFlow's INFO and WARNING lines, e.g. tf.data's ``GeneratorDatasetOp ... will
+    not be optimized``, which came 8 times per bAbI run.
+    """
+    if tf_logs_enabled():
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Python warnings from libraries that are not the user's business, shown once.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(keras|tensorflow)")
+    warnings.filterwarnings("once", category=UserWarning)
+    default_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category is UserWarning:  # ours (data notes): one line, no source excerpt
+            print(f"warning: {message}", file=file or sys.stderr, flush=True)
+        else:
+            default_show(message, category, filename, lineno, file, line)
+
+    if getattr(warnings.showwarning, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
+def import_tensorflow():
+    """Imports TensorFlow and Keras and probes the GPUs, quietly (see the module doc).
+
+    Returns the ``tensorflow`` module. Later calls return it at once.
+    """
+    quiet_environment()
+    quiet = not tf_logs_enabled() and "tensorflow" not in sys.modules
+    with _filtered_stderr() if quiet else contextlib.nullcontext():
+        import keras  # noqa: F401
+        import tensorflow as tf
+
+        # CUDA is probed here, once, inside the filter; listing physical devices does
+        # not initialise the runtime (MultiWorkerMirroredStrategy can still be created).
+        tf.config.list_physical_devices("GPU")
+    return tf
+
+
+# ------------------------------------------------------------------------- --help
+def _default_text(flag) -> str:
+    value = flag.default
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "''"
+    return str(value) if str(value) != "" else "''"
+
+
+def _flag_line(flag) -> str:
+    name = f"--[no]{flag.name}" if flag.flag_type() == "bool" else f"--{flag.name}"
+    choices = getattr(flag.parser, "enum_values", None)
+    kind = "{" + "|".join(choices) + "}" if choices else flag.flag_type()
+    if flag.flag_type() == "bool":
+        return f"  {name} (default {_default_text(flag)})"
+    return f"  {name}={kind} (default {_default_text(flag)})"
+
+
+def command_flags():
+    """``{name: Flag}`` of every flag the running command accepts, absl's own excluded."""
+    from absl import flags
+
+    found = {}
+    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
+        if _ABSL_MODULE.match(module) or module.startswith("absl"):
+            continue
+        for flag in module_flags:
+            found[flag.name] = flag
+    return found
+
+
+def format_help(command: str, doc: str | None, groups, width: int = 100) -> str:
+    """The ``--help`` text: usage, the first paragraph of ``doc``, then ``groups``.
+
+    ``groups`` is a list of ``(title, [flag names])``; flags the command accepts that
+    no group names are listed under "Other flags", so nothing is ever hidden.
+    """
+    accepted = command_flags()
+    out = [f"usage: {command} [--flag=value ...]", ""]
+    if doc:
+        first = doc.strip().split("\n\n")[0]
+        out += [textwrap.fill(" ".join(first.split()), width), ""]
+    listed = set()
+    sections = list(groups)
+    rest = sorted(set(accepted) - {n for _, names in sections for n in names})
+    if rest:
+        sections.append(("Other flags", rest))
+    for title, names in sections:
+        names = [n for n in names if n in accepted and n not in listed]
+        if not names:
+            continue
+        out.append(f"{title}:")
+        for name in names:
+            flag = accepted[name]
+            listed.add(name)
+            out.append(_flag_line(flag))
+            text = re.sub(r"^<[^>]*>: ", "", " ".join((flag.help or "").split()))
+            out += textwrap.wrap(text, width,
+                                 initial_indent="      ", subsequent_indent="      ")
+        out.append("")
+    out.append("Flags take --flag=value or --flag value; --helpfull adds absl's own flags "
+               "(logging, profiling).")
+    return "\n".join(out) + "\n"
+
+
+def _wants_help(argv) -> bool:
+    for arg in argv[1:]:
+        if arg == "--":
+            return False
+        if arg in ("-h", "-?", "--help", "--helpshort", "-help", "-helpshort"):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- run
+def run(main, command: str, doc: str | None = None, groups=()) -> None:
+    """``absl.app.run(main)`` with a fast ``--help``, quiet TensorFlow and short errors.
+
+    Args:
+        main: ``main(argv)``, as for ``absl.app.run``.
+        command: How the user runs it (``python -m train.babi``), for the usage line.
+        doc: The command's docstring (its first paragraph heads ``--help``).
+        groups: ``(title, [flag names])`` pairs ordering ``--help``.
+    """
+    if _wants_help(sys.argv):
+        sys.stdout.write(format_help(command, doc, groups))
+        sys.stdout.flush()
+        sys.exit(0)
+    from absl import app
+
+    def guarded(argv):
+        quiet_environment()
+        if debug_enabled():
+            return main(argv)
+        try:
+            return main(argv)
+        except app.UsageError as error:
+            _fail(f"{error}  (--help lists the flags)", status=2)
+        except KeyboardInterrupt:
+            _fail("interrupted", status=130)
+        except Exception as error:  # noqa: BLE001 - one message; --debug gives the traceback
+            _fail(f"{_describe(error)}\n(run with --debug for the traceback)")
+
+    app.run(guarded)
+
+
+def _describe(error: BaseException) -> str:
+    message = str(error).strip() or type(error).__name__
+    if type(error).__module__ == "builtins":  # FileNotFoundError, ValueError, ...
+        return message
+    return f"{type(error).__name__}: {message}"
+
+
+def _fail(message: str, status: int = 1):
+    sys.stdout.flush()
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.exit(status)
