@@ -671,6 +671,9 @@ class Trainer:
         )
         rates = []  # examples/s of the epochs after the first (tracing) one
         self.stop_reason = None
+        # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
+        # batches); after one whole epoch the counted number replaces it.
+        self._steps_seen = None
         epoch_walls = []  # wall seconds per epoch of this call, validation included
         stop = self._should_stop()
         try:
@@ -679,7 +682,7 @@ class Trainer:
                     break
                 epoch_started = time.monotonic()
                 record = self._train_epoch(
-                    epoch, train_dataset_fn, steps_per_epoch, writer
+                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, writer
                 )
                 epoch_done = record.pop("epoch_done")
                 # examples trained in this call (a resumed epoch counts only its rest)
@@ -719,7 +722,8 @@ class Trainer:
                 epoch_walls.append(time.monotonic() - epoch_started)
                 if cfg.verbose:
                     line = (
-                        f"epoch {epoch + 1}/{self._total_epochs(steps_per_epoch)}: "
+                        f"epoch {epoch + 1}/"
+                        f"{self._total_epochs(self._steps_seen or steps_per_epoch)}: "
                         f"loss {record['train_loss']:.4f} "
                         f"acc {record['train_accuracy']:.4f}"
                     )
@@ -731,7 +735,8 @@ class Trainer:
                     line += (f" | {record['seconds']:.1f}s "
                              f"({record['examples_per_second']:.0f} ex/s)")
                     if not stop:
-                        left = self._seconds_left(epoch_walls, steps_per_epoch)
+                        left = self._seconds_left(
+                            epoch_walls, self._steps_seen or steps_per_epoch)
                         if left is not None:
                             line += f" | at most {format_seconds(left)} left"
                     print(line, flush=True)
@@ -876,6 +881,8 @@ class Trainer:
                 print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
                       f"{step}: stopping (the same command resumes from here).")
                 break
+        if epoch_done and not skip:
+            self._steps_seen = counters["step_in_epoch"]
         if progbar is not None and (target is None or done_steps < target):
             progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
         seconds = time.perf_counter() - started
