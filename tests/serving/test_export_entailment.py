@@ -67,3 +67,17 @@ def test_served_and_asked_with_the_client(exported):
         assert rest.entails(*PAIRS[0]).probability == pytest.approx(expected[0], rel=1e-5)
     finally:
         server.stop(grace=2)
+
+
+def test_export_carries_a_warm_up_request_the_signature_accepts(exported):
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    _, path = exported
+    records = list(tf.data.TFRecordDataset(
+        os.path.join(path, "assets.extra", "tf_serving_warmup_requests")))
+    assert len(records) == 1
+    request = prediction_log_pb2.PredictionLog.FromString(records[0].numpy()).predict_log.request
+    assert set(request.inputs) == {"premise", "hypothesis"}
+    inputs = {k: tf.constant(tf.make_ndarray(v)) for k, v in request.inputs.items()}
+    out = tf.saved_model.load(path).signatures["serving_default"](**inputs)
+    assert out["probability"].shape == (1,)

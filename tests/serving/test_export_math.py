@@ -114,3 +114,21 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
             assert babi.ask("Mary went to the kitchen.", "Where is Mary?").answer
     finally:
         server.stop(grace=2)
+
+
+def test_export_carries_a_warm_up_request_the_signature_accepts(exported):
+    """TF Serving replays assets.extra/tf_serving_warmup_requests before serving; without
+    it the first Predict built the decoding loop's kernels (about 1 s)."""
+    import os
+
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    _, _, path = exported
+    records = list(tf.data.TFRecordDataset(
+        os.path.join(path, "assets.extra", "tf_serving_warmup_requests")))
+    assert len(records) == 1
+    request = prediction_log_pb2.PredictionLog.FromString(records[0].numpy()).predict_log.request
+    assert request.model_spec.name == "math" and set(request.inputs) == {"question"}
+    question = tf.make_ndarray(request.inputs["question"])
+    out = tf.saved_model.load(path).signatures["serving_default"](question=tf.constant(question))
+    assert out["answer"].shape == (1,)
