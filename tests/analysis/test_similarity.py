@@ -29,6 +29,20 @@ def test_cosine_similarity_and_clusters_of_two_obvious_groups():
     assert sim.cosine_similarity(np.zeros((2, 3)))[0, 1] == 0.0
 
 
+def test_purity_and_tallies_of_words_in_clusters():
+    texts = ["john went to the office", "john moved to the garden", "mary went home",
+             "mary took the milk", "sandra took the apple"]
+    assert sim.word_at(texts, 0) == ["john", "john", "mary", "mary", "sandra"]
+    assert sim.word_at(["a"], 1) == [""]
+    labels = np.array([1, 1, 2, 2, 2])
+    # by subject: cluster 1 all john (2), cluster 2 mary twice of 3 -> 4 of 5
+    assert sim.purity(labels, sim.word_at(texts, 0)) == pytest.approx(0.8)
+    # by verb: cluster 1 went/moved (1 of 2), cluster 2 went/took/took (2 of 3) -> 3 of 5
+    assert sim.purity(labels, sim.word_at(texts, 1)) == pytest.approx(0.6)
+    assert sim.purity(np.array([1, 2, 3, 4, 5]), sim.word_at(texts, 1)) == 1.0
+    assert sim.tally(["took", "went", "took"]) == "took 2, went 1"
+
+
 def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_task1_writer):
     from tpr_keras.data import babi
     from tpr_keras.models import TPRRNN
@@ -53,6 +67,7 @@ def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_
         width, height = struct.unpack(">II", png[16:24])
         assert width > 300 and height > 300
     listing = (out / "clusters.txt").read_text()
+    assert listing.count("purity by first word ") == len(sim.REPRESENTATIONS)
     sentences = {" ".join(data.vocab.decode(r)) for r in np.unique(data.valid.sentences, axis=0)}
     for name in sim.REPRESENTATIONS:
         section = listing.split(f"## {name} ")[1].split("\n## ")[0]
