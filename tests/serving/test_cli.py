@@ -1,5 +1,6 @@
 """``python -m serving.server`` as a process: flags, the client CLI, graceful SIGTERM."""
 
+import json
 import os
 import pathlib
 import queue
@@ -26,33 +27,33 @@ def string_tensor(values):
 
 
 @pytest.fixture
-def server_process(export_base):
+def server_process(export_base, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    info = tmp_path / "server.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
          "--model_name=babi", f"--model_base_path={export_base}/babi",
          "--file_system_poll_wait_seconds=0", "--shutdown_grace_seconds=60",
          # the small-model flags of the README: ops in the request's thread (negative)
-         "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=-1"],
+         "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=-1",
+         f"--server_info_file={info}"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr],
                               daemon=True)
     reader.start()
-    ports, log = {}, []
+    log = []
     deadline = time.monotonic() + 180
-    while len(ports) < 2 and time.monotonic() < deadline and proc.poll() is None:
+    while not info.exists() and time.monotonic() < deadline and proc.poll() is None:
         try:
-            line = lines.get(timeout=1)
+            log.append(lines.get(timeout=0.5))
         except queue.Empty:
             continue
-        log.append(line)
-        if "gRPC ModelServer at" in line:
-            ports["grpc"] = int(line.split(":")[-1].split()[0])
-        if "HTTP/REST API at" in line:
-            ports["rest"] = int(line.split(":")[-1].split()[0])
+    # The ports come from the server's info file (ModelServer.ports), not from its log.
+    ports = json.loads(info.read_text())["ports"] if info.exists() else {}
+    proc.info_file = info
     try:
-        assert len(ports) == 2, "".join(log)[-3000:]
+        assert ports.get("grpc") and ports.get("rest"), "".join(log)[-3000:]
         yield proc, ports, lines, log
     finally:
         if proc.poll() is None:
@@ -128,4 +129,7 @@ def test_server_process_client_cli_and_graceful_sigterm(server_process, task1, c
     # Every API is counted: 5 gRPC Predicts (the NOT_FOUND one too) and 2 REST ones.
     assert "served 7 Predict requests (REST predict 2, gRPC Predict 5)" in text, text[-2000:]
     assert "errors {'NOT_FOUND': 2}" in text, text[-2000:]
+    stats = json.loads(proc.info_file.read_text())["stats"]  # ModelServer.stats()
+    assert stats["requests"]["gRPC Predict"] == 5 and stats["requests"]["REST predict"] == 2
+    assert stats["errors"] == {"NOT_FOUND": 2} and stats["handler_ms"]["count"] == 5
     assert in_flight, "the request was not in flight when SIGTERM arrived"

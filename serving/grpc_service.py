@@ -1,0 +1,214 @@
+"""TF Serving's gRPC API: ``PredictionService`` and ``ModelService``.
+
+The services are registered as generic handlers (not the generated ``add_*_to_server``)
+so that each method decodes its own request bytes: a message that does not parse is
+INVALID_ARGUMENT with one log line, as in ``tensorflow_model_server`` (its gRPC C++ layer
+fails the protobuf parse before the service runs), instead of grpcio's INTERNAL
+"Exception deserializing request!" and a traceback per request. Sizes are capped before
+decoding by the server's ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED).
+
+Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the model
+spec picks a version (leased for the request), the signature, then inputs are checked
+against the SignatureDef (names, dtypes, shapes; :mod:`serving.tensors`) before any value
+is decoded, and ``output_filter`` picks the outputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    inference_pb2,
+    model_management_pb2,
+    predict_pb2,
+    regression_pb2,
+)
+
+from serving.manager import ModelManager
+from serving.stats import Stats
+from serving.status import ServingError, clip, invalid
+from serving.tensors import (
+    array_to_tensor_proto,
+    check_batch,
+    check_output_filter,
+    proto_shape,
+    tensor_proto_to_array,
+    validate_inputs,
+)
+
+log = logging.getLogger("serving.server")
+
+PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
+MODEL_SERVICE = "tensorflow.serving.ModelService"
+
+
+class _Undecodable:
+    """What a request deserializer returns for bytes that are not the request message."""
+
+    def __init__(self, message: str, error: Exception) -> None:
+        self.message = message
+        self.error = error
+
+
+def _version_of(spec) -> int | None:
+    return spec.version.value if spec.HasField("version") else None
+
+
+class PredictionService:
+    """Predict and GetModelMetadata; Classify, Regress and MultiInference answer
+    UNIMPLEMENTED."""
+
+    def __init__(self, manager: ModelManager, stats: Stats) -> None:
+        self._manager = manager
+        self._stats = stats
+
+    def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
+        spec = request.model_spec
+        with self._manager.acquire(spec.name, _version_of(spec), spec.version_label) as servable:
+            sig = servable.signature(spec.signature_name)
+            dtypes = {k: v.dtype for k, v in request.inputs.items()}
+            shapes = {k: proto_shape(k, v) for k, v in request.inputs.items()}
+            validate_inputs(spec.name, sig, request.inputs.keys(), dtypes, shapes)
+            names = check_output_filter(sig, request.output_filter)
+            inputs = {k: tensor_proto_to_array(k, v) for k, v in request.inputs.items()}
+            check_batch(sig, inputs)
+            started = time.perf_counter()
+            outputs = sig.run(inputs, names)
+            model_time = time.perf_counter() - started
+            response = predict_pb2.PredictResponse()
+            response.model_spec.name = spec.name
+            response.model_spec.version.value = servable.version
+            response.model_spec.signature_name = sig.name
+            for name in names:
+                array_to_tensor_proto(outputs[name], response.outputs[name])
+        self._stats.model_times.append(model_time)
+        return response
+
+    def metadata(self, request: get_model_metadata_pb2.GetModelMetadataRequest):
+        spec = request.model_spec
+        fields = list(request.metadata_field)
+        if not fields:
+            raise invalid("GetModelMetadataRequest must specify at least one metadata_field "
+                          "(supported: signature_def)")
+        unsupported = [f for f in fields if f != "signature_def"]
+        if unsupported:
+            raise invalid(f"Metadata field(s) {unsupported} not supported (supported: "
+                          "signature_def)")
+        servable = self._manager.servable(spec.name, _version_of(spec), spec.version_label)
+        response = get_model_metadata_pb2.GetModelMetadataResponse()
+        response.model_spec.name = spec.name
+        response.model_spec.version.value = servable.version
+        response.metadata["signature_def"].Pack(servable.signature_def_map)
+        return response
+
+
+class ModelService:
+    """GetModelStatus and HandleReloadConfigRequest (``model_config_list`` only)."""
+
+    def __init__(self, manager: ModelManager) -> None:
+        self._manager = manager
+
+    def status(self, request: get_model_status_pb2.GetModelStatusRequest):
+        spec = request.model_spec
+        response = get_model_status_pb2.GetModelStatusResponse()
+        response.model_version_status.extend(
+            self._manager.status(spec.name, _version_of(spec), spec.version_label))
+        return response
+
+    def reload(self, request: model_management_pb2.ReloadConfigRequest):
+        config = request.config
+        if config.WhichOneof("config") != "model_config_list":
+            raise invalid("only model_config_list configs are supported")
+        try:
+            self._manager.reload_config(list(config.model_config_list.config))
+        except ValueError as exc:
+            raise invalid(str(exc)) from None
+        return model_management_pb2.ReloadConfigResponse()
+
+
+def _unimplemented(method: str) -> Callable[[Any], Any]:
+    def run(_request):
+        raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
+                           f"{method} is not implemented by this server; it serves Predict, "
+                           "GetModelMetadata and GetModelStatus")
+    return run
+
+
+def _method(api: str, request_cls, response_cls, fn: Callable[[Any], Any], stats: Stats,
+            timed: bool = False) -> grpc.RpcMethodHandler:
+    """A unary method: decodes its own request (INVALID_ARGUMENT if it does not parse), maps
+    ServingError to its status, and anything unexpected to INTERNAL with one log line."""
+    message = request_cls.DESCRIPTOR.name
+
+    def deserialize(data: bytes):
+        try:
+            return request_cls.FromString(data)
+        except Exception as exc:  # noqa: BLE001 - DecodeError, RecursionError, ...
+            return _Undecodable(message, exc)
+
+    def handle(request, context: grpc.ServicerContext):
+        started = time.perf_counter()
+        try:
+            if isinstance(request, _Undecodable):
+                raise invalid(f"Could not parse the request bytes as a {message} "
+                              f"({type(request.error).__name__}: {request.error})")
+            response = fn(request)
+        except ServingError as exc:
+            stats.count(api, exc.code.name, exc.message)
+            context.abort(exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - never crash a handler thread
+            text = clip(f"internal error: {type(exc).__name__}: {exc}")
+            log.error("%s: %s", api, text)
+            stats.count(api, "INTERNAL")
+            context.abort(grpc.StatusCode.INTERNAL, text)
+        stats.count(api)
+        if timed:
+            stats.times.append(time.perf_counter() - started)  # successes only
+        return response
+
+    return grpc.unary_unary_rpc_method_handler(
+        handle, request_deserializer=deserialize,
+        response_serializer=response_cls.SerializeToString)
+
+
+def add_services(server: grpc.Server, manager: ModelManager, stats: Stats) -> PredictionService:
+    """Registers PredictionService and ModelService on ``server``."""
+    predictions = PredictionService(manager, stats)
+    models = ModelService(manager)
+    server.add_generic_rpc_handlers([
+        grpc.method_handlers_generic_handler(PREDICTION_SERVICE, {
+            "Predict": _method("gRPC Predict", predict_pb2.PredictRequest,
+                               predict_pb2.PredictResponse, predictions.predict, stats,
+                               timed=True),
+            "GetModelMetadata": _method(
+                "gRPC GetModelMetadata", get_model_metadata_pb2.GetModelMetadataRequest,
+                get_model_metadata_pb2.GetModelMetadataResponse, predictions.metadata, stats),
+            "Classify": _method("gRPC Classify", classification_pb2.ClassificationRequest,
+                                classification_pb2.ClassificationResponse,
+                                _unimplemented("Classify"), stats),
+            "Regress": _method("gRPC Regress", regression_pb2.RegressionRequest,
+                               regression_pb2.RegressionResponse, _unimplemented("Regress"),
+                               stats),
+            "MultiInference": _method("gRPC MultiInference",
+                                      inference_pb2.MultiInferenceRequest,
+                                      inference_pb2.MultiInferenceResponse,
+                                      _unimplemented("MultiInference"), stats),
+        }),
+        grpc.method_handlers_generic_handler(MODEL_SERVICE, {
+            "GetModelStatus": _method("gRPC GetModelStatus",
+                                      get_model_status_pb2.GetModelStatusRequest,
+                                      get_model_status_pb2.GetModelStatusResponse,
+                                      models.status, stats),
+            "HandleReloadConfigRequest": _method(
+                "gRPC ReloadConfig", model_management_pb2.ReloadConfigRequest,
+                model_management_pb2.ReloadConfigResponse, models.reload, stats),
+        }),
+    ])
+    return predictions

@@ -1,0 +1,305 @@
+"""The model manager: which versions are loaded, and finding the one a request asks for.
+
+TF Serving's ``AspiredVersionsManager`` with a file-system source
+(``tensorflow_serving/core/aspired_versions_manager.cc``,
+``sources/storage_path/file_system_storage_path_source.cc``): every poll lists each
+model's base path; the version policy (latest N, all, specific) says which versions are
+wanted; a new version is loaded completely (and warmed up) before it is published, then
+versions no longer wanted are removed from the table and closed. Requests hold a lease on
+the version they started on (:meth:`ModelManager.acquire`), so a request in flight during
+a swap finishes on the old version, whose session closes when that request returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import grpc
+from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.config import model_server_config_pb2
+
+from serving._tf import tf
+from serving.batching import BatchingParameters
+from serving.servable import RUNTIMES, Servable, warm_up
+from serving.status import ServingError
+
+log = logging.getLogger("serving.server")
+
+_STATE = get_model_status_pb2.ModelVersionStatus.State
+
+
+@dataclasses.dataclass
+class _VersionState:
+    state: int
+    error_code: grpc.StatusCode = grpc.StatusCode.OK
+    error_message: str = ""
+    failures: int = 0
+
+
+class _Model:
+    """One configured model: its loaded versions (copy-on-write dict) and their states."""
+
+    def __init__(self, config: model_server_config_pb2.ModelConfig) -> None:
+        self.config = config
+        self.servables: dict[int, Servable] = {}  # replaced, never mutated
+        self.states: dict[int, _VersionState] = {}
+
+
+class ModelManager:
+    """Loads model versions from disk, keeps them current, and finds them for requests.
+
+    Args:
+        configs: The models (TF Serving ``ModelConfig`` protos).
+        tags: MetaGraph tags to load (``serve``).
+        batching: If set, each loaded version's batchable signatures are batched.
+        max_num_load_retries: Attempts to load a version before giving up on it.
+        runtime: How versions run their signatures (see ``Servable``).
+        session_config: ``ConfigProto`` for each version's session (thread pools).
+    """
+
+    def __init__(self, configs: Sequence[model_server_config_pb2.ModelConfig],
+                 tags: Sequence[str] = ("serve",), batching: BatchingParameters | None = None,
+                 max_num_load_retries: int = 5, runtime: str = "session",
+                 session_config: tf.compat.v1.ConfigProto | None = None) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        self._tags = list(tags)
+        self._runtime = runtime
+        self._session_config = session_config
+        self._batching = batching
+        self._max_retries = max_num_load_retries
+        self._models: dict[str, _Model] = {}
+        self._lock = threading.Lock()  # config changes and polls, never requests
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.reload_config(configs)
+
+    # ---- requests -----------------------------------------------------------------
+
+    def model(self, name: str) -> _Model:
+        model = self._models.get(name)
+        if model is None:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Servable not found for request: model '{name}' is not served "
+                               f"(models: {sorted(self._models)})")
+        return model
+
+    @staticmethod
+    def _labelled_version(model: _Model, version: int | None, label: str | None) -> int | None:
+        """``version``, or the version ``label`` names (NOT_FOUND if it names none)."""
+        if not label:
+            return version
+        labels = model.config.version_labels
+        if label not in labels:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Unrecognized servable version label '{label}' of model "
+                               f"'{model.config.name}' (labels: {sorted(labels)})")
+        return int(labels[label])
+
+    def servable(self, name: str, version: int | None = None,
+                 label: str | None = None) -> Servable:
+        """The version a request asks for: latest, a number, or a label (no lease: use
+        :meth:`acquire` to run it)."""
+        model = self.model(name)
+        version = self._labelled_version(model, version, label)
+        servables = model.servables
+        if version is None:
+            if not servables:
+                raise ServingError(grpc.StatusCode.NOT_FOUND,
+                                   f"Servable not found for request: Latest({name}): no version "
+                                   "is loaded yet")
+            return servables[max(servables)]
+        servable = servables.get(version)
+        if servable is None:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Servable not found for request: Specific({name}, {version}); "
+                               f"loaded versions: {sorted(servables)}")
+        return servable
+
+    @contextlib.contextmanager
+    def acquire(self, name: str, version: int | None = None,
+                label: str | None = None) -> Iterator[Servable]:
+        """The version a request asks for, leased for the block: it is not closed before
+        the block ends, even if it is unloaded meanwhile."""
+        while True:
+            servable = self.servable(name, version, label)
+            if servable.acquire():
+                break
+            # Retired between the lookup and the lease: the table no longer holds it.
+        try:
+            yield servable
+        finally:
+            servable.release()
+
+    def status(self, name: str, version: int | None = None,
+               label: str | None = None) -> list[get_model_status_pb2.ModelVersionStatus]:
+        model = self.model(name)
+        version = self._labelled_version(model, version, label)
+        states = dict(model.states)
+        if version is not None:
+            if version not in states:
+                raise ServingError(grpc.StatusCode.NOT_FOUND,
+                                   f"Could not find version {version} of model {name}")
+            states = {version: states[version]}
+        elif not states:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Could not find any versions of model {name}")
+        out = []
+        for v in sorted(states):
+            s = states[v]
+            status = get_model_status_pb2.ModelVersionStatus(version=v, state=s.state)
+            status.status.error_code = s.error_code.value[0]
+            status.status.error_message = s.error_message
+            out.append(status)
+        return out
+
+    @property
+    def model_names(self) -> list[str]:
+        return sorted(self._models)
+
+    # ---- configuration and polling --------------------------------------------------
+
+    def reload_config(self, configs: Sequence[model_server_config_pb2.ModelConfig]) -> None:
+        """Serves exactly ``configs``: new models are added, removed ones closed."""
+        names = [c.name for c in configs]
+        if len(set(names)) != len(names) or not all(names):
+            raise ValueError(f"model names must be non-empty and unique, got {names}")
+        for c in configs:
+            if c.model_platform not in ("", "tensorflow"):
+                raise ValueError(f"model '{c.name}': unsupported model_platform "
+                                 f"'{c.model_platform}' (only 'tensorflow')")
+            if not c.base_path:
+                raise ValueError(f"model '{c.name}': base_path is required")
+        with self._lock:
+            models = {}
+            for c in configs:
+                old = self._models.get(c.name)
+                if old is not None and old.config.base_path == c.base_path:
+                    old.config = c
+                    models[c.name] = old
+                else:
+                    models[c.name] = _Model(c)
+            dropped = [m for n, m in self._models.items() if models.get(n) is not m]
+            self._models = models
+        for m in dropped:
+            for s in m.servables.values():
+                s.close()
+        self.poll()
+
+    def _aspired(self, model: _Model, on_disk: list[int]) -> list[int]:
+        policy = model.config.model_version_policy
+        kind = policy.WhichOneof("policy_choice")
+        if kind == "all":
+            return on_disk
+        if kind == "specific":
+            return sorted(set(on_disk) & set(policy.specific.versions))
+        n = policy.latest.num_versions if kind == "latest" and policy.latest.num_versions else 1
+        return sorted(on_disk)[-n:]
+
+    def poll(self) -> None:
+        """Lists every base path once; loads new versions, then unloads unwanted ones."""
+        with self._lock:
+            for model in list(self._models.values()):
+                try:
+                    self._poll_model(model)
+                except Exception:  # noqa: BLE001 - a bad model must not stop the others
+                    log.exception("polling model %s failed", model.config.name)
+
+    def _poll_model(self, model: _Model) -> None:
+        base = model.config.base_path
+        try:
+            names = os.listdir(base)
+        except OSError as exc:
+            log.warning("model %s: cannot list %s (%s); keeping loaded versions",
+                        model.config.name, base, exc)
+            return
+        on_disk = sorted(int(n) for n in names if n.isdigit() and int(n) > 0 and (
+            os.path.isfile(os.path.join(base, n, "saved_model.pb"))
+            or os.path.isfile(os.path.join(base, n, "saved_model.pbtxt"))))
+        for _ in range(len(on_disk) + 1):  # bounded: each extra round gives up on a version
+            # Versions that failed every load attempt drop out, so "latest" falls back to
+            # the newest loadable version instead of serving nothing.
+            usable = [v for v in on_disk if not self._gave_up(model, v)]
+            aspired = self._aspired(model, usable)
+            if not aspired:
+                if not model.servables:
+                    log.warning("model %s: no loadable version under %s", model.config.name,
+                                base)
+                return  # keep serving what is loaded rather than going dark
+            for version in sorted(set(aspired) - set(model.servables), reverse=True):
+                self._load(model, version, os.path.join(base, str(version)))
+            if not any(self._gave_up(model, v) for v in aspired):
+                break
+        unwanted = set(model.servables) - set(aspired)
+        if unwanted and any(v in model.servables for v in aspired):
+            kept = {v: s for v, s in model.servables.items() if v not in unwanted}
+            for v in unwanted:
+                model.states[v] = _VersionState(_STATE.UNLOADING)
+            gone = [model.servables[v] for v in unwanted]
+            model.servables = kept  # atomic swap; in-flight requests keep their lease
+            for s in gone:
+                s.close()  # now, or when its last request in flight returns
+            for v in unwanted:
+                model.states[v] = _VersionState(_STATE.END)
+                log.info("model %s: unloaded version %d", model.config.name, v)
+
+    def _gave_up(self, model: _Model, version: int) -> bool:
+        state = model.states.get(version)
+        return state is not None and state.failures >= self._max_retries and (
+            version not in model.servables)
+
+    def _load(self, model: _Model, version: int, path: str) -> None:
+        name = model.config.name
+        previous = model.states.get(version)
+        failures = previous.failures if previous else 0
+        model.states[version] = _VersionState(_STATE.LOADING, failures=failures)
+        started = time.perf_counter()
+        servable = None
+        try:
+            servable = Servable(name, version, path, self._tags, self._runtime,
+                                self._session_config, self._batching)
+            warmed = warm_up(servable)
+        except Exception as exc:  # noqa: BLE001 - report in GetModelStatus, retry next poll
+            if servable is not None:
+                servable.close()
+            failures += 1
+            log.error("model %s: loading version %d failed (attempt %d of %d): %s",
+                      name, version, failures, self._max_retries, exc)
+            model.states[version] = _VersionState(
+                _STATE.END, grpc.StatusCode.UNKNOWN if failures >= self._max_retries
+                else grpc.StatusCode.UNAVAILABLE, f"loading failed: {exc}", failures)
+            return
+        servables = dict(model.servables)
+        servables[version] = servable
+        model.servables = servables  # publish atomically
+        model.states[version] = _VersionState(_STATE.AVAILABLE)
+        log.info("model %s: version %d available (%s; loaded in %.2f s, %d warm-up requests)",
+                 name, version, path, time.perf_counter() - started, warmed)
+
+    def start_polling(self, interval_s: float) -> None:
+        """Polls every ``interval_s`` seconds in a daemon thread (<= 0: never)."""
+        if interval_s <= 0 or self._thread is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                self.poll()
+
+        self._thread = threading.Thread(target=loop, daemon=True, name="version-poller")
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops polling and closes every version (after its requests in flight)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+        with self._lock:
+            for m in self._models.values():
+                for s in m.servables.values():
+                    s.close()

@@ -1,0 +1,268 @@
+"""TF Serving's REST API (``tensorflow_serving/model_servers/http_rest_api_handler.cc``).
+
+``GET /v1/models/<name>[/versions/<v> | /labels/<l>]`` (status), ``.../metadata``, and
+``POST .../<name>[...]:predict`` (``:classify`` and ``:regress`` answer UNIMPLEMENTED). Every
+answer is JSON; an error is ``{"error": message}`` with TF Serving's HTTP status for its
+code (:data:`serving.status.HTTP_STATUS`), never 5xx for a malformed request.
+
+The HTTP layer bounds what one connection can cost: the body size is checked against
+the limit from ``Content-Length`` before anything is read (413); ``Content-Length`` must be
+a non-negative integer (400); the whole body must arrive within the read timeout
+(``--rest_api_timeout_in_ms``, TF Serving's flag; 408 otherwise), so a client that
+declares more than it sends cannot hold a handler thread; at most ``max_threads``
+requests run at once.
+"""
+
+from __future__ import annotations
+
+import http
+import http.server
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from tensorflow_serving.apis import get_model_status_pb2
+
+from serving.json_tensor import (
+    columns_for,
+    json_to_array,
+    parse_json,
+    response_json,
+    signature_name,
+)
+from serving.manager import ModelManager
+from serving.stats import Stats
+from serving.status import HTTP_STATUS, ServingError, clip, invalid
+from serving.tensors import check_batch, validate_inputs
+
+log = logging.getLogger("serving.server")
+
+_PREDICT_RE = re.compile(
+    r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?:(predict|classify|regress)",
+    re.IGNORECASE)
+_STATUS_RE = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+))?(/metadata)?",
+                        re.IGNORECASE)
+
+
+class RestApi:
+    """TF Serving's REST API over a ModelManager: ``handle`` returns (HTTP status, JSON)."""
+
+    def __init__(self, manager: ModelManager, stats: Stats) -> None:
+        self._manager = manager
+        self._stats = stats
+
+    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+        path = path.split("?", 1)[0]
+        api = ("REST predict" if method == "POST" and _PREDICT_RE.fullmatch(path) else
+               "REST metadata" if path.endswith("/metadata") else "REST status")
+        started = time.perf_counter()
+        try:
+            doc = self._dispatch(method, path, body)
+        except ServingError as exc:
+            self._stats.count(api, exc.code.name, exc.message)
+            return HTTP_STATUS.get(exc.code, 500), {"error": exc.message}
+        except Exception as exc:  # noqa: BLE001 - never crash a handler thread
+            text = clip(f"internal error: {type(exc).__name__}: {exc}")
+            log.error("%s: %s", api, text)
+            self._stats.count(api, "INTERNAL")
+            return 500, {"error": text}
+        self._stats.count(api)
+        if api == "REST predict":
+            self._stats.times.append(time.perf_counter() - started)  # successes only
+        return 200, doc
+
+    def _dispatch(self, method: str, path: str, body: bytes) -> dict:
+        m = _PREDICT_RE.fullmatch(path)
+        if method == "POST" and m:
+            name, version, label, verb = m.groups()
+            if verb.lower() != "predict":
+                raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
+                                   f":{verb} is not implemented by this server; use :predict")
+            return self._predict(name, int(version) if version else None, label, body)
+        m = _STATUS_RE.fullmatch(path)
+        if method == "GET" and m:
+            name, version, label, metadata = m.groups()
+            version = int(version) if version else None
+            if metadata:
+                servable = self._manager.servable(name, version, label)
+                return {"model_spec": {"name": name, "signature_name": "",
+                                       "version": str(servable.version)},
+                        "metadata": {"signature_def": json_format.MessageToDict(
+                            servable.signature_def_map, preserving_proto_field_name=True)}}
+            response = get_model_status_pb2.GetModelStatusResponse()
+            response.model_version_status.extend(self._manager.status(name, version, label))
+            return json_format.MessageToDict(response, preserving_proto_field_name=True,
+                                             always_print_fields_with_no_presence=True)
+        raise invalid(f"Malformed request: {method} {path}")
+
+    def _predict(self, name: str, version: int | None, label: str | None, body: bytes) -> dict:
+        doc = parse_json(body)
+        sig_name = signature_name(doc)
+        with self._manager.acquire(name, version, label) as servable:
+            sig = servable.signature(sig_name)
+            columns, batch = columns_for(doc, sorted(sig.inputs))
+            validate_inputs(name, sig, columns, {}, {})  # names first: nothing decoded yet
+            arrays = {k: json_to_array(v, sig.inputs[k].dtype, f"input '{k}'")
+                      for k, v in columns.items()}
+            validate_inputs(name, sig, arrays, {}, {k: v.shape for k, v in arrays.items()})
+            check_batch(sig, arrays)
+            started = time.perf_counter()
+            outputs = sig.run(arrays)
+            self._stats.model_times.append(time.perf_counter() - started)
+            return response_json(outputs, batch)
+
+
+class HttpHandler(http.server.BaseHTTPRequestHandler):
+    """One HTTP request: bounded read of the body, then :class:`RestApi`."""
+
+    server_version = "tpr-keras-serving"
+    api: RestApi  # set on the subclass the server makes
+    server: HttpServer
+
+    def setup(self) -> None:
+        self.timeout = self.server.read_timeout_s  # applies to reading the request line too
+        super().setup()
+
+    def _respond(self, status: int, doc: dict, close: bool = False) -> None:
+        data = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """The http.server's own errors (bad request line, headers too long, unknown
+        method) as JSON, and 4xx: a malformed request is never a server error."""
+        if code >= 500:
+            code = 405 if code == http.HTTPStatus.NOT_IMPLEMENTED else 400
+        try:
+            phrase = http.HTTPStatus(code).phrase
+        except ValueError:
+            phrase = "error"
+        self.log_message("%s %s", code, message or phrase)
+        if not getattr(self, "command", None):
+            self.command = ""
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"  # a request line that did not parse: still
+            # answer with a status line and headers
+        self._respond(code, {"error": message or explain or phrase}, close=True)
+
+    def _read_body(self, length: int) -> bytes | None:
+        """``length`` bytes within the read timeout, or None after answering 400/408."""
+        deadline = time.monotonic() + self.server.read_timeout_s
+        chunks, got = [], 0
+        try:
+            while got < length:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(left)
+                chunk = self.rfile.read1(min(length - got, 1 << 20))
+                if not chunk:
+                    self._respond(400, {"error": f"the body ended after {got} of the "
+                                                 f"{length} bytes of Content-Length"},
+                                  close=True)
+                    return None
+                chunks.append(chunk)
+                got += len(chunk)
+        except (TimeoutError, socket.timeout):
+            self._respond(408, {"error": f"received {got} of the {length} bytes of "
+                                         f"Content-Length within the read timeout of "
+                                         f"{self.server.read_timeout_s:g} s"}, close=True)
+            return None
+        return b"".join(chunks)
+
+    def _discard_body(self, length: int) -> None:
+        """Reads and drops (up to) ``length`` bytes for a few seconds, so that a client
+        still sending its body reads our answer instead of a connection reset."""
+        deadline = time.monotonic() + 5
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+            while length > 0 and time.monotonic() < deadline:
+                self.connection.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = self.rfile.read1(min(length, 1 << 20))
+                if not chunk:
+                    break
+                length -= len(chunk)
+        except OSError:
+            pass
+
+    def _handle(self, method: str) -> None:
+        if self.headers.get("Transfer-Encoding"):
+            self._respond(411, {"error": "Transfer-Encoding is not supported; send the body "
+                                         "with a Content-Length"}, close=True)
+            return
+        header = self.headers.get("Content-Length")
+        text = (header or "0").strip()
+        if not (text.isascii() and text.isdigit()) or len(text) > 18:
+            self._respond(400, {"error": "Content-Length must be a non-negative integer, got "
+                                         f"{clip(header or '', 40)!r}"}, close=True)
+            return
+        length = int(text)
+        limit = self.server.max_body_bytes
+        if length > limit:
+            self._respond(413, {"error": f"request body of {length} bytes exceeds the limit of "
+                                         f"{limit} bytes"}, close=True)
+            self._discard_body(length)
+            return
+        body = self._read_body(length) if length else b""
+        if body is None:
+            return
+        self.connection.settimeout(self.server.read_timeout_s)
+        status, doc = self.api.handle(method, self.path, body)
+        self._respond(status, doc)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._handle("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._handle("POST")
+
+    # Other methods are answered like unknown paths (400 "Malformed request").
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = (  # noqa: N815
+        lambda self: self._handle(self.command))
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        log.debug("REST %s", format % args)
+
+
+class HttpServer(http.server.ThreadingHTTPServer):
+    """Threads per request, at most ``max_threads`` at once (back-pressure on accept)."""
+
+    daemon_threads = False  # server_close() joins in-flight requests
+    block_on_close = True
+    request_queue_size = 128
+
+    def __init__(self, address, api: RestApi, max_threads: int, max_body_bytes: int,
+                 read_timeout_s: float) -> None:
+        handler = type("Handler", (HttpHandler,), {"api": api})
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_threads)
+        self.max_body_bytes = max_body_bytes
+        self.read_timeout_s = read_timeout_s
+
+    def process_request(self, request, client_address):
+        self._slots.acquire()  # back-pressure: at most max_threads requests at once
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
