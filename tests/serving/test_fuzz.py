@@ -1,0 +1,83 @@
+"""A seeded randomized probe (serving.fuzz) against an in-process server on loopback:
+valid and malformed requests, gRPC and REST, each answered with TF Serving's status, and
+valid ones with the right answers. The longer run is bench/serving_fuzz.py."""
+
+import os
+import random
+import time
+
+import grpc
+import pytest
+from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+from serving import fuzz
+from serving.manager import ModelManager
+from serving.server import ModelServer
+
+from tensorflow_serving.config import model_server_config_pb2
+
+#: Small limits, so that the oversize and short-body cases are cheap.
+MAX_BYTES = 1 << 20
+READ_TIMEOUT_S = 0.5
+
+
+def model_config(name, base_path):
+    return model_server_config_pb2.ModelConfig(name=name, base_path=str(base_path),
+                                               model_platform="tensorflow")
+
+
+@pytest.fixture(scope="module")
+def fuzz_server(export_base):
+    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
+    server = ModelServer(manager, port=0, rest_api_port=0, max_message_bytes=MAX_BYTES,
+                         rest_api_timeout_s=READ_TIMEOUT_S).start()
+    yield server
+    server.stop(grace=2)
+
+
+def target(server):
+    return fuzz.Target(server.ports["grpc"], server.ports["rest"], "babi",
+                       max_message_bytes=MAX_BYTES, rest_timeout_s=READ_TIMEOUT_S)
+
+
+def test_seeded_fuzz_every_request_gets_tf_servings_status(fuzz_server, task1):
+    pool = list(zip(task1.stories[:20], task1.questions[:20]))
+    started = time.perf_counter()
+    report = fuzz.run(target(fuzz_server), n=400, seed=12, threads=8, pool=pool)
+    seconds = time.perf_counter() - started
+    failures = [(r.category, r.status, r.detail) for r in report.failures]
+    assert not failures, failures[:30]
+    table = report.table()
+    # The run covered the cases of issue 12, each with the status TF Serving gives.
+    assert len(table) >= 40, sorted(table)
+    for category, status in [("grpc corrupt bytes", None), ("rest deep nesting", "http:400"),
+                             ("rest signature_name not a string", "http:400"),
+                             ("rest number in string input", "http:400"),
+                             ("grpc duplicate output_filter", "INVALID_ARGUMENT"),
+                             ("grpc negative dim", "INVALID_ARGUMENT"),
+                             ("grpc string tensor_content", "INVALID_ARGUMENT"),
+                             ("rest bad content-length", "http:400"),
+                             ("rest short body", "http:408"), ("grpc valid", "OK"),
+                             ("rest valid row", "http:200")]:
+        assert category in table, category
+        if status is not None:
+            assert set(table[category]) == {status}, (category, table[category])
+    # No status a client's mistake should never cause.
+    statuses = {s for row in table.values() for s in row}
+    assert not statuses & (fuzz.SERVER_FAULTS | {"dropped", "http:500"}), statuses
+    assert seconds < 60, seconds
+    # Counted per status code, and still serving.
+    stats = fuzz_server.stats()
+    assert "INTERNAL" not in stats["errors"] and stats["errors"]["INVALID_ARGUMENT"] > 50
+    with grpc.insecure_channel(f"127.0.0.1:{fuzz_server.port}") as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        reply = stub.Predict(fuzz.predict_request(target(fuzz_server), pool[:2]), timeout=30)
+    assert len(reply.outputs["answer"].string_val) == 2
+
+
+def test_same_seed_same_requests(fuzz_server):
+    t = target(fuzz_server)
+    rngs = random.Random(7), random.Random(7)
+    one, two = ([fuzz.make_case(rng, t, fuzz.STORIES).category for _ in range(50)]
+                for rng in rngs)
+    assert one == two and len(set(one)) > 20
