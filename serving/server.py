@@ -179,8 +179,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="folder holding the model's integer version folders")
     p.add_argument("--model_config_file", default="",
                    help="text ModelServerConfig with several models (instead of "
-                        "--model_name/--model_base_path); relative base_paths are taken "
-                        "relative to the file's folder")
+                        "--model_name/--model_base_path); relative base_paths start from "
+                        "the current directory")
     p.add_argument("--model_config_file_poll_wait_seconds", type=float, default=0,
                    help="re-read --model_config_file this often (0: never)")
     p.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0,
@@ -223,14 +223,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def read_model_config_file(path: str) -> list[model_server_config_pb2.ModelConfig]:
-    """The models of a text ModelServerConfig file; a relative ``base_path`` is taken
-    relative to the file's folder (so a checked-in example works from any directory)."""
+    """The models of a text ModelServerConfig file; a relative ``base_path`` is taken from
+    the directory the server runs in, as tensorflow_model_server's file system does."""
     with open(path, encoding="utf-8") as f:
         configs = parse_model_config(f.read())
-    folder = os.path.dirname(os.path.abspath(path))
     for c in configs:
-        if c.base_path and not os.path.isabs(c.base_path):
-            c.base_path = os.path.normpath(os.path.join(folder, c.base_path))
+        if c.base_path:
+            c.base_path = os.path.abspath(c.base_path)
     return configs
 
 
