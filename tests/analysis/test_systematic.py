@@ -52,3 +52,28 @@ def test_pairs_seen_flags_and_summary(built):
     pytest.importorskip("matplotlib")
     systematic.plot(result, str(built / "fig.png"), "test")
     assert (built / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_tables_the_drop_against_the_fully_trained_name(tmp_path):
+    def result(alex, logan):
+        return {"pairs": [
+            {"name": "Alex", "task": 1, "seen": True, "accuracy": alex[0], "count": 10},
+            {"name": "Alex", "task": 6, "seen": True, "accuracy": alex[1], "count": 10},
+            {"name": "Logan", "task": 1, "seen": True, "accuracy": logan[0], "count": 10},
+            {"name": "Logan", "task": 6, "seen": False, "accuracy": logan[1], "count": 10}]}
+
+    a, b = result((100, 90), (100, 80)), result((90, 90), (60, 40))
+    assert systematic.drops(a) == {"Alex": 0.0, "Logan": 5.0}
+    assert systematic.drops(b) == {"Alex": 0.0, "Logan": 40.0}
+    for label, res in (("A", a), ("B", b)):
+        (tmp_path / f"{label}.json").write_text(json.dumps(res))
+    out = tmp_path / "cmp"
+    assert systematic.main(["--compare", f"TPR={tmp_path / 'A.json'}",
+                            f"Mem={tmp_path / 'B.json'}", "--out", str(out)]) == 0
+    table = (out / "compare.md").read_text()
+    assert "| Logan | 1 | 90.0 | +5.0 | 50.0 | +40.0 |" in table
+    assert "TPR +5.0 points, Mem +40.0 points" in table
+    pytest.importorskip("matplotlib")
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        systematic.main(["--out", str(out)])

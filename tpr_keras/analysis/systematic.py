@@ -11,6 +11,15 @@ pair, marked *seen* when the name's training stories included that task (``manif
 Like Figure 5, the summary averages over tasks per name, separately over seen and unseen
 pairs. Writes ``systematic.json``, ``systematic.md`` and, with the ``analysis`` extra
 (matplotlib), ``systematic.png``. Works for TPR-RNN and MemN2N runs alike.
+
+Two or more evaluated models side by side (Figure 5 next to its baseline)::
+
+    python -m tpr_keras.analysis.systematic --compare TPR-RNN=runs/sg-fig/systematic.json \
+        MemN2N=runs/sg-memn2n-fig/systematic.json --out results/figures/systematic
+
+writes ``compare.md`` (per model and name: accuracy over the 8 tasks and its drop against
+Alex, the name trained on all 8; §7's claim is that partial coverage costs nothing) and
+``compare.png`` (one panel per model).
 """
 
 from __future__ import annotations
@@ -116,12 +125,93 @@ def plot(result: dict, path: str, title: str) -> None:
     plt.close(fig)
 
 
+def drops(result: dict, full: str = "Alex") -> dict[str, float]:
+    """Per name: the accuracy over all tasks of ``full`` (trained on every task) minus its own."""
+    rows = {r["name"]: r for r in summarize(result["pairs"])}
+    return {name: rows[full]["all"] - row["all"] for name, row in rows.items()}
+
+
+def compare_markdown(results: dict[str, dict], full: str = "Alex") -> str:
+    """One row per name: each model's accuracy over all tasks and its drop against ``full``."""
+    labels = list(results)
+    summaries = {label: {r["name"]: r for r in summarize(res["pairs"])}
+                 for label, res in results.items()}
+    first = summaries[labels[0]]
+    head = "| name | tasks trained on | " + " | ".join(
+        f"{label} accuracy % | {label} drop vs {full}" for label in labels) + " |"
+    lines = [head, "|---|---:|" + "---:|---:|" * len(labels)]
+    for name, row in first.items():
+        cells = []
+        for label in labels:
+            mine = summaries[label][name]
+            drop = summaries[label][full]["all"] - mine["all"]
+            cells.append(f"{mine['all']:.1f} | {drop:+.1f}")
+        lines.append(f"| {name} | {row['tasks_seen']} | " + " | ".join(cells) + " |")
+    worst = {label: max(v for k, v in drops(res, full).items() if k != full)
+             for label, res in results.items()}
+    lines.append("")
+    lines.append("Largest drop of a partly trained name against " + full + ": " + ", ".join(
+        f"{label} {value:+.1f} points" for label, value in worst.items()) + ".")
+    return "\n".join(lines) + "\n"
+
+
+def plot_compare(results: dict[str, dict], path: str) -> None:
+    """Figure 5 per model, panels side by side: seen and unseen tasks per new name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4), sharey=True)
+    for ax, (label, result) in zip(np.atleast_1d(axes), results.items()):
+        rows = summarize(result["pairs"])
+        x = np.arange(len(rows))
+        for offset, key, text in ((-0.2, "seen", "trained tasks"),
+                                  (0.2, "unseen", "unseen tasks")):
+            values = [r[key] if r[key] is not None else np.nan for r in rows]
+            ax.bar(x + offset, values, width=0.4, label=text)
+        ax.set_xticks(x, [f"{r['name']}\n({r['tasks_seen']}/8)" for r in rows])
+        ax.set_ylim(0, 100)
+        ax.set_title(label)
+        ax.legend(loc="lower left")
+    np.atleast_1d(axes)[0].set_ylabel("test accuracy (%)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def run_compare(specs: Sequence[str], out: str) -> int:
+    results = {}
+    for spec in specs:
+        label, _, path = spec.partition("=")
+        if not path:
+            raise SystemExit(f"--compare takes LABEL=path/to/systematic.json, got {spec!r}")
+        with open(path) as f:
+            results[label] = json.load(f)
+    os.makedirs(out, exist_ok=True)
+    table = compare_markdown(results)
+    with open(os.path.join(out, "compare.md"), "w") as f:
+        f.write(table)
+    print(table)
+    try:
+        plot_compare(results, os.path.join(out, "compare.png"))
+    except ImportError:
+        print("(no matplotlib: pip install -e '.[analysis]' for compare.png)")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", required=True, help="a train.babi --model_dir")
-    parser.add_argument("--data", required=True, help="the babi_systematic --out folder")
+    parser.add_argument("--model_dir", help="a train.babi --model_dir")
+    parser.add_argument("--data", help="the babi_systematic --out folder")
+    parser.add_argument("--compare", nargs="+", metavar="LABEL=JSON",
+                        help="side by side: systematic.json files of earlier evaluations")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    if args.compare:
+        return run_compare(args.compare, args.out)
+    if not (args.model_dir and args.data):
+        parser.error("--model_dir and --data are required (or --compare)")
     import keras
 
     import tpr_keras.models  # noqa: F401  (registers the models for load_model)
