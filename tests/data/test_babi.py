@@ -687,7 +687,7 @@ def test_real_all_tasks(all_tasks):
 def test_real_task3_truncation_counts():
     at_70 = load_babi(REAL_BABI, tasks=3, max_story_sentences=70, download=False)
     at_130 = load_babi(REAL_BABI, tasks=3, download=False)
-    assert at_70.stats["truncated"]["test"] == 240  # NOTES.md: 240 of 1,000 test questions.
+    assert at_70.stats["truncated"]["test"] == 240  # of 1,000 test questions
     assert at_130.stats["truncated"]["test"] == 20
     assert at_70.max_sentences == 70 and at_130.max_sentences == 130
     assert at_70.stats["max_story_length_raw"]["test"] == 228

@@ -6,7 +6,7 @@ Layout (the official ``mathematics_dataset-v1.0.tar.gz``)::
     interpolate/<module>.txt  extrapolate/<module>.txt
 
 Each file alternates question and answer lines. Conventions (the TP-Transformer
-authors' code, see ``NOTES.md``):
+authors' public code):
 
 * Training data of a module = train-easy + train-medium + train-hard, merged.
   ``interpolate`` and ``extrapolate`` stay separate, one split per module.

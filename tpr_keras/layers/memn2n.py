@@ -4,7 +4,8 @@ Three layers and two position-encoding functions:
 
 * :func:`position_encoding` — the paper's ``l_kj`` (§4.1), ``J`` = the words
   of each sentence; :func:`coded_position_encoding` — the authors' MATLAB
-  variant, ``J`` = the padded word slots (see ``NOTES.md``).
+  variant, ``J`` = the padded word slots, which the authors acknowledged as
+  unintended: ``l_kj = 1 + 4 (k - (d+1)/2)(j - (J+1)/2) / (d J)``.
 * :class:`MemN2NEmbedding` — one embedding table (``A^k``, ``B``, ``C^k``)
   with its temporal rows (``T_A``/``T_C``), turning sentences into vectors.
 * :class:`MemN2NHop` — one memory hop, eq. 1, 2 and 4.

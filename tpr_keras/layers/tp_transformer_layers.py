@@ -1,8 +1,7 @@
 """TP-Transformer building blocks: embedding, feed-forward, encoder and decoder layers.
 
 Schlag et al. (2019) §2 and §4.1, with the authors' PyTorch code where the paper is
-silent or differs (see ``NOTES.md``, "TP-Transformer"); every difference is listed in
-the class docstrings.
+silent or differs; every difference is stated in the class docstrings.
 """
 
 import math
@@ -275,7 +274,7 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
 
     Layer-norm placement (``norm_placement``):
 
-    * ``"code"`` (default, the authors' code; ``NOTES.md``): pre-norm sub-layers and
+    * ``"code"`` (default, the authors' public PyTorch code): pre-norm sub-layers and
       an extra layer norm on the cell's output::
 
           x = x + TPMHA(LN1(x));  x = x + FF(LN2(x));  return LN3(x)

@@ -38,14 +38,14 @@ class TPRUCell(keras.layers.Layer):
     Notes on choices the paper leaves open or where this code deviates:
 
     - The paper does not give initialisations. Following the authors'
-      code (see NOTES), `b_b` and `b_x` start at 1; kernels are
+      public code, `b_b` and `b_x` start at 1; kernels are
       Glorot-uniform and `W_b` is orthogonal.
     - Eq. 6 divides by `Σ_m (·)²`, which is 0 if every role is silenced
       by the ReLUs. This implementation divides by
       `max(Σ_m (·)², ε)` (`ε = keras.config.epsilon()`), so in that
       degenerate case `f_t = 0` and `b̃_t = 0` instead of NaN. Otherwise
       `f_t` sums to exactly 1 (up to float rounding).
-    - The authors' code (per NOTES) matches eqs. 2–7; no other deviation.
+    - The authors' public code computes eqs. 2–7 as written; no other deviation.
 
     Weights are stored in Keras' `inputs @ kernel` orientation:
     `input_gate_kernel` = `W_xᵀ` (d'×d), `input_kernel` = `Wᵀ` (d'×d),

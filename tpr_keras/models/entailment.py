@@ -94,7 +94,7 @@ class PairFeatures(keras.layers.Layer):
     """Pair features of two sentence vectors.
 
     `mode="full"`: `[u, v, |u − v|, u ∘ v]` (§5.1 for MNLI; the authors' code
-    for logical entailment, see NOTES). `mode="concat"`: `[u, v]` (§5.1's
+    for logical entailment). `mode="concat"`: `[u, v]` (§5.1's
     description of the logical entailment model).
 
     Args:
@@ -282,7 +282,7 @@ class PlainEntailmentModel(_EntailmentModel):
 
     Deviation: §5.1 says the two proposition vectors are "concatenated" for
     logical entailment; the default `features="full"` follows the authors'
-    code (NOTES) and the MNLI setup of §5.1; `features="concat"` gives `[u, v]`.
+    public code and the MNLI setup of §5.1; `features="concat"` gives `[u, v]`.
 
     Args:
         vocabulary_size: number of character ids (default: the

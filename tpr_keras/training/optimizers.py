@@ -9,7 +9,7 @@ class NesterovAdam(keras.optimizers.Optimizer):
     """Adam with a Nesterov momentum step and no momentum schedule.
 
     This is what the TPR-RNN reference code ran as "Nadam" (TF1
-    ``tf.contrib.opt.NadamOptimizer``), see NOTES.md:
+    ``tf.contrib.opt.NadamOptimizer``, github.com/ischlag/TPR-RNN):
 
         m ← β1 m + (1-β1) g,   v ← β2 v + (1-β2) g²
         α = lr √(1-β2^t) / (1-β1^t)
