@@ -205,7 +205,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                                          "with a Content-Length"}, close=True)
             return
         header = self.headers.get("Content-Length")
-        text = (header or "0").strip()
+        text = "0" if header is None else header.strip()
         if not (text.isascii() and text.isdigit()) or len(text) > 18:
             self._respond(400, {"error": "Content-Length must be a non-negative integer, got "
                                          f"{clip(header or '', 40)!r}"}, close=True)

@@ -1,0 +1,65 @@
+"""serving.servable and serving.batching on their own: a version's signatures, the batcher
+that wraps a runner when the version loads, and an explicit, deterministic close."""
+
+import concurrent.futures
+import threading
+
+import numpy as np
+import pytest
+
+from serving.batching import Batcher, BatchingParameters
+from serving.servable import Servable
+
+
+def inputs(task1, indices):
+    return {"story": np.array([task1.stories[i].encode() for i in indices], dtype=object),
+            "question": np.array([task1.questions[i].encode() for i in indices], dtype=object)}
+
+
+def batch_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("batch-babi-")]
+
+
+def test_batcher_wraps_the_runner_at_load_and_close_stops_it(version_dir, task1):
+    plain = Servable("babi", 1, version_dir)
+    batched = Servable("babi", 1, version_dir,
+                       batching=BatchingParameters(max_batch_size=8, batch_timeout_micros=2000,
+                                                   num_batch_threads=2))
+    sig = batched.signature("")
+    assert isinstance(sig.runner, Batcher) and not isinstance(plain.signature("").runner,
+                                                             Batcher)
+    assert len(batch_threads()) >= 2
+    want = plain.signature("").run(inputs(task1, range(12)))["answer"]
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda i: sig.run(inputs(task1, [i]), ["answer"])["answer"][0],
+                            range(12)))
+    assert got == list(want)
+    batched.close()
+    plain.close()
+    assert batched.closed and batched.session._closed and plain.session._closed
+    assert not batch_threads()
+
+
+def test_close_waits_for_the_last_lease(version_dir, task1):
+    servable = Servable("babi", 1, version_dir)
+    assert servable.acquire() and servable.acquire()
+    servable.close()
+    assert not servable.closed and not servable.acquire()  # retired: no new requests
+    assert servable.signature("").run(inputs(task1, [0]))["answer"].shape == (1,)
+    servable.release()
+    assert not servable.closed
+    servable.release()
+    assert servable.closed and servable.session._closed
+    servable.close()  # idempotent
+
+
+def test_function_runtime_closes_too(version_dir, task1):
+    servable = Servable("babi", 1, version_dir, runtime="function")
+    assert servable.signature("").run(inputs(task1, [0, 1]))["answer"].shape == (2,)
+    servable.close()
+    assert servable.closed
+
+
+def test_unknown_runtime_is_refused(version_dir):
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        Servable("babi", 1, version_dir, runtime="nope")
