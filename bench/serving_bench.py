@@ -26,8 +26,9 @@
 3. ``--swap``: halfway through, the latest version folder is copied to the next number
    (to a hidden name, then one rename); the run reports failed requests and which
    versions answered.
-4. SIGTERM to the server; its shutdown line gives the server-side handler time
-   (request received -> response built) p50/p99, compared with the baseline.
+4. SIGTERM to the server; its statistics at shutdown (``ModelServer.stats()``, written to
+   its ``--server_info_file``) give the server-side handler time (request parsed ->
+   response built) p50/p99, compared with the baseline.
 
 Stories are the task-1 test stories when ``--data_dir`` finds them, else built-in ones.
 """
@@ -139,24 +140,26 @@ def pin_this_process(cpus):
             pass
 
 
-def start_server(base, model_name, extra_args, cpus=None):
+def start_server(base, model_name, extra_args, info_file, cpus=None):
+    """Starts the server; its ports come from --server_info_file (ModelServer.ports)."""
     cmd = [sys.executable, "-m", "serving.server", "--port=0", f"--model_name={model_name}",
-           f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.5", *extra_args]
+           f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.5",
+           f"--server_info_file={info_file}", *extra_args]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ, PYTHONPATH=REPO),
                             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     lines = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
-    log, deadline = [], time.monotonic() + 300
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            continue
-        log.append(line)
-        if "gRPC ModelServer at" in line:
-            return proc, int(line.split(":")[-1].split()[0]), lines, log
+        if os.path.exists(info_file):
+            with open(info_file, encoding="utf-8") as f:
+                return proc, json.load(f)["ports"]["grpc"], lines
+        time.sleep(0.1)
     proc.kill()
+    log = []
+    while not lines.empty():
+        log.append(lines.get())
     raise SystemExit("server did not start:\n" + "".join(log)[-3000:])
 
 
@@ -273,7 +276,9 @@ def main():
 
         calls = load_baselines(os.path.join(base, str(version)), questions, args.batch,
                                runtime, session_config)
-        proc, port, lines, log = start_server(base, args.model_name, server_args, server_cpus)
+        info_file = os.path.join(workdir, "server.json")
+        proc, port, lines = start_server(base, args.model_name, server_args, info_file,
+                                         server_cpus)
         base_times = {"tf2": [], "runtime": []}
         if args.clients == 1:
             base_times["runtime, paced"] = []
@@ -350,10 +355,8 @@ def main():
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-        time.sleep(0.2)
-        while not lines.empty():
-            log.append(lines.get())
-        summary = [x for x in log if "Shut down; served" in x]
+        with open(info_file, encoding="utf-8") as f:
+            server_stats = json.load(f).get("stats", {})  # ModelServer.stats() at shutdown
 
         times = [t for ts, _, _ in out for t in ts]
         errors = sum((e for _, e, _ in out), collections.Counter())
@@ -364,10 +367,9 @@ def main():
               f"({qps * args.batch:.1f} examples/s); client latency p50 {c50:.3f} ms, "
               f"p99 {c99:.3f} ms; errors {sum(errors.values())} {dict(errors) or ''}")
         s50 = s99 = m50 = m99 = float("nan")
-        if summary:
-            text = summary[-1]
-            s50, s99, m50, m99 = (float(x.split(" ms")[0]) for x in text.split("p50 ")[1:3]
-                                  for x in (x, x.split("p99 ")[1]))
+        if "handler_ms" in server_stats and "signature_call_ms" in server_stats:
+            s50, s99 = (server_stats["handler_ms"][k] for k in ("p50", "p99"))
+            m50, m99 = (server_stats["signature_call_ms"][k] for k in ("p50", "p99"))
             print(f"server handler time: p50 {s50:.3f} ms, p99 {s99:.3f} ms; of which the "
                   f"signature call inside the server: p50 {m50:.3f} ms, p99 {m99:.3f} ms")
         ratios = {name: s50 / percentiles(ts)[0] for name, ts in base_times.items()}

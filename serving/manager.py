@@ -26,7 +26,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving._tf import tf
 from serving.batching import BatchingParameters
-from serving.servable import RUNTIMES, Servable, warm_up
+from serving.servable import DEFAULT_MAX_ROWS, RUNTIMES, Servable, warm_up
 from serving.status import ServingError
 
 log = logging.getLogger("serving.server")
@@ -61,14 +61,18 @@ class ModelManager:
         max_num_load_retries: Attempts to load a version before giving up on it.
         runtime: How versions run their signatures (see ``Servable``).
         session_config: ``ConfigProto`` for each version's session (thread pools).
+        max_rows_per_call: Split larger requests of batchable signatures into calls of
+            at most this many rows (None: never split; see ``ChunkedRunner``).
     """
 
     def __init__(self, configs: Sequence[model_server_config_pb2.ModelConfig],
                  tags: Sequence[str] = ("serve",), batching: BatchingParameters | None = None,
                  max_num_load_retries: int = 5, runtime: str = "session",
-                 session_config: tf.compat.v1.ConfigProto | None = None) -> None:
+                 session_config: tf.compat.v1.ConfigProto | None = None,
+                 max_rows_per_call: int | None = DEFAULT_MAX_ROWS) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        self._max_rows = max_rows_per_call
         self._tags = list(tags)
         self._runtime = runtime
         self._session_config = session_config
@@ -263,7 +267,7 @@ class ModelManager:
         servable = None
         try:
             servable = Servable(name, version, path, self._tags, self._runtime,
-                                self._session_config, self._batching)
+                                self._session_config, self._batching, self._max_rows)
             warmed = warm_up(servable)
         except Exception as exc:  # noqa: BLE001 - report in GetModelStatus, retry next poll
             if servable is not None:

@@ -35,6 +35,9 @@ log = logging.getLogger("serving.server")
 DEFAULT_SIGNATURE = "serving_default"
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 RUNTIMES = ("session", "function")
+#: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
+#: stories padded to 70 sentences costs about 50 MB in the model (results/serving.md).
+DEFAULT_MAX_ROWS = 128
 
 Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
 
@@ -140,6 +143,36 @@ class _FunctionRunner:
         return {k: result[k].numpy() for k in outputs}
 
 
+class ChunkedRunner:
+    """Runs a batchable signature on at most ``rows`` rows at a time and concatenates the
+    outputs, so that the model's own memory per call is bounded whatever the request's
+    batch (TF Serving's ``enable_large_batch_splitting`` / ``max_execution_batch_size``).
+
+    A model that pads its batch (a bAbI export pads every story to the longest one) would
+    otherwise turn one long story and a million empty ones, a few MB on the wire, into a
+    million padded stories in one call. If the outputs of two chunks cannot be
+    concatenated (a dimension other than the batch varies with the chunk's content), the
+    request runs whole.
+    """
+
+    def __init__(self, runner: Runner, rows: int) -> None:
+        self._runner = runner
+        self._rows = rows
+
+    def __call__(self, inputs: Mapping[str, np.ndarray],
+                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        sizes = {v.shape[0] if v.ndim else -1 for v in inputs.values()}
+        n = sizes.pop() if len(sizes) == 1 else -1
+        if n <= self._rows:
+            return self._runner(inputs, outputs)
+        parts = [self._runner({k: v[i:i + self._rows] for k, v in inputs.items()}, outputs)
+                 for i in range(0, n, self._rows)]
+        try:
+            return {k: np.concatenate([part[k] for part in parts]) for k in outputs}
+        except ValueError:
+            return self._runner(inputs, outputs)
+
+
 class Servable:
     """One loaded version of a model.
 
@@ -155,12 +188,15 @@ class Servable:
         session_config: ``ConfigProto`` for the session (thread pools).
         batching: If set, each batchable signature's runner is wrapped in a
             :class:`~serving.batching.Batcher` with these parameters.
+        max_rows_per_call: If set, a batchable signature runs at most this many rows per
+            call (:class:`ChunkedRunner`); larger requests are split.
     """
 
     def __init__(self, name: str, version: int, path: str, tags: Sequence[str] = ("serve",),
                  runtime: str = "session",
                  session_config: tf.compat.v1.ConfigProto | None = None,
-                 batching: BatchingParameters | None = None) -> None:
+                 batching: BatchingParameters | None = None,
+                 max_rows_per_call: int | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self.name = name
@@ -200,8 +236,11 @@ class Servable:
             inputs = {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.inputs.items()}
             outputs = {k: TensorSpecInfo.from_tensor_info(v) for k, v in sdef.outputs.items()}
             sig = Signature(key, runners[key], sdef, inputs, outputs)
+            if max_rows_per_call and sig.batchable:
+                sig = dataclasses.replace(sig, runner=ChunkedRunner(sig.runner,
+                                                                    max_rows_per_call))
             if batching is not None and sig.batchable:
-                batcher = Batcher(runners[key], tuple(outputs), batching, f"{name}-{key}")
+                batcher = Batcher(sig.runner, tuple(outputs), batching, f"{name}-{key}")
                 self._batchers.append(batcher)
                 sig = dataclasses.replace(sig, runner=batcher)
             self.signatures[key] = sig

@@ -55,7 +55,14 @@ from serving.batching import Batcher, BatchingParameters  # noqa: E402
 from serving.grpc_service import ModelService, PredictionService, add_services  # noqa: E402
 from serving.manager import ModelManager  # noqa: E402
 from serving.rest_api import HttpServer, RestApi  # noqa: E402
-from serving.servable import RUNTIMES, Servable, Signature, TensorSpecInfo  # noqa: E402
+from serving.servable import (  # noqa: E402
+    DEFAULT_MAX_ROWS,
+    RUNTIMES,
+    ChunkedRunner,
+    Servable,
+    Signature,
+    TensorSpecInfo,
+)
 from serving.stats import Stats  # noqa: E402
 from serving.status import ServingError  # noqa: E402
 from serving.tensors import array_to_tensor_proto, tensor_proto_to_array  # noqa: E402
@@ -200,6 +207,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="a REST request must arrive whole within this time (else 408)")
     p.add_argument("--max_message_bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES,
                    help="largest gRPC message / REST body, checked before decoding")
+    p.add_argument("--max_rows_per_call", type=int, default=DEFAULT_MAX_ROWS,
+                   help="run batchable signatures on at most this many rows per call, "
+                        "splitting larger requests, so a model's memory per call is bounded "
+                        "(0: never split)")
     p.add_argument("--tensorflow_intra_op_parallelism", type=int, default=0,
                    help="threads inside one op (0: TensorFlow's default)")
     p.add_argument("--tensorflow_inter_op_parallelism", type=int, default=0,
@@ -275,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     manager = ModelManager(_configs_from_args(args), tags=args.saved_model_tags.split(","),
                            batching=batching, max_num_load_retries=args.max_num_load_retries,
-                           runtime=args.servable_runtime, session_config=session_config)
+                           runtime=args.servable_runtime, session_config=session_config,
+                           max_rows_per_call=args.max_rows_per_call or None)
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
     server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
                          host=args.bind_address, max_threads=args.grpc_max_threads or None,
