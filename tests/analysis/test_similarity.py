@@ -41,6 +41,10 @@ def test_purity_and_tallies_of_words_in_clusters():
     assert sim.purity(labels, sim.word_at(texts, 1)) == pytest.approx(0.6)
     assert sim.purity(np.array([1, 2, 3, 4, 5]), sim.word_at(texts, 1)) == 1.0
     assert sim.tally(["took", "went", "took"]) == "took 2, went 1"
+    assert sim.events(texts) == ["move", "move", "move", "take", "take"]
+    assert sim.events(["the triangle is above"]) == ["triangle"]
+    # by event: cluster 1 all moves, cluster 2 one move and two takes -> 4 of 5
+    assert sim.purity(labels, sim.events(texts)) == pytest.approx(0.8)
 
 
 def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_task1_writer):
