@@ -71,13 +71,15 @@ class PredictionService:
 
     def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
         spec = request.model_spec
-        with self._manager.acquire(spec.name, _version_of(spec), spec.version_label) as servable:
+        servable = self._manager.lease(spec.name, _version_of(spec), spec.version_label)
+        try:
             sig = servable.signature(spec.signature_name)
             dtypes = {k: v.dtype for k, v in request.inputs.items()}
             shapes = {k: proto_shape(k, v) for k, v in request.inputs.items()}
             validate_inputs(spec.name, sig, request.inputs.keys(), dtypes, shapes)
             names = check_output_filter(sig, request.output_filter)
-            inputs = {k: tensor_proto_to_array(k, v) for k, v in request.inputs.items()}
+            inputs = {k: tensor_proto_to_array(k, v, shapes[k])
+                      for k, v in request.inputs.items()}
             check_batch(sig, inputs)
             started = time.perf_counter()
             outputs = sig.run(inputs, names)
@@ -88,6 +90,8 @@ class PredictionService:
             response.model_spec.signature_name = sig.name
             for name in names:
                 array_to_tensor_proto(outputs[name], response.outputs[name])
+        finally:
+            servable.release()
         self._stats.model_times.append(model_time)
         return response
 

@@ -126,16 +126,21 @@ class ModelManager:
                                f"loaded versions: {sorted(servables)}")
         return servable
 
-    @contextlib.contextmanager
-    def acquire(self, name: str, version: int | None = None,
-                label: str | None = None) -> Iterator[Servable]:
-        """The version a request asks for, leased for the block: it is not closed before
-        the block ends, even if it is unloaded meanwhile."""
+    def lease(self, name: str, version: int | None = None,
+              label: str | None = None) -> Servable:
+        """The version a request asks for, leased: it is not closed before the caller's
+        ``release()``, even if it is unloaded meanwhile."""
         while True:
             servable = self.servable(name, version, label)
             if servable.acquire():
-                break
+                return servable
             # Retired between the lookup and the lease: the table no longer holds it.
+
+    @contextlib.contextmanager
+    def acquire(self, name: str, version: int | None = None,
+                label: str | None = None) -> Iterator[Servable]:
+        """:meth:`lease` for a ``with`` block."""
+        servable = self.lease(name, version, label)
         try:
             yield servable
         finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import threading
@@ -82,7 +83,7 @@ class Signature:
     def expected_inputs(self) -> str:
         return ", ".join(f"{k} ({v.describe()})" for k, v in sorted(self.inputs.items()))
 
-    @property
+    @functools.cached_property
     def batchable(self) -> bool:
         """All inputs and outputs have a leading batch dimension of unknown size."""
         specs = list(self.inputs.values()) + list(self.outputs.values())

@@ -60,15 +60,18 @@ def proto_shape(name: str, proto: tensor_pb2.TensorProto) -> list[int]:
     dims = [d.size for d in shape.dim]
     if len(dims) > MAX_RANK:
         raise invalid(f"input '{name}': {len(dims)} dimensions, more than {MAX_RANK}")
-    if any(d < 0 for d in dims):
+    if dims and min(dims) < 0:
         raise invalid(f"input '{name}': negative dimension size in shape {shape_str(dims)}")
     return dims
 
 
-def tensor_proto_to_array(name: str, proto: tensor_pb2.TensorProto) -> np.ndarray:
+def tensor_proto_to_array(name: str, proto: tensor_pb2.TensorProto,
+                          dims: list[int] | None = None) -> np.ndarray:
     """TensorProto -> numpy (strings: an object array of ``bytes``); INVALID_ARGUMENT if
-    the proto does not describe a tensor."""
-    dims = proto_shape(name, proto)
+    the proto does not describe a tensor. ``dims``: ``proto_shape(name, proto)``, if the
+    caller has it already."""
+    if dims is None:
+        dims = proto_shape(name, proto)
     n = math.prod(dims)
     dtype = proto.dtype
     field = _VALUE_FIELDS.get(dtype)
@@ -214,9 +217,9 @@ def check_output_filter(sig: Signature, output_filter: Iterable[str]) -> list[st
 def check_batch(sig: Signature, arrays: Mapping[str, np.ndarray]) -> None:
     """Inputs of a signature whose every tensor has a leading batch dimension must agree
     on its size (otherwise the graph fails somewhere inside, with a less clear message)."""
-    if not sig.batchable or len(arrays) < 2:
+    if len(arrays) < 2 or not sig.batchable:
         return
-    sizes = {k: (v.shape[0] if v.ndim else None) for k, v in arrays.items()}
-    if len(set(sizes.values())) > 1:
+    if len({v.shape[0] if v.ndim else None for v in arrays.values()}) > 1:
+        sizes = {k: (v.shape[0] if v.ndim else None) for k, v in arrays.items()}
         raise invalid(f"inputs of signature '{sig.name}' must have the same batch size "
                       f"(dim 0); got {sizes}")
