@@ -3,7 +3,12 @@
 * :mod:`serving.export` writes a trained bAbI model as a string-in/string-out SavedModel in
   TF Serving's ``<export_dir>/<model_name>/<version>/`` layout.
 * :mod:`serving.server` (``python -m serving.server``) serves any such SavedModel over
-  TF Serving's gRPC and REST APIs; it never imports ``tpr_keras``.
+  TF Serving's gRPC and REST APIs; it never imports ``tpr_keras``. Its parts follow TF
+  Serving's seams: :mod:`serving.servable`, :mod:`serving.manager`, :mod:`serving.batching`,
+  :mod:`serving.tensors`, :mod:`serving.json_tensor`, :mod:`serving.grpc_service`,
+  :mod:`serving.rest_api`; :mod:`serving.fuzz` probes a running server with malformed
+  requests. ``serving/models.config`` serves the bAbI, math and entailment models from one
+  server.
 * :mod:`serving.client` (``python -m serving.client``) asks a server questions.
 
 Nothing is imported here, so ``import serving.client`` does not pull in Keras.
