@@ -28,8 +28,10 @@ def model_fn(seed=1):
     def build():
         keras.utils.set_random_seed(seed)
         inputs = {"x": keras.Input((8,), name="x")}
-        hidden = keras.layers.Dense(16, activation="tanh")(inputs["x"])
-        return keras.Model(inputs, keras.layers.Dense(4)(hidden))
+        # named layers: checkpoints find variables by path, and auto names
+        # (dense_7) differ between the instances a resume test builds
+        hidden = keras.layers.Dense(16, activation="tanh", name="hidden")(inputs["x"])
+        return keras.Model(inputs, keras.layers.Dense(4, name="logits")(hidden))
     return build
 
 

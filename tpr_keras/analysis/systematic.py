@@ -46,8 +46,10 @@ def evaluate_pairs(model, vocab, data_dir: str | os.PathLike, batch_size: int = 
     root = Path(data_dir)
     manifest = json.loads((root / "manifest.json").read_text())
     trained_on = {name: set(tasks) for name, tasks in manifest["trained_on"].items()}
+    # stories of each (name, task) file have their own length: one trace per shape family
     predict = tf.function(lambda features: tf.argmax(model(features, training=False), -1,
-                                                     output_type=tf.int32))
+                                                     output_type=tf.int32),
+                          reduce_retracing=True)
     pairs = []
     for name in trained_on:
         for path in sorted((root / "systematic" / name).glob("qa*_test.txt")):

@@ -47,6 +47,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 
 import keras
 import numpy as np
@@ -239,12 +240,84 @@ def binary_classification(label_key=None):
 def variables_by_position(variables):
     """``{"v00012": variable}``: variables keyed by their position.
 
-    The variable order of a model (and of its optimizer) is fixed by its
-    architecture, while Keras' auto-generated names (``dense_16``,
-    ``adam_7``) change from one instance to the next; TF still refuses a
-    restore whose shapes do not match.
+    The layout of checkpoints written before they were keyed by path; kept to read
+    them (:meth:`Trainer.restore` falls back to it, with a warning).
     """
     return {f"v{i:05d}": variable for i, variable in enumerate(variables)}
+
+
+def variables_by_path(variables, owner_prefix=False, scope=None):
+    """``{"update/e1/hidden/kernel": variable}``: variables keyed by their path.
+
+    Keras 3 paths of a model's variables name the sub-layers from the model down
+    (``encoder/word_embedding/embeddings``) and are the same for every instance of
+    the model, so a checkpoint finds each weight by name: reordering two variables of
+    the same shape (TPRUCell's three ``d×d`` kernels) cannot swap them on restore.
+    Sub-layers a model creates in ``__init__`` carry the model's own, auto-numbered
+    name in front (``my_model_1/head/kernel``): ``scope=model.name`` removes it. An
+    optimizer's paths start with its own auto-numbered name (``nadam_3/...``), and its
+    slot names repeat the variable's path with ``_`` for ``/``: ``owner_prefix=True``
+    drops the first component, and ``scope`` the model name after it.
+
+    Raises:
+        ValueError: two variables share a path (the checkpoint could not tell them
+            apart).
+    """
+    keyed = {}
+    for variable in variables:
+        path = variable.path.split("/", 1)[-1] if owner_prefix else variable.path
+        if scope:
+            for prefix in (scope + "/", scope + "_"):
+                if path.startswith(prefix):
+                    path = path[len(prefix):]
+                    break
+        if path in keyed:
+            raise ValueError(f"two variables share the path {path!r}; give their layers "
+                             "distinct names so checkpoints can tell them apart")
+        keyed[path] = variable
+    return keyed
+
+
+def _checkpoint_keys(prefix, group):
+    """The variable keys under ``group`` (e.g. ``model_variables``) of a checkpoint."""
+    keys = set()
+    for name, _ in tf.train.list_variables(prefix):
+        if name.startswith(group + "/") and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE"):
+            local = name[len(group) + 1:-len("/.ATTRIBUTES/VARIABLE_VALUE")]
+            keys.add(local.replace(".S", "/").replace("..", "."))
+    return keys
+
+
+def _restore_by_path(checkpoint, prefix, groups, partial=False):
+    """Restores ``checkpoint`` from ``prefix``; a clear error if variable paths differ.
+
+    ``groups``: ``{"model_variables": {path: variable}, ...}`` as the checkpoint holds them.
+    """
+    try:
+        status = (checkpoint.read(prefix) if partial else checkpoint.restore(prefix))
+        status.assert_existing_objects_matched()
+        if partial:
+            status.expect_partial()
+    except AssertionError as error:
+        lines = []
+        for group, variables in groups.items():
+            saved = _checkpoint_keys(prefix, group)
+            missing = sorted(set(variables) - saved)[:5]
+            extra = sorted(saved - set(variables))[:5]
+            if missing or extra:
+                lines.append(f"{group}: the model has {missing} that the checkpoint lacks; "
+                             f"the checkpoint has {extra} that the model lacks")
+        raise ValueError(
+            f"{prefix} does not match this model's variables ("
+            + "; ".join(lines or [str(error)]) + "). Checkpoints are keyed by variable path; "
+            "a layer named automatically (dense_3) is named differently in another process "
+            "or model instance, so give layers explicit names.") from None
+
+
+def _written_by_position(prefix):
+    """True if the checkpoint at ``prefix`` keys its variables by position."""
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    return any(name.startswith("model_variables/v0") for name in names)
 
 
 def without_autotune(dataset):
@@ -336,20 +409,30 @@ class Trainer:
                     ("epoch_steps", 0, tf.int64),
                 ]
             }
-        # Variables are checkpointed by position rather than through the
-        # model's object graph: tf.train.Checkpoint silently skips sub-layers that
-        # Keras keeps in Python lists, which would make resume and
-        # restore_best mix old and new weights.
-        model_variables = variables_by_position(self.model.variables)
-        self.checkpoint = tf.train.Checkpoint(
-            model_variables=model_variables,
-            optimizer_variables=variables_by_position(self.optimizer.variables),
-            **self.state,
-        )
+        # Variables are checkpointed by their Keras path rather than through the
+        # model's object graph (tf.train.Checkpoint silently skips sub-layers that
+        # Keras keeps in Python lists, which would make resume and restore_best mix
+        # old and new weights) and rather than by position (a refactor that reorders
+        # two same-shaped variables would swap them silently).
+        model_variables = variables_by_path(self.model.variables, scope=self.model.name)
+        self._keyed_groups = {
+            "model_variables": model_variables,
+            "optimizer_variables": variables_by_path(
+                self.optimizer.variables, owner_prefix=True, scope=self.model.name),
+        }
+        self.checkpoint = tf.train.Checkpoint(**self._keyed_groups, **self.state)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(self.write_dir, "checkpoints"), max_to_keep=3
         )
         self.best_checkpoint = tf.train.Checkpoint(model_variables=model_variables)
+        # Checkpoints written before the keying by path: read by position.
+        self._positional_checkpoint = tf.train.Checkpoint(
+            model_variables=variables_by_position(self.model.variables),
+            optimizer_variables=variables_by_position(self.optimizer.variables),
+            **self.state,
+        )
+        self._positional_best = tf.train.Checkpoint(
+            model_variables=variables_by_position(self.model.variables))
         self.best_prefix = os.path.join(self.write_dir, "best", "weights")
         self._train_step = None
         self._eval_step = None
@@ -590,7 +673,15 @@ class Trainer:
         """
         latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
         if latest is not None:
-            self.checkpoint.restore(latest).assert_existing_objects_matched()
+            if _written_by_position(latest):
+                warnings.warn(
+                    f"{latest} keys its variables by position (written before checkpoints "
+                    "were keyed by variable path); restoring it by position, which is only "
+                    "right if the model's variables have not been reordered since. The "
+                    "next checkpoint is keyed by path.")
+                self._positional_checkpoint.restore(latest).assert_existing_objects_matched()
+            else:
+                _restore_by_path(self.checkpoint, latest, self._keyed_groups)
         self.restored_from = latest
         self._check_workers_agree()
         return latest is not None
@@ -623,7 +714,12 @@ class Trainer:
         """Loads the best validation weights, if any were saved."""
         if not tf.io.gfile.exists(self.best_prefix + ".index"):
             return False
-        self.best_checkpoint.read(self.best_prefix).expect_partial()
+        if _written_by_position(self.best_prefix):
+            self._positional_best.read(self.best_prefix).expect_partial()
+        else:
+            _restore_by_path(self.best_checkpoint, self.best_prefix,
+                             {"model_variables": self._keyed_groups["model_variables"]},
+                             partial=True)
         return True
 
     def _save(self):
