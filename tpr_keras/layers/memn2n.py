@@ -19,6 +19,8 @@ import math
 import keras
 from keras import ops
 
+from tpr_keras.ops.masking import mask_value
+
 SENTENCE_ENCODINGS = ("bag_of_words", "position", "position_code")
 WEIGHT_TYING = ("adjacent", "layer_wise")
 
@@ -27,10 +29,6 @@ def _default_initializer():
     # §4.2: "initialized randomly from a Gaussian distribution with zero mean
     # and σ = 0.1".
     return keras.initializers.RandomNormal(mean=0.0, stddev=0.1)
-
-
-def _large_negative(dtype):
-    return -6e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1e9
 
 
 def position_encoding(sentence_lengths, num_slots, embedding_dim, dtype="float32"):
@@ -293,7 +291,7 @@ class MemN2NHop(keras.layers.Layer):
             keep = ops.cast(memory_mask, "bool")
             keep_f = ops.cast(keep, scores.dtype)
             soft = ops.softmax(
-                ops.where(keep, scores, _large_negative(scores.dtype)), axis=-1
+                ops.where(keep, scores, mask_value(scores.dtype)), axis=-1
             ) * keep_f  # an all-empty memory gives p = 0, not NaN
             raw = scores * keep_f
         else:

@@ -6,10 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-
-def _mask_value(dtype):
-    """A large negative logit for masked positions that does not overflow ``dtype``."""
-    return -3.0e4 if keras.backend.standardize_dtype(dtype) == "float16" else -1.0e9
+from tpr_keras.ops.masking import mask_value
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -179,7 +176,7 @@ class TPMultiHeadAttention(keras.layers.Layer):
             mask = ops.cast(attention_mask, "bool")
             if len(mask.shape) == 3:
                 mask = ops.expand_dims(mask, 1)
-            scores = ops.where(mask, scores, ops.cast(_mask_value(scores.dtype), scores.dtype))
+            scores = ops.where(mask, scores, ops.cast(mask_value(scores.dtype), scores.dtype))
         weights = tf.nn.softmax(scores, axis=-1)  # eq. 3 (ops.softmax warns when Tk = 1)
         dropped = self.attention_dropout(weights, training=training)
         filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2

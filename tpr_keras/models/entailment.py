@@ -23,6 +23,7 @@ import keras
 from keras import ops
 
 from tpr_keras.layers.tpru import TPRU
+from tpr_keras.ops.masking import mask_value
 
 #: Size of the character vocabulary of `tpr_keras.data.entailment`
 #: (pad, unk, `~ & | >`, `( )`, `a`–`z`); a literal so that models do not
@@ -31,8 +32,6 @@ ENTAILMENT_VOCAB_SIZE = 34
 CELLS = ("tpru", "lstm", "gru")
 POOLINGS = ("last", "max")
 FEATURES = ("full", "concat")
-# Additive mask for attention logits; finite so fully masked rows stay finite.
-_NEG_INF = -1e9
 
 
 def make_recurrent_layer(
@@ -79,7 +78,7 @@ class MaskedMaxPooling1D(keras.layers.Layer):
         if mask is None:
             return ops.max(inputs, axis=1)
         keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
-        pooled = ops.max(ops.where(keep, inputs, _NEG_INF), axis=1)
+        pooled = ops.max(ops.where(keep, inputs, mask_value(inputs.dtype)), axis=1)
         return ops.where(ops.any(keep, axis=1), pooled, 0.0)
 
     def compute_mask(self, inputs, mask=None):
@@ -126,7 +125,7 @@ class PairFeatures(keras.layers.Layer):
 
 def _masked_softmax(logits, mask, axis):
     if mask is not None:
-        logits = ops.where(mask, logits, _NEG_INF)
+        logits = ops.where(mask, logits, mask_value(logits.dtype))
     return ops.softmax(logits, axis=axis)
 
 
@@ -193,7 +192,8 @@ class BiDAFAttention(keras.layers.Layer):
         # Context-to-query: each context step attends over the query.
         attended_query = ops.matmul(_masked_softmax(s, pair_mask, axis=-1), query)
         # Query-to-context: one attention over context steps.
-        best = ops.max(s if pair_mask is None else ops.where(pair_mask, s, _NEG_INF), axis=-1)
+        masked = s if pair_mask is None else ops.where(pair_mask, s, mask_value(s.dtype))
+        best = ops.max(masked, axis=-1)
         weights = _masked_softmax(best, context_mask, axis=-1)
         attended_context = ops.einsum("bt,btk->bk", weights, context)
         return ops.concatenate(

@@ -10,6 +10,7 @@ from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerEncoderLayer,
 )
 from tpr_keras.models.presets import preset_config
+from tpr_keras.ops.masking import MASK_VALUE
 
 #: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary`.
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
@@ -52,9 +53,6 @@ PRESETS = {
         feed_forward_dim=256, use_role=False, multiplicative_embedding=False,
     ),
 }
-
-_NEG = -1.0e9
-
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPTransformer(keras.Model):
@@ -419,7 +417,7 @@ class TPTransformer(keras.Model):
         batch = tf.shape(source)[0]
         kv, valid = self._decoder_state(source, repeats=beams)
         steps = tf.range(length)
-        pad_only = tf.where(tf.equal(tf.range(vocab), self.pad_id), 0.0, _NEG)  # [V]
+        pad_only = tf.where(tf.equal(tf.range(vocab), self.pad_id), 0.0, MASK_VALUE)  # [V]
 
         def gather_beams(x, index):  # x: [B * K, ...] -> reordered by index [B, K].
             shape = tf.shape(x)
@@ -449,7 +447,7 @@ class TPTransformer(keras.Model):
             caches = [gather_beams(c, origin) for c in caches]
             return t + 1, tf.reshape(symbol, [-1]), seqs, scores, lengths, finished, caches
 
-        first = tf.concat([tf.zeros([1]), tf.fill([beams - 1], _NEG)], axis=0)
+        first = tf.concat([tf.zeros([1]), tf.fill([beams - 1], MASK_VALUE)], axis=0)
         initial = (
             tf.constant(0),
             tf.fill([batch * beams], self.start_id),

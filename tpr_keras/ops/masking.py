@@ -1,0 +1,29 @@
+"""The logit that masked positions get before a softmax (or a max), one value per dtype.
+
+Every masked softmax and masked max of the package (MemN2N's memory attention, TPMHA,
+the entailment models' pooling and BiDAF attention) and the TP-Transformer's beam search
+(the score of an impossible continuation) use :func:`mask_value` / :data:`MASK_VALUE`.
+
+The masked positions are *replaced* (``where(mask, x, mask_value)``), never added to, so
+the value only has to lie far below every real logit: ``exp`` of the difference then
+underflows to exactly 0 and masked positions get weight 0; a row with every position
+masked gets equal weights, not NaN. ``-1e9`` does that in ``float32``/``bfloat16``/
+``float64``. ``float16`` cannot hold it (it would become ``-inf``, and an all-masked row
+NaN), so it gets ``-3e4``, the value of ``keras.layers.Softmax``. MemN2N used ``-6e4``
+for ``float16`` before the values were merged; the two give the same weights for every
+real logit above ``-3e4``, and nothing in this package runs in ``float16``.
+"""
+
+import keras
+
+#: Masked logit for ``float32`` and wider (and ``bfloat16``, which has float32's range).
+MASK_VALUE = -1.0e9
+#: Masked logit for ``float16`` (largest finite float16 is 65504).
+MASK_VALUE_FLOAT16 = -3.0e4
+
+
+def mask_value(dtype):
+    """The masked-position logit for tensors of ``dtype`` (a Python float)."""
+    if keras.backend.standardize_dtype(dtype) == "float16":
+        return MASK_VALUE_FLOAT16
+    return MASK_VALUE
