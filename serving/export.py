@@ -50,6 +50,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from serving.layout import EXTRA_ASSETS_DIR, WARMUP_FILE
+from tpr_keras.data.babi import DEFAULT_MAX_STORY_SENTENCES, Vocabulary
+
 __all__ = [
     "BabiServingModule",
     "BabiTokenizer",
@@ -69,14 +72,11 @@ __all__ = [
 SIGNATURE_KEY = "serving_default"
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"
-#: TF Serving replays the PredictionLog records of this file before a version serves.
-WARMUP_FILE = "tf_serving_warmup_requests"
 EXPORT_INFO_FILE = "export_info.json"
 DEFAULT_TOP_K = 5
-#: The loader's default truncation (tpr_keras.data.babi.DEFAULT_MAX_STORY_SENTENCES).
-DEFAULT_MAX_STORY_SENTENCES = 70
-PAD_ID = 0
-UNK_ID = 1
+#: The Python loader's special ids (the in-graph tokenizer gives exactly its ids).
+PAD_ID = Vocabulary.PAD_ID
+UNK_ID = Vocabulary.UNK_ID
 
 #: Every character Python's ``str.split()`` treats as whitespace, except ``\n`` (which
 #: separates sentences), as an RE2 class. ``tests/serving`` checks it against
@@ -269,7 +269,8 @@ def next_version(model_base_path: str | os.PathLike) -> int:
 
 def read_export_info(version_dir: str | os.PathLike) -> dict[str, Any]:
     """The ``assets.extra/export_info.json`` of an export."""
-    with open(os.path.join(version_dir, "assets.extra", EXPORT_INFO_FILE), encoding="utf-8") as f:
+    path = os.path.join(version_dir, EXTRA_ASSETS_DIR, EXPORT_INFO_FILE)
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -349,7 +350,7 @@ def export_babi_model(
                 module, tmp,
                 signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
                             TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function()})
-        _write_warmup(os.path.join(tmp, "assets.extra", WARMUP_FILE), model_name)
+        _write_warmup(os.path.join(tmp, EXTRA_ASSETS_DIR, WARMUP_FILE), model_name)
         return {
             "format": "tpr-keras/babi-serving/1",
             "signatures": {
@@ -393,7 +394,7 @@ def publish_version(export_dir, model_name: str, version: int | None, write) -> 
         raise FileExistsError(f"{os.path.join(base, str(version))} already exists")
     tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
     try:
-        extra = os.path.join(tmp, "assets.extra")
+        extra = os.path.join(tmp, EXTRA_ASSETS_DIR)
         os.makedirs(extra, exist_ok=True)
         info = write(tmp)
         info.update(model_name=model_name, tensorflow=tf.__version__, created_unix=time.time())

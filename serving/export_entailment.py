@@ -12,7 +12,8 @@ import tempfile
 
 import tensorflow as tf
 
-from serving.export import WARMUP_FILE, publish_version, write_warmup_requests
+from serving.export import publish_version, write_warmup_requests
+from serving.layout import WARMUP_PATH
 from tpr_keras.data.entailment import UNK_ID, VOCABULARY
 
 SIGNATURE_KEY = "serving_default"
@@ -67,7 +68,7 @@ def export_entailment_model(model, export_dir, model_name="entailment", version=
             module = EntailmentServingModule(model, vocab_file)
             tf.saved_model.save(module, tmp,
                                 signatures={SIGNATURE_KEY: module.serve.get_concrete_function()})
-        write_warmup_requests(os.path.join(tmp, "assets.extra", WARMUP_FILE), model_name,
+        write_warmup_requests(os.path.join(tmp, WARMUP_PATH), model_name,
                               {"premise": ["(a>b)"], "hypothesis": ["(~b>~a)"]})
         return {"format": "tpr-keras/entailment-serving/1", "model_class": type(model).__name__,
                 "signatures": {SIGNATURE_KEY: {

@@ -16,7 +16,8 @@ import os
 
 import tensorflow as tf
 
-from serving.export import WARMUP_FILE, publish_version, write_warmup_requests
+from serving.export import publish_version, write_warmup_requests
+from serving.layout import WARMUP_PATH
 from tpr_keras.data.mathematics import (MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH,
                                         make_char_table)
 
@@ -65,7 +66,7 @@ def export_math_model(model, vocab, export_dir, model_name="math", version=None,
         tf.saved_model.save(module, tmp, signatures={
             SIGNATURE_KEY: module.serve.get_concrete_function(),
             BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
-        write_warmup_requests(os.path.join(tmp, "assets.extra", WARMUP_FILE), model_name,
+        write_warmup_requests(os.path.join(tmp, WARMUP_PATH), model_name,
                               {"question": [WARMUP_QUESTION]})
         return {"format": "tpr-keras/math-serving/1", "model_class": type(model).__name__,
                 "vocabulary_size": len(vocab), "max_question_length": MAX_QUESTION_LENGTH,

@@ -28,13 +28,13 @@ from tensorflow_serving.apis import get_model_metadata_pb2, prediction_log_pb2
 
 from serving._tf import tf
 from serving.batching import Batcher, BatchingParameters
+from serving.layout import WARMUP_PATH
 from serving.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
 from serving.tensors import check_batch, dtype_enum, tensor_proto_to_array, validate_inputs
 
 log = logging.getLogger("serving.server")
 
 DEFAULT_SIGNATURE = "serving_default"
-WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 RUNTIMES = ("session", "function")
 #: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
 #: stories padded to 70 sentences costs about 50 MB in the model (results/serving.md).
@@ -330,7 +330,7 @@ def read_meta_graph(path: str, tags: Sequence[str]) -> meta_graph_pb2.MetaGraphD
 def warm_up(servable: Servable) -> int:
     """Replays TF Serving's warm-up file (PredictionLog TFRecords; reference:
     tensorflow_serving/servables/tensorflow/saved_model_warmup.cc), if the export has one."""
-    path = os.path.join(servable.path, WARMUP_FILE)
+    path = os.path.join(servable.path, WARMUP_PATH)
     if not os.path.exists(path):
         return 0
     count = 0

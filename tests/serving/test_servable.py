@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from serving.batching import Batcher, BatchingParameters
-from serving.servable import ChunkedRunner, Servable
+from serving.servable import ChunkedRunner, Servable, warm_up
 
 
 def inputs(task1, indices):
@@ -58,6 +58,16 @@ def test_function_runtime_closes_too(version_dir, task1):
     assert servable.signature("").run(inputs(task1, [0, 1]))["answer"].shape == (2,)
     servable.close()
     assert servable.closed
+
+
+def test_the_server_replays_the_warmup_request_the_exporter_wrote(version_dir):
+    """Exporter and server name the warm-up file once (serving.layout); a second spelling
+    would make warm_up find nothing and return 0."""
+    servable = Servable("babi", 1, version_dir)
+    try:
+        assert warm_up(servable) == 1
+    finally:
+        servable.close()
 
 
 def test_unknown_runtime_is_refused(version_dir):

@@ -22,13 +22,13 @@ import numpy as np
 import keras
 from keras import ops
 
+from tpr_keras.data.entailment import VOCAB_SIZE
 from tpr_keras.layers.tpru import TPRU
 from tpr_keras.ops.masking import mask_value
 
 #: Size of the character vocabulary of `tpr_keras.data.entailment`
-#: (pad, unk, `~ & | >`, `( )`, `a`–`z`); a literal so that models do not
-#: import the data package.
-ENTAILMENT_VOCAB_SIZE = 34
+#: (pad, unk, `~ & | >`, `( )`, `a`–`z`).
+ENTAILMENT_VOCAB_SIZE = VOCAB_SIZE
 CELLS = ("tpru", "lstm", "gru")
 POOLINGS = ("last", "max")
 FEATURES = ("full", "concat")

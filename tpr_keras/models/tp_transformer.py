@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerDecoderLayer,
     TPTransformerEmbedding,
@@ -12,8 +13,10 @@ from tpr_keras.layers.tp_transformer_layers import (
 from tpr_keras.models.presets import preset_config
 from tpr_keras.ops.masking import MASK_VALUE
 
-#: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary`.
-PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
+#: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary` (defined there).
+PAD_ID, UNK_ID, START_ID, END_ID = (
+    CharVocabulary.PAD_ID, CharVocabulary.UNK_ID, CharVocabulary.START_ID, CharVocabulary.END_ID
+)
 
 #: Hyper-parameters. §4.1: the TP-Transformer uses the Transformer's (d_z 512,
 #: d_f 2048, H 8, L 6); B shrinks to multiples of 60 (d_z 480, d_f 1920); C keeps
