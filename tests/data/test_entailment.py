@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data import entailment as E
+from tpr_keras.data.download import DataFormatError
 
 REAL_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "entailment"
 REAL_COUNTS = {
@@ -152,7 +153,8 @@ def test_malformed_lines_raise_with_location(tmp_path, bad, reason):
     message = str(info.value)
     assert message.startswith(f"{path}:3: "), message
     assert reason in message
-    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, DataFormatError) and isinstance(info.value, ValueError)
+    assert (info.value.path, info.value.lineno) == (str(path), 3)
 
 
 def test_first_malformed_line_is_reported():

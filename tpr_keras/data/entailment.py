@@ -21,7 +21,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tpr_keras.data.download import cache_dir
+from tpr_keras.data.download import DataFormatError, cache_dir
 
 SPLITS = (
     "train",
@@ -60,7 +60,7 @@ for _i, _tok in enumerate(VOCABULARY[2:], start=2):
     _LOOKUP[ord(_tok)] = _i
 
 
-class EntailmentFormatError(ValueError):
+class EntailmentFormatError(DataFormatError):
     """A malformed line; the message starts with `"{path}:{lineno}: "`."""
 
 
@@ -152,16 +152,15 @@ def parse_entailment_lines(lines, path="<lines>"):
         parts = line.rstrip("\r").split(",")
         if len(parts) != 6:
             raise EntailmentFormatError(
-                f"{path}:{lineno}: expected 6 comma-separated fields, got "
-                f"{len(parts)}: {line!r}"
+                path, lineno, f"expected 6 comma-separated fields, got {len(parts)}: {line!r}"
             )
         if not parts[0] or not parts[1]:
-            raise EntailmentFormatError(f"{path}:{lineno}: empty proposition")
+            raise EntailmentFormatError(path, lineno, "empty proposition")
         for k in range(2, 6):
             if parts[k] not in ("0", "1"):
                 what = "label" if k == 2 else f"heuristic H{k - 2}"
                 raise EntailmentFormatError(
-                    f"{path}:{lineno}: {what} must be 0 or 1, got {parts[k]!r}"
+                    path, lineno, f"{what} must be 0 or 1, got {parts[k]!r}"
                 )
         a.append(parts[0])
         b.append(parts[1])
@@ -174,7 +173,7 @@ def parse_entailment_lines(lines, path="<lines>"):
         side, text = ("A", a[i]) if unk_a[i] or unbal_a[i] else ("B", b[i])
         unknown = unk_a[i] if side == "A" else unk_b[i]
         reason = "unknown character" if unknown else "unbalanced parentheses"
-        raise EntailmentFormatError(f"{path}:{i + 1}: {reason} in {side}: {text!r}")
+        raise EntailmentFormatError(path, i + 1, f"{reason} in {side}: {text!r}")
     return EntailmentData(
         a=a,
         b=b,
