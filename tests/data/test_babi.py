@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpr_keras.data import babi
+from tpr_keras.data import babi, sources
 from tpr_keras.data.babi import (
     BabiFormatError,
     EncodedSplit,
@@ -513,7 +513,7 @@ def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
         calls.append((args, kwargs))
         raise DownloadError("could not download tasks_1-20_v1-2.tar.gz: <urlopen error offline>")
 
-    monkeypatch.setattr(babi, "fetch_archive", offline)
+    monkeypatch.setattr(sources, "fetch_archive", offline)
     with pytest.raises(DownloadError) as info:
         find_babi_dir()
     message = str(info.value)
@@ -525,7 +525,7 @@ def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
     def mismatch(*args, **kwargs):
         raise ChecksumError("x: sha256 checksum mismatch")
 
-    monkeypatch.setattr(babi, "fetch_archive", mismatch)
+    monkeypatch.setattr(sources, "fetch_archive", mismatch)
     with pytest.raises(ChecksumError, match="mismatch"):
         find_babi_dir()
 
@@ -535,13 +535,13 @@ def test_download_path_extracts_into_keras_cache(isolated_env, monkeypatch):
     archive = isolated_env / "archive.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(src.parent, arcname="tasks_1-20_v1-2")
-    monkeypatch.setattr(babi, "fetch_archive", lambda *a, **k: str(archive))
+    monkeypatch.setattr(sources, "fetch_archive", lambda *a, **k: str(archive))
     found = find_babi_dir()
     expected = isolated_env / "keras_home" / "datasets" / "tasks_1-20_v1-2" / "en-10k"
     assert found == str(expected.resolve())
     assert len(load_babi(tasks=1).train) >= 1
     # Second call finds the cache without fetching.
-    monkeypatch.setattr(babi, "fetch_archive", lambda *a, **k: pytest.fail("fetched again"))
+    monkeypatch.setattr(sources, "fetch_archive", lambda *a, **k: pytest.fail("fetched again"))
     assert find_babi_dir() == found
 
 

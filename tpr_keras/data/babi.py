@@ -37,8 +37,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
-import tempfile
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,15 +44,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from tpr_keras.data.download import (
-    ChecksumError,
-    DataFormatError,
-    DownloadError,
-    fetch_archive,
-    find_data_dir,
-    safe_extract,
-    verify_checksum,
-)
+from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.sources import DataSource, find_data_dir
 from tpr_keras.data.vocabulary import TokenTable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,6 +55,7 @@ __all__ = [
     "BABI_ARCHIVE_NAME",
     "BABI_ARCHIVE_SHA256",
     "BABI_DIR_ENV",
+    "BABI_SOURCE",
     "BABI_TASK_NAMES",
     "BABI_URLS",
     "BabiData",
@@ -113,6 +105,26 @@ _BABI_ARCHIVE_TOP = "tasks_1-20_v1-2"
 BABI_ARCHIVE_SHA256 = (
     "0364ebde659f14d11bc21744516c5ec49d3d06cb692733f66680771244998898",
     "84f5296ab9a1ad0dc9464e08c491d65cd08830fca3acae9ab86f75e0fb81573c",
+)
+
+#: Where bAbI may be and where to download it (see :func:`find_babi_dir`).
+BABI_SOURCE = DataSource(
+    name="babi",
+    label="bAbI data",
+    env_var=BABI_DIR_ENV,
+    layouts=("", "en-10k", f"{_BABI_ARCHIVE_TOP}/en-10k"),
+    markers=("qa*_train.txt",),
+    looking_for="qa*_train.txt files",
+    instructions=(
+        "Pass --data_dir=/path/containing/en-10k (or set "
+        "{env_var}=/path/containing/en-10k), or fetch {url} by hand "
+        "and extract it into {cache} (giving {extracted})."
+    ),
+    urls=BABI_URLS,
+    archive_name=BABI_ARCHIVE_NAME,
+    sha256=BABI_ARCHIVE_SHA256,
+    archive_top=_BABI_ARCHIVE_TOP,
+    alt_archive_names=_BABI_ALT_ARCHIVE_NAMES,
 )
 
 BABI_TASK_NAMES: dict[int, str] = {
@@ -874,77 +886,6 @@ def make_dataset(
 # --------------------------------------------------------------------------------------
 
 
-def _locate(folder: str | os.PathLike) -> Path | None:
-    """The bAbI ``en-10k`` folder in or under ``folder`` (see find_babi_dir), or None."""
-    base = Path(folder).expanduser()
-    for candidate in (base, base / "en-10k", base / _BABI_ARCHIVE_TOP / "en-10k"):
-        if candidate.is_dir() and any(candidate.glob("qa*_train.txt")):
-            return candidate
-    return None
-
-
-def _looked_for(folder: str | os.PathLike) -> str:
-    base = Path(folder).expanduser()
-    return (
-        f"qa*_train.txt files in {base}, {base / 'en-10k'} or "
-        f"{base / _BABI_ARCHIVE_TOP / 'en-10k'}"
-    )
-
-
-def _manual_instructions(cache: Path) -> str:
-    return (
-        "Pass --data_dir=/path/containing/en-10k (or set "
-        f"{BABI_DIR_ENV}=/path/containing/en-10k), or fetch {BABI_URLS[0]} by hand "
-        f"and extract it into {cache} (giving {cache / _BABI_ARCHIVE_TOP / 'en-10k'})."
-    )
-
-
-def _download_babi(cache: Path) -> Path:
-    """Fetches (or reuses a cached, verified) archive and extracts it into ``cache``."""
-    archive: str | None = None
-    for alt in _BABI_ALT_ARCHIVE_NAMES:  # e.g. left there by the Keras bAbI examples.
-        candidate = cache / alt
-        if candidate.is_file():
-            try:
-                verify_checksum(candidate, BABI_ARCHIVE_SHA256, "sha256")
-                archive = str(candidate)
-                break
-            except ChecksumError:
-                pass
-    try:
-        if archive is None:
-            archive = fetch_archive(
-                list(BABI_URLS),
-                BABI_ARCHIVE_NAME,
-                sha256=BABI_ARCHIVE_SHA256,
-                cache_root=cache.parent,
-                cache_subdir=cache.name,
-            )
-    except ChecksumError as exc:
-        raise ChecksumError(f"{exc}\n{_manual_instructions(cache)}") from exc
-    except OSError as exc:  # DownloadError, permission problems, ...
-        raise DownloadError(
-            f"bAbI data not found and the download failed ({exc}).\n{_manual_instructions(cache)}"
-        ) from exc
-
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".babi-extract-", dir=cache))
-    try:
-        safe_extract(archive, tmp)
-        src = tmp / _BABI_ARCHIVE_TOP
-        if _locate(src) is None:
-            raise FileNotFoundError(f"{archive} holds no {_BABI_ARCHIVE_TOP}/en-10k/qa*_train.txt")
-        dst = cache / _BABI_ARCHIVE_TOP
-        if dst.exists():  # An incomplete earlier extraction (we only get here if unusable).
-            shutil.rmtree(dst)
-        os.replace(src, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    found = _locate(cache)
-    assert found is not None
-    return found
-
-
 def find_babi_dir(data_dir: str | os.PathLike | None = None, download: bool = True) -> str:
     """Returns the bAbI v1.2 ``en-10k`` folder (holding ``qaN_<name>_{train,test}.txt``).
 
@@ -971,8 +912,7 @@ def find_babi_dir(data_dir: str | os.PathLike | None = None, download: bool = Tr
         ChecksumError: The downloaded archive did not match the published checksum
             (the bad file is deleted).
     """
-    return find_data_dir(data_dir, BABI_DIR_ENV, "bAbI data", _locate, _looked_for,
-                         _manual_instructions, _download_babi, download)
+    return find_data_dir(BABI_SOURCE, data_dir, download)
 
 
 def task_files(babi_dir: str | os.PathLike, task: int) -> tuple[str, str]:

@@ -21,7 +21,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tpr_keras.data.download import DataFormatError, cache_dir
+from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.sources import DataSource, find_data_dir
 
 SPLITS = (
     "train",
@@ -40,6 +41,19 @@ CACHE_SUBDIR = os.path.join("datasets", "logical_entailment_dataset", "data")
 #: Official location: plain text files in the repository's `data/` folder
 #: (no archive). The repository publishes no checksums.
 OFFICIAL_URL = "https://github.com/google-deepmind/logical-entailment-dataset"
+#: Where the dataset may be (any existing folder is taken; the split files are checked
+#: when read). No URLs: nothing is downloaded, see :func:`find_entailment_dir`.
+ENTAILMENT_SOURCE = DataSource(
+    name="entailment",
+    label="Logical entailment data",
+    env_var=ENV_VAR,
+    instructions=(
+        "Download the files of the data/ "
+        f"folder of {OFFICIAL_URL} and pass data_dir=<that folder>, set "
+        f"{ENV_VAR}=<that folder>, or put them in {{cache}}."
+    ),
+    cache_subdir=CACHE_SUBDIR,
+)
 
 PAD, UNK = "<pad>", "<unk>"
 CONNECTIVES = ("~", "&", "|", ">")
@@ -210,19 +224,7 @@ def find_entailment_dir(data_dir=None):
             missing directory, or none of the places holds the data; the
             message says what to pass.
     """
-    for source, candidate in (("data_dir", data_dir), (ENV_VAR, os.environ.get(ENV_VAR))):
-        if candidate:
-            if not os.path.isdir(candidate):
-                raise FileNotFoundError(f"{source}={candidate!r} is not a directory")
-            return os.fspath(candidate)
-    cache = os.fspath(cache_dir(CACHE_SUBDIR))
-    if os.path.isdir(cache):
-        return cache
-    raise FileNotFoundError(
-        "Logical entailment data not found. Download the files of the data/ "
-        f"folder of {OFFICIAL_URL} and pass data_dir=<that folder>, set "
-        f"{ENV_VAR}=<that folder>, or put them in {cache}."
-    )
+    return find_data_dir(ENTAILMENT_SOURCE, data_dir, download=False)
 
 
 def load_entailment_split(split, data_dir=None):

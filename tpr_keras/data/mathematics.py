@@ -39,22 +39,14 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tpr_keras.data.download import (
-    ChecksumError,
-    DataFormatError,
-    DownloadError,
-    fetch_archive,
-    find_data_dir,
-    safe_extract,
-)
+from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.sources import DataSource, find_data_dir
 from tpr_keras.data.vocabulary import TokenTable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +59,7 @@ __all__ = [
     "MATH_ARCHIVE_NAME",
     "MATH_ARCHIVE_SHA256",
     "MATH_DIR_ENV",
+    "MATH_SOURCE",
     "MATH_URL",
     "MAX_ANSWER_LENGTH",
     "MAX_QUESTION_LENGTH",
@@ -108,6 +101,26 @@ MAX_QUESTION_LENGTH = 160
 MAX_ANSWER_LENGTH = 30
 #: Source-length bucket boundaries (``<s> question </s>``, at most 162 symbols).
 DEFAULT_BUCKET_BOUNDARIES = (32, 48, 64, 96, 128)
+
+
+#: Where the dataset may be and where to download it (see :func:`find_mathematics_dir`).
+MATH_SOURCE = DataSource(
+    name="math",
+    label="Mathematics Dataset",
+    env_var=MATH_DIR_ENV,
+    layouts=("", _ARCHIVE_TOP),
+    markers=tuple(f"{regime}/*.txt" for regime in REGIMES),
+    looking_for="train-easy/ ... extrapolate/ folders of *.txt",
+    instructions=(
+        f"Pass --data_dir=/path/to/{_ARCHIVE_TOP} (or set {{env_var}}=...), or fetch "
+        "{url} by hand and extract it into {cache} (giving {extracted})."
+    ),
+    urls=(MATH_URL,),
+    archive_name=MATH_ARCHIVE_NAME,
+    sha256=MATH_ARCHIVE_SHA256,
+    archive_top=_ARCHIVE_TOP,
+    timeout=120.0,
+)
 
 
 class MathFormatError(DataFormatError):
@@ -723,63 +736,6 @@ def make_char_table(vocab: CharVocabulary) -> tf.Module:
 # --------------------------------------------------------------------------------------
 
 
-def _locate(folder: str | os.PathLike) -> Path | None:
-    """The dataset folder in or under ``folder`` (see find_mathematics_dir), or None."""
-    base = Path(folder).expanduser()
-    for candidate in (base, base / _ARCHIVE_TOP):
-        if any((candidate / r).is_dir() and any((candidate / r).glob("*.txt")) for r in REGIMES):
-            return candidate
-    return None
-
-
-def _looked_for(folder: str | os.PathLike) -> str:
-    base = Path(folder).expanduser()
-    return f"train-easy/ ... extrapolate/ folders of *.txt in {base} or {base / _ARCHIVE_TOP}"
-
-
-def _manual_instructions(cache: Path) -> str:
-    return (
-        f"Pass --data_dir=/path/to/{_ARCHIVE_TOP} (or set {MATH_DIR_ENV}=...), or fetch "
-        f"{MATH_URL} by hand and extract it into {cache} (giving {cache / _ARCHIVE_TOP})."
-    )
-
-
-def _download(cache: Path) -> Path:
-    """Fetches (or reuses a cached, verified) archive and extracts it into ``cache``."""
-    try:
-        archive = fetch_archive(
-            MATH_URL,
-            MATH_ARCHIVE_NAME,
-            sha256=MATH_ARCHIVE_SHA256,
-            cache_root=cache.parent,
-            cache_subdir=cache.name,
-            timeout=120.0,
-        )
-    except ChecksumError as exc:
-        raise ChecksumError(f"{exc}\n{_manual_instructions(cache)}") from exc
-    except OSError as exc:  # DownloadError, permission problems, ...
-        raise DownloadError(
-            f"Mathematics Dataset not found and the download failed ({exc}).\n"
-            f"{_manual_instructions(cache)}"
-        ) from exc
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".math-extract-", dir=cache))
-    try:
-        safe_extract(archive, tmp)
-        src = _locate(tmp)
-        if src is None:
-            raise FileNotFoundError(f"{archive} holds no {_ARCHIVE_TOP}/train-*/ folders")
-        dst = cache / _ARCHIVE_TOP
-        if dst.exists():  # An incomplete earlier extraction.
-            shutil.rmtree(dst)
-        os.replace(src, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    found = _locate(cache)
-    assert found is not None
-    return found
-
-
 def find_mathematics_dir(data_dir: str | os.PathLike | None = None, download: bool = True) -> str:
     """Returns the dataset folder (holding ``train-easy/`` ... ``extrapolate/``).
 
@@ -798,5 +754,4 @@ def find_mathematics_dir(data_dir: str | os.PathLike | None = None, download: bo
         DownloadError: The download failed (the message says what to pass instead).
         ChecksumError: The archive did not match the published checksum.
     """
-    return find_data_dir(data_dir, MATH_DIR_ENV, "Mathematics Dataset", _locate, _looked_for,
-                         _manual_instructions, _download, download)
+    return find_data_dir(MATH_SOURCE, data_dir, download)
