@@ -8,7 +8,7 @@ search. Characters are encoded and decoded with lookup tables saved as an
 asset (the model's character vocabulary); unknown characters map to
 ``<unk>``, questions are cut at 160 characters, answers at 30. The export carries a
 warm-up request (``assets.extra/tf_serving_warmup_requests``) for each signature, so
-that the first real request does not build the decoding loop's kernels (about 1 s).
+that the first real request does not pay for building the decoding loop's kernels.
 """
 
 import os

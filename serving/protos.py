@@ -2,7 +2,7 @@
 
 ``tensorflow_serving.apis.predict_pb2`` imports ``tensorflow.core.framework.tensor_pb2``,
 and importing anything under ``tensorflow`` runs TensorFlow's package ``__init__``
-(about 4 s). The client only needs the wire format, so this module declares the few
+(slow). The client only needs the wire format, so this module declares the few
 messages it sends and reads, with the field numbers of ``tensorflow/core/framework/
 tensor.proto``, ``tensor_shape.proto`` and ``tensorflow_serving/apis/{model,predict}.proto``,
 in a descriptor pool of its own (nothing clashes with the real definitions when

@@ -242,7 +242,7 @@ def main(argv):
 
     if trainer.host_only:
         # One pipeline for every epoch, the epoch's order chosen through a variable:
-        # building and tracing a pipeline per epoch cost ~8% of a task-1 epoch.
+        # building and tracing a pipeline per epoch is a visible share of a short epoch.
         epoch_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
         train_ds = babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
                                      seed=FLAGS.seed, bucket_width=FLAGS.bucket_width or None,

@@ -26,10 +26,10 @@ per batch, inside the ``tf.data`` pipeline (:func:`make_dataset`).
 Data files: ``find_babi_dir`` looks in ``data_dir``, then ``$TPR_KERAS_BABI_DIR``,
 then the Keras cache, then downloads the official archive (checksum-verified).
 
-Note on the development data in ``../shared/data/babi/en-10k``: task 3's training
-file there holds only the first 1,000 official questions (the official 10k file was
-not obtainable), so ``setting="10k"`` trains task 3 on 1,000 questions (900 train /
-100 valid); :func:`load_babi` warns and records this in ``stats["notes"]``.
+A training file that holds fewer questions than its setting expects (10,000 for
+``"10k"``, e.g. a copy of task 3 cut to the first 1,000 official questions) is still
+loaded and split the same way; :func:`load_babi` warns and records it in
+``stats["notes"]``.
 """
 
 from __future__ import annotations
@@ -750,10 +750,9 @@ def make_dataset(
     Stories are gathered from the shared sentence array per batch, fully in-graph.
 
     The pipeline shuffles and batches sample *indices* and gathers each batch's
-    arrays in one step, so its per-sample work is a C++ shuffle of integers: an
-    epoch of 9,000 task-1 samples costs ~0.15 s of CPU instead of ~0.6 s with a
-    per-sample ``bucket_by_sequence_length``, which on a 2-core machine competed
-    with the training step for the same cores.
+    arrays in one step, so its per-sample work is a C++ shuffle of integers, far
+    less CPU than a per-sample ``bucket_by_sequence_length``, which on a machine
+    with few cores competes with the training step for the same cores.
 
     Args:
         split: The encoded split.
@@ -772,8 +771,8 @@ def make_dataset(
             is a stateless function of ``(seed, epoch)``, read when an iterator
             starts: one dataset serves every epoch (assign the epoch, then
             iterate; pass ``p`` of a repeated dataset uses ``epoch + p``), so a
-            training loop does not build and trace a pipeline (~0.07 s) and
-            optimize a new graph (~0.04 s) every epoch. Assign it only while no
+            training loop does not build, trace and optimize a new pipeline
+            graph every epoch. Assign it only while no
             iterator of this dataset has yet to produce its first batch. The
             pipeline then holds a resource, so ``tf.distribute`` cannot
             auto-shard it: use it with single-worker input only.
@@ -874,8 +873,8 @@ def make_dataset(
                 {"answer": tf.gather(answers, index), "task": tf.gather(tasks, index)})
 
     # No tf.data autotuning: the pipeline has fixed values, and an autotuned
-    # iterator's deletion can wait for the autotuner's next wake-up (up to 10 s
-    # per epoch under CPU contention; see tpr_keras.training.loop.without_autotune).
+    # iterator's deletion can wait for the autotuner's next wake-up, a stall per
+    # epoch under CPU contention (see tpr_keras.training.loop.without_autotune).
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.map(gather).prefetch(2).with_options(options)
@@ -899,7 +898,7 @@ def find_babi_dir(data_dir: str | os.PathLike | None = None, download: bool = Tr
        cache, verify its SHA-256, extract it safely and use it.
 
     Args:
-        data_dir: Explicit folder (e.g. ``../shared/data/babi``).
+        data_dir: Explicit folder (any of the layouts above).
         download: Allow step 4.
 
     Returns:

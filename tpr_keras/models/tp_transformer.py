@@ -76,7 +76,8 @@ class TPTransformer(keras.Model):
     :meth:`greedy_decode` (key/value cache, one ``tf.while_loop``) and
     :meth:`beam_search`. Outputs exclude the start symbol, include the end symbol
     and hold ``pad_id`` after it. They use explicit TF control flow and are marked
-    ``do_not_convert`` for autograph (tracing them is about 3x faster).
+    ``do_not_convert`` for autograph (they already use TF control flow, so autograph
+    would only add tracing work).
 
     Where this differs from the paper or the authors' code:
 
