@@ -15,17 +15,6 @@ import tpr_keras.models  # noqa: F401  (registers TPRRNN for load_model)
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-
-
-@pytest.fixture(scope="module")
-def tiny_babi(tmp_path_factory, babi_task1_writer):
-    root = tmp_path_factory.mktemp("babi") / "en-10k"
-    root.mkdir()
-    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 100, 0)
-    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 20, 1)
-    return root.parent
-
-
 def run_train(args, cwd):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run([sys.executable, "-m", "train.babi", *args], cwd=cwd, env=env,

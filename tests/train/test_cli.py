@@ -76,19 +76,10 @@ def test_usage_error_is_one_line(tmp_path):
     assert done.stderr.startswith("error: --task must be 1..20") and "Traceback" not in done.stderr
 
 
-@pytest.fixture(scope="module")
-def small_babi(tmp_path_factory, babi_task1_writer):
-    root = tmp_path_factory.mktemp("babi") / "en-10k"
-    root.mkdir()
-    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 100, 0)
-    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 20, 1)
-    return root.parent
-
-
 @pytest.mark.slow
-def test_logs_to_a_file_and_rerunning_a_finished_command(small_babi, tmp_path):
+def test_logs_to_a_file_and_rerunning_a_finished_command(tiny_babi, tmp_path):
     model_dir = tmp_path / "run"
-    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(small_babi), "--model_dir",
+    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi), "--model_dir",
             str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false"]
     # stdout is a pipe here, as when redirected to a file: plain lines, not a bar.
     first = python([*base, "--epochs", "2"], tmp_path)
@@ -116,9 +107,9 @@ def test_logs_to_a_file_and_rerunning_a_finished_command(small_babi, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_cut_by_the_time_budget_resumes(small_babi, tmp_path):
+def test_a_run_cut_by_the_time_budget_resumes(tiny_babi, tmp_path):
     model_dir = tmp_path / "run"
-    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(small_babi), "--model_dir",
+    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi), "--model_dir",
             str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false",
             "--epochs", "2", "--verbose", "2"]
     cut = python([*base, "--max_train_minutes", "0.00001"], tmp_path)
