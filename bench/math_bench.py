@@ -72,7 +72,7 @@ def main():
         trainer = Trainer(build, lambda: get_optimizer("adam", 1e-3, 0.9, 0.995),
                           sequence_compute_fn(), TrainConfig(verbose=0, clip_norm=0.1),
                           tempfile.mkdtemp())
-        step = trainer._build_train_step(train_ds.element_spec)
+        step = trainer.make_train_function(train_ds.element_spec)
         tokens = rate(lambda b: step(b)["loss"].numpy(), train, args.seconds,
                       lambda b: int(tf.math.count_nonzero(b[1]["target_out"])))
         model = trainer.model

@@ -153,7 +153,7 @@ def leave_linear_start(trainer, history):
         return
     if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
         model.set_linear_start(False)
-        trainer.state["lr_factor"].assign(1.0)
+        trainer.set_lr_factor(1.0)
         print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
               "linear start ends, the hop softmax is back.")
 
@@ -231,7 +231,7 @@ def main(argv):
                       FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
     if memn2n and FLAGS.linear_start:
-        trainer.state["lr_factor"].assign(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
+        trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
     if memn2n:
         print(f"MemN2N ({preset}, {FLAGS.hops} hops, {FLAGS.sentence_encoding}, "
               f"{FLAGS.weight_tying}, LS={FLAGS.linear_start}, RN={FLAGS.random_noise}): "
@@ -295,7 +295,7 @@ def main(argv):
         "stopped": trainer.stop_reason,
         "train_examples_per_second": loop_rate,
         "step_examples_per_second": step_rate,
-        "steps": int(trainer.state["global_step"].numpy()),
+        "steps": trainer.state.value("global_step"),
         "history": history,
         "data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
                  "vocabulary": len(data.vocab), "max_words": data.max_words,

@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.training import Trainer, TrainConfig, sparse_classification
-from tpr_keras.training import loop
+from tpr_keras.training import checkpoints
 
 
 class TwoKernels(keras.layers.Layer):
@@ -49,7 +49,7 @@ def test_reordered_variables_are_restored_by_name(tmp_path):
     assert [v.path for v in first.model.variables] == ["cell/update", "cell/reset"]
     cell(first).update.assign(np.full((4, 4), 1.0, "float32"))
     cell(first).reset.assign(np.full((4, 4), 2.0, "float32"))
-    first._save()
+    first.save_checkpoint()
 
     second = make_trainer(tmp_path, swap=True, seed=2)  # same paths, other order
     assert [v.path for v in second.model.variables] == ["cell/reset", "cell/update"]
@@ -57,7 +57,7 @@ def test_reordered_variables_are_restored_by_name(tmp_path):
     np.testing.assert_array_equal(cell(second).update.numpy(), 1.0)
     np.testing.assert_array_equal(cell(second).reset.numpy(), 2.0)
     # the optimizer slots follow their variables too
-    slots = loop.variables_by_path(second.optimizer.variables, owner_prefix=True)
+    slots = checkpoints.variables_by_path(second.optimizer.variables, owner_prefix=True)
     assert "cell_update_momentum" in slots and "iteration" in slots
 
 
@@ -65,11 +65,11 @@ def test_checkpoint_written_by_position_is_read_with_a_warning(tmp_path):
     old = make_trainer(tmp_path, swap=False, seed=1)
     cell(old).update.assign(np.full((4, 4), 3.0, "float32"))
     cell(old).reset.assign(np.full((4, 4), 4.0, "float32"))
-    old.state["global_step"].assign(7)
+    old.state.global_step.assign(7)
     positional = tf.train.Checkpoint(
-        model_variables=loop.variables_by_position(old.model.variables),
-        optimizer_variables=loop.variables_by_position(old.optimizer.variables),
-        **old.state)
+        model_variables=checkpoints.variables_by_position(old.model.variables),
+        optimizer_variables=checkpoints.variables_by_position(old.optimizer.variables),
+        **old.state.variables())
     # what the Trainer wrote before checkpoints were keyed by path
     tf.train.CheckpointManager(positional, str(tmp_path / "checkpoints"), 3).save(7)
 
@@ -78,18 +78,18 @@ def test_checkpoint_written_by_position_is_read_with_a_warning(tmp_path):
         assert new.restore()
     np.testing.assert_array_equal(cell(new).update.numpy(), 3.0)
     np.testing.assert_array_equal(cell(new).reset.numpy(), 4.0)
-    assert int(new.state["global_step"].numpy()) == 7
+    assert new.state.value("global_step") == 7
 
     # best-validation weights of that age too
-    tf.train.Checkpoint(model_variables=loop.variables_by_position(old.model.variables)).write(
-        new.best_prefix)
+    tf.train.Checkpoint(model_variables=checkpoints.variables_by_position(old.model.variables)).write(
+        new.checkpoints.best_prefix)
     cell(new).update.assign(np.zeros((4, 4), "float32"))
     assert new.restore_best()
     np.testing.assert_array_equal(cell(new).update.numpy(), 3.0)
 
 
 def test_a_checkpoint_of_other_variables_is_a_clear_error(tmp_path):
-    make_trainer(tmp_path, swap=False)._save()
+    make_trainer(tmp_path, swap=False).save_checkpoint()
 
     def other():
         inputs = {"x": keras.Input((4,), name="x")}
@@ -106,5 +106,5 @@ def test_two_variables_with_one_path_are_refused():
     a = keras.Variable(np.zeros(2), name="kernel")
     b = keras.Variable(np.ones(2), name="kernel")
     with pytest.raises(ValueError, match="share the path 'kernel'"):
-        loop.variables_by_path([a, b])
-    assert list(loop.variables_by_path([a], owner_prefix=False)) == ["kernel"]
+        checkpoints.variables_by_path([a, b])
+    assert list(checkpoints.variables_by_path([a], owner_prefix=False)) == ["kernel"]

@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from tpr_keras.training import Trainer, TrainConfig, finished_run, sparse_classification
 from tpr_keras.training import flags as train_flags
-from tpr_keras.training.loop import format_seconds, stop_reason
+from tpr_keras.training.early_stopping import stop_reason
+from tpr_keras.training.loop import format_seconds
 
 
 def make_trainer(model_dir, **overrides):
@@ -69,7 +70,7 @@ def test_time_budget_is_not_a_finished_run(tmp_path):
     trainer._past_deadline = lambda: next(answers)
     trainer.fit(data, valid, steps_per_epoch=6)
     assert trainer.stop_reason == "time_budget"
-    steps = int(trainer.state["global_step"].numpy())
+    steps = int(trainer.state.global_step.numpy())
     assert steps == 1
     (tmp_path / "results.json").write_text(json.dumps({"steps": steps, "epochs": 1}))
     assert finished_run(str(tmp_path), trainer.config) is None  # the command resumes it

@@ -118,7 +118,7 @@ def test_nan_steps_are_logged_and_never_checkpointed(tmp_path, capsys):
     trainer = Trainer(model_fn, lambda: keras.optimizers.Adam(0.01), sparse_classification("y"),
                       config, str(tmp_path), strategy=tf.distribute.MirroredStrategy(devices))
     written = []
-    save = trainer.manager.save
+    save = trainer.checkpoints.manager.save
 
     def save_and_check(*args, **kwargs):
         path = save(*args, **kwargs)
@@ -133,15 +133,15 @@ def test_nan_steps_are_logged_and_never_checkpointed(tmp_path, capsys):
         written.append(path)
         return path
 
-    trainer.manager.save = save_and_check
+    trainer.checkpoints.manager.save = save_and_check
     fn = lambda epoch: tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(16)
     history = trainer.fit(fn)
     out = capsys.readouterr().out
     assert out.count("step skipped") == 2, out  # once per epoch
     assert "Non-finite loss/gradient at step 3: step skipped." in out
     assert "Non-finite loss/gradient at step 8: step skipped." in out
-    assert int(trainer.state["skipped_steps"].numpy()) == 2
-    assert int(trainer.state["global_step"].numpy()) == 10
+    assert int(trainer.state.skipped_steps.numpy()) == 2
+    assert int(trainer.state.global_step.numpy()) == 10
     assert int(trainer.optimizer.iterations.numpy()) == 10
     assert len(written) == 10 + 2  # every applied step, plus each epoch end
     assert all(np.isfinite(h["train_loss"]) for h in history)

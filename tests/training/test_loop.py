@@ -47,10 +47,9 @@ def trainer(tmp_path, strategy=None, **overrides):
 def losses(tr, ds_fn, steps):
     out = []
     distributed = tr.strategy.experimental_distribute_dataset(ds_fn(0))
+    step = tr.make_train_function(distributed.element_spec)
     for batch in distributed:
-        if tr._train_step is None:
-            tr._train_step = tr._build_train_step(distributed.element_spec)
-        out.append(float(tr._train_step(batch)["loss"]))
+        out.append(float(step(batch)["loss"]))
         if len(out) == steps:
             break
     return np.array(out), [w.numpy() for w in tr.model.weights]
@@ -78,7 +77,7 @@ def test_nan_step_is_skipped_and_state_untouched(tmp_path):
     tr = trainer(tmp_path, reinit_on_nan=False)
     ds = tf.data.Dataset.from_tensor_slices(({"x": x_bad}, {"y": y})).batch(16)
     dist = tr.strategy.experimental_distribute_dataset(ds)
-    step = tr._build_train_step(dist.element_spec)
+    step = tr.make_train_function(dist.element_spec)
     before = [w.numpy() for w in tr.model.weights]
     iterator = iter(dist)
     out = step(next(iterator))
@@ -98,8 +97,8 @@ def test_warmup_nan_reinitialises_and_training_continues(tmp_path):
     fn = lambda epoch: tf.data.Dataset.from_tensor_slices(({"x": x_bad}, {"y": y})).batch(16)
     tr.fit(fn)
     assert tr.reinits == 1
-    assert int(tr.state["skipped_steps"].numpy()) == 1
-    assert int(tr.state["global_step"].numpy()) == 5  # 6 batches, one skipped
+    assert int(tr.state.skipped_steps.numpy()) == 1
+    assert int(tr.state.global_step.numpy()) == 5  # 6 batches, one skipped
 
 
 def test_learning_rate_warmup_and_halving(tmp_path):
@@ -107,8 +106,8 @@ def test_learning_rate_warmup_and_halving(tmp_path):
     tr = trainer(tmp_path, warmup_steps=4, warmup_factor=0.1, halve_lr_below=10.0, epochs=2)
     assert tr.current_learning_rate() == pytest.approx(0.001)
     history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
-    assert bool(tr.state["warmup_done"].numpy())
-    assert bool(tr.state["lr_halved"].numpy())  # valid loss < 10 after epoch 1
+    assert bool(tr.state.warmup_done.numpy())
+    assert bool(tr.state.lr_halved.numpy())  # valid loss < 10 after epoch 1
     assert tr.current_learning_rate() == pytest.approx(0.005)
     assert history[1]["learning_rate"] == pytest.approx(0.005)
 
@@ -121,7 +120,7 @@ def test_resume_continues_from_checkpoint(tmp_path):
     first.fit(dataset_fn(x, y))
     second = trainer(tmp_path / "split", epochs=4)  # same dir: resumes at epoch 3
     history = second.fit(dataset_fn(x, y))
-    assert int(second.state["global_step"].numpy()) == 24
+    assert int(second.state.global_step.numpy()) == 24
     assert [h["epoch"] for h in history] == [1, 2, 3, 4]
     for a, b in zip(full.model.weights, second.model.weights):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
@@ -133,10 +132,10 @@ def test_resume_mid_epoch_skips_seen_batches(tmp_path):
     full.fit(dataset_fn(x, y))
     first = trainer(tmp_path / "split", epochs=2, max_steps=8, checkpoint_every_steps=1)
     first.fit(dataset_fn(x, y))
-    assert int(first.state["step_in_epoch"].numpy()) == 2  # stopped inside epoch 2
+    assert int(first.state.step_in_epoch.numpy()) == 2  # stopped inside epoch 2
     second = trainer(tmp_path / "split", epochs=2)
     second.fit(dataset_fn(x, y))
-    assert int(second.state["global_step"].numpy()) == 12
+    assert int(second.state.global_step.numpy()) == 12
     for a, b in zip(full.model.weights, second.model.weights):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
 
@@ -255,8 +254,8 @@ def test_min_delta_loss_stops_on_a_negligible_loss_change(tmp_path):
     history = tr.fit(dataset_fn(x, y), dataset_fn(x, y)(0))
     # epoch 2 reaches 0 % (the best); epochs 3-5 improve the loss by < 1e-3 each
     assert len(history) == 5
-    assert float(tr.state["best_loss"].numpy()) == pytest.approx(0.05)
-    assert int(tr.state["bad_validations"].numpy()) == 3
+    assert float(tr.state.best_loss.numpy()) == pytest.approx(0.05)
+    assert int(tr.state.bad_validations.numpy()) == 3
 
 
 def test_without_min_delta_every_tiny_loss_decrease_resets_patience(tmp_path):
@@ -269,10 +268,10 @@ def test_without_min_delta_every_tiny_loss_decrease_resets_patience(tmp_path):
 
 def test_min_delta_still_counts_a_lower_error_and_a_large_loss_drop(tmp_path):
     tr = trainer(tmp_path, min_delta_loss=1e-3)
-    assert tr.improves(1.0, 9.0, 2.0, 0.1)  # a lower error always counts
-    assert tr.improves(1.0, 0.0980, 1.0, 0.1)  # equal error, loss 2e-3 lower
-    assert not tr.improves(1.0, 0.0995, 1.0, 0.1)  # equal error, loss 5e-4 lower
-    assert not tr.improves(2.0, 0.01, 1.0, 0.1)  # a higher error never counts
+    assert tr.early_stopping.improves(1.0, 9.0, 2.0, 0.1)  # a lower error always counts
+    assert tr.early_stopping.improves(1.0, 0.0980, 1.0, 0.1)  # equal error, loss 2e-3 lower
+    assert not tr.early_stopping.improves(1.0, 0.0995, 1.0, 0.1)  # equal error, loss 5e-4 lower
+    assert not tr.early_stopping.improves(2.0, 0.01, 1.0, 0.1)  # a higher error never counts
 
 
 def test_patience_at_zero_stops_soon_after_zero_error(tmp_path):
@@ -294,11 +293,11 @@ def test_learning_rate_is_applied_per_step_through_warmup(tmp_path):
     tr = trainer(tmp_path / "a", warmup_steps=4, warmup_factor=0.1, epochs=1, max_steps=3)
     tr.fit(dataset_fn(x, y))
     assert float(tr.optimizer.learning_rate.numpy()) == pytest.approx(0.001)  # still warming up
-    assert not bool(tr.state["warmup_done"].numpy())
+    assert not bool(tr.state.warmup_done.numpy())
     tr = trainer(tmp_path / "b", warmup_steps=4, warmup_factor=0.1, epochs=1, max_steps=5)
     tr.fit(dataset_fn(x, y))
     assert float(tr.optimizer.learning_rate.numpy()) == pytest.approx(0.01)
-    assert bool(tr.state["warmup_done"].numpy())
+    assert bool(tr.state.warmup_done.numpy())
     # a resumed trainer starts from the checkpointed warm-up state
     again = trainer(tmp_path / "b", warmup_steps=4, warmup_factor=0.1, epochs=1)
     assert again.restore()
@@ -313,13 +312,13 @@ def test_counters_are_written_back_and_history_counts_examples(tmp_path):
     for h in history:
         assert h["examples_per_second"] * h["seconds"] == pytest.approx(96)
     assert tr.train_examples_per_second > 0  # epochs 2 and 3
-    assert int(tr.state["global_step"].numpy()) == 18
-    assert int(tr.state["epoch"].numpy()) == 3
+    assert int(tr.state.global_step.numpy()) == 18
+    assert int(tr.state.epoch.numpy()) == 3
     for name in ("step_in_epoch", "epoch_steps"):
-        assert int(tr.state[name].numpy()) == 0
+        assert tr.state.value(name) == 0
     # the checkpoint holds the same values
     fresh = trainer(tmp_path, epochs=3)
-    assert fresh.restore() and int(fresh.state["global_step"].numpy()) == 18
+    assert fresh.restore() and int(fresh.state.global_step.numpy()) == 18
 
 
 def test_mid_epoch_checkpoint_holds_the_running_sums(tmp_path):
@@ -328,10 +327,10 @@ def test_mid_epoch_checkpoint_holds_the_running_sums(tmp_path):
     tr.fit(dataset_fn(x, y))
     fresh = trainer(tmp_path, epochs=2)
     assert fresh.restore()
-    assert int(fresh.state["global_step"].numpy()) == 9
-    assert int(fresh.state["step_in_epoch"].numpy()) == 3
-    assert int(fresh.state["epoch_steps"].numpy()) == 3
-    assert float(fresh.state["epoch_loss_sum"].numpy()) > 0
+    assert int(fresh.state.global_step.numpy()) == 9
+    assert int(fresh.state.step_in_epoch.numpy()) == 3
+    assert int(fresh.state.epoch_steps.numpy()) == 3
+    assert float(fresh.state.epoch_loss_sum.numpy()) > 0
 
 
 def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
@@ -343,7 +342,6 @@ def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
     assert rate > 0
     for value, variable in zip(before, tr.model.variables + tr.optimizer.variables):
         np.testing.assert_array_equal(value, variable.numpy())
-    assert Trainer._build_train_step is Trainer.make_train_function
 
 
 def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
@@ -379,11 +377,11 @@ def test_time_budget_stops_mid_epoch_and_the_next_fit_resumes(tmp_path, monkeypa
     cut = trainer(tmp_path / "cut", epochs=3, max_train_seconds=1.5)
     cut.fit(dataset_fn(x, y))
     monkeypatch.undo()
-    assert int(cut.state["global_step"].numpy()) == 1  # stopped after the first step
-    assert int(cut.state["epoch"].numpy()) == 0 and int(cut.state["step_in_epoch"].numpy()) == 1
+    assert int(cut.state.global_step.numpy()) == 1  # stopped after the first step
+    assert int(cut.state.epoch.numpy()) == 0 and int(cut.state.step_in_epoch.numpy()) == 1
     resumed = trainer(tmp_path / "cut", epochs=3)  # no budget: runs to the end
     history = resumed.fit(dataset_fn(x, y))
-    assert int(resumed.state["global_step"].numpy()) == 18
+    assert int(resumed.state.global_step.numpy()) == 18
     assert [h["epoch"] for h in history] == [1, 2, 3]
     for a, b in zip(full.model.weights, resumed.model.weights):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)

@@ -106,10 +106,10 @@ def test_two_workers_stay_in_sync_and_the_chief_checkpoint_restores(
         strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
     assert trainer.restore()  # asserts every object of the trainer was in the checkpoint
     assert trainer.restored_from.endswith("ckpt-25")
-    assert int(trainer.state["global_step"].numpy()) == 25
-    assert int(trainer.state["epoch"].numpy()) == 1
-    assert int(trainer.state["step_in_epoch"].numpy()) == 8
-    restored = trainer.checkpoint.write(str(tmp_path / "restored" / "ckpt-25"))
+    assert int(trainer.state.global_step.numpy()) == 25
+    assert int(trainer.state.epoch.numpy()) == 1
+    assert int(trainer.state.step_in_epoch.numpy()) == 8
+    restored = trainer.checkpoints.checkpoint.write(str(tmp_path / "restored" / "ckpt-25"))
     again = checkpoint_values(pathlib.Path(restored).parent)["ckpt-25"]
     assert again.keys() == chief["ckpt-25"].keys()
     for key, value in chief["ckpt-25"].items():

@@ -9,7 +9,10 @@ import importlib
 
 _EXPORTS = {
     "Trainer": "loop", "TrainConfig": "loop", "binary_classification": "loop",
-    "is_chief": "loop", "sparse_classification": "loop", "finished_run": "loop",
+    "is_chief": "loop", "sparse_classification": "loop",
+    "TrainerState": "state", "LearningRatePolicy": "lr_policy",
+    "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
+    "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
     "save_run": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
     "STRATEGIES": "distribute", "make_strategy": "distribute",

@@ -135,9 +135,10 @@ def report_if_finished(config, summary):
 
     ``summary(results) -> str`` describes the run's results (``test error 0.00 %``).
     A run stopped by ``--max_train_minutes`` or killed is not finished (see
-    :func:`tpr_keras.training.loop.finished_run`): the command then resumes it.
+    :func:`tpr_keras.training.checkpoints.finished_run`): the command then resumes it.
     """
-    from tpr_keras.training.loop import STOP_REASONS, finished_run
+    from tpr_keras.training.checkpoints import finished_run
+    from tpr_keras.training.early_stopping import STOP_REASONS
 
     done = finished_run(FLAGS.model_dir, config)
     if done is None:

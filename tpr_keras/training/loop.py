@@ -16,6 +16,10 @@ loop does, and it behaves identically under the default strategy,
 * Learning-rate policy: warm-up at ``lr * warmup_factor``, halved once when the
   validation loss first falls below ``halve_lr_below`` (TPR-RNN Appendix A;
   the authors' code assigned the halved rate and overwrote it every step).
+  The policy is :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`,
+  early stopping :class:`~tpr_keras.training.early_stopping.EarlyStopping`,
+  checkpoint I/O :class:`~tpr_keras.training.checkpoints.CheckpointIO` and the
+  counters :class:`~tpr_keras.training.state.TrainerState`: each tested alone.
 * Early stopping on the validation error, ties broken by the validation loss
   with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
   weights kept in ``<model_dir>/best`` and restored at the end; optionally a
@@ -47,11 +51,15 @@ import json
 import os
 import tempfile
 import time
-import warnings
 
 import keras
 import numpy as np
 import tensorflow as tf
+
+from tpr_keras.training.checkpoints import CheckpointIO
+from tpr_keras.training.early_stopping import EarlyStopping, stop_reason
+from tpr_keras.training.lr_policy import LearningRatePolicy
+from tpr_keras.training.state import TrainerState
 
 
 @dataclasses.dataclass
@@ -119,77 +127,6 @@ class TrainConfig:
     progress_seconds: float = 60.0
 
 
-#: Why a run stopped, as :attr:`Trainer.stop_reason` and ``results.json`` give it.
-STOP_REASONS = {
-    "epochs": "--epochs reached",
-    "steps": "--steps reached",
-    "target_error": "the target validation error reached",
-    "early_stopping": "early stopping (no validation improvement within the patience)",
-    "time_budget": "the time budget ran out (the same command resumes)",
-}
-
-
-def stop_reason(config, global_step, epoch, best_error, bad_validations):
-    """The stop condition ``config`` has reached in this state, or None (time budget aside)."""
-    if config.max_steps and global_step >= config.max_steps:
-        return "steps"
-    if epoch >= config.epochs:
-        return "epochs"
-    if config.target_error is not None and best_error <= config.target_error:
-        return "target_error"
-    if (config.patience_at_zero is not None and best_error == 0.0
-            and bad_validations >= config.patience_at_zero):
-        return "early_stopping"
-    if config.patience is not None and bad_validations >= config.patience:
-        return "early_stopping"
-    return None
-
-
-def read_checkpoint_state(model_dir):
-    """The counters of the latest checkpoint in ``<model_dir>/checkpoints`` (no model
-    needed), as ``{"global_step", "epoch", "best_error", "bad_validations"}``; None
-    without a checkpoint."""
-    latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
-    if latest is None:
-        return None
-    reader = tf.train.load_checkpoint(latest)
-
-    def value(name, default):
-        key = f"{name}/.ATTRIBUTES/VARIABLE_VALUE"
-        return reader.get_tensor(key).item() if reader.has_tensor(key) else default
-
-    return {"global_step": int(value("global_step", 0)), "epoch": int(value("epoch", 0)),
-            "best_error": float(value("best_error", np.inf)),
-            "bad_validations": int(value("bad_validations", 0)), "checkpoint": latest}
-
-
-def finished_run(model_dir, config):
-    """``(results, reason)`` when the run in ``model_dir`` is finished under ``config``.
-
-    Finished means: its latest checkpoint has reached one of ``config``'s stop
-    conditions (epochs or steps used up, early stopping, target error) and
-    ``results.json`` was written at that step. A run stopped by the time budget, or
-    killed before writing its results, is not finished; neither is one that a larger
-    ``--epochs``/``--steps``/``--patience`` lets continue. Returns None otherwise.
-    """
-    path = os.path.join(model_dir, "results.json")
-    if not os.path.exists(path):
-        return None
-    state = read_checkpoint_state(model_dir)
-    if state is None:
-        return None
-    try:
-        with open(path) as f:
-            results = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if results.get("steps") != state["global_step"]:
-        return None  # results.json is older than the checkpoint: evaluate and export again
-    reason = stop_reason(config, state["global_step"], state["epoch"], state["best_error"],
-                         state["bad_validations"])
-    return None if reason is None else (results, reason)
-
-
 def format_seconds(seconds):
     """``75`` -> ``1m15s``; ``7300`` -> ``2h01m``."""
     seconds = max(0, int(round(seconds)))
@@ -235,89 +172,6 @@ def binary_classification(label_key=None):
         return {"loss": loss, "correct": correct}
 
     return compute
-
-
-def variables_by_position(variables):
-    """``{"v00012": variable}``: variables keyed by their position.
-
-    The layout of checkpoints written before they were keyed by path; kept to read
-    them (:meth:`Trainer.restore` falls back to it, with a warning).
-    """
-    return {f"v{i:05d}": variable for i, variable in enumerate(variables)}
-
-
-def variables_by_path(variables, owner_prefix=False, scope=None):
-    """``{"update/e1/hidden/kernel": variable}``: variables keyed by their path.
-
-    Keras 3 paths of a model's variables name the sub-layers from the model down
-    (``encoder/word_embedding/embeddings``) and are the same for every instance of
-    the model, so a checkpoint finds each weight by name: reordering two variables of
-    the same shape (TPRUCell's three ``d×d`` kernels) cannot swap them on restore.
-    Sub-layers a model creates in ``__init__`` carry the model's own, auto-numbered
-    name in front (``my_model_1/head/kernel``): ``scope=model.name`` removes it. An
-    optimizer's paths start with its own auto-numbered name (``nadam_3/...``), and its
-    slot names repeat the variable's path with ``_`` for ``/``: ``owner_prefix=True``
-    drops the first component, and ``scope`` the model name after it.
-
-    Raises:
-        ValueError: two variables share a path (the checkpoint could not tell them
-            apart).
-    """
-    keyed = {}
-    for variable in variables:
-        path = variable.path.split("/", 1)[-1] if owner_prefix else variable.path
-        if scope:
-            for prefix in (scope + "/", scope + "_"):
-                if path.startswith(prefix):
-                    path = path[len(prefix):]
-                    break
-        if path in keyed:
-            raise ValueError(f"two variables share the path {path!r}; give their layers "
-                             "distinct names so checkpoints can tell them apart")
-        keyed[path] = variable
-    return keyed
-
-
-def _checkpoint_keys(prefix, group):
-    """The variable keys under ``group`` (e.g. ``model_variables``) of a checkpoint."""
-    keys = set()
-    for name, _ in tf.train.list_variables(prefix):
-        if name.startswith(group + "/") and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE"):
-            local = name[len(group) + 1:-len("/.ATTRIBUTES/VARIABLE_VALUE")]
-            keys.add(local.replace(".S", "/").replace("..", "."))
-    return keys
-
-
-def _restore_by_path(checkpoint, prefix, groups, partial=False):
-    """Restores ``checkpoint`` from ``prefix``; a clear error if variable paths differ.
-
-    ``groups``: ``{"model_variables": {path: variable}, ...}`` as the checkpoint holds them.
-    """
-    try:
-        status = (checkpoint.read(prefix) if partial else checkpoint.restore(prefix))
-        status.assert_existing_objects_matched()
-        if partial:
-            status.expect_partial()
-    except AssertionError as error:
-        lines = []
-        for group, variables in groups.items():
-            saved = _checkpoint_keys(prefix, group)
-            missing = sorted(set(variables) - saved)[:5]
-            extra = sorted(saved - set(variables))[:5]
-            if missing or extra:
-                lines.append(f"{group}: the model has {missing} that the checkpoint lacks; "
-                             f"the checkpoint has {extra} that the model lacks")
-        raise ValueError(
-            f"{prefix} does not match this model's variables ("
-            + "; ".join(lines or [str(error)]) + "). Checkpoints are keyed by variable path; "
-            "a layer named automatically (dense_3) is named differently in another process "
-            "or model instance, so give layers explicit names.") from None
-
-
-def _written_by_position(prefix):
-    """True if the checkpoint at ``prefix`` keys its variables by position."""
-    names = [name for name, _ in tf.train.list_variables(prefix)]
-    return any(name.startswith("model_variables/v0") for name in names)
 
 
 def without_autotune(dataset):
@@ -387,53 +241,10 @@ class Trainer:
             self.model = model_fn()
             self.optimizer = optimizer_fn()
             self.optimizer.build(self.model.trainable_variables)
-            self.state = {
-                name: tf.Variable(value, trainable=False, name=name, dtype=dtype)
-                for name, value, dtype in [
-                    ("global_step", 0, tf.int64),
-                    ("epoch", 0, tf.int64),
-                    ("step_in_epoch", 0, tf.int64),
-                    ("lr_halved", False, tf.bool),
-                    ("warmup_done", False, tf.bool),
-                    ("best_error", np.inf, tf.float64),
-                    ("best_loss", np.inf, tf.float64),
-                    ("bad_validations", 0, tf.int64),
-                    ("skipped_steps", 0, tf.int64),
-                    # a phase-dependent lr multiplier set by the caller (MemN2N
-                    # linear start); checkpointed so a resumed run keeps it
-                    ("lr_factor", 1.0, tf.float64),
-                    # running sums of the current epoch, so that a resumed
-                    # epoch reports the same mean train loss as an unbroken one
-                    ("epoch_loss_sum", 0.0, tf.float64),
-                    ("epoch_accuracy_sum", 0.0, tf.float64),
-                    ("epoch_steps", 0, tf.int64),
-                ]
-            }
-        # Variables are checkpointed by their Keras path rather than through the
-        # model's object graph (tf.train.Checkpoint silently skips sub-layers that
-        # Keras keeps in Python lists, which would make resume and restore_best mix
-        # old and new weights) and rather than by position (a refactor that reorders
-        # two same-shaped variables would swap them silently).
-        model_variables = variables_by_path(self.model.variables, scope=self.model.name)
-        self._keyed_groups = {
-            "model_variables": model_variables,
-            "optimizer_variables": variables_by_path(
-                self.optimizer.variables, owner_prefix=True, scope=self.model.name),
-        }
-        self.checkpoint = tf.train.Checkpoint(**self._keyed_groups, **self.state)
-        self.manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(self.write_dir, "checkpoints"), max_to_keep=3
-        )
-        self.best_checkpoint = tf.train.Checkpoint(model_variables=model_variables)
-        # Checkpoints written before the keying by path: read by position.
-        self._positional_checkpoint = tf.train.Checkpoint(
-            model_variables=variables_by_position(self.model.variables),
-            optimizer_variables=variables_by_position(self.optimizer.variables),
-            **self.state,
-        )
-        self._positional_best = tf.train.Checkpoint(
-            model_variables=variables_by_position(self.model.variables))
-        self.best_prefix = os.path.join(self.write_dir, "best", "weights")
+            self.state = TrainerState.create()
+        # Every worker restores the chief's checkpoints (model_dir) and writes its own.
+        self.checkpoints = CheckpointIO(self.model, self.optimizer, self.state.variables(),
+                                        self.write_dir, read_dir=model_dir)
         self._train_step = None
         self._eval_step = None
         self._counters = None  # Python mirrors of the per-step counters during fit()
@@ -501,8 +312,6 @@ class Trainer:
             }
 
         return tf.function(step, input_signature=[element_spec])
-
-    _build_train_step = make_train_function  # the old private name (bench scripts)
 
     def distribute_dataset(self, dataset):
         """``dataset`` as the training step consumes it.
@@ -578,26 +387,34 @@ class Trainer:
             self.optimizer.learning_rate.assign(value)
             self._assigned_lr = value
 
+    @property
+    def lr_policy(self):
+        """The :class:`LearningRatePolicy` of ``config``."""
+        return LearningRatePolicy.from_config(self.config)
+
+    @property
+    def early_stopping(self):
+        """The :class:`EarlyStopping` of ``config``."""
+        return EarlyStopping.from_config(self.config)
+
     def current_learning_rate(self):
         """The learning rate of the next step, from the checkpointed state."""
         self._sync_state()
-        return self._learning_rate(
-            bool(self.state["warmup_done"].numpy()), self._epoch_lr_factor()
-        )
+        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor())
+
+    def set_lr_factor(self, factor):
+        """Sets the caller's phase factor of the learning rate (MemN2N linear start).
+
+        It is a state variable, so it is checkpointed and a resumed run keeps it;
+        the loop reads it at the start of every epoch.
+        """
+        self.state.lr_factor.assign(float(factor))
 
     def _epoch_lr_factor(self):
         """The lr factors that change at most once per epoch (read from variables)."""
-        factor = float(self.state["lr_factor"].numpy())
-        if bool(self.state["lr_halved"].numpy()):
-            factor *= 0.5
-        if self.config.decay_every_epochs:
-            decays = int(self.state["epoch"].numpy()) // self.config.decay_every_epochs
-            factor *= self.config.decay_factor**decays
-        return factor
-
-    def _learning_rate(self, warmup_done, epoch_factor):
-        lr = self.config.learning_rate * epoch_factor
-        return lr if warmup_done else lr * self.config.warmup_factor
+        return self.lr_policy.epoch_factor(self.state.value("epoch"),
+                                           self.state.value("lr_halved"),
+                                           self.state.value("lr_factor"))
 
     # During fit() the per-step counters live in self._counters (Python ints and
     # floats) and are written to their variables by _sync_state() before every
@@ -607,15 +424,15 @@ class Trainer:
 
     def _load_counters(self):
         self._counters = {
-            name: self.state[name].numpy().item() for name in self._STEP_COUNTERS
+            name: self.state.value(name) for name in self._STEP_COUNTERS
         }
 
     def _sync_state(self):
         if self._counters is None:
             return
         for name, value in self._counters.items():
-            if self.state[name].numpy().item() != value:
-                self.state[name].assign(value)
+            if self.state.value(name) != value:
+                getattr(self.state, name).assign(value)
 
     def reinitialize(self):
         """Fresh weights for the model and a zeroed optimizer state."""
@@ -625,7 +442,7 @@ class Trainer:
         for variable in self.optimizer.variables:
             if "learning_rate" not in variable.path:
                 variable.assign(tf.zeros_like(variable))
-        self.state["global_step"].assign(0)
+        self.state.global_step.assign(0)
         if self._counters is not None:
             self._counters["global_step"] = 0
         self.reinits += 1
@@ -671,17 +488,7 @@ class Trainer:
         filesystem all workers can read. Under multi-worker training the
         workers then check that they restored the same step.
         """
-        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
-        if latest is not None:
-            if _written_by_position(latest):
-                warnings.warn(
-                    f"{latest} keys its variables by position (written before checkpoints "
-                    "were keyed by variable path); restoring it by position, which is only "
-                    "right if the model's variables have not been reordered since. The "
-                    "next checkpoint is keyed by path.")
-                self._positional_checkpoint.restore(latest).assert_existing_objects_matched()
-            else:
-                _restore_by_path(self.checkpoint, latest, self._keyed_groups)
+        latest = self.checkpoints.restore_latest()
         self.restored_from = latest
         self._check_workers_agree()
         return latest is not None
@@ -692,7 +499,7 @@ class Trainer:
         spec = resolver.cluster_spec() if resolver is not None else None
         if not spec or sum(spec.num_tasks(job) for job in spec.jobs) <= 1:
             return
-        step = self.state["global_step"]
+        step = self.state.global_step
 
         @tf.function
         def moments():
@@ -712,19 +519,12 @@ class Trainer:
 
     def restore_best(self):
         """Loads the best validation weights, if any were saved."""
-        if not tf.io.gfile.exists(self.best_prefix + ".index"):
-            return False
-        if _written_by_position(self.best_prefix):
-            self._positional_best.read(self.best_prefix).expect_partial()
-        else:
-            _restore_by_path(self.best_checkpoint, self.best_prefix,
-                             {"model_variables": self._keyed_groups["model_variables"]},
-                             partial=True)
-        return True
+        return self.checkpoints.restore_best()
 
-    def _save(self):
+    def save_checkpoint(self):
+        """Writes the counters back to the state and checkpoints everything."""
         self._sync_state()
-        self.manager.save(checkpoint_number=int(self.state["global_step"].numpy()))
+        return self.checkpoints.save(self.state.value("global_step"))
 
     # ------------------------------------------------------------------ fit
     def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
@@ -747,7 +547,7 @@ class Trainer:
         """
         cfg = self.config
         resumed = self.restore()
-        start_epoch = int(self.state["epoch"].numpy())
+        start_epoch = self.state.value("epoch")
         history_path = os.path.join(self.write_dir, "history.json")
         history = []
         if resumed and os.path.exists(history_path):
@@ -759,7 +559,7 @@ class Trainer:
         if resumed:  # always said: a silent resume is a surprise
             print(
                 f"Resumed from {self.restored_from} at epoch "
-                f"{start_epoch + 1}, step {int(self.state['global_step'].numpy())}."
+                f"{start_epoch + 1}, step {self.state.value('global_step')}."
             )
         self._assigned_lr = float(self.optimizer.learning_rate.numpy())
         self._deadline = (
@@ -803,7 +603,7 @@ class Trainer:
                 if valid_dataset is not None and after_validation is not None:
                     after_validation(self, history)
                 if epoch_done:
-                    self.state["epoch"].assign(epoch + 1)
+                    self.state.epoch.assign(epoch + 1)
                     for name in ("step_in_epoch", "epoch_loss_sum",
                                  "epoch_accuracy_sum", "epoch_steps"):
                         self._counters[name] = 0
@@ -813,7 +613,7 @@ class Trainer:
                     with open(history_path + ".tmp", "w") as f:
                         json.dump(history, f, indent=1)
                     os.replace(history_path + ".tmp", history_path)
-                self._save()
+                self.save_checkpoint()
                 stop = self._should_stop()
                 epoch_walls.append(time.monotonic() - epoch_started)
                 if cfg.verbose:
@@ -867,9 +667,9 @@ class Trainer:
             return None
         cfg = self.config
         per_epoch = sum(paced) / len(paced)
-        left = (cfg.epochs - int(self.state["epoch"].numpy())) * per_epoch
+        left = (cfg.epochs - self.state.value("epoch")) * per_epoch
         if cfg.max_steps and steps_per_epoch:
-            steps_left = cfg.max_steps - int(self.state["global_step"].numpy())
+            steps_left = cfg.max_steps - self.state.value("global_step")
             left = min(left, steps_left / steps_per_epoch * per_epoch)
         if self._deadline is not None:
             left = min(left, self._deadline - time.monotonic())
@@ -907,13 +707,14 @@ class Trainer:
             print(f"Epoch {epoch + 1}/{total_epochs}", flush=True)
             progbar = keras.utils.Progbar(target or None, stateful_metrics=["lr"])
         epoch_factor = self._epoch_lr_factor()
+        policy = self.lr_policy
         epoch_done, examples, done_steps = True, 0, 0
         # The in-epoch lines of verbose=2: the rate leaves out the epoch's first step
         # (tracing, iterator start-up), so the time left is right from the first line.
         paced_from, paced_examples = None, 0
         next_line = time.perf_counter() + cfg.progress_seconds
         for batch in batches:
-            lr = self._learning_rate(counters["warmup_done"], epoch_factor)
+            lr = policy.rate(counters["warmup_done"], epoch_factor)
             self._set_learning_rate(lr)
             out = self._train_step(batch)
             loss, accuracy, norm, applied, count = out["metrics"].numpy().tolist()
@@ -934,7 +735,7 @@ class Trainer:
                 continue
             counters["global_step"] += 1
             step = counters["global_step"]
-            if step >= cfg.warmup_steps and not counters["warmup_done"]:
+            if not counters["warmup_done"] and policy.warmup_done(step):
                 counters["warmup_done"] = True
             counters["epoch_loss_sum"] += loss
             counters["epoch_accuracy_sum"] += accuracy
@@ -968,7 +769,7 @@ class Trainer:
                     tf.summary.scalar("grad_norm", norm)
                     tf.summary.scalar("learning_rate", lr)
             if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
-                self._save()
+                self.save_checkpoint()
             if cfg.max_steps and step >= cfg.max_steps:
                 epoch_done = False
                 break
@@ -991,37 +792,25 @@ class Trainer:
             "seconds": seconds,
             "examples": examples,
             "examples_per_second": examples / seconds if seconds > 0 else 0.0,
-            "learning_rate": self._learning_rate(counters["warmup_done"], epoch_factor),
+            "learning_rate": policy.rate(counters["warmup_done"], epoch_factor),
             "epoch_done": epoch_done,
         }
 
     def _after_validation(self, valid):
-        cfg = self.config
-        if (
-            cfg.halve_lr_below is not None
-            and not bool(self.state["lr_halved"].numpy())
-            and valid["loss"] < cfg.halve_lr_below
-        ):
-            self.state["lr_halved"].assign(True)
-            if cfg.verbose:
-                print(f"Validation loss {valid['loss']:.4f} < {cfg.halve_lr_below}: "
+        state = self.state
+        if self.lr_policy.halves_now(valid["loss"], state.value("lr_halved")):
+            state.lr_halved.assign(True)
+            if self.config.verbose:
+                print(f"Validation loss {valid['loss']:.4f} < {self.config.halve_lr_below}: "
                       "learning rate halved.")
-        best_error = float(self.state["best_error"].numpy())
-        best_loss = float(self.state["best_loss"].numpy())
-        if self.improves(valid["error_percent"], valid["loss"], best_error, best_loss):
-            self.state["best_error"].assign(valid["error_percent"])
-            self.state["best_loss"].assign(valid["loss"])
-            self.state["bad_validations"].assign(0)
-            self.best_checkpoint.write(self.best_prefix)
+        if self.early_stopping.improves(valid["error_percent"], valid["loss"],
+                                        state.value("best_error"), state.value("best_loss")):
+            state.best_error.assign(valid["error_percent"])
+            state.best_loss.assign(valid["loss"])
+            state.bad_validations.assign(0)
+            self.checkpoints.write_best()
         else:
-            self.state["bad_validations"].assign_add(1)
-
-    def improves(self, error, loss, best_error, best_loss):
-        """Early stopping's rule: a strictly lower validation error, or an equal
-        error and a loss lower by more than ``config.min_delta_loss``."""
-        return error < best_error or (
-            error == best_error and loss < best_loss - self.config.min_delta_loss
-        )
+            state.bad_validations.assign_add(1)
 
     def _past_deadline(self):
         deadline = getattr(self, "_deadline", None)
@@ -1029,9 +818,8 @@ class Trainer:
 
     def _stop_reason(self):
         return stop_reason(
-            self.config, int(self.state["global_step"].numpy()),
-            int(self.state["epoch"].numpy()), float(self.state["best_error"].numpy()),
-            int(self.state["bad_validations"].numpy()))
+            self.config, self.state.value("global_step"), self.state.value("epoch"),
+            self.state.value("best_error"), self.state.value("bad_validations"))
 
     def _should_stop(self):
         return self._past_deadline() or self._stop_reason() is not None

@@ -1,0 +1,74 @@
+"""The learning-rate policy of the training loop, as plain Python (no TensorFlow)."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class LearningRatePolicy:
+    """Warm-up, a one-time halving on a low validation loss, and step decay.
+
+    The rate of a step is ``learning_rate * factor``, where the factor multiplies
+
+    * ``warmup_factor`` until ``warmup_steps`` steps are done (the warm-up of
+      TPR-RNN Appendix A);
+    * ``0.5`` once the validation loss has fallen below ``halve_lr_below``
+      (TPR-RNN Appendix A; the authors' code assigned the halved rate and
+      overwrote it every step);
+    * ``decay_factor ** (epoch // decay_every_epochs)`` (MemN2N §4.2: halved
+      every 25 epochs; TPRU: /10 every 30);
+    * a caller's phase factor (MemN2N linear start trains at half the rate).
+
+    The factors that change at most once per epoch are combined by
+    :meth:`epoch_factor`, so the per-step work is one multiplication.
+
+    Args:
+        learning_rate: base learning rate.
+        warmup_steps: steps trained at ``learning_rate * warmup_factor``.
+        warmup_factor: learning-rate factor during warm-up.
+        halve_lr_below: halve once when the validation loss falls below this;
+            None disables it.
+        decay_every_epochs: apply ``decay_factor`` every this many epochs; None
+            disables it.
+        decay_factor: the factor of that step decay.
+
+    Example:
+    >>> policy = LearningRatePolicy(0.01, warmup_steps=50, warmup_factor=0.1)
+    >>> round(policy.rate(warmup_done=False, epoch_factor=1.0), 6)
+    0.001
+    """
+
+    learning_rate: float
+    warmup_steps: int = 0
+    warmup_factor: float = 0.1
+    halve_lr_below: float | None = None
+    decay_every_epochs: int | None = None
+    decay_factor: float = 0.5
+
+    @classmethod
+    def from_config(cls, config):
+        """The policy of a :class:`~tpr_keras.training.TrainConfig`."""
+        return cls(config.learning_rate, config.warmup_steps, config.warmup_factor,
+                   config.halve_lr_below, config.decay_every_epochs, config.decay_factor)
+
+    def epoch_factor(self, epoch, lr_halved, phase_factor=1.0):
+        """The product of the factors that change at most once per epoch."""
+        factor = float(phase_factor)
+        if lr_halved:
+            factor *= 0.5
+        if self.decay_every_epochs:
+            factor *= self.decay_factor ** (int(epoch) // self.decay_every_epochs)
+        return factor
+
+    def rate(self, warmup_done, epoch_factor):
+        """The rate of the next step."""
+        lr = self.learning_rate * epoch_factor
+        return lr if warmup_done else lr * self.warmup_factor
+
+    def warmup_done(self, global_step):
+        """Whether ``global_step`` applied steps end the warm-up."""
+        return global_step >= self.warmup_steps
+
+    def halves_now(self, valid_loss, lr_halved):
+        """Whether this validation loss triggers the one-time halving."""
+        return (self.halve_lr_below is not None and not lr_halved
+                and valid_loss < self.halve_lr_below)

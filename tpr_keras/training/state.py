@@ -1,0 +1,92 @@
+"""The Trainer's checkpointed counters as one typed object."""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+# (name, initial value, dtype): the order is the checkpoint's, and the names are its keys.
+_FIELDS = (
+    ("global_step", 0, tf.int64),
+    ("epoch", 0, tf.int64),
+    ("step_in_epoch", 0, tf.int64),
+    ("lr_halved", False, tf.bool),
+    ("warmup_done", False, tf.bool),
+    ("best_error", np.inf, tf.float64),
+    ("best_loss", np.inf, tf.float64),
+    ("bad_validations", 0, tf.int64),
+    ("skipped_steps", 0, tf.int64),
+    ("lr_factor", 1.0, tf.float64),
+    ("epoch_loss_sum", 0.0, tf.float64),
+    ("epoch_accuracy_sum", 0.0, tf.float64),
+    ("epoch_steps", 0, tf.int64),
+)
+
+
+@dataclasses.dataclass
+class TrainerState:
+    """The training counters that a checkpoint holds next to model and optimizer.
+
+    Every field is a non-trainable ``tf.Variable`` created in the strategy's scope
+    (:meth:`create`); :meth:`variables` gives them by name, the keys of the
+    checkpoint. During an epoch the :class:`~tpr_keras.training.Trainer` keeps
+    the per-step ones in Python and writes them back before every checkpoint.
+
+    Attributes:
+        global_step: optimizer steps applied.
+        epoch: epochs completed.
+        step_in_epoch: batches of the current epoch consumed (the data position).
+        lr_halved: the one-time halving on a low validation loss has happened.
+        warmup_done: the warm-up steps are over.
+        best_error: lowest validation error (%) so far.
+        best_loss: validation loss of that best validation.
+        bad_validations: validations since the last improvement.
+        skipped_steps: steps not applied for a non-finite loss or gradient.
+        lr_factor: a phase-dependent learning-rate multiplier set by the caller
+            (MemN2N linear start, see :meth:`Trainer.set_lr_factor`).
+        epoch_loss_sum: running loss sum of the current epoch, so that a resumed
+            epoch reports the same mean train loss as an unbroken one.
+        epoch_accuracy_sum: the same for the accuracy.
+        epoch_steps: steps summed in those two.
+
+    Example:
+    >>> state = TrainerState.create()
+    >>> int(state.global_step.numpy()), sorted(state.variables())[:2]
+    (0, ['bad_validations', 'best_error'])
+    """
+
+    global_step: tf.Variable
+    epoch: tf.Variable
+    step_in_epoch: tf.Variable
+    lr_halved: tf.Variable
+    warmup_done: tf.Variable
+    best_error: tf.Variable
+    best_loss: tf.Variable
+    bad_validations: tf.Variable
+    skipped_steps: tf.Variable
+    lr_factor: tf.Variable
+    epoch_loss_sum: tf.Variable
+    epoch_accuracy_sum: tf.Variable
+    epoch_steps: tf.Variable
+
+    @classmethod
+    def create(cls):
+        """Fresh counters (call inside the strategy's scope)."""
+        return cls(**{
+            name: tf.Variable(value, trainable=False, name=name, dtype=dtype)
+            for name, value, dtype in _FIELDS
+        })
+
+    def variables(self):
+        """``{name: tf.Variable}`` in a fixed order: what checkpoints store."""
+        return {name: getattr(self, name) for name, _, _ in _FIELDS}
+
+    def value(self, name):
+        """The Python value (int, float or bool) of one counter."""
+        return getattr(self, name).numpy().item()
+
+    def __getitem__(self, name):
+        """``state["global_step"]``: the mapping access of the former dict of variables,
+        kept for the entry points that still use it (``train/math.py``,
+        ``train/entailment.py``)."""
+        return getattr(self, name)
