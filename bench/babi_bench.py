@@ -36,11 +36,6 @@ from tpr_keras import runtime  # noqa: E402
 
 runtime.limit_malloc_arenas()  # as train.babi does, before TensorFlow starts
 
-# Each model with its own default recipe (train.babi): TPR-RNN Nadam, MemN2N SGD.
-TPR_RNN_OPTIMIZER = {"single_task": (0.008, 0.6, 0.4)}  # else the all-tasks recipe
-ALL_TASKS_OPTIMIZER = (0.001, 0.9, 0.999)
-
-
 def load_split(data_dir, task):
     """The training split of ``task`` (an int or ``"all"``), or random ids."""
     import numpy as np
@@ -95,24 +90,26 @@ def run_one(args):
                                 drop_remainder=True, bucket_width=args.bucket_width or None)
     if args.model == "memn2n":
         preset = "all_tasks" if args.task == "all" else "single_task"
+        recipe = MemN2N.preset_recipe(preset)  # each model with its paper's recipe
 
         def model_fn():
             return MemN2N.from_preset(preset, vocab, words, linear_start=False)
 
         def optimizer_fn():
-            return keras.optimizers.SGD(0.32, clipnorm=1.25)
+            return keras.optimizers.SGD(recipe["learning_rate"], clipnorm=recipe["clip_norm"])
 
         implementation = "-"
     else:
         preset = args.preset
-        lr, beta_1, beta_2 = TPR_RNN_OPTIMIZER.get(preset, ALL_TASKS_OPTIMIZER)
+        recipe = TPRRNN.preset_recipe(preset)
 
         def model_fn():
             return TPRRNN.from_preset(preset, vocab, words,
                                       implementation=args.implementation)
 
         def optimizer_fn():
-            return get_optimizer("nadam", lr, beta_1, beta_2)
+            return get_optimizer(recipe["optimizer"], recipe["learning_rate"],
+                                 recipe["beta_1"], recipe["beta_2"])
 
         implementation = args.implementation
     keras.utils.set_random_seed(0)

@@ -121,19 +121,6 @@ HELP_GROUPS = [
     ("Benchmark", ["benchmark_step", "benchmark_seconds"]),
 ]
 
-# Schlag & Schmidhuber (2018) Appendix A.
-SINGLE_TASK = {"learning_rate": 0.008, "beta_1": 0.6, "beta_2": 0.4, "batch_size": 128,
-               "optimizer": "nadam", "clip_norm": 5.0, "warmup_steps": 50,
-               "halve_lr_below": 0.1, "decay_every_epochs": None}
-ALL_TASKS = dict(SINGLE_TASK, learning_rate=0.001, beta_1=0.9, beta_2=0.999, batch_size=32)
-# Sukhbaatar et al. (2015) §4.2: SGD 0.01 halved every 25 epochs, 100 epochs, batch 32,
-# gradient norm clipped at 40. The authors sum the loss over the batch; our loop averages
-# it, so the equivalent step is lr * 32 and clip 40 / 32 (exact for batch 32).
-MEMN2N = {"learning_rate": 0.01 * 32, "beta_1": 0.9, "beta_2": 0.999, "batch_size": 32,
-          "optimizer": "sgd", "clip_norm": 40.0 / 32, "warmup_steps": 0,
-          "halve_lr_below": None, "decay_every_epochs": 25}
-
-
 def parse_tasks(value):
     if value == "all":
         return "all"
@@ -166,20 +153,23 @@ def main(argv):
     import keras
 
     from tpr_keras.data import babi
-    from tpr_keras.models import MEMN2N_PRESETS, TPRRNN, MemN2N
+    from tpr_keras.models import TPRRNN, MemN2N
     from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
                                     sparse_classification)
 
     tasks = parse_tasks(FLAGS.task)
     joint = tasks == "all" or len(tasks) > 1
     memn2n = FLAGS.model == "memn2n"
-    defaults = MEMN2N if memn2n else ALL_TASKS if joint else SINGLE_TASK
+    model_class = MemN2N if memn2n else TPRRNN
+    # The recipe follows the training setting (one task or all jointly), the sizes
+    # follow --preset: --preset all_tasks_code on one task keeps the one-task recipe.
+    defaults = model_class.preset_recipe("all_tasks" if joint else "single_task")
     hp = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
           for k, v in defaults.items()}
     preset = FLAGS.preset or ("all_tasks" if joint else "single_task")
-    if memn2n and preset not in MEMN2N_PRESETS:
+    if memn2n and preset not in MemN2N.presets:
         raise app.UsageError(f"--preset {preset} is a TPR-RNN preset; MemN2N has "
-                             f"{sorted(MEMN2N_PRESETS)}.")
+                             f"{sorted(MemN2N.presets)}.")
 
     strategy = train_flags.setup(global_batch=hp["batch_size"])
     replicas = strategy.num_replicas_in_sync

@@ -3,18 +3,12 @@
 import keras
 
 from tpr_keras.layers.memn2n import MemN2NNetwork
-from tpr_keras.models.presets import preset_config
-
-# §4.4: "joint training used an embedding dimension of d=50, while independent
-# training used d=20". Everything else is the §4.1/§4.2 default.
-PRESETS = {
-    "single_task": {"embedding_dim": 20},
-    "all_tasks": {"embedding_dim": 50},
-}
+from tpr_keras.models.memn2n.memn2n_presets import PRESETS
+from tpr_keras.models.presets import PresetMixin
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class MemN2N(keras.Model):
+class MemN2N(PresetMixin, keras.Model):
     """End-To-End Memory Network question answering model (§2, §4, eq. 1-4).
 
     A functional wrapper around :class:`MemN2NNetwork` with the input/output
@@ -43,6 +37,9 @@ class MemN2N(keras.Model):
             (False = the authors' code).
         linear_start: start with the hop softmaxes removed.
         seed: seed of the random-noise generator.
+
+    Presets (:data:`PRESETS`): ``single_task`` and ``all_tasks`` (§4.4), each with
+    the §4.2 training recipe (:meth:`preset_recipe`).
 
     Example:
     >>> model = MemN2N.from_preset("single_task", vocabulary_size=40, max_words=8)
@@ -102,11 +99,7 @@ class MemN2N(keras.Model):
         self.seed = seed
         self.network = network
 
-    @classmethod
-    def from_preset(cls, preset, vocabulary_size, max_words, **overrides):
-        """Builds a model with the §4 sizes of ``preset`` (see ``PRESETS``)."""
-        config = preset_config(PRESETS, preset, overrides)
-        return cls(vocabulary_size=vocabulary_size, max_words=max_words, **config)
+    presets = PRESETS
 
     @property
     def linear_start(self):

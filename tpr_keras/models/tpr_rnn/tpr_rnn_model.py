@@ -6,22 +6,12 @@ from keras import ops
 from tpr_keras.layers.sentence_encoder import SentenceEncoder
 from tpr_keras.layers.tpr_inference import TPRInference
 from tpr_keras.layers.tpr_update import TPRUpdate
-from tpr_keras.models.presets import preset_config
-
-# Appendix A. ``None`` means "the vocabulary size" (dim V_Symbol = vocab).
-PRESETS = {
-    # dim V_Symbol = dim V_Hidden = vocabulary size, entity 15, relation 10.
-    "single_task": {"hidden_dim": None, "entity_dim": 15, "relation_dim": 10},
-    # As printed in Appendix A: hidden 90, entity 40, relation 20.
-    "all_tasks": {"hidden_dim": 90, "entity_dim": 40, "relation_dim": 20},
-    # The sizes in the authors' published all-tasks configuration: entity 90,
-    # relation 20, hidden 40 (the appendix's names look swapped relative to it).
-    "all_tasks_code": {"hidden_dim": 40, "entity_dim": 90, "relation_dim": 20},
-}
+from tpr_keras.models.presets import PresetMixin
+from tpr_keras.models.tpr_rnn.tpr_rnn_presets import PRESETS
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class TPRRNN(keras.Model):
+class TPRRNN(PresetMixin, keras.Model):
     """TPR-RNN question answering model for bAbI (§4, eq. 4-20).
 
     Input module (eq. 5, :class:`SentenceEncoder`, shared by story and
@@ -48,6 +38,9 @@ class TPRRNN(keras.Model):
 
     Inputs: ``{"story": int32[batch, sentences, max_words],
     "question": int32[batch, max_words]}``. Output: ``[batch, vocabulary_size]``.
+
+    Presets (:data:`PRESETS`): ``single_task``, ``all_tasks``, ``all_tasks_code``
+    (Appendix A), each with the paper's training recipe (:meth:`preset_recipe`).
 
     Example:
     >>> model = TPRRNN.from_preset("single_task", vocabulary_size=40, max_words=8)
@@ -112,11 +105,7 @@ class TPRRNN(keras.Model):
         self.update_module = update
         self.inference_module = inference
 
-    @classmethod
-    def from_preset(cls, preset, vocabulary_size, max_words, **overrides):
-        """Builds a model with the Appendix A sizes of ``preset`` (see ``PRESETS``)."""
-        config = preset_config(PRESETS, preset, overrides)
-        return cls(vocabulary_size=vocabulary_size, max_words=max_words, **config)
+    presets = PRESETS
 
     def get_config(self):
         return {
