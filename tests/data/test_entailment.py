@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data import entailment as E
-from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.errors import DataFormatError
 
 REAL_DIR = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "entailment"
 REAL_COUNTS = {

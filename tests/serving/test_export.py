@@ -121,7 +121,7 @@ def test_tokenizer_equals_loader_on_all_test_stories(tmp_path, several_tasks):
     vocab = babi.Vocabulary.from_samples(s for samples in several_tasks.values() for s in samples)
     path = vocab_file(tmp_path, vocab)
     for task, samples in several_tasks.items():
-        limit = babi._resolve_limits(None, [task])[task]  # the loader's default: 70, 130
+        limit = babi.resolve_limits(None, [task])[task]  # the loader's default: 70, 130
         width = max(len(t) for s in samples for t in (*s.story, s.question))
         tokenizer = BabiTokenizer(path, width, limit)
         want = loader_ids(samples, vocab, width, limit)

@@ -274,18 +274,3 @@ def safe_extract(tar_path: str | os.PathLike, dest: str | os.PathLike) -> list[s
         else:  # pragma: no cover - older Pythons.
             tar.extractall(base, members=members)
     return [m.name for m in members]
-
-
-class DataFormatError(ValueError):
-    """A malformed line in a dataset file. The message starts with ``"{path}:{lineno}: "``.
-
-    Attributes:
-        path: The file.
-        lineno: 1-based line number.
-    """
-
-    def __init__(self, path: str | os.PathLike, lineno: int, problem: str) -> None:
-        self.path = str(path)
-        self.lineno = lineno
-        super().__init__(f"{path}:{lineno}: {problem}")
-

@@ -21,7 +21,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.errors import DataFormatError
 from tpr_keras.data.sources import DataSource, find_data_dir
 
 SPLITS = (

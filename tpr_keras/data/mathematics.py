@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tpr_keras.data.download import DataFormatError
+from tpr_keras.data.errors import DataFormatError
 from tpr_keras.data.sources import DataSource, find_data_dir
 from tpr_keras.data.vocabulary import TokenTable
 

@@ -1,0 +1,51 @@
+"""The bAbI text specification: how a sentence becomes tokens.
+
+One specification, two implementations built from it: :func:`tokenize` (Python, the
+data loader) and the in-graph tokenizer of :mod:`tpr_keras.models.babi` (exports),
+which turns the same constants into ``tf.strings`` regular expressions; a test
+checks that both give the same tokens.
+
+* Lower-case.
+* Each of :data:`PUNCTUATION` (``. ? ! , ; :``) is a token of its own.
+* Tokens are split on whitespace (Python's ``str.split()`` whitespace,
+  :data:`PY_WHITESPACE_EXCEPT_NEWLINE` plus ``\\n``).
+* In a story text, :data:`SENTENCE_ENDS` (``. ? !``) and newlines end a sentence.
+"""
+
+from __future__ import annotations
+
+#: Characters that are tokens of their own.
+PUNCTUATION = ".?!,;:"
+#: Characters that end a sentence of a story text (as newlines do).
+SENTENCE_ENDS = ".?!"
+#: Every character Python's ``str.split()`` treats as whitespace, except ``\n`` (which
+#: separates sentences), as an RE2 class. ``tests/serving`` checks it against
+#: ``str.isspace`` over all of Unicode.
+PY_WHITESPACE_EXCEPT_NEWLINE = (
+    r"[\t\x0b\x0c\r\x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+    r"\x{202f}\x{205f}\x{3000}]"
+)
+
+# Same result as re.sub(r"([.?!,;:])", r" \1 ", text), in one C-level pass.
+_PUNCT_TABLE = str.maketrans({c: f" {c} " for c in PUNCTUATION})
+
+
+def regex_group(chars: str) -> str:
+    """An RE2 capturing group matching any one of ``chars``: ``"([\\.\\?])"``."""
+    return "([" + "".join("\\" + c for c in chars) + "])"
+
+
+def tokenize(text: str) -> list[str]:
+    """Splits a bAbI sentence or question into tokens.
+
+    Lower-cases, puts spaces around each of ``. ? ! , ; :`` and splits on whitespace.
+    In-graph equivalent: ``tf.strings.split(tf.strings.regex_replace(
+    tf.strings.lower(x), regex_group(PUNCTUATION), r" \\1 "))``.
+
+    Args:
+        text: Raw sentence text (without the leading line number).
+
+    Returns:
+        The tokens, e.g. ``["where", "is", "mary", "?"]``.
+    """
+    return text.lower().translate(_PUNCT_TABLE).split()
