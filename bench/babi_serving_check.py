@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
 from serving.client import BabiClient  # noqa: E402
-from serving.export import join_story  # noqa: E402
+from tpr_keras.models.babi import join_story  # noqa: E402
 from serving.server import ModelManager, ModelServer  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
 

@@ -34,7 +34,9 @@ from serving.tensors import check_batch, dtype_enum, tensor_proto_to_array, vali
 
 log = logging.getLogger("serving.server")
 
-DEFAULT_SIGNATURE = "serving_default"
+#: "serving_default": TensorFlow's own constant, the one definition the exporters in
+#: tpr_keras use too (the server imports nothing from tpr_keras).
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 RUNTIMES = ("session", "function")
 #: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
 #: stories padded to 70 sentences costs about 50 MB in the model (results/serving.md).

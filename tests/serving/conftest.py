@@ -14,7 +14,8 @@ import pytest
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving.export import export_babi_model, join_story
+from serving.export import export_babi_model
+from tpr_keras.models.babi import join_story
 from serving.server import ModelManager, ModelServer
 from tpr_keras.data import babi
 from tpr_keras.models import TPRRNN

@@ -1,0 +1,196 @@
+"""The bAbI exporter: a trained model and its vocabulary as string-in/string-out signatures.
+
+Signatures (the SavedModel that :func:`save_babi_servable` writes):
+
+* ``serving_default`` (:data:`SIGNATURE_KEY`): inputs ``story`` and ``question``
+  (``tf.string``, ``[batch]``); outputs ``answer`` (``tf.string``, ``[batch]``),
+  ``scores`` (``float32``, ``[batch, k]``, softmax probabilities, best first),
+  ``candidates`` (``tf.string``, ``[batch, k]``) and ``unknown_words`` (``int32``,
+  ``[batch]``): how many words of the story and the question are not in the model's
+  vocabulary (they all read as ``<unk>``). The model answers with a word of its
+  vocabulary whatever it is asked; a non-zero count says that it did not understand
+  part of the request, however high the score.
+* ``tokenize`` (:data:`TOKENIZE_SIGNATURE_KEY`): the same inputs; outputs
+  ``story_ids`` (``int32[batch, S, W]``) and ``question_ids`` (``int32[batch, W]``),
+  the ids the model sees.
+
+Where the version folder goes and its warm-up file are TF Serving's layout, written by
+``serving.export``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
+from tpr_keras.data.babi.vocabulary import Vocabulary
+from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer
+
+#: TensorFlow's own name of the default signature ("serving_default"): the one
+#: definition both the exporters here and the server in ``serving/`` (which imports
+#: nothing from tpr_keras) refer to.
+SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+TOKENIZE_SIGNATURE_KEY = "tokenize"
+VOCAB_ASSET = "vocab.txt"
+DEFAULT_TOP_K = 5
+#: One request a fresh version answers before it serves (TF Serving's warm-up).
+WARMUP_INPUTS = {"story": ["Mary moved to the bathroom.\nJohn went to the hallway."],
+                 "question": ["Where is Mary?"]}
+
+
+class BabiServingModule(tf.Module):
+    """A Keras bAbI model (``{"story", "question"}`` ids -> logits) with string signatures.
+
+    The exporter of both bAbI families (TPR-RNN and MemN2N read the same ids).
+
+    Args:
+        model: a Keras model taking ``{"story": int32[B, S, W], "question":
+            int32[B, W]}`` and returning logits ``[B, vocabulary_size]``, with a
+            ``max_words`` (W) attribute.
+        vocab_file: the vocabulary file (one token per line, line i = id i).
+        vocabulary_size: tokens in it.
+        max_story_sentences: keep the last N sentences of a story; None keeps all.
+        top_k: scored candidate answers returned.
+
+    Attributes:
+        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates",
+            "unknown_words"}``.
+        tokenize: ``tf.function(story, question)`` -> ``{"story_ids", "question_ids"}``.
+    """
+
+    def __init__(self, model: Any, vocab_file: str, vocabulary_size: int,
+                 max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
+                 top_k: int = DEFAULT_TOP_K) -> None:
+        super().__init__(name="babi_serving")
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        self.tokenizer = BabiTokenizer(vocab_file, model.max_words, max_story_sentences)
+        self.top_k = min(int(top_k), int(vocabulary_size))
+        tokenizer, k = self.tokenizer, self.top_k
+
+        def tokenize(story, question):
+            return {"story_ids": tokenizer.story_ids(story),
+                    "question_ids": tokenizer.question_ids(question)}
+
+        def serve(story, question):
+            tf.debugging.assert_equal(
+                tf.shape(story)[0], tf.shape(question)[0],
+                message="story and question must hold the same number of strings")
+            ids = tokenize(story, question)
+            logits = model({"story": ids["story_ids"], "question": ids["question_ids"]},
+                           training=False)
+            logits = tf.cast(logits, tf.float32)
+            # top_k on the logits: the first candidate is exactly argmax(logits).
+            top_logits, top_ids = tf.math.top_k(logits, k=k)
+            log_norm = tf.math.reduce_logsumexp(logits, axis=-1, keepdims=True)
+            candidates = tokenizer.decode(top_ids)
+            return {"answer": candidates[:, 0], "scores": tf.exp(top_logits - log_norm),
+                    "candidates": candidates,
+                    "unknown_words": tokenizer.unknown_words(story, question)}
+
+        specs = [tf.TensorSpec([None], tf.string, name="story"),
+                 tf.TensorSpec([None], tf.string, name="question")]
+        self.serve = tf.function(serve, input_signature=specs)
+        self.tokenize = tf.function(tokenize, input_signature=specs)
+        # Track the tf.Variables the traced graph reads, not the Keras model or its
+        # keras.Variable wrappers: those are saved as separate copies, and the TF1 loader
+        # (the path TF Serving takes) would restore the copies while the graph reads
+        # uninitialised originals. Keras' own ExportArchive does the same.
+        self.captured_variables = list(self.serve.get_concrete_function().variables)
+
+
+def vocabulary_tokens(vocabulary: Any) -> list[str]:
+    """The tokens of a ``Vocabulary``, a token list or a ``vocab.txt`` path, checked.
+
+    Raises:
+        ValueError: the tokens do not start with ``<pad>``, ``<unk>``, are empty, hold
+            whitespace or repeat.
+    """
+    if isinstance(vocabulary, (str, os.PathLike)):
+        with open(vocabulary, encoding="utf-8", newline="") as f:
+            tokens = f.read().split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+    else:
+        tokens = list(getattr(vocabulary, "tokens", vocabulary))
+    if tokens[:2] != list(Vocabulary.SPECIALS):
+        raise ValueError(f"the vocabulary must start with '<pad>', '<unk>'; got {tokens[:2]}")
+    bad = [t for t in tokens if not t or any(c.isspace() for c in t)]
+    if bad:
+        raise ValueError(f"vocabulary tokens must be non-empty without whitespace; got {bad[:5]}")
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("duplicate tokens in the vocabulary")
+    return tokens
+
+
+def check_model(model: Any, tokens: Sequence[str]) -> int:
+    """``model``'s ``max_words``, after checking that it fits ``tokens``.
+
+    Raises:
+        ValueError: no ``max_words`` attribute, or a ``vocabulary_size`` other than
+            ``len(tokens)``.
+    """
+    max_words = getattr(model, "max_words", None)
+    if not max_words:
+        raise ValueError("the model needs a max_words attribute (word slots per sentence)")
+    model_vocab = getattr(model, "vocabulary_size", None)
+    if model_vocab is not None and int(model_vocab) != len(tokens):
+        raise ValueError(f"the model has vocabulary_size {model_vocab} but the vocabulary "
+                         f"holds {len(tokens)} tokens")
+    return int(max_words)
+
+
+def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
+                       max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
+                       top_k: int = DEFAULT_TOP_K) -> dict[str, Any]:
+    """Saves ``model`` with its vocabulary as a string-signature SavedModel at ``path``.
+
+    Args:
+        model: see :class:`BabiServingModule` (``tpr_keras.models.TPRRNN`` or ``MemN2N``).
+        vocabulary: a ``Vocabulary``, its tokens in id order, or its ``vocab.txt``.
+        path: the SavedModel folder.
+        max_story_sentences: keep the last N sentences of a story (the loader's
+            truncation, 70 by default; 130 for task 3); None keeps all.
+        top_k: number of scored candidate answers returned.
+
+    Returns:
+        The description of the export (signatures, sizes) for ``export_info.json``.
+
+    Raises:
+        ValueError: inconsistent model and vocabulary, or bad arguments.
+    """
+    tokens = vocabulary_tokens(vocabulary)
+    max_words = check_model(model, tokens)
+    with tempfile.TemporaryDirectory() as vocab_dir:
+        vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
+        with open(vocab_file, "w", encoding="utf-8", newline="\n") as f:
+            f.write("".join(t + "\n" for t in tokens))
+        module = BabiServingModule(model, vocab_file, len(tokens),
+                                   max_story_sentences=max_story_sentences, top_k=top_k)
+        tf.saved_model.save(
+            module, os.fspath(path),
+            signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
+                        TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function()})
+    return {
+        "format": "tpr-keras/babi-serving/1",
+        "signatures": {
+            SIGNATURE_KEY: {"inputs": {"story": "string[batch]", "question": "string[batch]"},
+                            "outputs": {"answer": "string[batch]",
+                                        "scores": f"float32[batch, {module.top_k}]",
+                                        "candidates": f"string[batch, {module.top_k}]",
+                                        "unknown_words": "int32[batch]"}},
+            TOKENIZE_SIGNATURE_KEY: {"outputs": {"story_ids": "int32[batch, S, W]",
+                                                 "question_ids": "int32[batch, W]"}},
+        },
+        "max_words": int(max_words),
+        "max_story_sentences": max_story_sentences,
+        "top_k": module.top_k,
+        "vocabulary_size": len(tokens),
+        "sentence_split": "newlines, and after every '.', '?', '!'",
+        "model_class": type(model).__name__,
+    }
