@@ -3,6 +3,7 @@
 Both families read the same ``{"story": int32[B, S, W], "question": int32[B, W]}``
 ids, so they share one preprocessor and one exporter:
 
+* :func:`babi_inputs`: the models' symbolic story and question inputs;
 * :class:`BabiTokenizer`: the in-graph tokenizer, built from the same
   specification (:mod:`tpr_keras.data.babi.text`) as the data loader's Python
   tokenizer and tested to give the same ids;
@@ -18,4 +19,5 @@ from tpr_keras.models.babi.babi_exporter import (  # noqa: F401
     BabiServingModule,
     save_babi_servable,
 )
+from tpr_keras.models.babi.babi_inputs import babi_inputs  # noqa: F401
 from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer, join_story  # noqa: F401

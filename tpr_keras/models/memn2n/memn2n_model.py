@@ -3,6 +3,7 @@
 import keras
 
 from tpr_keras.layers.memn2n import MemN2NNetwork
+from tpr_keras.models.babi.babi_inputs import babi_inputs
 from tpr_keras.models.memn2n.memn2n_presets import PRESETS
 from tpr_keras.models.presets import PresetMixin
 
@@ -78,8 +79,7 @@ class MemN2N(PresetMixin, keras.Model):
             seed=seed,
             name="memn2n",
         )
-        story = keras.Input((None, max_words), dtype="int32", name="story")
-        question = keras.Input((max_words,), dtype="int32", name="question")
+        story, question = babi_inputs(max_words)
         logits = network([story, question])
         super().__init__(
             inputs={"story": story, "question": question},

@@ -6,6 +6,7 @@ from keras import ops
 from tpr_keras.layers.sentence_encoder import SentenceEncoder
 from tpr_keras.layers.tpr_inference import TPRInference
 from tpr_keras.layers.tpr_update import TPRUpdate
+from tpr_keras.models.babi.babi_inputs import babi_inputs
 from tpr_keras.models.presets import PresetMixin
 from tpr_keras.models.tpr_rnn.tpr_rnn_presets import PRESETS
 
@@ -82,8 +83,7 @@ class TPRRNN(PresetMixin, keras.Model):
             name="inference",
         )
 
-        story = keras.Input((None, max_words), dtype="int32", name="story")
-        question = keras.Input((max_words,), dtype="int32", name="question")
+        story, question = babi_inputs(max_words)
         sentence_mask = ops.any(ops.not_equal(story, 0), axis=-1)
         memory = update(encoder(story), mask=sentence_mask)
         logits = inference([encoder(question), memory])
