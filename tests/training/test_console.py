@@ -11,7 +11,7 @@ import tensorflow as tf
 from tpr_keras.training import Trainer, TrainConfig, finished_run, sparse_classification
 from tpr_keras.training import flags as train_flags
 from tpr_keras.training.early_stopping import stop_reason
-from tpr_keras.training.loop import format_seconds
+from tpr_keras.training.console import format_seconds
 
 
 def make_trainer(model_dir, **overrides):

@@ -47,7 +47,6 @@ loop does, and it behaves identically under the default strategy,
 """
 
 import dataclasses
-import json
 import os
 import tempfile
 import time
@@ -57,6 +56,13 @@ import numpy as np
 import tensorflow as tf
 
 from tpr_keras.training.checkpoints import CheckpointIO
+from tpr_keras.training.console import (
+    Summaries,
+    epoch_line,
+    progress_line,
+    read_history,
+    write_history,
+)
 from tpr_keras.training.early_stopping import EarlyStopping, stop_reason
 from tpr_keras.training.lr_policy import LearningRatePolicy
 from tpr_keras.training.state import TrainerState
@@ -125,16 +131,6 @@ class TrainConfig:
     log_every_steps: int = 10
     verbose: int = 1
     progress_seconds: float = 60.0
-
-
-def format_seconds(seconds):
-    """``75`` -> ``1m15s``; ``7300`` -> ``2h01m``."""
-    seconds = max(0, int(round(seconds)))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def sparse_classification(label_key):
@@ -549,13 +545,8 @@ class Trainer:
         resumed = self.restore()
         start_epoch = self.state.value("epoch")
         history_path = os.path.join(self.write_dir, "history.json")
-        history = []
-        if resumed and os.path.exists(history_path):
-            with open(history_path) as f:  # epochs after the checkpoint are redone
-                history = [h for h in json.load(f) if h["epoch"] <= start_epoch]
-        writer = tf.summary.create_file_writer(
-            os.path.join(self.write_dir, "tensorboard", "train")
-        )
+        history = read_history(history_path, start_epoch) if resumed else []
+        summaries = Summaries(self.write_dir)
         if resumed:  # always said: a silent resume is a surprise
             print(
                 f"Resumed from {self.restored_from} at epoch "
@@ -578,7 +569,7 @@ class Trainer:
                     break
                 epoch_started = time.monotonic()
                 record = self._train_epoch(
-                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, writer
+                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, summaries
                 )
                 epoch_done = record.pop("epoch_done")
                 # examples trained in this call (a resumed epoch counts only its rest)
@@ -593,9 +584,7 @@ class Trainer:
                         valid_error_percent=valid["error_percent"],
                     )
                     self._after_validation(valid)
-                    with writer.as_default(step=record["step"]):
-                        tf.summary.scalar("valid_loss", valid["loss"])
-                        tf.summary.scalar("valid_error_percent", valid["error_percent"])
+                    summaries.validation(record["step"], valid["loss"], valid["error_percent"])
                 # wall-clock time at the end of the epoch (validation included), so a
                 # curve against wall time can be drawn across restarts
                 record["finished_at"] = time.time()
@@ -610,32 +599,14 @@ class Trainer:
                 # History first (atomically), then the checkpoint: a crash in
                 # between redoes this epoch, and fit() then drops the record.
                 if self.chief:
-                    with open(history_path + ".tmp", "w") as f:
-                        json.dump(history, f, indent=1)
-                    os.replace(history_path + ".tmp", history_path)
+                    write_history(history_path, history)
                 self.save_checkpoint()
                 stop = self._should_stop()
                 epoch_walls.append(time.monotonic() - epoch_started)
                 if cfg.verbose:
-                    line = (
-                        f"epoch {epoch + 1}/"
-                        f"{self._total_epochs(self._steps_seen or steps_per_epoch)}: "
-                        f"loss {record['train_loss']:.4f} "
-                        f"acc {record['train_accuracy']:.4f}"
-                    )
-                    if "valid_loss" in record:
-                        line += (
-                            f" | valid loss {record['valid_loss']:.4f} "
-                            f"error {record['valid_error_percent']:.2f}%"
-                        )
-                    line += (f" | {record['seconds']:.1f}s "
-                             f"({record['examples_per_second']:.0f} ex/s)")
-                    if not stop:
-                        left = self._seconds_left(
-                            epoch_walls, self._steps_seen or steps_per_epoch)
-                        if left is not None:
-                            line += f" | at most {format_seconds(left)} left"
-                    print(line, flush=True)
+                    steps = self._steps_seen or steps_per_epoch
+                    left = None if stop else self._seconds_left(epoch_walls, steps)
+                    print(epoch_line(record, self._total_epochs(steps), left), flush=True)
         finally:
             self._sync_state()
             self._counters = None
@@ -646,7 +617,7 @@ class Trainer:
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
             )
-        writer.flush()
+        summaries.flush()
         if valid_dataset is not None:
             self.restore_best()
         return history
@@ -687,7 +658,7 @@ class Trainer:
             target = steps_left if target is None else min(target, steps_left)
         return target
 
-    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, writer):
+    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, summaries):
         """One pass over the training data; returns the epoch's record."""
         cfg = self.config
         self._load_counters()
@@ -751,23 +722,14 @@ class Trainer:
                     paced_examples += int(count)
                 if now >= next_line and paced_examples:
                     next_line = now + cfg.progress_seconds
-                    rate = paced_examples / (now - paced_from)
-                    where = f"step {done_steps}" + (f"/{target}" if target else "")
-                    line = (f"  epoch {epoch + 1}/{total_epochs} {where}: loss "
-                            f"{counters['epoch_loss_sum'] / counters['epoch_steps']:.4f} "
-                            f"acc {counters['epoch_accuracy_sum'] / counters['epoch_steps']:.4f}"
-                            f" | {rate:.0f} ex/s")
-                    if target:
-                        steps_rate = (done_steps - 1) / (now - paced_from)
-                        line += (f" | epoch ends in "
-                                 f"{format_seconds((target - done_steps) / steps_rate)}")
-                    print(line, flush=True)
+                    print(progress_line(
+                        epoch + 1, total_epochs, done_steps, target,
+                        counters["epoch_loss_sum"] / counters["epoch_steps"],
+                        counters["epoch_accuracy_sum"] / counters["epoch_steps"],
+                        paced_examples / (now - paced_from),
+                        (done_steps - 1) / (now - paced_from)), flush=True)
             if step % cfg.log_every_steps == 0:
-                with writer.as_default(step=step):
-                    tf.summary.scalar("loss", loss)
-                    tf.summary.scalar("accuracy", accuracy)
-                    tf.summary.scalar("grad_norm", norm)
-                    tf.summary.scalar("learning_rate", lr)
+                summaries.train_step(step, loss, accuracy, norm, lr)
             if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
                 self.save_checkpoint()
             if cfg.max_steps and step >= cfg.max_steps:
