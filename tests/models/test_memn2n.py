@@ -23,17 +23,10 @@ def batch(seed=0, vocab=20, words=6, sentences=5):
          "mask_empty_memories": False, "linear_start": True},
     ],
 )
-def test_keras_round_trip_identical_outputs(tmp_path, options):
+def test_keras_round_trip_identical_outputs(keras_round_trip, options):
     model = MemN2N(vocabulary_size=20, max_words=6, embedding_dim=8, memory_size=4,
                    seed=1, **options)
-    inputs = batch()
-    expected = model(inputs).numpy()
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert isinstance(loaded, MemN2N)
-    assert loaded.get_config() == model.get_config()
-    np.testing.assert_array_equal(loaded(inputs).numpy(), expected)
+    keras_round_trip(model, batch())
 
 
 def test_linear_start_state_is_saved_with_the_weights(tmp_path):

@@ -1,4 +1,3 @@
-import keras
 import numpy as np
 import pytest
 
@@ -14,17 +13,10 @@ def batch(seed=0, vocab=20, words=6):
     return {"story": story, "question": question}
 
 
-def test_keras_round_trip_identical_outputs(tmp_path):
+def test_keras_round_trip_identical_outputs(keras_round_trip):
     model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6,
                                operations="write+move", inference_steps=2)
-    inputs = batch()
-    expected = model(inputs).numpy()
-    path = tmp_path / "model.keras"
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    assert isinstance(loaded, TPRRNN)
-    assert loaded.get_config() == model.get_config()
-    np.testing.assert_array_equal(loaded(inputs).numpy(), expected)
+    keras_round_trip(model, batch())
 
 
 def test_presets_sizes():
