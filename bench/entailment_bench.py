@@ -1,6 +1,6 @@
 """Training throughput of the entailment encoders (TPRU variants, LSTM, GRU), side by side.
 
-    python bench/entailment_bench.py --cell tpru,tpru_while,tpru_scan,tpru_jit,tpru_rnn,lstm,gru \\
+    python bench/entailment_bench.py --cell tpru,tpru_keras,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
         --roles 32 --dim 64 --seconds 5 --repeats 7 --data_dir ../shared/data/entailment \\
         --json entailment_bench.json
 
@@ -17,11 +17,12 @@ of a shared machine falls on all cells alike. Printed per cell: the median train
 of its time per pair relative to the LSTM's window in the same round (with min-max).
 
 Cells: ``lstm`` and ``gru`` (Keras' layers); ``tpru``, :class:`tpr_keras.layers.TPRU` as the
-models use it (its steps in ``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs);
-``tpru_while`` and ``tpru_scan``, the same layer with its steps in a hand-written
-``tf.while_loop`` or in ``tf.scan`` (``TPRU.loop``); ``tpru_rnn``, the generic
-``keras.layers.RNN(TPRUCell)`` (same function, same weights, nothing hoisted). Any cell with
-``_jit`` appended runs the same training step compiled with XLA (``jit_compile=True``).
+models use it (its default loop, ``TPRU.loop``); ``tpru_while``, ``tpru_keras`` and
+``tpru_scan``, the same layer with its steps in its hand-written ``tf.while_loop`` (the
+default), in ``keras.src.backend.rnn`` (the loop ``keras.layers.RNN`` runs) or in ``tf.scan``;
+``tpru_rnn``, the generic ``keras.layers.RNN(TPRUCell)`` (same function, same weights, nothing
+hoisted). Any cell with ``_jit`` appended runs the same training step compiled with XLA
+(``jit_compile=True``).
 ``--cells`` is another name for ``--cell``.
 """
 
@@ -81,7 +82,7 @@ def run_one(args):
 
         entailment_models.make_recurrent_layer = generic
         cell = "tpru"
-    elif cell in ("tpru_while", "tpru_scan"):
+    elif cell in ("tpru_keras", "tpru_while", "tpru_scan"):
         make = entailment_models.make_recurrent_layer
         loop = cell[len("tpru_"):]
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 from tpr_keras.layers import TPRUCell
 from tpr_keras.layers.tpru import TPRU
 
-LOOPS = ("keras", "while", "scan")
+LOOPS = ("while", "keras", "scan")
 
 
 def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="keras"):
@@ -107,4 +107,4 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     np.testing.assert_array_equal(loaded(x), model(x))
     assert loaded.get_layer("tpru").get_config() == model.get_layer("tpru").get_config()
-    assert loaded.get_layer("tpru").loop == "keras"
+    assert loaded.get_layer("tpru").loop == TPRU.loop == "while"

@@ -27,10 +27,12 @@ class TPRU(keras.layers.RNN):
     ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights live in ``self.cell`` (a
     :class:`TPRUCell`), so the parameters and their names are the cell's.
 
-    The class attribute ``loop`` picks what runs the steps: ``"keras"`` (the
-    default, ``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs),
-    ``"while"`` (a hand-written ``tf.while_loop``) or ``"scan"`` (``tf.scan``);
-    all three compute the same values and gradients, also under
+    The class attribute ``loop`` picks what runs the steps: ``"while"`` (the
+    default, a hand-written ``tf.while_loop`` that carries only the state, and
+    the outputs only when ``return_sequences``), ``"keras"``
+    (``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs; always used
+    with ``unroll=True``) or ``"scan"`` (``tf.scan``). All three compute the
+    same values and gradients, with Keras' masking semantics, also under
     ``jit_compile=True`` (tested). It is not part of the config.
 
     Args:
@@ -79,9 +81,9 @@ class TPRU(keras.layers.RNN):
             **kwargs,
         )
 
-    #: What runs the steps: "keras", "while" or "scan" (see the class docstring;
+    #: What runs the steps: "while", "keras" or "scan" (see the class docstring;
     #: bench/entailment_bench.py compares them). ``unroll=True`` always uses "keras".
-    loop = "keras"
+    loop = "while"
 
     def _hoisted(self, sequences):
         """Everything that does not depend on the step, for all steps at once.
