@@ -14,7 +14,8 @@ batch shape), then timed in windows of ``--seconds``, interleaved: ``--repeats``
 A B C ..., one subprocess running at a time while the others wait, so that the varying load
 of a shared machine falls on all cells alike. Printed per cell: the median training pairs/s
 (pairs = examples) over the rounds with its min-max, the peak RSS, and the median over rounds
-of its time per pair relative to the LSTM's window in the same round (with min-max).
+of its time per pair relative to the ``--reference`` cell's window in the same round (with
+min-max); the reference, ``lstm`` unless told otherwise, is added to the cells when missing.
 
 Cells: ``lstm`` and ``gru`` (Keras' layers); ``tpru``, :class:`tpr_keras.layers.TPRU` as the
 models use it (its default loop, ``TPRU.loop``); ``tpru_while``, ``tpru_keras`` and
@@ -174,6 +175,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cell", "--cells", dest="cells", default="tpru,tpru_rnn,lstm,gru",
                         help="comma-separated cells (see the module docstring)")
+    parser.add_argument("--reference", default="lstm",
+                        help="cell added when missing, to which time ratios refer ('none': no "
+                             "reference)")
     parser.add_argument("--roles", type=int, default=32)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=64)
@@ -191,12 +195,15 @@ def main():
     import tensorflow as tf
 
     cells = [c.strip() for c in args.cells.split(",") if c.strip()]
+    if args.reference != "none" and args.reference not in cells:
+        cells.append(args.reference)  # the ratio needs its windows in the same rounds
     print(f"entailment, plain architecture, d={args.dim}, N={args.roles}, batch "
           f"{args.batch_size}; {args.repeats} interleaved rounds of a {args.seconds:g} s window "
           f"per cell"
           f"; TF {tf.__version__}; {os.cpu_count()} CPUs; load average "
           f"{os.getloadavg()[0]:.1f}")
-    results = {"dim": args.dim, "roles": args.roles, "batch_size": args.batch_size,
+    results = {"reference": args.reference, "dim": args.dim, "roles": args.roles,
+               "batch_size": args.batch_size,
                "seconds": args.seconds, "repeats": args.repeats, "cpus": os.cpu_count(),
                "tensorflow": tf.__version__, "command": " ".join(sys.argv),
                "load_average_start": os.getloadavg(), "runs": []}
@@ -227,23 +234,25 @@ def main():
                          min(rates), "max_pairs_per_second": max(rates),
                          "median_peak_rss_mb": median([r["peak_rss_mb"] for r in runs]),
                          "parameters": runs[0]["parameters"]}
-        if "lstm" in cells:  # time per pair relative to the LSTM of the same round
-            lstm = {r["round"]: r["train_pairs_per_second"] for r in results["runs"]
-                    if r["cell"] == "lstm"}
-            ratios = [lstm[r["round"]] / r["train_pairs_per_second"] for r in runs]
-            summary[cell].update(time_ratio_to_lstm_median=median(ratios),
-                                 time_ratio_to_lstm_min=min(ratios),
-                                 time_ratio_to_lstm_max=max(ratios))
+        if args.reference in cells:  # time per pair relative to the reference, same round
+            reference = {r["round"]: r["train_pairs_per_second"] for r in results["runs"]
+                         if r["cell"] == args.reference}
+            ratios = [reference[r["round"]] / r["train_pairs_per_second"] for r in runs]
+            summary[cell].update(time_ratio_to_reference_median=median(ratios),
+                                 time_ratio_to_reference_min=min(ratios),
+                                 time_ratio_to_reference_max=max(ratios))
     results["summary"] = summary
     print(f"\n{'cell':10s} {'pairs/s median':>14s} {'(min-max)':>13s} {'peak RSS MB':>11s}"
-          + ("   time/pair vs LSTM, median (min-max)" if "lstm" in cells else ""))
+          + (f"   time/pair vs {args.reference}, median (min-max)"
+             if args.reference in cells else ""))
     for cell, row in summary.items():
         line = (f"{cell:10s} {row['median_pairs_per_second']:14.0f} "
                 f"{row['min_pairs_per_second']:6.0f}-{row['max_pairs_per_second']:<6.0f} "
                 f"{row['median_peak_rss_mb']:11.0f}")
-        if "lstm" in cells:
-            line += (f"   {row['time_ratio_to_lstm_median']:.2f}x "
-                     f"({row['time_ratio_to_lstm_min']:.2f}-{row['time_ratio_to_lstm_max']:.2f})")
+        if args.reference in cells:
+            line += (f"   {row['time_ratio_to_reference_median']:.2f}x "
+                     f"({row['time_ratio_to_reference_min']:.2f}-"
+                     f"{row['time_ratio_to_reference_max']:.2f})")
         print(line)
     if args.json:
         with open(args.json, "w") as f:
