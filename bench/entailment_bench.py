@@ -1,17 +1,30 @@
-"""Training throughput of the entailment encoders (TPRU, LSTM, GRU), side by side.
+"""Training throughput of the entailment encoders (TPRU variants, LSTM, GRU), side by side.
 
-    python bench/entailment_bench.py --cells tpru,tpru_rnn,lstm,gru --roles 32 --dim 64 \\
-        --seconds 15 --data_dir ../shared/data/entailment --json entailment_bench.json
+    python bench/entailment_bench.py --cell tpru,tpru_keras,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
+        --roles 32 --dim 64 --seconds 5 --repeats 7 --data_dir ../shared/data/entailment \\
+        --json entailment_bench.json
 
-Each cell runs in its own subprocess (its peak RSS is its own), one after the other, on the
-real training file (or random propositions of the same shapes when none is found): the plain
-architecture of ``train.entailment`` at width ``--dim``, batches of ``--batch_size`` shuffled
-pairs padded per batch, and the Trainer's compiled training step (forward, backward, clip,
-NaN guard, Adam) exactly as ``Trainer.fit`` runs it, timed for ``--seconds`` after a warm-up
-that includes tracing. ``tpru`` is :class:`tpr_keras.layers.TPRU`, the layer the models use;
-``tpru_rnn`` is the generic ``keras.layers.RNN(TPRUCell)`` it replaced (same function, same
-weights), the baseline. Prints training pairs/s and peak RSS per cell and the ratio of each to
-the LSTM; ``--json`` also writes them.
+Each cell runs in its own subprocess (its peak RSS is its own) on the real training file (or
+random propositions of the same shapes when none is found): the plain architecture of
+``train.entailment`` at width ``--dim``, batches of ``--batch_size`` shuffled pairs padded per
+batch, and the Trainer's compiled training step (forward, backward, clip, NaN guard, Adam)
+exactly as ``Trainer.fit`` runs it. The subprocesses are started and warmed up one after the
+other (a pass over every cached batch: tracing, and for ``_jit`` the XLA compilation of each
+batch shape), then timed in windows of ``--seconds``, interleaved: ``--repeats`` rounds of
+A B C ..., one subprocess running at a time while the others wait, so that the varying load
+of a shared machine falls on all cells alike. Printed per cell: the median training pairs/s
+(pairs = examples) over the rounds with its min-max, the peak RSS, and the median over rounds
+of its time per pair relative to the ``--reference`` cell's window in the same round (with
+min-max); the reference, ``lstm`` unless told otherwise, is added to the cells when missing.
+
+Cells: ``lstm`` and ``gru`` (Keras' layers); ``tpru``, :class:`tpr_keras.layers.TPRU` as the
+models use it (its default loop, ``TPRU.loop``); ``tpru_while``, ``tpru_keras`` and
+``tpru_scan``, the same layer with its steps in its hand-written ``tf.while_loop`` (the
+default), in ``keras.src.backend.rnn`` (the loop ``keras.layers.RNN`` runs) or in ``tf.scan``;
+``tpru_rnn``, the generic ``keras.layers.RNN(TPRUCell)`` (same function, same weights, nothing
+hoisted). Any cell with ``_jit`` appended runs the same training step compiled with XLA
+(``jit_compile=True``).
+``--cells`` is another name for ``--cell``.
 """
 
 import argparse
@@ -51,6 +64,7 @@ def load_train(data_dir):
 
 def run_one(args):
     import keras
+    import tensorflow as tf
 
     from tpr_keras.data import entailment
     from tpr_keras.layers import TPRUCell
@@ -59,13 +73,26 @@ def run_one(args):
     from tpr_keras.training import Trainer, TrainConfig, binary_classification, get_optimizer
 
     data, source = load_train(args.data_dir)
-    cell = args.cell
+    name = args.worker
+    jit = name.endswith("_jit")
+    cell = name[:-len("_jit")] if jit else name
     if cell == "tpru_rnn":  # the generic loop that make_recurrent_layer used before TPRU
         def generic(cell, units, num_roles=32, seed=None, return_sequences=False, name=None):
             return keras.layers.RNN(TPRUCell(units, num_roles=num_roles, seed=seed),
                                     return_sequences=return_sequences, name=name)
 
         entailment_models.make_recurrent_layer = generic
+        cell = "tpru"
+    elif cell in ("tpru_keras", "tpru_while", "tpru_scan"):
+        make = entailment_models.make_recurrent_layer
+        loop = cell[len("tpru_"):]
+
+        def with_loop(*a, **k):
+            layer = make(*a, **k)
+            layer.loop = loop
+            return layer
+
+        entailment_models.make_recurrent_layer = with_loop
         cell = "tpru"
 
     def model_fn():
@@ -81,63 +108,152 @@ def run_one(args):
     batches = trainer.distribute_dataset(dataset)
     cached = list(batches.take(args.batches))
     step = trainer.make_train_function(batches.element_spec)
-    for batch in cached[:3]:
+    if jit:
+        step = tf.function(step.python_function, input_signature=[batches.element_spec],
+                           jit_compile=True)
+    start = time.perf_counter()
+    for batch in cached:  # tracing, and for XLA one compilation per batch shape
         step(batch)["metrics"].numpy()
-    pairs, i, start = 0, 0, time.perf_counter()
-    while time.perf_counter() - start < args.seconds:
-        pairs += int(step(cached[i % len(cached)])["metrics"].numpy()[4])
-        i += 1
-    rate = pairs / (time.perf_counter() - start)
-    return {"cell": args.cell, "dim": args.dim, "roles": args.roles, "source": source,
+    info = {"cell": name, "dim": args.dim, "roles": args.roles, "source": source,
             "batch_size": args.batch_size, "parameters": trainer.model.count_params(),
-            "train_pairs_per_second": rate,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "warmup_seconds": time.perf_counter() - start}
+    print("READY " + json.dumps(info), flush=True)
+    i = 0
+    for line in sys.stdin:  # "go SECONDS": one timed window; end of input: done
+        seconds = float(line.split()[1])
+        pairs, steps, start = 0, 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            pairs += int(step(cached[i % len(cached)])["metrics"].numpy()[4])
+            i += 1
+            steps += 1
+        rate = pairs / (time.perf_counter() - start)
+        print("RESULT " + json.dumps(dict(
+            info, train_pairs_per_second=rate, steps=steps,
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)), flush=True)
+
+
+class Worker:
+    """One cell's subprocess: built and warmed up once, then timed in windows on demand."""
+
+    def __init__(self, cell, args):
+        command = [sys.executable, os.path.abspath(__file__), "--worker", cell,
+                   "--roles", str(args.roles), "--dim", str(args.dim),
+                   "--batch_size", str(args.batch_size), "--batches", str(args.batches)]
+        if args.data_dir:
+            command += ["--data_dir", args.data_dir]
+        self.cell = cell
+        self.stderr = tempfile.TemporaryFile("w+")
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.stderr, text=True)
+        self.info = self._read("READY ")
+
+    def _read(self, prefix):
+        for line in self.process.stdout:
+            if line.startswith(prefix):
+                return json.loads(line[len(prefix):])
+        self.stderr.seek(0)
+        sys.stderr.write(self.stderr.read()[-3000:])
+        raise SystemExit(f"{self.cell} failed (exit {self.process.wait()})")
+
+    def window(self, seconds):
+        self.process.stdin.write(f"go {seconds}\n")
+        self.process.stdin.flush()
+        return self._read("RESULT ")
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cells", default="tpru,tpru_rnn,lstm,gru")
+    parser.add_argument("--cell", "--cells", dest="cells", default="tpru,tpru_rnn,lstm,gru",
+                        help="comma-separated cells (see the module docstring)")
+    parser.add_argument("--reference", default="lstm",
+                        help="cell added when missing, to which time ratios refer ('none': no "
+                             "reference)")
     parser.add_argument("--roles", type=int, default=32)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of one window")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="rounds of windows, one per cell, interleaved (A B C A B C ...)")
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--cell", default=None, help=argparse.SUPPRESS)  # subprocess
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # one subprocess
     args = parser.parse_args()
-    if args.cell:
+    if args.worker:
         print("RESULT " + json.dumps(run_one(args)))
         return
     import tensorflow as tf
 
+    cells = [c.strip() for c in args.cells.split(",") if c.strip()]
+    if args.reference != "none" and args.reference not in cells:
+        cells.append(args.reference)  # the ratio needs its windows in the same rounds
     print(f"entailment, plain architecture, d={args.dim}, N={args.roles}, batch "
-          f"{args.batch_size}; TF {tf.__version__}; {os.cpu_count()} CPUs")
-    results = {"dim": args.dim, "roles": args.roles, "batch_size": args.batch_size,
-               "cpus": os.cpu_count(), "tensorflow": tf.__version__, "runs": []}
-    for cell in args.cells.split(","):
-        command = [sys.executable, os.path.abspath(__file__), "--cell", cell,
-                   "--roles", str(args.roles), "--dim", str(args.dim),
-                   "--batch_size", str(args.batch_size), "--seconds", str(args.seconds),
-                   "--batches", str(args.batches)]
-        if args.data_dir:
-            command += ["--data_dir", args.data_dir]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-        if done.returncode or not lines:
-            sys.stderr.write(done.stderr[-3000:])
-            raise SystemExit(f"{cell} failed (exit {done.returncode})")
-        result = json.loads(lines[-1][len("RESULT "):])
-        results["runs"].append(result)
-        print(f"{cell:9s} params {result['parameters']:8,d}  train "
-              f"{result['train_pairs_per_second']:8.0f} pairs/s  peak RSS "
-              f"{result['peak_rss_mb']:5.0f} MB  ({result['source']})", flush=True)
-    rates = {r["cell"]: r["train_pairs_per_second"] for r in results["runs"]}
-    if "lstm" in rates:
-        for cell, rate in rates.items():
-            if cell != "lstm":
-                print(f"{cell} / lstm: {rate / rates['lstm']:.2f}x")
-        results["ratio_to_lstm"] = {c: r / rates["lstm"] for c, r in rates.items()}
+          f"{args.batch_size}; {args.repeats} interleaved rounds of a {args.seconds:g} s window "
+          f"per cell"
+          f"; TF {tf.__version__}; {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    results = {"reference": args.reference, "dim": args.dim, "roles": args.roles,
+               "batch_size": args.batch_size,
+               "seconds": args.seconds, "repeats": args.repeats, "cpus": os.cpu_count(),
+               "tensorflow": tf.__version__, "command": " ".join(sys.argv),
+               "load_average_start": os.getloadavg(), "runs": []}
+    workers = []
+    try:
+        for cell in cells:  # one after the other, so that warm-ups do not compete
+            workers.append(Worker(cell, args))
+            print(f"{cell:10s} ready: params {workers[-1].info['parameters']:8,d}, warm-up "
+                  f"{workers[-1].info['warmup_seconds']:5.1f} s "
+                  f"({workers[-1].info['source']})", flush=True)
+        for round_ in range(args.repeats):
+            for worker in workers:  # only one worker runs at a time; the others wait
+                result = worker.window(args.seconds)
+                result["round"] = round_
+                results["runs"].append(result)
+                print(f"round {round_ + 1}  {worker.cell:10s} train "
+                      f"{result['train_pairs_per_second']:7.0f} pairs/s  peak RSS "
+                      f"{result['peak_rss_mb']:5.0f} MB", flush=True)
+    finally:
+        for worker in workers:
+            worker.close()
+    results["load_average_end"] = os.getloadavg()
+    summary = {}
+    for cell in cells:
+        runs = [r for r in results["runs"] if r["cell"] == cell]
+        rates = [r["train_pairs_per_second"] for r in runs]
+        summary[cell] = {"median_pairs_per_second": median(rates), "min_pairs_per_second":
+                         min(rates), "max_pairs_per_second": max(rates),
+                         "median_peak_rss_mb": median([r["peak_rss_mb"] for r in runs]),
+                         "parameters": runs[0]["parameters"]}
+        if args.reference in cells:  # time per pair relative to the reference, same round
+            reference = {r["round"]: r["train_pairs_per_second"] for r in results["runs"]
+                         if r["cell"] == args.reference}
+            ratios = [reference[r["round"]] / r["train_pairs_per_second"] for r in runs]
+            summary[cell].update(time_ratio_to_reference_median=median(ratios),
+                                 time_ratio_to_reference_min=min(ratios),
+                                 time_ratio_to_reference_max=max(ratios))
+    results["summary"] = summary
+    print(f"\n{'cell':10s} {'pairs/s median':>14s} {'(min-max)':>13s} {'peak RSS MB':>11s}"
+          + (f"   time/pair vs {args.reference}, median (min-max)"
+             if args.reference in cells else ""))
+    for cell, row in summary.items():
+        line = (f"{cell:10s} {row['median_pairs_per_second']:14.0f} "
+                f"{row['min_pairs_per_second']:6.0f}-{row['max_pairs_per_second']:<6.0f} "
+                f"{row['median_peak_rss_mb']:11.0f}")
+        if args.reference in cells:
+            line += (f"   {row['time_ratio_to_reference_median']:.2f}x "
+                     f"({row['time_ratio_to_reference_min']:.2f}-"
+                     f"{row['time_ratio_to_reference_max']:.2f})")
+        print(line)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -1,4 +1,4 @@
-"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell)."""
+"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell), in each of its loops."""
 
 import keras
 import numpy as np
@@ -8,10 +8,13 @@ import tensorflow as tf
 from tpr_keras.layers import TPRUCell
 from tpr_keras.layers.tpru import TPRU
 
+LOOPS = ("while", "keras", "scan")
 
-def pair(return_sequences, go_backwards=False, units=6, roles=5):
+
+def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="keras"):
     fast = TPRU(units, num_roles=roles, seed=3, return_sequences=return_sequences,
                 go_backwards=go_backwards)
+    fast.loop = loop
     slow = keras.layers.RNN(TPRUCell(units, num_roles=roles, seed=3),
                             return_sequences=return_sequences, go_backwards=go_backwards)
     x = np.random.default_rng(0).normal(size=(3, 7, 4)).astype("float32")
@@ -21,27 +24,67 @@ def pair(return_sequences, go_backwards=False, units=6, roles=5):
     return fast, slow, x
 
 
-@pytest.mark.parametrize("return_sequences", [False, True])
-@pytest.mark.parametrize("go_backwards", [False, True])
-def test_equals_the_generic_rnn_with_masks_values_and_gradients(return_sequences, go_backwards):
-    fast, slow, x = pair(return_sequences, go_backwards)
-    mask = np.ones((3, 7), bool)
-    mask[1, 5:] = False
-    mask[2, 2:] = False
-    results = []
-    for layer in (fast, slow):
+def values_and_gradients(layer, x, mask, compiled):
+    def run(x, mask):
         with tf.GradientTape() as tape:
             out = layer(x, mask=mask)
             loss = tf.reduce_sum(out * np.arange(out.shape[-1], dtype="float32"))
-        results.append((out.numpy(), tape.gradient(loss, layer.trainable_weights)))
+        return out, tape.gradient(loss, layer.trainable_weights)
+
+    if compiled:  # a traced graph with an unknown time dimension, as in training
+        run = tf.function(run, input_signature=[tf.TensorSpec([None, None, 4]),
+                                                tf.TensorSpec([None, None], tf.bool)])
+    out, grads = run(tf.constant(x), tf.constant(mask))
+    return out.numpy(), [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("return_sequences", [False, True])
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_equals_the_generic_rnn_with_masks_values_and_gradients(loop, return_sequences,
+                                                                go_backwards):
+    fast, slow, x = pair(return_sequences, go_backwards, loop=loop)
+    mask = np.ones((3, 7), bool)
+    mask[1, 5:] = False
+    mask[2, 2:] = False
+    results = [values_and_gradients(layer, x, mask, compiled=layer is fast)
+               for layer in (fast, slow)]
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
     for a, b in zip(results[0][1], results[1][1]):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)  # float32 rounding: |grad| ~ 10
     assert len(fast.trainable_weights) == 7  # W_x, W_b, W, W_u, W_r, b_b, b_x
+    if return_sequences and not go_backwards:  # a masked step repeats the last output
+        np.testing.assert_array_equal(results[0][0][2, 2:],
+                                      np.repeat(results[0][0][2, 1:2], 5, axis=0))
 
 
-def test_bidirectional_and_keras_round_trip(tmp_path):
-    fast = keras.layers.Bidirectional(TPRU(6, num_roles=5, seed=3, return_sequences=True))
+@pytest.mark.parametrize("loop", LOOPS)
+def test_compiles_with_xla_values_and_gradients(loop):
+    """jit_compile=True (XLA) gives the eager values and gradients, last state only."""
+    layer = TPRU(6, num_roles=5, seed=3)
+    layer.loop = loop
+    x = tf.constant(np.random.default_rng(2).normal(size=(3, 7, 4)).astype("float32"))
+    mask = tf.constant(np.arange(7)[None] < np.array([[7], [5], [2]]))
+    layer(x)
+
+    def run(x, mask):
+        with tf.GradientTape() as tape:
+            out = layer(x, mask=mask)
+            loss = tf.reduce_sum(out * np.arange(6, dtype="float32"))
+        return out, tape.gradient(loss, layer.trainable_weights)
+
+    eager = run(x, mask)
+    compiled = tf.function(run, jit_compile=True)(x, mask)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(compiled[1], eager[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_bidirectional_zero_outputs_for_masked_steps(loop):
+    fast = TPRU(6, num_roles=5, seed=3, return_sequences=True)
+    fast.loop = loop
+    fast = keras.layers.Bidirectional(fast)
     slow = keras.layers.Bidirectional(
         keras.layers.RNN(TPRUCell(6, num_roles=5, seed=3), return_sequences=True))
     x = np.random.default_rng(1).normal(size=(2, 5, 4)).astype("float32")
@@ -49,8 +92,14 @@ def test_bidirectional_and_keras_round_trip(tmp_path):
     fast(x)
     slow(x)
     slow.set_weights(fast.get_weights())
-    np.testing.assert_allclose(fast(x, mask=mask), slow(x, mask=mask), rtol=1e-5, atol=1e-6)
+    out = fast(x, mask=mask).numpy()
+    np.testing.assert_allclose(out, slow(x, mask=mask), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out[0, 3:], 0.0)  # zero_output_for_mask, both halves
+    assert np.abs(out[0, :3]).min() > 0.0
 
+
+def test_keras_round_trip(tmp_path):
+    x = np.random.default_rng(1).normal(size=(2, 5, 4)).astype("float32")
     inputs = keras.Input((None, 4))
     model = keras.Model(inputs, TPRU(6, num_roles=5, seed=3, name="tpru")(inputs))
     path = tmp_path / "m.keras"
@@ -58,3 +107,4 @@ def test_bidirectional_and_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     np.testing.assert_array_equal(loaded(x), model(x))
     assert loaded.get_layer("tpru").get_config() == model.get_layer("tpru").get_config()
+    assert loaded.get_layer("tpru").loop == TPRU.loop == "while"

@@ -1,6 +1,7 @@
 """The TPRU recurrent layer: a sequence of TPRUCell steps with the per-step work minimised."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 from keras.src import backend  # backend.rnn: the loop keras.layers.RNN itself runs
 
@@ -18,14 +19,21 @@ class TPRU(keras.layers.RNN):
 
     - ``U = W_u V`` and ``R = W_r V`` (§3.3) do not depend on the step and are
       formed once per call, not once per step;
-    - every input-side product (``Uᵀ W x_t`` of eq. 4 and ``W_x x_t`` of eq. 3)
-      is computed for all steps in one matmul before the loop;
-    - the two products of the state (``Uᵀ b_{t-1}``, eq. 4, and
-      ``W_b b_{t-1}``, eq. 3) are one matmul with the kernels side by side.
+    - every input-side term, ``ReLU(Uᵀ W x_t + b_x)`` (eqs. 4-5) and ``W_x x_t``
+      (eq. 3), is computed for all steps before the loop (one matmul).
 
-    A step is then two small matmuls (state and binding ``R f_t``, eq. 7) and
-    elementwise work. Weights live in ``self.cell`` (a :class:`TPRUCell`), so
-    the parameters and their names are the cell's.
+    A step is then three small matmuls (``Uᵀ b_{t-1}`` and ``W_b b_{t-1}``, eqs. 3-4,
+    and the binding ``R f_t``, eq. 7) and elementwise work; eq. 2 is computed as
+    ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights live in ``self.cell`` (a
+    :class:`TPRUCell`), so the parameters and their names are the cell's.
+
+    The class attribute ``loop`` picks what runs the steps: ``"while"`` (the
+    default, a hand-written ``tf.while_loop`` that carries only the state, and
+    the outputs only when ``return_sequences``), ``"keras"``
+    (``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs; always used
+    with ``unroll=True``) or ``"scan"`` (``tf.scan``). All three compute the
+    same values and gradients, with Keras' masking semantics, also under
+    ``jit_compile=True`` (tested). It is not part of the config.
 
     Args:
         units: d, the width of the binding complex (state and output).
@@ -73,45 +81,71 @@ class TPRU(keras.layers.RNN):
             **kwargs,
         )
 
-    def inner_loop(self, sequences, initial_state, mask, training=False):
+    #: What runs the steps: "while", "keras" or "scan" (see the class docstring;
+    #: bench/entailment_bench.py compares them). ``unroll=True`` always uses "keras".
+    loop = "while"
+
+    def _hoisted(self, sequences):
+        """Everything that does not depend on the step, for all steps at once.
+
+        Returns ``(f_x, g_x, step)``: ``f_x = ReLU(Uᵀ W x_t + b_x)`` (eqs. 4-5,
+        input side, ``[B, T, N]``), ``g_x = W_x x_t`` (eq. 3, input side,
+        ``[B, T, d]``) and ``step(f_x_t, g_x_t, b_prev) -> b_t``.
+        """
         cell = self.cell
         n = cell.num_roles
         unbinding = ops.matmul(cell.unbinding_kernel, cell.role_basis)  # U (d x N)
         binding_t = ops.transpose(ops.matmul(cell.binding_kernel, cell.role_basis))  # Rᵀ
-        # Eq. 4 (x side) and eq. 3 (x side) for every step at once: [B, T, N + d].
+        recurrent_gate_kernel = ops.convert_to_tensor(cell.recurrent_gate_kernel)
+        binding_bias = ops.convert_to_tensor(cell.binding_bias)
+        # Eq. 4 (x side) and eq. 3 (x side) for every step in one matmul.
         input_kernel = ops.concatenate(
             [ops.matmul(cell.input_kernel, unbinding), cell.input_gate_kernel], axis=1
         )
         projected = ops.matmul(sequences, input_kernel)
-        # Eq. 4 (state side) and eq. 3 (state side) as one product: [d, N + d].
-        state_kernel = ops.concatenate([unbinding, cell.recurrent_gate_kernel], axis=1)
+        f_x = ops.relu(projected[:, :, :n] + cell.input_bias)  # eq. 5, x side
+        g_x = projected[:, :, n:]
+        epsilon = keras.config.epsilon()
 
-        def step(inputs, states):
-            b_prev = states[0]
-            from_state = ops.matmul(b_prev, state_kernel)
-            f_b = ops.relu(from_state[:, :n] + cell.binding_bias)  # eq. 5
-            f_x = ops.relu(inputs[:, :n] + cell.input_bias)
-            energy = ops.square(f_b + f_x)  # eq. 6
-            total = ops.sum(energy, axis=-1, keepdims=True)
-            f = energy / ops.maximum(total, keras.config.epsilon())
+        def step(f_x_t, g_x_t, b_prev):
+            f_b = ops.relu(ops.matmul(b_prev, unbinding) + binding_bias)  # eqs. 4-5
+            energy = ops.square(f_b + f_x_t)  # eq. 6
+            f = energy / ops.maximum(ops.sum(energy, axis=-1, keepdims=True), epsilon)
             b_tilde = ops.matmul(f, binding_t)  # eq. 7
-            gate = ops.sigmoid(from_state[:, n:] + inputs[:, n:])  # eq. 3
-            b = gate * ops.tanh(b_tilde) + (1.0 - gate) * b_prev  # eq. 2
-            return b, [b]
+            gate = ops.sigmoid(ops.matmul(b_prev, recurrent_gate_kernel) + g_x_t)  # eq. 3
+            return b_prev + gate * (ops.tanh(b_tilde) - b_prev)  # eq. 2
 
-        if not isinstance(initial_state, (list, tuple)):
-            initial_state = [initial_state]
-        return backend.rnn(
-            step,
-            projected,
-            initial_state,
-            go_backwards=self.go_backwards,
-            mask=mask,
-            unroll=self.unroll,
-            input_length=sequences.shape[1],
-            zero_output_for_mask=self.zero_output_for_mask,
-            return_all_outputs=self.return_sequences,
-        )
+        return f_x, g_x, step
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if isinstance(initial_state, (list, tuple)):
+            initial_state = initial_state[0]
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        f_x, g_x, step = self._hoisted(sequences)
+        if self.loop == "keras" or self.unroll:
+            n = self.cell.num_roles
+
+            def keras_step(inputs, states):  # backend.rnn's masking wants one input tensor
+                b = step(inputs[:, :n], inputs[:, n:], states[0])
+                return b, [b]
+
+            return backend.rnn(
+                keras_step,
+                ops.concatenate([f_x, g_x], axis=-1),
+                [initial_state],
+                go_backwards=self.go_backwards,
+                mask=mask,
+                unroll=self.unroll,
+                input_length=sequences.shape[1],
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_all_outputs=self.return_sequences,
+            )
+        if self.loop not in ("while", "scan"):
+            raise ValueError(f"Unknown TPRU loop {self.loop!r}.")
+        return _tf_loop(step, f_x, g_x, initial_state, mask, self.go_backwards,
+                        self.return_sequences, self.zero_output_for_mask,
+                        scan=self.loop == "scan")
 
     @property
     def units(self):
@@ -129,3 +163,51 @@ class TPRU(keras.layers.RNN):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _tf_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
+             scan=False):
+    """The recurrence as one ``tf.while_loop`` (or ``tf.scan``) over time-major inputs.
+
+    Same contract as ``keras.src.backend.rnn``: returns ``(last_output, outputs,
+    [state])``, ``outputs`` in processing order (reversed when ``go_backwards``) and
+    ``[B, 1, d]`` when not ``return_sequences``; a masked step keeps the state and
+    outputs it (or zeros when ``zero_output_for_mask``).
+    """
+    elems = [tf.transpose(f_x, [1, 0, 2]), tf.transpose(g_x, [1, 0, 2])]
+    if mask is not None:
+        elems.append(tf.expand_dims(tf.transpose(tf.cast(mask, "bool")), -1))
+    if go_backwards:
+        elems = [tf.reverse(e, [0]) for e in elems]
+
+    def masked_step(b_prev, elem):
+        b = step(elem[0], elem[1], b_prev)
+        if mask is None:
+            return b, b
+        b = tf.where(elem[2], b, b_prev)
+        return b, (tf.where(elem[2], b, tf.zeros_like(b)) if zero_output_for_mask else b)
+
+    if scan:
+        def scan_fn(carry, elem):
+            return masked_step(carry[0], elem)
+
+        b_seq, out_seq = tf.scan(scan_fn, tuple(elems), initializer=(b0, b0))
+        state, last = b_seq[-1], out_seq[-1]
+        outputs = tf.transpose(out_seq, [1, 0, 2]) if return_sequences else last[:, None]
+        return last, outputs, [state]
+
+    steps = tf.shape(elems[0])[0]
+    tensor_arrays = [tf.TensorArray(e.dtype, size=steps).unstack(e) for e in elems]
+    # Outputs are collected only when returned: an unwritten TensorArray in the loop
+    # would break the gradient under XLA.
+    out_ta = [tf.TensorArray(b0.dtype, size=steps)] if return_sequences else []
+
+    def body(t, b_prev, last, *out_ta):
+        b, out = masked_step(b_prev, [ta.read(t) for ta in tensor_arrays])
+        return (t + 1, b, out) + tuple(ta.write(t, out) for ta in out_ta)
+
+    _, state, last, *out_ta = tf.while_loop(
+        lambda t, *_: t < steps, body, (tf.constant(0), b0, tf.zeros_like(b0), *out_ta),
+        maximum_iterations=steps)
+    outputs = tf.transpose(out_ta[0].stack(), [1, 0, 2]) if return_sequences else last[:, None]
+    return last, outputs, [state]
