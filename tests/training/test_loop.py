@@ -385,3 +385,18 @@ def test_time_budget_stops_mid_epoch_and_the_next_fit_resumes(tmp_path, monkeypa
     assert [h["epoch"] for h in history] == [1, 2, 3]
     for a, b in zip(full.model.weights, resumed.model.weights):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_jit_compiled_step_trains_like_the_plain_one(tmp_path):
+    x, y = make_data()
+    plain_losses, plain_weights = losses(trainer(tmp_path / "plain"), dataset_fn(x, y), 4)
+    jit = trainer(tmp_path / "jit", jit_compile=True)
+    jit_losses, jit_weights = losses(jit, dataset_fn(x, y), 4)
+    step = jit.make_train_function(
+        jit.strategy.experimental_distribute_dataset(dataset_fn(x, y)(0)).element_spec)
+    assert step.function_spec.jit_compile is True  # really XLA, not the plain graph
+    np.testing.assert_allclose(jit_losses, plain_losses, rtol=1e-4)
+    initial = [w.numpy() for w in trainer(tmp_path / "initial").model.weights]
+    assert max(np.abs(a - b).max() for a, b in zip(initial, jit_weights)) > 1e-3  # it trained
+    for a, b in zip(plain_weights, jit_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
