@@ -66,6 +66,7 @@ def main(argv):
 
     from tpr_keras.data import entailment
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
+    from tpr_keras.models.entailment import export_entailment_model
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
                                     is_chief, save_run)
 
@@ -137,8 +138,6 @@ def main(argv):
     if is_chief(strategy):
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
                          entailment.save_vocabulary)
-        from serving.export_entailment import export_entailment_model
-
         served = export_entailment_model(
             keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")
