@@ -69,7 +69,7 @@ def run_one(args):
     from tpr_keras.data import entailment
     from tpr_keras.layers import TPRUCell
     from tpr_keras.models import PlainEntailmentModel
-    from tpr_keras.models import entailment as entailment_models
+    from tpr_keras.models.entailment import entailment_layers as entailment_models
     from tpr_keras.training import Trainer, TrainConfig, binary_classification, get_optimizer
 
     data, source = load_train(args.data_dir)

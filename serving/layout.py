@@ -3,7 +3,11 @@
 TF Serving's names (``tensorflow_serving/servables/tensorflow/saved_model_warmup.cc``):
 ``<version>/assets.extra/tf_serving_warmup_requests`` holds the PredictionLog records
 replayed before a version serves. Imports nothing, so the server's modules can use it
-without pulling in the exporters.
+without pulling in the exporters or ``tpr_keras``.
+
+The exporters write these names from their own definition,
+:mod:`tpr_keras.models.tf_serving_layout` (the training commands export, and ``train``
+never imports ``serving``); ``tests/serving/test_servable.py`` asserts the two are equal.
 """
 
 import os

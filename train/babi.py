@@ -304,7 +304,7 @@ def main(argv):
         print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; model: {saved}")
         # String-in/string-out SavedModel for TF Serving, from the saved file so that no
         # distribution-strategy variables end up in it.
-        from serving.export import export_babi_model
+        from tpr_keras.models.babi import export_babi_model
         limits = set(data.stats["max_story_sentences"].values())
         served = export_babi_model(
             keras.models.load_model(saved), data.vocab,

@@ -1,11 +1,13 @@
 """Train and evaluate a recurrent encoder on logical entailment: ``python -m train.entailment``.
 
-Tang, Smolensky & de Sa (2018) §5.1 recipe: Adam, lr 0.001 divided by 10 every
-30 epochs for 90 epochs, gradient clipping, the best model on the validation
-set, symbolic vocabulary permutation (a true permutation here) as
-augmentation. The encoder cell is ``--cell tpru|lstm|gru``; the architecture
-``--arch plain|bidaf``. Accuracy on validate and the five test sets goes to
-``<model_dir>/results.json``; the model to ``<export_dir>/model.keras``.
+The architecture (``--arch plain|bidaf``) and the encoder cell (``--cell tpru|lstm|gru``)
+name a preset of :mod:`tpr_keras.models.entailment` (``plain_tpru`` ... ``bidaf_gru``):
+its sizes (d = 64, N = 32 roles) and its training recipe, Tang, Smolensky & de Sa (2018)
+§5.1 (Adam, lr 0.001 divided by 10 every 30 epochs for up to 90 epochs, batch 64,
+gradient clipping, symbolic vocabulary permutation as augmentation), which the flags
+below override only when given. The best model on the validation set is kept. Accuracy
+on validate and the five test sets goes to ``<model_dir>/results.json``; the model to
+``<export_dir>/model.keras`` and, for TF Serving, ``<export_dir>/<model_name>/<version>/``.
 """
 
 import os
@@ -19,30 +21,37 @@ from tpr_keras.training import flags as train_flags
 PROCESS_START = time.time()
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
+#: Flags that override the preset's training recipe when given.
+RECIPE_FLAGS = ("batch_size", "learning_rate", "epochs", "decay_every_epochs", "clip_norm",
+                "augment")
 EVAL_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
 
 flags.DEFINE_string("data_dir", None, "Folder with train.txt, validate.txt, test_*.txt "
                     "(default: $TPR_KERAS_ENTAILMENT_DIR, then the Keras cache).")
 flags.DEFINE_enum("cell", "tpru", ["tpru", "lstm", "gru"], "Recurrent unit of the encoder.")
 flags.DEFINE_enum("arch", "plain", ["plain", "bidaf"], "Plain shared encoder or BiDAF (§5.2).")
-flags.DEFINE_integer("dim", 64, "Hidden size d (also the embedding and MLP width).")
-flags.DEFINE_integer("roles", 32, "Number of TPRU role vectors N.")
+flags.DEFINE_integer("dim", None, "Hidden size d (also the embedding and MLP width; "
+                     "default: the preset's, 64).")
+flags.DEFINE_integer("roles", None, "Number of TPRU role vectors N (default: the preset's, 32).")
 flags.DEFINE_enum("pooling", None, ["last", "max"], "Sentence vector (default: last for "
                   "plain as in §5.1, max for bidaf).")
 flags.DEFINE_enum("features", "full", ["full", "concat"],
                   "full = [u, v, |u-v|, u*v]; concat = [u, v] (the paper's §5.1 wording).")
-flags.DEFINE_bool("augment", True, "Symbolic vocabulary permutation of the variables.")
+flags.DEFINE_bool("augment", None, "Symbolic vocabulary permutation of the variables "
+                  "(default: the recipe's, on).")
 flags.DEFINE_integer("train_limit", None, "Use only the first N training pairs.")
 flags.DEFINE_string("model_dir", "runs/entailment", "Checkpoints, logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "entailment", "Served model name: the SavedModel goes to "
                     "<export_dir>/<model_name>/<next version>/.")
-flags.DEFINE_integer("batch_size", 64, "Global batch size.")
-flags.DEFINE_float("learning_rate", 0.001, "Adam learning rate.")
-flags.DEFINE_integer("epochs", 90, "Maximum epochs.")
+flags.DEFINE_integer("batch_size", None, "Global batch size (default: the recipe's, 64).")
+flags.DEFINE_float("learning_rate", None, "Adam learning rate (default: the recipe's, 0.001).")
+flags.DEFINE_integer("epochs", None, "Maximum epochs (default: the recipe's, 90).")
 flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
-flags.DEFINE_integer("decay_every_epochs", 30, "Divide the lr by 10 this often (0 = never).")
-flags.DEFINE_float("clip_norm", 5.0, "Global-norm gradient clipping (0 disables).")
+flags.DEFINE_integer("decay_every_epochs", None, "Divide the lr by 10 this often (0 = never; "
+                     "default: the recipe's, 30).")
+flags.DEFINE_float("clip_norm", None, "Global-norm gradient clipping (0 disables; default: "
+                   "the recipe's, 5).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation, data order and augmentation.")
 
@@ -66,15 +75,20 @@ def main(argv):
 
     from tpr_keras.data import entailment
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
+    from tpr_keras.models.entailment import export_entailment_model
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
                                     is_chief, save_run)
 
-    strategy = train_flags.setup(global_batch=FLAGS.batch_size)
+    model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
+    preset = f"{FLAGS.arch}_{FLAGS.cell}"
+    hp = model_class.preset_recipe(preset)  # §5.1; the recipe flags override it when given
+    hp.update({k: getattr(FLAGS, k) for k in RECIPE_FLAGS if getattr(FLAGS, k) is not None})
+    strategy = train_flags.setup(global_batch=hp["batch_size"])
     replicas = strategy.num_replicas_in_sync
     config = TrainConfig(
-        learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
-        clip_norm=FLAGS.clip_norm or None, warmup_steps=0, halve_lr_below=None,
-        decay_every_epochs=FLAGS.decay_every_epochs or None, decay_factor=0.1,
+        learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
+        clip_norm=hp["clip_norm"] or None, warmup_steps=0, halve_lr_below=None,
+        decay_every_epochs=hp["decay_every_epochs"] or None, decay_factor=hp["decay_factor"],
         patience=FLAGS.patience, **train_flags.trainer_kwargs())
     if train_flags.report_if_finished(config, lambda r: "validate accuracy {:.1f} %".format(
             r.get("accuracy_percent", {}).get("validate", float("nan")))):
@@ -91,31 +105,29 @@ def main(argv):
     print(f"train {len(train.labels):,} pairs; " + ", ".join(
         f"{k} {len(v.labels):,}" for k, v in evals.items()))
 
-    model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
-    pooling = FLAGS.pooling or ("last" if FLAGS.arch == "plain" else "max")
-
     def model_fn():
-        return model_class(vocabulary_size=entailment.VOCAB_SIZE, units=FLAGS.dim,
-                           cell=FLAGS.cell, num_roles=FLAGS.roles, pooling=pooling,
-                           features=FLAGS.features, seed=FLAGS.seed)
+        return model_class.from_preset(preset, units=FLAGS.dim, num_roles=FLAGS.roles,
+                                       pooling=FLAGS.pooling, features=FLAGS.features,
+                                       seed=FLAGS.seed)
 
-    trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate),
+    trainer = Trainer(model_fn, lambda: get_optimizer(hp["optimizer"], hp["learning_rate"]),
                       binary_classification(), config, FLAGS.model_dir, strategy=strategy)
-    params = trainer.model.count_params()
-    trainable = sum(int(w.numpy().size) for w in trainer.model.trainable_weights)
-    print(f"{FLAGS.arch} {FLAGS.cell} d={FLAGS.dim}"
-          + (f" N={FLAGS.roles}" if FLAGS.cell == "tpru" else "")
+    model = trainer.model
+    params = model.count_params()
+    trainable = sum(int(w.numpy().size) for w in model.trainable_weights)
+    print(f"{FLAGS.arch} {FLAGS.cell} d={model.units}"
+          + (f" N={model.num_roles}" if FLAGS.cell == "tpru" else "")
           + f": {params:,} parameters ({trainable:,} trainable).")
 
     def train_fn(epoch):
-        return entailment.make_dataset(train, FLAGS.batch_size, shuffle=True,
-                                       augment=FLAGS.augment,
+        return entailment.make_dataset(train, hp["batch_size"], shuffle=True,
+                                       augment=hp["augment"],
                                        seed=FLAGS.seed * 100_003 + epoch)
 
     eval_ds = {k: entailment.make_dataset(v, 256) for k, v in evals.items()}
     started = time.time()
     history = trainer.fit(train_fn, eval_ds["validate"],
-                          steps_per_epoch=-(-len(train.labels) // FLAGS.batch_size))
+                          steps_per_epoch=-(-len(train.labels) // hp["batch_size"]))
     train_seconds = time.time() - started
     accuracy = {k: 100.0 - trainer.evaluate(ds)["error_percent"] for k, ds in eval_ds.items()}
     print("\n" + " | ".join(f"{k} {v:.1f}" for k, v in accuracy.items()))
@@ -127,18 +139,16 @@ def main(argv):
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
         "stopped": trainer.stop_reason,
-        "steps": int(trainer.state["global_step"].numpy()),
+        "steps": trainer.state.value("global_step"),
         "history": history,
         "config": {k: getattr(FLAGS, k) for k in (
-            "cell", "arch", "dim", "roles", "features", "augment", "train_limit",
-            "batch_size", "learning_rate", "epochs", "steps", "decay_every_epochs",
-            "clip_norm", "seed")} | {"pooling": pooling, "replicas": replicas},
+            "cell", "arch", "features", "train_limit", "steps", "seed")} | hp | {
+            "preset": preset, "dim": model.units, "roles": model.num_roles,
+            "pooling": model.pooling, "replicas": replicas},
     }
     if is_chief(strategy):
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
                          entailment.save_vocabulary)
-        from serving.export_entailment import export_entailment_model
-
         served = export_entailment_model(
             keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tpr_keras.analysis import systematic
-from tpr_keras.data import babi, babi_systematic
+from tpr_keras.data import babi
+from tpr_keras.data.babi import systematic as babi_systematic
 
 
 @pytest.fixture()

@@ -6,7 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from tpr_keras.data import babi, babi_systematic as sg
+from tpr_keras.data import babi
+from tpr_keras.data.babi import systematic as sg
 
 TASKS = (1, 6)
 NAMES = {"Alex": 2, "Logan": 1}

@@ -106,10 +106,20 @@ def test_vocabulary_order_and_round_trip(tmp_path):
     np.testing.assert_array_equal(E.encode("A$"), [1, 1])
 
 
-def test_model_vocab_constant_matches():
-    from tpr_keras.models.entailment import ENTAILMENT_VOCAB_SIZE
+def test_models_default_to_the_data_vocabulary():
+    from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
 
-    assert ENTAILMENT_VOCAB_SIZE == E.VOCAB_SIZE
+    for model_class in (PlainEntailmentModel, BiDAFEntailmentModel):
+        model = model_class(units=4, num_roles=2, seed=0)
+        assert model.vocabulary_size == E.VOCAB_SIZE == 34
+        assert model.get_layer("embedding").input_dim == 34
+
+
+def test_tokenize_drops_whitespace_and_maps_the_rest():
+    np.testing.assert_array_equal(E.tokenize("( a | Q )"), [6, 8, 4, 1, 7])
+    np.testing.assert_array_equal(E.tokenize(" \t\n\r\f"), np.zeros(0))
+    np.testing.assert_array_equal(E.tokenize("a\vb\u00a0c"), [8, 1, 9, 1, 10])
+    np.testing.assert_array_equal(E.tokenize("(a&b)"), E.encode("(a&b)"))
 
 
 # ---------------------------------------------------------------------- parsing

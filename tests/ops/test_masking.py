@@ -31,7 +31,7 @@ def test_layers_and_models_use_the_shared_value():
     """The four former copies now read this module (no local constant left)."""
     import tpr_keras.layers.memn2n as memn2n
     import tpr_keras.layers.tp_attention as tp_attention
-    import tpr_keras.models.entailment as entailment
+    import tpr_keras.models.entailment.entailment_layers as entailment
     import tpr_keras.models.tp_transformer as tp_transformer
 
     assert memn2n.mask_value is mask_value and tp_attention.mask_value is mask_value

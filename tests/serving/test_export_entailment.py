@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from serving.export_entailment import export_entailment_model
 from tpr_keras.data import entailment
 from tpr_keras.models import PlainEntailmentModel
+from tpr_keras.models.entailment import export_entailment_model
 
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("", ""), ("( a | b )", "(b|a)"),
          ("(x&Q!)", "x")]
@@ -23,7 +23,7 @@ def exported(tmp_path_factory):
 
 def keras_probability(model, pairs):
     def ids(texts):
-        rows = [entailment.encode(t.replace(" ", "")) for t in texts]
+        rows = [entailment.tokenize(t) for t in texts]
         width = max(1, max(len(r) for r in rows))
         return np.array([list(r) + [0] * (width - len(r)) for r in rows], "int32")
 

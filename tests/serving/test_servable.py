@@ -70,6 +70,17 @@ def test_the_server_replays_the_warmup_request_the_exporter_wrote(version_dir):
         servable.close()
 
 
+def test_server_and_exporters_name_the_same_files():
+    """The server's copy of the layout (serving/layout.py, which imports no tpr_keras) and
+    the exporters' (tpr_keras/models/tf_serving_layout.py) must not drift apart."""
+    from serving import layout
+    from tpr_keras.models import tf_serving_layout
+
+    for name in ("EXTRA_ASSETS_DIR", "WARMUP_FILE", "WARMUP_PATH"):
+        assert getattr(layout, name) == getattr(tf_serving_layout, name), name
+    assert tf_serving_layout.SIGNATURE_KEY == "serving_default"
+
+
 def test_unknown_runtime_is_refused(version_dir):
     with pytest.raises(ValueError, match="runtime must be one of"):
         Servable("babi", 1, version_dir, runtime="nope")

@@ -1,12 +1,12 @@
 """TPR-RNN §7 systematic generalisation (Figure 5): test accuracy per new name and task.
 
-    python -m tpr_keras.data.babi_systematic --data_dir ../shared/data/babi --out runs/sg-data
+    python -m tpr_keras.data.babi.systematic --data_dir ../shared/data/babi --out runs/sg-data
     python -m train.babi --task 1,6,7,8,9,11,12,13 --data_dir runs/sg-data --model_dir runs/sg
     python -m tpr_keras.analysis.systematic --model_dir runs/sg --data runs/sg-data \\
         --out results/figures/systematic
 
 Evaluates a trained bAbI model on every ``systematic/<name>/qaN_*_test.txt`` test set that
-:mod:`tpr_keras.data.babi_systematic` wrote, and reports the accuracy of each (name, task)
+:mod:`tpr_keras.data.babi.systematic` wrote, and reports the accuracy of each (name, task)
 pair, marked *seen* when the name's training stories included that task (``manifest.json``).
 Like Figure 5, the summary averages over tasks per name, separately over seen and unseen
 pairs. Writes ``systematic.json``, ``systematic.md`` and, with the ``analysis`` extra
@@ -205,7 +205,7 @@ def run_compare(specs: Sequence[str], out: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model_dir", help="a train.babi --model_dir")
-    parser.add_argument("--data", help="the babi_systematic --out folder")
+    parser.add_argument("--data", help="the --out folder of tpr_keras.data.babi.systematic")
     parser.add_argument("--compare", nargs="+", metavar="LABEL=JSON",
                         help="side by side: systematic.json files of earlier evaluations")
     parser.add_argument("--out", required=True)

@@ -7,8 +7,12 @@ parentheses; `E` = 1 iff A entails B; `H1`–`H3` are 0/1 heuristic flags.
 
 - `load_entailment_file` / `load_entailment_split` parse and validate a file
   into `EntailmentData` (lists of strings + NumPy arrays).
-- `VOCABULARY` / `encode` / `decode` / `save_vocabulary` / `load_vocabulary`:
-  the fixed character vocabulary.
+- The text specification (one, for the Python tokenizer here and the in-graph one
+  of `tpr_keras.models.entailment`, tested to give the same ids): the fixed
+  character `VOCABULARY` (one id per character; any other character is `<unk>`)
+  and `IGNORED_CHARACTERS` (whitespace, dropped). `tokenize` applies it to raw
+  text; `encode` / `decode` map validated propositions (no whitespace) to ids and
+  back; `save_vocabulary` / `load_vocabulary`.
 - `permute_variables`: in-graph symbolic vocabulary permutation (a true
   bijection on a–z, shared by A and B of a pair).
 - `make_dataset`: a `tf.data.Dataset` of padded batches
@@ -68,6 +72,12 @@ FIRST_VARIABLE_ID = VOCABULARY.index("a")
 NUM_VARIABLES = len(VARIABLES)
 VOCAB_SIZE = len(VOCABULARY)
 
+#: Characters dropped from raw text before encoding: the whitespace of RE2's ``\s``
+#: (space, tab, newline, carriage return, form feed). Any other character not in
+#: `VOCABULARY` (including the vertical tab and non-ASCII spaces) is `<unk>`.
+IGNORED_CHARACTERS = " \t\n\r\f"
+_DROP_IGNORED = str.maketrans("", "", IGNORED_CHARACTERS)
+
 # Byte -> id lookup; unknown bytes map to UNK.
 _LOOKUP = np.full(256, UNK_ID, dtype=np.int32)
 for _i, _tok in enumerate(VOCABULARY[2:], start=2):
@@ -101,6 +111,15 @@ class EntailmentData:
 def encode(text):
     """Encodes one proposition into `int32[len(text)]` ids (unknown -> 1)."""
     return _LOOKUP[np.frombuffer(text.encode("latin-1", "replace"), np.uint8)]
+
+
+def tokenize(text):
+    """Raw text -> `int32[n]` ids, as an exported model reads its inputs.
+
+    Drops `IGNORED_CHARACTERS`, then one id per remaining character (`encode`):
+    `tokenize("( a | Q )")` is `encode("(a|Q)")`, `[6, 8, 4, 1, 7]`.
+    """
+    return encode(text.translate(_DROP_IGNORED))
 
 
 def decode(ids):

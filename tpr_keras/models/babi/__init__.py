@@ -9,7 +9,7 @@ ids, so they share one preprocessor and one exporter:
   tokenizer and tested to give the same ids;
 * :class:`BabiServingModule` / :func:`save_babi_servable`: a trained model and
   its vocabulary as a SavedModel with ``serving_default`` and ``tokenize``
-  signatures (``serving.export`` publishes it in TF Serving's layout).
+  signatures; :func:`export_babi_model` publishes it in TF Serving's layout.
 """
 
 from tpr_keras.models.babi.babi_exporter import (  # noqa: F401
@@ -17,6 +17,7 @@ from tpr_keras.models.babi.babi_exporter import (  # noqa: F401
     SIGNATURE_KEY,
     TOKENIZE_SIGNATURE_KEY,
     BabiServingModule,
+    export_babi_model,
     save_babi_servable,
 )
 from tpr_keras.models.babi.babi_inputs import babi_inputs  # noqa: F401

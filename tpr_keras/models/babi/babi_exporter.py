@@ -14,8 +14,9 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
   ``story_ids`` (``int32[batch, S, W]``) and ``question_ids`` (``int32[batch, W]``),
   the ids the model sees.
 
-Where the version folder goes and its warm-up file are TF Serving's layout, written by
-``serving.export``.
+:func:`export_babi_model` puts that SavedModel into TF Serving's layout (a version
+folder with a warm-up request and ``export_info.json``,
+:mod:`tpr_keras.models.tf_serving_layout`).
 """
 
 from __future__ import annotations
@@ -30,11 +31,8 @@ import tensorflow as tf
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
 from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer
+from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
 
-#: TensorFlow's own name of the default signature ("serving_default"): the one
-#: definition both the exporters here and the server in ``serving/`` (which imports
-#: nothing from tpr_keras) refer to.
-SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"
 DEFAULT_TOP_K = 5
@@ -194,3 +192,44 @@ def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
         "sentence_split": "newlines, and after every '.', '?', '!'",
         "model_class": type(model).__name__,
     }
+
+
+def export_babi_model(
+    model: Any,
+    vocabulary: Any,
+    export_dir: str | os.PathLike,
+    model_name: str = "babi",
+    *,
+    version: int | None = None,
+    max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
+    top_k: int = DEFAULT_TOP_K,
+) -> str:
+    """Exports ``model`` to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
+
+    Args:
+        model: A Keras model taking ``{"story": int32[B, S, W], "question": int32[B, W]}``
+            and returning logits ``[B, len(vocabulary)]``, with a ``max_words`` (W)
+            attribute (``tpr_keras.models.TPRRNN`` or ``MemN2N``).
+        vocabulary: A ``tpr_keras.data.babi.Vocabulary``, its tokens in id order, or the
+            path of its ``vocab.txt``.
+        export_dir: Base folder; the model goes to ``<export_dir>/<model_name>/<version>``.
+        model_name: The served model's name.
+        version: Version number; default: one more than the largest existing version.
+        max_story_sentences: Keep the last N sentences of a story (the loader's
+            truncation, 70 by default; 130 for task 3); None keeps all.
+        top_k: Number of scored candidate answers returned.
+
+    Returns:
+        The version folder written.
+
+    Raises:
+        ValueError: Inconsistent model and vocabulary, or bad arguments.
+        FileExistsError: ``version`` is given and already exists.
+    """
+    check_model(model, vocabulary_tokens(vocabulary))  # fail before making any folder
+
+    def save(tmp: str) -> dict[str, Any]:
+        return save_babi_servable(model, vocabulary, tmp,
+                                  max_story_sentences=max_story_sentences, top_k=top_k)
+
+    return export_version(export_dir, model_name, version, save, WARMUP_INPUTS)

@@ -26,18 +26,12 @@ class MemN2N(PresetMixin, keras.Model):
     Args:
         vocabulary_size: number of word ids (0 = pad).
         max_words: word slots per sentence/question (``W``).
-        embedding_dim: ``d`` (20 per task, 50 jointly).
-        num_hops: ``K``.
-        memory_size: sentences kept in memory (50).
-        sentence_encoding: ``"position"`` (paper), ``"position_code"``
-            (authors' code) or ``"bag_of_words"``.
-        temporal_encoding: add ``T_A``/``T_C``.
-        weight_tying: ``"adjacent"`` or ``"layer_wise"``.
-        random_noise: max fraction of empty memories inserted in training.
-        mask_empty_memories: mask empty slots out of the attention softmax
-            (False = the authors' code).
-        linear_start: start with the hop softmaxes removed.
-        seed: seed of the random-noise generator.
+        **kwargs: the arguments of :class:`MemN2NNetwork` listed in
+            :data:`NETWORK_ARGS`, with its defaults and meaning (``embedding_dim`` d:
+            20 per task, 50 jointly; ``num_hops`` K; ``memory_size`` 50;
+            ``sentence_encoding``; ``temporal_encoding``; ``weight_tying``;
+            ``random_noise``; ``mask_empty_memories``; ``linear_start``; ``seed``), then
+            ``keras.Model``'s (``name``, ``trainable``).
 
     Presets (:data:`PRESETS`): ``single_task`` and ``all_tasks`` (§4.4), each with
     the §4.2 training recipe (:meth:`preset_recipe`).
@@ -49,36 +43,14 @@ class MemN2N(PresetMixin, keras.Model):
     TensorShape([2, 40])
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        max_words,
-        embedding_dim=20,
-        num_hops=3,
-        memory_size=50,
-        sentence_encoding="position",
-        temporal_encoding=True,
-        weight_tying="adjacent",
-        random_noise=0.1,
-        mask_empty_memories=True,
-        linear_start=False,
-        seed=None,
-        **kwargs,
-    ):
-        network = MemN2NNetwork(
-            vocabulary_size,
-            embedding_dim=embedding_dim,
-            num_hops=num_hops,
-            memory_size=memory_size,
-            sentence_encoding=sentence_encoding,
-            temporal_encoding=temporal_encoding,
-            weight_tying=weight_tying,
-            random_noise=random_noise,
-            mask_empty_memories=mask_empty_memories,
-            linear_start=linear_start,
-            seed=seed,
-            name="memn2n",
-        )
+    #: The :class:`MemN2NNetwork` arguments the model takes and keeps in its config.
+    NETWORK_ARGS = ("embedding_dim", "num_hops", "memory_size", "sentence_encoding",
+                    "temporal_encoding", "weight_tying", "random_noise",
+                    "mask_empty_memories", "linear_start", "seed")
+
+    def __init__(self, vocabulary_size, max_words, **kwargs):
+        network_args = {k: kwargs.pop(k) for k in self.NETWORK_ARGS if k in kwargs}
+        network = MemN2NNetwork(vocabulary_size, name="memn2n", **network_args)
         story, question = babi_inputs(max_words)
         logits = network([story, question])
         super().__init__(
@@ -88,16 +60,10 @@ class MemN2N(PresetMixin, keras.Model):
         )
         self.vocabulary_size = int(vocabulary_size)
         self.max_words = int(max_words)
-        self.embedding_dim = int(embedding_dim)
-        self.num_hops = int(num_hops)
-        self.memory_size = int(memory_size)
-        self.sentence_encoding = sentence_encoding
-        self.temporal_encoding = bool(temporal_encoding)
-        self.weight_tying = weight_tying
-        self.random_noise = float(random_noise)
-        self.mask_empty_memories = bool(mask_empty_memories)
-        self.seed = seed
         self.network = network
+        for key in self.NETWORK_ARGS:  # the network's values, as attributes of the model
+            if key != "linear_start":  # a property: the switch's current state
+                setattr(self, key, getattr(network, key))
 
     presets = PRESETS
 
@@ -119,21 +85,13 @@ class MemN2N(PresetMixin, keras.Model):
         return attention
 
     def get_config(self):
+        network = self.network.get_config()  # linear_start: the switch's current state
         return {
             "name": self.name,
             "trainable": self.trainable,
             "vocabulary_size": self.vocabulary_size,
             "max_words": self.max_words,
-            "embedding_dim": self.embedding_dim,
-            "num_hops": self.num_hops,
-            "memory_size": self.memory_size,
-            "sentence_encoding": self.sentence_encoding,
-            "temporal_encoding": self.temporal_encoding,
-            "weight_tying": self.weight_tying,
-            "random_noise": self.random_noise,
-            "mask_empty_memories": self.mask_empty_memories,
-            "linear_start": self.linear_start,
-            "seed": self.seed,
+            **{key: network[key] for key in self.NETWORK_ARGS},
         }
 
     @classmethod

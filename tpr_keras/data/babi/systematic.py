@@ -17,7 +17,7 @@ file, test pairs from the test file, so no test story is in training. Which task
 trains on is a seeded permutation of the tasks, cut into nested prefixes (Logan's task
 is among Mike's, Mike's among Jordan's, ...). Everything depends only on ``seed``.
 
-Output layout (``build`` / ``python -m tpr_keras.data.babi_systematic``)::
+Output layout (``build`` / ``python -m tpr_keras.data.babi.systematic``)::
 
     OUT/en-10k/qaN_<name>_train.txt   the task's training file with its generated
                                       training stories inserted at seeded positions

@@ -1,0 +1,113 @@
+"""The entailment family's package: presets with the §5.1 recipe, saved files of the old
+module layout, the recurrent-layer hook, and the in-graph tokenizer == the Python one."""
+
+import json
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.data import entailment as data
+from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
+from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers
+
+
+def test_presets_are_section_5_1():
+    assert sorted(PlainEntailmentModel.presets) == ["plain_gru", "plain_lstm", "plain_tpru"]
+    assert sorted(BiDAFEntailmentModel.presets) == ["bidaf_gru", "bidaf_lstm", "bidaf_tpru"]
+    for model_class in (PlainEntailmentModel, BiDAFEntailmentModel):
+        for name in model_class.presets:
+            recipe = model_class.preset_recipe(name)
+            assert recipe == {"optimizer": "adam", "learning_rate": 0.001,
+                              "decay_every_epochs": 30, "decay_factor": 0.1, "epochs": 90,
+                              "batch_size": 64, "clip_norm": 5.0, "augment": True}
+    model = PlainEntailmentModel.from_preset("plain_tpru", seed=3)
+    config = model.get_config()
+    assert (config["units"], config["cell"], config["num_roles"], config["seed"]) == (
+        64, "tpru", 32, 3)
+    assert config["pooling"] == "last"
+    small = BiDAFEntailmentModel.from_preset("bidaf_gru", units=8)
+    assert (small.units, small.cell, small.pooling) == (8, "gru", "max")
+    with pytest.raises(ValueError, match="Unknown preset 'plain_gru'"):
+        BiDAFEntailmentModel.from_preset("plain_gru")
+
+
+def test_registered_names_are_unchanged_and_old_files_load(tmp_path):
+    """``.keras`` files written before the package (module ``tpr_keras.models.entailment``)
+    still load: the registered names are the same."""
+    assert keras.saving.get_registered_name(PlainEntailmentModel) == (
+        "tpr_keras>PlainEntailmentModel")
+    assert keras.saving.get_registered_name(BiDAFEntailmentModel) == (
+        "tpr_keras>BiDAFEntailmentModel")
+    for layer in ("MaskedMaxPooling1D", "PairFeatures", "BiDAFAttention"):
+        assert keras.saving.get_registered_name(getattr(entailment_layers, layer)) == (
+            f"tpr_keras>{layer}")
+    model = BiDAFEntailmentModel(units=4, cell="tpru", num_roles=2, seed=1)
+    new = tmp_path / "new.keras"
+    model.save(new)
+    old = tmp_path / "old.keras"
+    with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
+        for item in src.infolist():
+            payload = src.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(payload)
+                assert config["registered_name"] == "tpr_keras>BiDAFEntailmentModel"
+                config["module"] = "tpr_keras.models.entailment"  # as main's HEAD wrote it
+                payload = json.dumps(config).encode()
+            dst.writestr(item, payload)
+    x = {"a": np.array([[6, 8, 3, 9, 7]], "int32"), "b": np.array([[8, 0, 0, 0, 0]], "int32")}
+    restored = keras.models.load_model(old)
+    assert type(restored) is BiDAFEntailmentModel
+    np.testing.assert_allclose(restored(x), model(x), rtol=1e-6)
+
+
+def test_models_build_their_recurrent_layers_through_entailment_layers(monkeypatch):
+    """A benchmark swaps ``entailment_layers.make_recurrent_layer``; the models must see it."""
+    calls = []
+    original = entailment_layers.make_recurrent_layer
+
+    def recording(cell, units, *args, **kwargs):
+        calls.append(cell)
+        return original(cell, units, *args, **kwargs)
+
+    monkeypatch.setattr(entailment_layers, "make_recurrent_layer", recording)
+    PlainEntailmentModel(units=4, cell="gru", seed=0)
+    BiDAFEntailmentModel(units=4, cell="lstm", seed=0)
+    assert calls == ["gru", "lstm", "lstm"]
+
+
+TRICKY = [
+    "",
+    " ",
+    "".join(data.VOCABULARY[2:]),  # every symbol
+    "( a & b ) > ~ c",
+    "\t(a\n|\rb)\f",  # the ignored whitespace
+    "a\vb",  # vertical tab: not ignored, unknown
+    "a\u00a0b\u2028c\u3000d\x85",  # Unicode spaces: unknown
+    "ABC xyz 123 !?,;:\"'\\",  # upper case, digits, punctuation
+    "\x00(a)\x00",  # NUL
+    "é(ü)\U0001F600ß",  # Latin-1, non-Latin-1 and non-BMP characters
+    "<pad><unk>",  # the special tokens' spellings are characters like any other
+    "((((((((((a))))))))))" * 3,
+]
+
+
+def test_in_graph_tokenizer_gives_the_python_ids(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    data.save_vocabulary(vocab_file)
+    tokenizer = EntailmentTokenizer(str(vocab_file))
+    ragged = tokenizer.ragged_ids(tf.constant(TRICKY)).to_list()
+    expected = [data.tokenize(text).tolist() for text in TRICKY]
+    assert ragged == expected
+    assert expected[2] == list(range(2, 34)) and expected[0] == [] and expected[1] == []
+    dense = tokenizer(tf.constant(TRICKY)).numpy()
+    assert dense.shape == (len(TRICKY), max(len(e) for e in expected))
+    for row, ids in zip(dense, expected):
+        np.testing.assert_array_equal(row[:len(ids)], ids)
+        assert not row[len(ids):].any()
+    assert tokenizer(tf.constant(["", " "])).numpy().tolist() == [[0], [0]]
+    # Invalid UTF-8 (which no Python str holds) reads as U+FFFD, an unknown character.
+    bad = tokenizer.ragged_ids(tf.constant([b"\xff(a)"])).to_list()
+    assert bad == [data.tokenize("\ufffd(a)").tolist()] == [[1, 6, 8, 7]]

@@ -1,0 +1,30 @@
+"""Logical entailment (Tang, Smolensky & de Sa, 2018): models, presets, preprocessor, exporter.
+
+* :class:`PlainEntailmentModel`, :class:`BiDAFEntailmentModel` and their layers
+  (:mod:`~tpr_keras.models.entailment.entailment_layers`, where
+  ``make_recurrent_layer`` lives);
+* presets with the §5.1 recipe (:data:`PLAIN_PRESETS`, :data:`BIDAF_PRESETS`);
+* :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
+  specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
+* :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout.
+"""
+
+from tpr_keras.models.entailment.entailment_exporter import (  # noqa: F401
+    EntailmentServingModule,
+    export_entailment_model,
+    save_entailment_servable,
+)
+from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
+    BiDAFAttention,
+    MaskedMaxPooling1D,
+    PairFeatures,
+)
+from tpr_keras.models.entailment.entailment_model import (  # noqa: F401
+    BiDAFEntailmentModel,
+    PlainEntailmentModel,
+)
+from tpr_keras.models.entailment.entailment_presets import (  # noqa: F401
+    BIDAF_PRESETS,
+    PLAIN_PRESETS,
+)
+from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer  # noqa: F401

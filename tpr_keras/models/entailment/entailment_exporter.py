@@ -1,0 +1,78 @@
+"""The entailment exporter: a trained model as a string-pair SavedModel for TF Serving.
+
+Signature ``serving_default``: ``premise`` and ``hypothesis`` (``tf.string[batch]``,
+formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
+``probability`` (``float32[batch]``, the model's probability that the premise entails the
+hypothesis). Characters become ids in the graph (:class:`EntailmentTokenizer`, the same
+ids as ``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other
+unknown character maps to ``<unk>``, never an error. :func:`export_entailment_model`
+puts the SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`).
+"""
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from tpr_keras.data.entailment import save_vocabulary
+from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer
+from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
+
+VOCAB_ASSET = "entailment_vocab.txt"
+#: One request a fresh version answers before it serves (TF Serving's warm-up).
+WARMUP_INPUTS = {"premise": ["(a>b)"], "hypothesis": ["(~b>~a)"]}
+
+
+class EntailmentServingModule(tf.Module):
+    """String-pair wrapper of a trained entailment model (``{"a", "b"}`` ids -> logit).
+
+    Like the other exporters, the Keras model is only closed over; the module tracks the
+    variables its traced function reads, so TF1 loading (TF Serving's path) works.
+
+    Args:
+        model: a ``PlainEntailmentModel`` or ``BiDAFEntailmentModel``.
+        vocab_file: the character vocabulary file (becomes an asset).
+    """
+
+    def __init__(self, model, vocab_file):
+        super().__init__(name="entailment_serving")
+        self.tokenizer = EntailmentTokenizer(vocab_file)
+        tokenizer = self.tokenizer
+
+        def serve(premise, hypothesis):
+            logits = model({"a": tokenizer(premise), "b": tokenizer(hypothesis)},
+                           training=False)
+            probability = tf.sigmoid(tf.reshape(tf.cast(logits, tf.float32), [-1]))
+            return {"entails": probability > 0.5, "probability": probability}
+
+        spec = [tf.TensorSpec([None], tf.string, name="premise"),
+                tf.TensorSpec([None], tf.string, name="hypothesis")]
+        self.serve = tf.function(serve, input_signature=spec)
+        self.captured_variables = list(self.serve.get_concrete_function().variables)
+
+
+def save_entailment_servable(model, path):
+    """Saves ``model`` as a string-pair SavedModel at ``path``; returns its description
+    (for ``export_info.json``)."""
+    with tempfile.TemporaryDirectory() as vocab_dir:
+        vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
+        save_vocabulary(vocab_file)
+        module = EntailmentServingModule(model, vocab_file)
+        tf.saved_model.save(module, os.fspath(path),
+                            signatures={SIGNATURE_KEY: module.serve.get_concrete_function()})
+    return {"format": "tpr-keras/entailment-serving/1", "model_class": type(model).__name__,
+            "signatures": {SIGNATURE_KEY: {
+                "inputs": {"premise": "string[batch]", "hypothesis": "string[batch]"},
+                "outputs": {"entails": "bool[batch]", "probability": "float32[batch]"}}}}
+
+
+def export_entailment_model(model, export_dir, model_name="entailment", version=None):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it.
+
+    ``version`` defaults to one more than the largest existing version.
+
+    Raises:
+        FileExistsError: ``version`` is given and already exists.
+    """
+    return export_version(export_dir, model_name, version,
+                          lambda tmp: save_entailment_servable(model, tmp), WARMUP_INPUTS)

@@ -1,0 +1,208 @@
+"""The layers of the entailment classifiers (Tang, Smolensky & de Sa, 2018, §4-§5).
+
+* :func:`make_recurrent_layer`: the recurrent unit (TPRU, LSTM or GRU) both models
+  build their encoders with. The models call it through this module at build time
+  (``entailment_layers.make_recurrent_layer(...)``), so a benchmark can replace it
+  here to measure another implementation of the same unit.
+* :class:`MaskedMaxPooling1D`: max over time of the non-padded steps.
+* :class:`PairFeatures`: ``[u, v, |u − v|, u ∘ v]`` or ``[u, v]``.
+* :class:`BiDAFAttention`: bi-directional attention flow (Seo et al., 2017, eq. 1-4).
+"""
+
+import numpy as np  # noqa: F401  (the doctests use it)
+
+import keras
+from keras import ops
+
+from tpr_keras.layers.tpru import TPRU
+from tpr_keras.ops.masking import mask_value
+
+CELLS = ("tpru", "lstm", "gru")
+POOLINGS = ("last", "max")
+FEATURES = ("full", "concat")
+
+
+def make_recurrent_layer(
+    cell, units, num_roles=32, seed=None, return_sequences=False, name=None
+):
+    """A masking-aware RNN layer of the given unit type.
+
+    Args:
+        cell: `"tpru"`, `"lstm"` or `"gru"`.
+        units: state width d.
+        num_roles: TPRU roles N (ignored for LSTM/GRU).
+        seed: seed of the TPRU role basis V (ignored for LSTM/GRU).
+        return_sequences: return all steps instead of the last state.
+        name: layer name.
+    """
+    if cell == "tpru":
+        # the fast sequence form of keras.layers.RNN(TPRUCell(...)), same function
+        return TPRU(units, num_roles=num_roles, seed=seed,
+                    return_sequences=return_sequences, name=name)
+    if cell == "lstm":
+        return keras.layers.LSTM(units, return_sequences=return_sequences, name=name)
+    if cell == "gru":
+        return keras.layers.GRU(units, return_sequences=return_sequences, name=name)
+    raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class MaskedMaxPooling1D(keras.layers.Layer):
+    """Max over time of `[batch, time, dim]`, ignoring masked steps.
+
+    Fully masked rows give 0.
+
+    Example:
+    >>> x = np.array([[[1.0], [5.0], [9.0]]], "float32")
+    >>> MaskedMaxPooling1D()(x, mask=np.array([[True, True, False]])).numpy()
+    array([[5.]], dtype=float32)
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        if mask is None:
+            return ops.max(inputs, axis=1)
+        keep = ops.expand_dims(ops.cast(mask, "bool"), -1)
+        pooled = ops.max(ops.where(keep, inputs, mask_value(inputs.dtype)), axis=1)
+        return ops.where(ops.any(keep, axis=1), pooled, 0.0)
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class PairFeatures(keras.layers.Layer):
+    """Pair features of two sentence vectors.
+
+    `mode="full"`: `[u, v, |u − v|, u ∘ v]` (§5.1 for MNLI; the authors' code
+    for logical entailment). `mode="concat"`: `[u, v]` (§5.1's
+    description of the logical entailment model).
+
+    Args:
+        mode: `"full"` or `"concat"`.
+    """
+
+    def __init__(self, mode="full", **kwargs):
+        super().__init__(**kwargs)
+        if mode not in FEATURES:
+            raise ValueError(f"mode must be one of {FEATURES}, got {mode!r}")
+        self.mode = mode
+
+    def call(self, inputs):
+        u, v = inputs
+        if self.mode == "concat":
+            return ops.concatenate([u, v], axis=-1)
+        return ops.concatenate([u, v, ops.abs(u - v), u * v], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        dim = input_shape[0][-1]
+        factor = 2 if self.mode == "concat" else 4
+        return tuple(input_shape[0][:-1]) + (None if dim is None else factor * dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config["mode"] = self.mode
+        return config
+
+
+def _masked_softmax(logits, mask, axis):
+    if mask is not None:
+        logits = ops.where(mask, logits, mask_value(logits.dtype))
+    return ops.softmax(logits, axis=axis)
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class BiDAFAttention(keras.layers.Layer):
+    """Bi-directional attention flow between two sequences (Seo et al., 2017).
+
+    With `h_t` (A, `[batch, T, k]`) and `u_j` (B, `[batch, J, k]`): trilinear
+    similarity `S_tj = w_hᵀ h_t + w_uᵀ u_j + w_mᵀ (h_t ∘ u_j)` (Seo et al.
+    eq. 1); A-to-B attention `ũ_t = Σ_j softmax_j(S_t:) u_j` and B-to-A
+    attention `h̃ = Σ_t softmax_t(max_j S_tj) h_t` (eq. 2–3); output
+    `G_A = [h; ũ; h ∘ ũ; h ∘ h̃]` (eq. 4). Because entailment compares two
+    sequences, the same `S` is also used the other way round (softmax over
+    `t` of `S_:j`, `max_t`) to give `G_B`, so both sequences get an
+    attention-augmented representation `[batch, ·, 4k]`. Masks (padding) of
+    both inputs are respected and propagated.
+
+    Example:
+    >>> att = BiDAFAttention()
+    >>> g_a, g_b = att([np.ones((2, 5, 8), "float32"),
+    ...                 np.ones((2, 3, 8), "float32")])
+    >>> g_a.shape, g_b.shape
+    (TensorShape([2, 5, 32]), TensorShape([2, 3, 32]))
+    """
+
+    def __init__(self, kernel_initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        dim = input_shape[0][-1]
+        self.similarity_kernel = self.add_weight(
+            shape=(3, dim), initializer=self.kernel_initializer,
+            name="similarity_kernel",
+        )
+
+    def call(self, inputs, mask=None):
+        h, u = inputs
+        mask_h, mask_u = (None, None) if mask is None else mask
+        w_h, w_u, w_m = (self.similarity_kernel[i] for i in range(3))
+        s = (
+            ops.expand_dims(ops.matmul(h, w_h), 2)
+            + ops.expand_dims(ops.matmul(u, w_u), 1)
+            + ops.einsum("btk,bjk->btj", h * w_m, u)
+        )  # [batch, T, J]
+        mh = None if mask_h is None else ops.cast(mask_h, "bool")
+        mu = None if mask_u is None else ops.cast(mask_u, "bool")
+        pair_mask = None
+        if mh is not None or mu is not None:
+            row = mh if mh is not None else ops.ones_like(s[:, :, 0], "bool")
+            col = mu if mu is not None else ops.ones_like(s[:, 0, :], "bool")
+            pair_mask = ops.logical_and(
+                ops.expand_dims(row, 2), ops.expand_dims(col, 1)
+            )
+        g_h = self._flow(h, u, s, pair_mask, mh)
+        s_t = ops.transpose(s, (0, 2, 1))
+        pair_mask_t = None if pair_mask is None else ops.transpose(pair_mask, (0, 2, 1))
+        g_u = self._flow(u, h, s_t, pair_mask_t, mu)
+        return [g_h, g_u]
+
+    @staticmethod
+    def _flow(context, query, s, pair_mask, context_mask):
+        # Context-to-query: each context step attends over the query.
+        attended_query = ops.matmul(_masked_softmax(s, pair_mask, axis=-1), query)
+        # Query-to-context: one attention over context steps.
+        masked = s if pair_mask is None else ops.where(pair_mask, s, mask_value(s.dtype))
+        best = ops.max(masked, axis=-1)
+        weights = _masked_softmax(best, context_mask, axis=-1)
+        attended_context = ops.einsum("bt,btk->bk", weights, context)
+        return ops.concatenate(
+            [
+                context,
+                attended_query,
+                context * attended_query,
+                context * ops.expand_dims(attended_context, 1),
+            ],
+            axis=-1,
+        )
+
+    def compute_mask(self, inputs, mask=None):
+        return [None, None] if mask is None else list(mask)
+
+    def compute_output_shape(self, input_shape):
+        return [tuple(s[:-1]) + (4 * s[-1],) for s in input_shape]
+
+    def get_config(self):
+        config = super().get_config()
+        config["kernel_initializer"] = keras.initializers.serialize(
+            self.kernel_initializer
+        )
+        return config

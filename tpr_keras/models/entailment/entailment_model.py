@@ -1,0 +1,238 @@
+"""Logical entailment classifiers of Tang, Smolensky & de Sa (2018), §5.
+
+Two architectures, each with a TPRU, LSTM or GRU recurrent unit:
+
+- `PlainEntailmentModel` (§4, §5.1): one shared character-level RNN encoder
+  for A and B, sentence vectors `u`, `v` (last state or max-pool over time),
+  features `[u, v, |u − v|, u ∘ v]`, a one-hidden-layer ReLU MLP, one logit.
+- `BiDAFEntailmentModel` (§5.2, after Seo et al., 2017): a shared
+  bidirectional encoder, bi-directional attention flow between A and B, a
+  shared bidirectional modelling layer of the same width and unit type,
+  pooling, the same features and MLP.
+
+Both are functional `keras.Model` subclasses whose config is their
+constructor arguments, so `.keras` files round-trip; their layers are in
+:mod:`tpr_keras.models.entailment.entailment_layers`, their presets (sizes and the
+§5.1 training recipe) in :mod:`tpr_keras.models.entailment.entailment_presets`. Inputs are
+`{"a": int32[batch, La], "b": int32[batch, Lb]}` character ids with
+0 = padding (masked), as produced by `tpr_keras.data.entailment.make_dataset`;
+the output is one logit `[batch, 1]` for "A entails B".
+"""
+
+import numpy as np
+
+import keras
+
+from tpr_keras.data.entailment import VOCAB_SIZE
+from tpr_keras.models.entailment import entailment_layers
+from tpr_keras.models.entailment.entailment_layers import (
+    CELLS,
+    FEATURES,
+    POOLINGS,
+    BiDAFAttention,
+    MaskedMaxPooling1D,
+    PairFeatures,
+)
+from tpr_keras.models.entailment.entailment_presets import BIDAF_PRESETS, PLAIN_PRESETS
+from tpr_keras.models.presets import PresetMixin
+
+
+def _check_options(cell, pooling, features):
+    if cell not in CELLS:
+        raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {FEATURES}, got {features!r}")
+
+
+def _draw_seed(seed):
+    return int(np.random.randint(0, 2**31 - 1)) if seed is None else int(seed)
+
+
+def _classifier(u, v, features, hidden_units):
+    x = PairFeatures(mode=features, name="features")([u, v])
+    x = keras.layers.Dense(hidden_units, activation="relu", name="mlp_hidden")(x)
+    return keras.layers.Dense(1, name="logit")(x)
+
+
+class _EntailmentModel(PresetMixin, keras.Model):
+    """What both entailment models share: the arguments, the inputs, the shared
+    (pad-masked) character embedding, the classifier, and the config.
+
+    A subclass sets :attr:`default_pooling`, :attr:`default_name` and :attr:`presets`,
+    and builds the sentence vectors in :meth:`encode_pair`.
+    """
+
+    _OPTIONS = ("vocabulary_size", "units", "cell", "num_roles", "embedding_dim",
+                "hidden_units", "pooling", "features", "seed")
+    default_pooling = "last"
+    default_name = "entailment"
+
+    def __init__(
+        self,
+        vocabulary_size=VOCAB_SIZE,
+        units=64,
+        cell="tpru",
+        num_roles=32,
+        embedding_dim=None,
+        hidden_units=None,
+        pooling=None,
+        features="full",
+        seed=None,
+        **kwargs,
+    ):
+        pooling = pooling or self.default_pooling
+        _check_options(cell, pooling, features)
+        config = {
+            "vocabulary_size": int(vocabulary_size), "units": int(units), "cell": cell,
+            "num_roles": int(num_roles), "embedding_dim": int(embedding_dim or units),
+            "hidden_units": int(hidden_units or units), "pooling": pooling,
+            "features": features, "seed": _draw_seed(seed),
+        }
+        a = keras.Input(shape=(None,), dtype="int32", name="a")
+        b = keras.Input(shape=(None,), dtype="int32", name="b")
+        embedding = keras.layers.Embedding(
+            config["vocabulary_size"], config["embedding_dim"], mask_zero=True,
+            name="embedding")
+        u, v = self.encode_pair(embedding, a, b, config)
+        logit = _classifier(u, v, features, config["hidden_units"])
+        kwargs.setdefault("name", self.default_name)
+        super().__init__(inputs={"a": a, "b": b}, outputs=logit, **kwargs)
+        for key in self._OPTIONS:
+            setattr(self, key, config[key])
+
+    @staticmethod
+    def encode_pair(embedding, a, b, config):
+        """The sentence vectors ``(u, v)`` of the inputs A and B: creates the layers, then
+        calls them (``embedding`` included; this order fixes the initial weights that a
+        seed gives)."""
+        raise NotImplementedError
+
+    def get_config(self):
+        return {"name": self.name, **{key: getattr(self, key) for key in self._OPTIONS}}
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class PlainEntailmentModel(_EntailmentModel):
+    """Plain (attentionless) entailment classifier (Tang et al., 2018, §4, §5.1).
+
+    A shared encoder (character embedding, pad id 0 masked, then an RNN of
+    TPRU / LSTM / GRU units) maps A and B to `u`, `v`; `[u, v, |u − v|, u ∘ v]`
+    feeds a one-hidden-layer ReLU MLP with one output logit.
+
+    Deviation: §5.1 says the two proposition vectors are "concatenated" for
+    logical entailment; the default `features="full"` follows the authors'
+    public code and the MNLI setup of §5.1; `features="concat"` gives `[u, v]`.
+
+    Args:
+        vocabulary_size: number of character ids (default: the
+            `tpr_keras.data.entailment` vocabulary, 34).
+        units: RNN state width d (the paper's "dim").
+        cell: `"tpru"`, `"lstm"` or `"gru"`.
+        num_roles: TPRU role vectors N.
+        embedding_dim: character embedding width d' (default `units`).
+        hidden_units: MLP hidden width (default `units`).
+        pooling: `"last"` (state after the last non-pad step, §5.1) or
+            `"max"` (masked max over time, as for MNLI in §5.1).
+        features: `"full"` or `"concat"` (see above).
+        seed: seed of the TPRU role basis (drawn if None; stored in config).
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Presets (:meth:`from_preset`): ``plain_tpru``, ``plain_lstm``, ``plain_gru`` (§5.1,
+    d = 64), each with the §5.1 training recipe (:meth:`preset_recipe`).
+
+    Example:
+    >>> model = PlainEntailmentModel(units=16, num_roles=8)
+    >>> logits = model({"a": np.array([[6, 8, 3, 9, 7]]),
+    ...                 "b": np.array([[8, 0, 0, 0, 0]])})  # (a&b) |= a ?
+    >>> logits.shape
+    TensorShape([1, 1])
+    """
+
+    default_pooling = "last"
+    default_name = "plain_entailment"
+
+    @staticmethod
+    def encode_pair(embedding, a, b, config):
+        """One shared encoder (and max pooling for ``pooling="max"``) for A and B."""
+        encoder = entailment_layers.make_recurrent_layer(
+            config["cell"], config["units"], config["num_roles"], config["seed"],
+            return_sequences=config["pooling"] == "max", name="encoder",
+        )
+        pool = MaskedMaxPooling1D(name="pool") if config["pooling"] == "max" else None
+
+        def encode(x):
+            h = encoder(embedding(x))
+            return pool(h) if pool is not None else h
+
+        return encode(a), encode(b)
+
+    presets = PLAIN_PRESETS
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class BiDAFEntailmentModel(_EntailmentModel):
+    """BiDAF entailment classifier (Tang et al., 2018, §5.2; Seo et al., 2017).
+
+    1. Shared character embedding (pad masked) and shared bidirectional
+       encoder of width `units` per direction (contextual layer).
+    2. `BiDAFAttention` between the encoded A and B (attention flow both
+       ways), giving `[h; ũ; h ∘ ũ; h ∘ h̃]` per step for each sequence.
+    3. A shared bidirectional modelling layer over that, with the same width
+       and unit type (and, for TPRU, the same number of roles) as layer 1.
+    4. Pooling (`"max"`: masked max over time, default; `"last"`: the final
+       forward and backward states), features `[u, v, |u − v|, u ∘ v]`,
+       one-hidden-layer ReLU MLP, one logit.
+
+    §5.2 specifies the two recurrent layers and the attention; the pooling
+    and classifier follow the plain architecture ("other learning details as
+    in the plain architecture") with max pooling as in the GLUE BiDAF-style
+    baseline the paper cites [41].
+
+    Args:
+        vocabulary_size, units, cell, num_roles, embedding_dim, seed: as in
+            `PlainEntailmentModel` (the modelling layer's TPRU basis uses
+            `seed + 1`).
+        hidden_units: MLP hidden width (default `units`).
+        pooling: `"max"` or `"last"`.
+        features: `"full"` or `"concat"`.
+        **kwargs: `keras.Model` arguments (e.g. `name`).
+
+    Presets (:meth:`from_preset`): ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru`` (d = 64),
+    each with the §5.1 training recipe (:meth:`preset_recipe`).
+
+    Example:
+    >>> model = BiDAFEntailmentModel.from_preset("bidaf_lstm", units=8)
+    >>> model({"a": np.array([[6, 8, 3, 9, 7]]), "b": np.array([[8, 0, 0, 0, 0]])}).shape
+    TensorShape([1, 1])
+    """
+
+    default_pooling = "max"
+    default_name = "bidaf_entailment"
+
+    @staticmethod
+    def encode_pair(embedding, a, b, config):
+        """Contextual layer, attention flow both ways, modelling layer, pooling."""
+        cell, units, roles, seed = (config[k] for k in ("cell", "units", "num_roles", "seed"))
+        max_pool = config["pooling"] == "max"
+        contextual = keras.layers.Bidirectional(
+            entailment_layers.make_recurrent_layer(cell, units, roles, seed, True),
+            name="contextual",
+        )
+        attention = BiDAFAttention(name="attention")
+        modelling = keras.layers.Bidirectional(
+            entailment_layers.make_recurrent_layer(
+                cell, units, roles, seed + 1, return_sequences=max_pool),
+            name="modelling",
+        )
+        pool = MaskedMaxPooling1D(name="pool") if max_pool else None
+        g_a, g_b = attention([contextual(embedding(a)), contextual(embedding(b))])
+
+        def summarise(g):
+            m = modelling(g)
+            return pool(m) if pool is not None else m
+
+        return summarise(g_a), summarise(g_b)
+
+    presets = BIDAF_PRESETS

@@ -1,0 +1,151 @@
+"""TF Serving's export layout: version folders, the warm-up file, ``export_info.json``.
+
+Every exporter of this package (:mod:`tpr_keras.models.babi`,
+:mod:`tpr_keras.models.entailment`, and ``serving/export_math.py``) writes a SavedModel
+into a version folder laid out as TF Serving expects::
+
+    <export_dir>/<model_name>/<version>/saved_model.pb
+                                        variables/
+                                        assets/...
+                                        assets.extra/tf_serving_warmup_requests
+                                        assets.extra/export_info.json
+
+Versions are positive integers; a new export takes the next number. The version folder
+is written under a hidden temporary name and renamed into place, so a server polling the
+folder never sees half an export (:func:`publish_version`).
+
+Why here and not in ``serving/``: the training commands (``train.*``) export at the end of
+a run, and ``train`` must not import ``serving`` (the tree reads data -> ... -> models ->
+training -> train -> serving). The server (``serving/server.py`` and the modules it uses)
+imports nothing from ``tpr_keras`` to stay lean, so it keeps its own copy of the two file
+names it reads (``serving/layout.py``); ``tests/serving/test_servable.py`` asserts the
+two copies are equal.
+
+The file names are TF Serving's (``tensorflow_serving/servables/tensorflow/
+saved_model_warmup.cc``); the signature name is TensorFlow's
+``tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY`` (``serving_default``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+#: TensorFlow's name of the default signature ("serving_default"), the one every
+#: exporter here uses and the server looks up.
+SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+#: Folder of a version's extra files, which TF Serving keeps out of the SavedModel.
+EXTRA_ASSETS_DIR = "assets.extra"
+#: Name of the warm-up file inside :data:`EXTRA_ASSETS_DIR`.
+WARMUP_FILE = "tf_serving_warmup_requests"
+#: The warm-up file's path relative to the version folder.
+WARMUP_PATH = os.path.join(EXTRA_ASSETS_DIR, WARMUP_FILE)
+#: What an export says about itself (signatures, sizes, versions), in :data:`EXTRA_ASSETS_DIR`.
+EXPORT_INFO_FILE = "export_info.json"
+
+
+def next_version(model_base_path: str | os.PathLike) -> int:
+    """1 + the largest integer version folder under ``model_base_path`` (1 if none)."""
+    try:
+        names = os.listdir(model_base_path)
+    except FileNotFoundError:
+        return 1
+    versions = [int(n) for n in names
+                if n.isdigit() and os.path.isdir(os.path.join(model_base_path, n))]
+    return max(versions, default=0) + 1
+
+
+def read_export_info(version_dir: str | os.PathLike) -> dict[str, Any]:
+    """The ``assets.extra/export_info.json`` of an export."""
+    path = os.path.join(version_dir, EXTRA_ASSETS_DIR, EXPORT_INFO_FILE)
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_warmup_requests(path: str, model_name: str, inputs: Mapping[str, Sequence[str]],
+                          signature_name: str = SIGNATURE_KEY) -> None:
+    """Writes one Predict request of string ``inputs`` as TF Serving's warm-up file.
+
+    TF Serving (and ``serving.server``) replays it before the version serves, so the
+    first real request does not pay for building the graph's kernels.
+    """
+    from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
+
+    request = predict_pb2.PredictRequest(
+        model_spec=model_pb2.ModelSpec(name=model_name, signature_name=signature_name))
+    for name, values in inputs.items():
+        request.inputs[name].CopyFrom(tf.make_tensor_proto([v.encode() for v in values]))
+    log = prediction_log_pb2.PredictionLog(
+        predict_log=prediction_log_pb2.PredictLog(request=request))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(log.SerializeToString())
+
+
+def publish_version(export_dir: str | os.PathLike, model_name: str, version: int | None,
+                    write: Callable[[str], dict[str, Any]]) -> str:
+    """Writes one servable version atomically; returns ``<export_dir>/<model_name>/<v>``.
+
+    ``write(tmp)`` saves the SavedModel into ``tmp`` (a hidden, non-numeric folder
+    that servers ignore) and returns a dict for ``assets.extra/export_info.json``.
+    The folder is then renamed to the next free integer version (or ``version``),
+    so a polling server never sees half an export.
+
+    Raises:
+        ValueError: ``version`` is not positive or ``model_name`` is not a folder name.
+        FileExistsError: ``version`` is given and already exists.
+    """
+    if version is not None and version < 1:
+        raise ValueError(f"version must be a positive integer, got {version}")
+    if not model_name or os.sep in model_name:
+        raise ValueError(f"invalid model name {model_name!r}")
+    base = os.path.join(os.fspath(export_dir), model_name)
+    os.makedirs(base, exist_ok=True)
+    if version is not None and os.path.exists(os.path.join(base, str(version))):
+        raise FileExistsError(f"{os.path.join(base, str(version))} already exists")
+    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
+    try:
+        extra = os.path.join(tmp, EXTRA_ASSETS_DIR)
+        os.makedirs(extra, exist_ok=True)
+        info = write(tmp)
+        info.update(model_name=model_name, tensorflow=tf.__version__, created_unix=time.time())
+        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700.
+        for attempt in range(100):
+            v = version if version is not None else next_version(base)
+            info["version"] = v
+            with open(os.path.join(extra, EXPORT_INFO_FILE), "w", encoding="utf-8") as f:
+                json.dump(info, f, indent=1)
+            target = os.path.join(base, str(v))
+            try:
+                if os.path.exists(target):
+                    raise FileExistsError(target)
+                os.rename(tmp, target)  # atomic on one file system
+                return target
+            except OSError:
+                if version is not None or attempt == 99:
+                    raise
+        raise AssertionError("unreachable")
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_version(export_dir: str | os.PathLike, model_name: str, version: int | None,
+                   save: Callable[[str], dict[str, Any]],
+                   warmup_inputs: Mapping[str, Sequence[str]]) -> str:
+    """:func:`publish_version` of ``save(tmp)`` (the SavedModel, returning its
+    ``export_info``) with one warm-up request of ``warmup_inputs``; returns the folder."""
+
+    def write(tmp):
+        info = save(tmp)
+        write_warmup_requests(os.path.join(tmp, WARMUP_PATH), model_name, warmup_inputs)
+        return info
+
+    return publish_version(export_dir, model_name, version, write)
