@@ -28,6 +28,17 @@ def test_kmeans_recovers_planted_clusters_exactly_and_deterministically():
         ra.kmeans(x[:3], k=4)
 
 
+def test_consistency_is_key_to_cluster_and_has_a_chance_level():
+    labels = np.array([0, 0, 1, 1, 1, 1])
+    keys = ["a", "a", "a", "b", "b", "b"]
+    # key a: clusters 0, 0, 1 -> 2 of 3; key b: all cluster 1 -> 3 of 3.
+    assert ra.consistency(labels, keys) == pytest.approx(5 / 6)
+    assert ra.consistency(labels, list(range(6))) == 1.0  # one item per key
+    assert ra.consistency(labels, ["k"] * 6) == pytest.approx(4 / 6)
+    assert ra.shuffled_consistency(labels, ["k"] * 6) == pytest.approx(4 / 6)
+    assert ra.shuffled_consistency(labels, list(range(6))) == 1.0
+
+
 def test_digit_places_and_purity():
     assert ra.digit_places("What is 305 + 7?") == [-1] * 8 + [2, 1, 0] + [-1] * 3 + [0, -1]
     labels = np.array([0, 0, 1, 1, 1])
@@ -100,6 +111,9 @@ def test_cluster_roles_figures_and_listing(tiny_model_and_vocab, tmp_path):
     lines, scores = ra.describe_clusters(found["chars"], found["labels"], 6)
     assert len([line for line in lines if line.startswith("cluster")]) == 6
     assert 0 < scores["by_character"] <= 1 and 0 < scores["digits_by_place"] <= 1
+    # One template ("What is the units digit of ?"): place in context is just the place.
+    assert scores["consistency_digits_place_in_context"] == scores["consistency_digits_place"]
+    assert 0 < scores["consistency_digits_place_chance"] <= 1
 
 
 def test_command_end_to_end(tiny_model_and_vocab, tmp_path):

@@ -12,9 +12,11 @@ Figure 3: the attention weights ``α`` (eq. 3) of the same head on a few problem
 
 This command writes ``roles.png`` (Figure 2), ``attention.png`` (Figure 3) and ``roles.txt``.
 The listing gives, per cluster, its size, the characters it holds and, for digits, their
-place in their number (0 = units, 1 = tens, ...), and the *purity* of the clustering by
+place in their number (0 = units, 1 = tens, ...); the *purity* of the clustering by
 character and by digit place (the fraction of vectors whose key is their cluster's most
-common one), so that a reading of Figure 2 can be checked against counts.
+common one), and the *consistency* of the digits' clusters by character, place, and place
+in context (the fraction of vectors in their key's most common cluster, next to its level
+for shuffled labels), so that a reading of Figure 2 can be checked against counts.
 
 The role vectors are the ones the model computes in training and serving
 (``TPTransformer.attention_details``): nothing in the model or its exported signatures
@@ -107,6 +109,23 @@ def purity(labels: np.ndarray, keys: Sequence) -> float:
     agree = sum(np.unique(keys[labels == c], return_counts=True)[1].max()
                 for c in np.unique(labels))
     return agree / len(keys)
+
+
+def consistency(labels: np.ndarray, keys: Sequence) -> float:
+    """Fraction of items in the most common cluster of their key (key -> cluster).
+
+    The converse of :func:`purity`: 1 when every key's items share one cluster, whatever
+    else that cluster holds.
+    """
+    return purity(np.asarray([str(k) for k in keys]), np.asarray(labels))
+
+
+def shuffled_consistency(labels: np.ndarray, keys: Sequence, seed: int = 0,
+                         times: int = 20) -> float:
+    """:func:`consistency` of randomly permuted labels (mean of ``times``): its chance level."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    return float(np.mean([consistency(rng.permutation(labels), keys) for _ in range(times)]))
 
 
 def digit_places(text: str) -> list[int]:
@@ -249,13 +268,23 @@ def plot_attention_maps(chars: Sequence[Sequence[str]], attention: np.ndarray, p
 # ------------------------------------------------------------------------ listing
 def describe_clusters(chars: Sequence[Sequence[str]], labels: Sequence[np.ndarray],
                       k: int) -> tuple[list[str], dict[str, float]]:
-    """Lines of the listing per cluster, and the purities by character and digit place."""
-    flat_chars, flat_places, flat_labels = [], [], []
+    """Lines of the listing per cluster, and scores of the clustering.
+
+    Scores: ``purity`` (cluster -> key) by character, and for the digits by their place
+    and by their character; ``consistency`` (key -> cluster, with its shuffled-label chance
+    level) of the digits by character, by place, and by *place in context*: the pair
+    (question with its digits removed, place). In ``numbers__place_value`` the question
+    without digits names the asked place, so the last key tells whether a digit's role
+    depends on where it stands relative to the place asked about.
+    """
+    flat_chars, flat_places, flat_labels, flat_context = [], [], [], []
     for symbols, clusters in zip(chars, labels):
         inner = "".join(symbols[1:-1])
         places = [-1] + digit_places(inner) + [-1]
+        template = "".join(c for c in inner if not c.isdigit())
         flat_chars += list(symbols)
         flat_places += places
+        flat_context += [f"{template}|{p}" for p in places]
         flat_labels += [int(c) for c in clusters]
     flat_labels = np.asarray(flat_labels)
     digits = np.asarray([p >= 0 for p in flat_places])
@@ -265,6 +294,12 @@ def describe_clusters(chars: Sequence[Sequence[str]], labels: Sequence[np.ndarra
                                            np.asarray(flat_places)[digits])
         scores["digits_by_character"] = purity(flat_labels[digits],
                                                np.asarray(flat_chars)[digits])
+        for name, keys in (("character", flat_chars), ("place", flat_places),
+                           ("place_in_context", flat_context)):
+            keys = np.asarray(keys)[digits]
+            scores[f"consistency_digits_{name}"] = consistency(flat_labels[digits], keys)
+            scores[f"consistency_digits_{name}_chance"] = shuffled_consistency(
+                flat_labels[digits], keys)
     lines = []
     for cluster in range(k):
         members = np.flatnonzero(flat_labels == cluster)
@@ -346,7 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"# {args.module}: {len(questions)} interpolate problems (seed {args.seed}), "
         f"{len(found['roles'])} role vectors of {where}, model {args.model_dir}",
         f"k-means k={args.clusters}: within-cluster sum of squares {found['inertia']:.4g}",
-        "purity " + ", ".join(f"{name} {value:.2f}" for name, value in scores.items()),
+        "purity (cluster -> key) and consistency (key -> cluster; _chance: shuffled labels): "
+        + ", ".join(f"{name} {value:.2f}" for name, value in scores.items()),
         "", "## clusters", *lines, "", "## problems (symbol:cluster), answer",
     ]
     for symbols, clusters, answer in zip(found["chars"], found["labels"], answers):
