@@ -545,7 +545,7 @@ class TPTransformer(keras.Model):
         return seqs[:, 0], scores[:, 0]
 
 
-def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
+def sequence_compute_fn(pad_id=PAD_ID, reduction="sum", jit_compile=False):
     """A ``compute_fn`` for :class:`tpr_keras.training.Trainer` (teacher forcing).
 
     Per example: ``loss`` = token cross-entropy over the non-pad positions of
@@ -554,6 +554,10 @@ def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
     (``"mean"``); ``correct`` = 1 when the argmax of every non-pad position equals
     the target, end symbol included (exact match of the whole answer under teacher
     forcing; the greedy exact match is a separate evaluation).
+
+    ``jit_compile=True`` compiles the forward pass and the loss with XLA (and
+    with them their gradient, when the Trainer differentiates through them);
+    XLA compiles once per distinct batch shape.
     """
     if reduction not in ("sum", "mean"):
         raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
@@ -572,4 +576,6 @@ def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
         correct = tf.cast(tf.reduce_all(match, axis=-1), tf.float32)
         return {"loss": loss, "correct": correct}
 
+    if jit_compile:
+        return tf.function(compute, jit_compile=True)
     return compute
