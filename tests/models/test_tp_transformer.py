@@ -210,6 +210,26 @@ def test_compute_fn_masks_padding_and_needs_the_whole_answer():
     np.testing.assert_allclose(out["loss"].numpy()[0], token_ce, rtol=1e-5)
 
 
+def test_compute_fn_with_xla_gives_the_same_loss_and_gradients():
+    model = _model()
+    src = _sources()
+    features = {"source": src, "target_in": np.full((3, 4), START_ID, "int32")}
+    labels = {"target_out": np.array([[5, 6, END_ID, PAD_ID], [7, END_ID, PAD_ID, PAD_ID],
+                                      [4, 4, 4, END_ID]], "int32")}
+    results = []
+    for jit in (False, True):
+        compute = sequence_compute_fn(jit_compile=jit)
+        with tf.GradientTape() as tape:
+            out = compute(model, features, labels, True)
+            loss = tf.reduce_sum(out["loss"])
+        grads = tape.gradient(loss, model.trainable_variables)
+        results.append((out["loss"].numpy(), out["correct"].numpy(),
+                        tf.linalg.global_norm(grads).numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-4)
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4)
+
+
 def _expected_count(v, d, f, n_enc, n_dec, role, multiplicative):
     attention = (5 if role else 4) * (d * d + d)
     ff = 2 * d * f + f + d
@@ -267,6 +287,11 @@ def test_recipe_flags_override_and_explicit_presets():
                                   steps=50)
     assert name == "tiny" and recipe["learning_rate"] == 3e-4 and recipe["steps"] == 50
     assert recipe["batch_size"] == 128  # None keeps the recipe's value
+    # A budget of one's own drops the recipe's time guard, unless that is given too.
+    assert recipe["max_train_minutes"] is None
+    assert resolve_preset("tiny")[1]["max_train_minutes"] == 14.0
+    assert resolve_preset("tiny", steps=9, max_train_minutes=3.0)[1]["max_train_minutes"] == 3.0
+    assert resolve_preset("tiny", epochs=2)[1]["max_train_minutes"] is None
     # An explicit preset wins over the devices.
     assert resolve_preset("tp_transformer", devices=["CPU"])[0] == "tp_transformer"
     assert resolve_preset("small", devices=["GPU"])[0] == "small"

@@ -106,7 +106,9 @@ def resolve_preset(preset, devices=None, use_role=True, **overrides):
         use_role: for ``"auto"``: TP-Transformer or the Transformer baseline.
         **overrides: recipe fields given explicitly (``None`` = take the
             recipe's). An explicit ``epochs`` without ``steps`` lifts the
-            recipe's step budget, so the epoch count is what stops training.
+            recipe's step budget, so the epoch count is what stops training;
+            an explicit ``steps`` or ``epochs`` without ``max_train_minutes``
+            lifts the recipe's time guard, which belongs to its own budget.
 
     Returns:
         ``(name, recipe)``: the concrete preset name and a copy of its recipe
@@ -125,6 +127,9 @@ def resolve_preset(preset, devices=None, use_role=True, **overrides):
     recipe = dict(RECIPES[preset])
     if overrides.get("epochs") is not None and overrides.get("steps") is None:
         recipe["steps"] = None
+    budget_given = overrides.get("steps") is not None or overrides.get("epochs") is not None
+    if budget_given and overrides.get("max_train_minutes") is None:
+        recipe["max_train_minutes"] = None
     recipe.update({k: v for k, v in overrides.items() if v is not None})
     return preset, recipe
 
