@@ -5,12 +5,14 @@
 TP-Transformer when a GPU is visible and the ``tiny`` CPU recipe otherwise, and
 is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
 global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
-1,000k steps. Every recipe flag given overrides the recipe. Train =
-train-easy + train-medium + train-hard of the selected modules; evaluation by exact match of the whole greedy answer
-(end symbol included), per module, on interpolate and extrapolate. The
-results table (mean accuracy, modules above 95 %) is printed and written to
-``<model_dir>/results.json``; the model is exported as a string-in/string-out
-SavedModel to ``<export_dir>/<model_name>/<version>``.
+1,000k steps. Every recipe flag given overrides the recipe.
+
+Train = train-easy + train-medium + train-hard of the selected modules;
+evaluation by exact match of the whole greedy answer (end symbol included), per
+module, on interpolate and extrapolate. The results table (mean accuracy,
+modules above 95 %) is printed and written to ``<model_dir>/results.json``; the
+model is exported as a string-in/string-out SavedModel to
+``<export_dir>/<model_name>/<version>``.
 """
 
 import os
