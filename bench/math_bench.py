@@ -1,18 +1,44 @@
-"""TP-Transformer throughput: training tokens/second and decoding questions/second.
+"""TP-Transformer throughput: training configurations side by side, and decoding.
 
-    python bench/math_bench.py [--data_dir ../shared/data/mathematics] [--preset tiny]
+    python bench/math_bench.py --data_dir ../shared/data/mathematics --json bench.json
+    python bench/math_bench.py --configs baseline,jit_fixed,matmul --repeats 3 --seconds 8
 
-Training: the Trainer's compiled step (forward, backward, all-reduce, clip, Adam) on real
-``numbers__place_value`` batches; tokens = non-pad target symbols. Decoding: greedy with the
-key/value cache (one ``tf.while_loop``, compiled), greedy without it (the full decoder re-run on
-the growing prefix every step, the reference the tests compare against), and beam search (4),
-all on the same questions, reported as questions/second. Both model variants (with and without
-role binding) are measured side by side in one process.
+Training (every row): examples/s, target tokens/s (non-pad ``target_out`` symbols) and the
+peak resident memory while that configuration ran, for one optimizer step (forward, backward,
+global-norm clip, Adam) on real batches of ``--modules``. Configurations run round-robin for
+``--repeats`` rounds of ``--seconds`` each; each round also gives every configuration's rate
+relative to the first one (the baseline) measured in that same round, so a shared, noisy CPU
+affects both sides of a ratio alike. Reported: the median rate and the median ratio. "Peak
+RSS" is the process's peak (``VmHWM``, reset before each configuration where Linux allows):
+it includes every configuration built before.
+
+Configurations (``--configs``; the first is the baseline):
+
+* ``trainer``: the :class:`~tpr_keras.training.Trainer`'s own compiled step (what
+  ``train.math`` runs), length-bucketed batches.
+* ``baseline``: this script's equivalent step (same math), length-bucketed batches.
+* ``batch_max``: plain batches padded to their longest question (no bucketing).
+* ``fixed_max``: every batch padded to the longest question and answer of the data
+  (one shape).
+* ``jit_bucketed`` / ``jit_fixed``: ``jit_compile=True`` (XLA) on bucketed / fixed-shape
+  batches (XLA compiles once per distinct shape).
+* ``trainer_jit`` / ``trainer_jit_fixed``: the Trainer's step with the forward pass and
+  loss XLA-compiled (``sequence_compute_fn(jit_compile=True)``; gradients of a compiled
+  function are compiled too; clipping and Adam are not), bucketed / fixed-shape batches.
+* ``matmul``: the attention's head projections (eq. 1) and output map (eq. 4) as a
+  ``[B, T, d] x [d, H*d_k]`` matrix product plus a reshape / transpose, instead of the
+  einsums over ``[d, H, d_k]`` kernels (same weights, same function).
+
+``--profile`` also times the forward pass alone and forward + backward (gradients, no
+update) for the first configuration, which splits a step into forward, backward, and
+clipping + optimizer. ``--decode`` adds the decoding rates (greedy with and without the
+key/value cache, beam 4) of both model variants.
 """
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -21,88 +47,329 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
+import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tpr_keras.data import mathematics  # noqa: E402
+from tpr_keras.layers.tp_attention import TPMultiHeadAttention  # noqa: E402
 from tpr_keras.models import TPTransformer, sequence_compute_fn  # noqa: E402
 from tpr_keras.training import Trainer, TrainConfig, get_optimizer  # noqa: E402
 
+CONFIGS = {
+    # name: (batches, jit_compile, attention implementation, use the Trainer's step)
+    "trainer": ("bucketed", False, None, True),
+    "baseline": ("bucketed", False, None, False),
+    "batch_max": ("batch_max", False, None, False),
+    "fixed_max": ("fixed_max", False, None, False),
+    "jit_bucketed": ("bucketed", True, None, False),
+    "jit_fixed": ("fixed_max", True, None, False),
+    "matmul": ("bucketed", False, "matmul", False),
+    "trainer_jit": ("bucketed", "compute", None, True),
+    "trainer_jit_fixed": ("fixed_max", "compute", None, True),
+}
 
-def rate(fn, batches, seconds, count):
-    for batch in batches[:2]:  # tracing and warm-up
-        fn(batch)
-    done, start, i = 0, time.perf_counter(), 0
+
+def _heads_matmul(self, x, kernel, bias):
+    """Eq. 1 as ``x @ W`` then split into heads: ``[B, T, d] -> [B, H, T, d_k]``."""
+    y = tf.matmul(x, kernel) + bias
+    shape = tf.shape(y)
+    y = tf.reshape(y, [shape[0], shape[1], self.num_heads, self.key_dim])
+    return tf.transpose(y, [0, 2, 1, 3])
+
+
+def _output_matmul(self, bound):
+    """Eq. 4's ``Σ_h W_o^h x_h`` as ``concat_h(x_h) @ W_o``: ``[B, H, T, d_k] -> [B, T, d]``."""
+    shape = tf.shape(bound)
+    merged = tf.reshape(tf.transpose(bound, [0, 2, 1, 3]),
+                        [shape[0], shape[2], self.num_heads * self.key_dim])
+    return tf.matmul(merged, self.output_kernel) + self.output_bias
+
+
+class attention_implementation:
+    """Context manager: ``TPMultiHeadAttention`` traced with the ``matmul`` variant."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.saved = TPMultiHeadAttention._heads, getattr(TPMultiHeadAttention, "_output",
+                                                          None)
+        if self.name == "matmul":
+            TPMultiHeadAttention._heads = _heads_matmul
+            if self.saved[1] is not None:
+                TPMultiHeadAttention._output = _output_matmul
+
+    def __exit__(self, *exc):
+        TPMultiHeadAttention._heads = self.saved[0]
+        if self.saved[1] is not None:
+            TPMultiHeadAttention._output = self.saved[1]
+
+
+def peak_rss_reset():
+    """Resets the kernel's peak-RSS counter of this process (Linux); False if unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mib():
+    """Peak resident set size (VmHWM) since the last reset, in MiB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed(fn, batches, seconds):
+    """Runs ``fn`` over the batches for ``seconds``; returns (examples/s, tokens/s)."""
+    examples = tokens = 0
+    start, i = time.perf_counter(), 0
     while time.perf_counter() - start < seconds:
-        fn(batches[i % len(batches)])
-        done += count(batches[i % len(batches)])
+        features, labels = batches[i % len(batches)]
+        fn(features, labels)
+        examples += int(labels["target_out"].shape[0])
+        tokens += int(np.count_nonzero(labels["target_out"]))
         i += 1
-    return done / (time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    return examples / elapsed, tokens / elapsed
+
+
+def batch_sets(split, batch_size, count):
+    """The three batchings of the same examples: bucketed, batch_max, fixed_max."""
+    bucketed = list(mathematics.make_dataset(split, batch_size, shuffle=True, seed=0,
+                                             drop_remainder=True).take(count))
+    plain = list(mathematics.make_dataset(split, batch_size, shuffle=True, seed=0,
+                                          bucket_boundaries=None,
+                                          drop_remainder=True).take(count))
+    source_len = split.max_question_length + 2
+    target_len = split.max_answer_length + 1
+
+    def pad(x, width):
+        return tf.pad(x, [[0, 0], [0, width - x.shape[1]]])
+
+    fixed = [({"source": pad(f["source"], source_len),
+               "target_in": pad(f["target_in"], target_len)},
+              {"target_out": pad(l["target_out"], target_len), "module": l["module"]})
+             for f, l in plain]
+    return {"bucketed": bucketed, "batch_max": plain, "fixed_max": fixed}
+
+
+def make_steps(model, optimizer, compute, jit_compile, clip_norm=0.1):
+    """(forward, forward+backward, full step) as tf.functions with the Trainer's math."""
+    variables = model.trainable_variables
+
+    def loss_of(features, labels):
+        return tf.reduce_mean(compute(model, features, labels, True)["loss"])
+
+    def forward(features, labels):
+        return loss_of(features, labels)
+
+    def gradients(features, labels):
+        with tf.GradientTape() as tape:
+            loss = loss_of(features, labels)
+        return loss, tape.gradient(loss, variables)
+
+    def forward_backward(features, labels):
+        loss, grads = gradients(features, labels)
+        return loss, tf.linalg.global_norm(grads)
+
+    def step(features, labels):
+        loss, grads = gradients(features, labels)
+        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+        optimizer.apply(grads, variables)
+        return loss
+
+    matrix = tf.TensorSpec([None, None], tf.int32)
+    spec = [{"source": matrix, "target_in": matrix},
+            {"target_out": matrix, "module": tf.TensorSpec([None], tf.int32)}]
+    # One trace for every shape, as the Trainer's step; XLA still compiles per shape.
+    wrap = lambda f: tf.function(f, jit_compile=jit_compile, input_signature=spec)  # noqa: E731
+    return wrap(forward), wrap(forward_backward), wrap(step)
+
+
+def build_config(name, data, batches, preset, use_role):
+    """A fresh model (seed 0) and its compiled step for configuration ``name``."""
+    batching, jit, implementation, use_trainer = CONFIGS[name]
+
+    def build():
+        keras.utils.set_random_seed(0)
+        return TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
+                                         use_role=use_role)
+
+    compute = sequence_compute_fn(jit_compile=jit == "compute")
+    if use_trainer:
+        trainer = Trainer(build, lambda: get_optimizer("adam", 1e-3, 0.9, 0.995), compute,
+                          TrainConfig(verbose=0, clip_norm=0.1), tempfile.mkdtemp())
+        spec = batches["bucketed"][0]
+        spec = tf.nest.map_structure(lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype),
+                                     spec)
+        train_step = trainer.make_train_function(spec)
+        fn = lambda f, l: train_step((f, l))["loss"].numpy()  # noqa: E731
+        return fn, None, None, batches[batching]
+    model = build()
+    optimizer = get_optimizer("adam", 1e-3, 0.9, 0.995)
+    optimizer.build(model.trainable_variables)
+    forward, forward_backward, step = make_steps(model, optimizer, compute, bool(jit))
+    return (lambda f, l: step(f, l).numpy(), lambda f, l: forward(f, l).numpy(),
+            lambda f, l: forward_backward(f, l)[0].numpy(), batches[batching])
+
+
+def decode_rates(data, module, preset, decode_batch, seconds):
+    """Greedy (cached / uncached) and beam-4 questions/s of both model variants."""
+    questions = list(mathematics.make_dataset(
+        data.interpolate[module], decode_batch, drop_remainder=True).take(4))
+    rows = {}
+    for use_role in (True, False):
+        keras.utils.set_random_seed(0)
+        model = TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
+                                          use_role=use_role)
+        spec = tf.TensorSpec([None, None], tf.int32)
+        cached = tf.function(lambda s: model.greedy_decode(s, max_length=31)[0],
+                             input_signature=[spec])
+        beam = tf.function(lambda s: model.beam_search(s, 4, 31)[0], input_signature=[spec])
+        uncached = lambda s: model.greedy_decode(s, max_length=31, use_cache=False)[0]  # noqa: E731
+        row = {}
+        for key, fn in (("greedy_cached", cached), ("greedy_uncached", uncached),
+                        ("beam4", beam)):
+            fn(questions[0][0]["source"]).numpy()  # trace
+            row[f"{key}_questions_per_second"] = timed(
+                lambda f, l: fn(f["source"]).numpy(), questions, seconds)[0]
+        rows["tp_transformer" if use_role else "transformer"] = row
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--module", default="numbers__place_value")
+    parser.add_argument("--modules", default="numbers__place_value",
+                        help="comma-separated, or all; several modules give mixed lengths")
     parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--model", default="tp_transformer",
+                        choices=["tp_transformer", "transformer"])
+    parser.add_argument("--configs", default="baseline,trainer,batch_max,fixed_max,"
+                        "jit_bucketed,jit_fixed,trainer_jit,trainer_jit_fixed,matmul")
     parser.add_argument("--batch_size", type=int, default=128)
+    parser.add_argument("--batches", type=int, default=24, help="distinct cached batches")
+    parser.add_argument("--limit_per_file", type=int, default=4000)
+    parser.add_argument("--seconds", type=float, default=8.0, help="per configuration per round")
+    parser.add_argument("--repeats", type=int, default=3, help="round-robin rounds")
+    parser.add_argument("--profile", action="store_true",
+                        help="split the first configuration's step into forward / backward / "
+                             "optimizer")
+    parser.add_argument("--decode", action="store_true", help="also time decoding")
     parser.add_argument("--decode_batch", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--json", default=None)
+    parser.add_argument("--json", default=None, help="write the results to this file")
     args = parser.parse_args()
+    names = args.configs.split(",")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configs {unknown}; choose from {sorted(CONFIGS)}")
 
-    data = mathematics.load_mathematics(args.data_dir, modules=(args.module,),
-                                        limit_per_file=4000, download=False)
-    train_ds = mathematics.make_dataset(data.train, args.batch_size, shuffle=True, seed=0,
-                                        drop_remainder=True)
-    train = list(train_ds.take(20))
-    questions = list(mathematics.make_dataset(
-        data.interpolate[args.module], args.decode_batch, drop_remainder=True).take(4))
-    results = {"module": args.module, "preset": args.preset, "cpus": os.cpu_count(),
-               "tensorflow": tf.__version__, "models": {}}
-    print(f"{args.module}; preset {args.preset}; train batch {args.batch_size}; decode batch "
-          f"{args.decode_batch}; TF {tf.__version__}; {os.cpu_count()} CPUs")
-    for use_role in (True, False):
-        name = "tp_transformer" if use_role else "transformer"
-
-        def build(use_role=use_role):
-            keras.utils.set_random_seed(0)
-            return TPTransformer.from_preset(args.preset, vocabulary_size=len(data.vocab),
-                                             use_role=use_role)
-
-        trainer = Trainer(build, lambda: get_optimizer("adam", 1e-3, 0.9, 0.995),
-                          sequence_compute_fn(), TrainConfig(verbose=0, clip_norm=0.1),
-                          tempfile.mkdtemp())
-        step = trainer.make_train_function(train_ds.element_spec)
-        tokens = rate(lambda b: step(b)["loss"].numpy(), train, args.seconds,
-                      lambda b: int(tf.math.count_nonzero(b[1]["target_out"])))
-        model = trainer.model
-        source_spec = tf.TensorSpec([None, None], tf.int32)
-        cached = tf.function(lambda s: model.greedy_decode(s, max_length=31)[0],
-                             input_signature=[source_spec])
-        beam = tf.function(lambda s: model.beam_search(s, 4, 31)[0],
-                           input_signature=[source_spec])
-        count = lambda b: int(b[0]["source"].shape[0])  # noqa: E731
+    modules = "all" if args.modules == "all" else tuple(args.modules.split(","))
+    data = mathematics.load_mathematics(args.data_dir, modules=modules,
+                                        limit_per_file=args.limit_per_file, download=False)
+    batches = batch_sets(data.train, args.batch_size, args.batches)
+    padded = {k: float(np.mean([b[0]["source"].shape[1] for b in v]))
+              for k, v in batches.items()}
+    load = os.getloadavg()[0]
+    print(f"{args.modules}; {args.model} preset {args.preset}; batch {args.batch_size}; "
+          f"TF {tf.__version__}; {os.cpu_count()} CPUs; load average {load:.2f}; mean padded "
+          "source length " + ", ".join(f"{k} {v:.1f}" for k, v in padded.items()))
+    results = {"modules": args.modules, "preset": args.preset, "model": args.model,
+               "batch_size": args.batch_size, "cpus": os.cpu_count(),
+               "tensorflow": tf.__version__, "load_average_start": load,
+               "mean_padded_source_length": padded, "seconds": args.seconds,
+               "repeats": args.repeats, "configs": {}}
+    use_role = args.model == "tp_transformer"
+    steps, rss = {}, {}
+    for name in names:  # build and warm up (trace / compile every shape) each config
+        peak_rss_reset()
+        with attention_implementation(CONFIGS[name][2]):
+            steps[name] = build_config(name, data, batches, args.preset, use_role)
+            step, forward, forward_backward, config_batches = steps[name]
+            start = time.perf_counter()
+            for features, labels in config_batches:
+                step(features, labels)
+            if args.profile and name == names[0] and forward is not None:
+                for fn in (forward, forward_backward):
+                    for features, labels in config_batches:
+                        fn(features, labels)
+        rss[name] = {"warmup_seconds": time.perf_counter() - start}
+    for name in names:  # one untimed pass each: the first timed slice was always slow
+        step, _, _, config_batches = steps[name]
+        for features, labels in config_batches[:4]:
+            step(features, labels)
+    rounds = {name: [] for name in names}
+    for r in range(args.repeats):
+        for name in (names if r % 2 == 0 else names[::-1]):  # alternate the order
+            step, _, _, config_batches = steps[name]
+            peak_rss_reset()
+            rounds[name].append(timed(step, config_batches, args.seconds))
+            rss[name]["peak_rss_mib"] = max(rss[name].get("peak_rss_mib", 0), peak_rss_mib())
+    base = names[0]
+    print(f"\n{'config':13s} {'examples/s':>11s} {'tokens/s':>9s} {'vs ' + base:>12s} "
+          f"{'peak RSS MiB':>13s} {'warm-up s':>9s}")
+    for name in names:
+        ratios = [a[0] / b[0] for a, b in zip(rounds[name], rounds[base])]
         row = {
-            "parameters": model.count_params(),
-            "train_target_tokens_per_second": tokens,
-            "greedy_cached_questions_per_second": rate(
-                lambda b: cached(b[0]["source"]).numpy(), questions, args.seconds, count),
-            "greedy_uncached_questions_per_second": rate(
-                lambda b: model.greedy_decode(b[0]["source"], max_length=31,
-                                              use_cache=False)[0].numpy(),
-                questions, args.seconds, count),
-            "beam4_questions_per_second": rate(
-                lambda b: beam(b[0]["source"]).numpy(), questions, args.seconds, count),
+            "batching": CONFIGS[name][0],
+            "jit_compile": {False: "off", True: "whole step", "compute": "forward + loss"}[
+                CONFIGS[name][1]],
+            "attention_implementation": CONFIGS[name][2] or "default",
+            "trainer_step": CONFIGS[name][3],
+            "examples_per_second": statistics.median(x[0] for x in rounds[name]),
+            "tokens_per_second": statistics.median(x[1] for x in rounds[name]),
+            "examples_per_second_rounds": [x[0] for x in rounds[name]],
+            "ratio_to_baseline": statistics.median(ratios),
+            "ratio_to_baseline_rounds": ratios,
+            **rss[name],
         }
-        results["models"][name] = row
-        print(f"{name:15s} params {row['parameters']:8,d}  train "
-              f"{row['train_target_tokens_per_second']:8.0f} tokens/s  greedy cached "
-              f"{row['greedy_cached_questions_per_second']:7.0f} q/s  uncached "
-              f"{row['greedy_uncached_questions_per_second']:6.1f} q/s  beam4 "
-              f"{row['beam4_questions_per_second']:6.0f} q/s")
+        results["configs"][name] = row
+        print(f"{name:13s} {row['examples_per_second']:11.0f} {row['tokens_per_second']:9.0f} "
+              f"{row['ratio_to_baseline']:11.3f}x {row['peak_rss_mib']:13.0f} "
+              f"{row['warmup_seconds']:9.1f}   rounds "
+              + " ".join(f"{x:.3f}" for x in ratios))
+    if args.profile:
+        step, forward, forward_backward, config_batches = steps[names[0]]
+        if forward is None:
+            parser.error("--profile needs a first configuration other than 'trainer'")
+        parts = {"forward": forward, "forward_backward": forward_backward, "step": step}
+        times = {k: [] for k in parts}
+        for _ in range(args.repeats):
+            for key, fn in parts.items():
+                times[key].append(1000.0 / timed(fn, config_batches, args.seconds)[0]
+                                  * args.batch_size)
+        ms = {k: statistics.median(v) for k, v in times.items()}
+        profile = {"forward_ms": ms["forward"],
+                   "backward_ms": ms["forward_backward"] - ms["forward"],
+                   "clip_and_optimizer_ms": ms["step"] - ms["forward_backward"],
+                   "step_ms": ms["step"]}
+        results["profile"] = {"config": names[0], **profile}
+        print(f"\nprofile ({names[0]}), ms per step of {args.batch_size}: " + ", ".join(
+            f"{k[:-3]} {v:.1f}" for k, v in profile.items()))
+    if args.decode:
+        results["decode"] = decode_rates(data, data.module_names[0], args.preset, args.decode_batch,
+                                         args.seconds)
+        for name, row in results["decode"].items():
+            print(f"{name:15s} greedy cached {row['greedy_cached_questions_per_second']:7.0f} "
+                  f"q/s  uncached {row['greedy_uncached_questions_per_second']:6.1f} q/s  "
+                  f"beam4 {row['beam4_questions_per_second']:6.0f} q/s")
+    results["load_average_end"] = os.getloadavg()[0]
+    results["peak_rss_process_mib"] = __import__("resource").getrusage(
+        __import__("resource").RUSAGE_SELF).ru_maxrss / 1024
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+        print(f"Wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 """Train and evaluate the TP-Transformer on the Mathematics Dataset: ``python -m train.math``.
 
-Schlag et al. (2019) §4.1: Adam (lr 1e-4, β2 0.995), global-norm clipping at
-0.1, no schedule, no dropout; train = train-easy + train-medium + train-hard
-of the selected modules; evaluation by exact match of the whole greedy answer
-(end symbol included), per module, on interpolate and extrapolate. The
-results table (mean accuracy, modules above 95 %) is printed and written to
-``<model_dir>/results.json``; the model is exported as a string-in/string-out
-SavedModel to ``<export_dir>/<model_name>/<version>``.
+``--preset`` picks the sizes and the training recipe together
+(``tpr_keras.models.tp_transformer.RECIPES``); the default ``auto`` is the paper's
+TP-Transformer when a GPU is visible and the ``tiny`` CPU recipe otherwise, and
+is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
+global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
+1,000k steps. Every recipe flag given overrides the recipe.
+
+Train = train-easy + train-medium + train-hard of the selected modules;
+evaluation by exact match of the whole greedy answer (end symbol included), per
+module, on interpolate and extrapolate. The results table (mean accuracy,
+modules above 95 %) is printed and written to ``<model_dir>/results.json``; the
+model is exported as a string-in/string-out SavedModel to
+``<export_dir>/<model_name>/<version>``.
 """
 
 import os
@@ -28,21 +34,28 @@ flags.DEFINE_string("data_dir", None, "Folder holding train-easy/ ... extrapolat
 flags.DEFINE_bool("download", True, "Download the official archive if nothing local is found.")
 flags.DEFINE_enum("model", "tp_transformer", ["tp_transformer", "transformer"],
                   "With or without the role binding of eq. 4 (same code path).")
-flags.DEFINE_string("preset", "small", "Size preset: tiny, small (CPU), tp_transformer, "
+flags.DEFINE_string("preset", "auto", "Sizes and training recipe: auto (tp_transformer or "
+                    "transformer on a GPU, tiny on a CPU), tiny, small (CPU), tp_transformer, "
                     "tp_transformer_b, tp_transformer_c, transformer (paper).")
 flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
 flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "math", "Served model name.")
-flags.DEFINE_integer("batch_size", 128, "Global batch size (the paper: 1024 on 8 GPUs).")
-flags.DEFINE_float("learning_rate", 1e-4, "Adam learning rate.")
-flags.DEFINE_float("beta_1", 0.9, "Adam β1.")
-flags.DEFINE_float("beta_2", 0.995, "Adam β2.")
-flags.DEFINE_float("clip_norm", 0.1, "Global-norm gradient clipping (0 disables).")
+_RECIPE = " Default: the --preset's recipe"
+flags.DEFINE_integer("batch_size", None, "Global batch size." + _RECIPE +
+                     " (paper 1024, CPU sizes 128).")
+flags.DEFINE_float("learning_rate", None, "Adam learning rate." + _RECIPE +
+                   " (paper 1e-4, CPU sizes 1e-3).")
+flags.DEFINE_float("beta_1", None, "Adam β1." + _RECIPE + " (0.9).")
+flags.DEFINE_float("beta_2", None, "Adam β2." + _RECIPE + " (0.995).")
+flags.DEFINE_float("clip_norm", None, "Global-norm gradient clipping (0 disables)." + _RECIPE +
+                   " (0.1).")
 flags.DEFINE_integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
 flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
-flags.DEFINE_integer("epochs", 10, "Maximum epochs.")
-flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
+flags.DEFINE_integer("epochs", None, "Maximum epochs. Given without --steps, it replaces the "
+                     "recipe's step budget.")
+flags.DEFINE_integer("steps", None, "Maximum optimizer steps." + _RECIPE +
+                     " (paper 1,000k, CPU sizes 2,000).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
@@ -59,9 +72,32 @@ HELP_GROUPS = [
 ]
 
 
-def greedy_accuracy(model, dataset, max_length):
-    """Exact match (%) of greedy answers over ``dataset``, whole answer + end symbol."""
-    import numpy as np
+#: Flags whose default is the preset's training recipe (``tp_transformer.RECIPES``).
+RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",
+                "max_train_minutes")
+
+
+def describe_recipe(flag, preset, recipe):
+    """The line printed at start: which preset ``--preset flag`` gave, and its recipe."""
+    device = ""
+    if flag == "auto":
+        device = " (a GPU is visible)" if preset in ("tp_transformer", "transformer") else (
+            " (no GPU: the CPU recipe; the paper's is --preset tp_transformer)")
+    budget = [f"{recipe['steps']:,} steps" if recipe["steps"] else f"{recipe['epochs']} epochs"]
+    if recipe.get("max_train_minutes"):
+        budget.append(f"at most {recipe['max_train_minutes']:g} min of training")
+    return (f"Preset {flag}" + (f" -> {preset}" if flag != preset else "") + device +
+            f": Adam lr {recipe['learning_rate']:g}, β {recipe['beta_1']:g}/"
+            f"{recipe['beta_2']:g}, clip {recipe['clip_norm']:g}, batch "
+            f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
+
+
+def greedy_scorer(model, max_length):
+    """A ``tf.function`` ``(source, target_out) -> bool[B]``: greedy answer == target.
+
+    Traced once (any batch size, any lengths) and shared by every module's
+    evaluation, so 71 splits cost one trace, not 71.
+    """
     import tensorflow as tf
 
     @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
@@ -71,7 +107,14 @@ def greedy_accuracy(model, dataset, max_length):
         target = tf.pad(target_out, [[0, 0], [0, width - tf.shape(target_out)[1]]])
         return tf.reduce_all(tf.equal(ids, target), axis=1)
 
-    hits = [correct(f["source"], l["target_out"]).numpy() for f, l in dataset]
+    return correct
+
+
+def greedy_accuracy(scorer, dataset):
+    """Exact match (%) of greedy answers over ``dataset``, whole answer + end symbol."""
+    import numpy as np
+
+    hits = [scorer(f["source"], l["target_out"]).numpy() for f, l in dataset]
     return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
 
 
@@ -84,9 +127,15 @@ def main(argv):
 
     from serving.export_math import export_math_model
     from tpr_keras.data import mathematics
-    from tpr_keras.models import TPTransformer, sequence_compute_fn
+    from tpr_keras.models import TPTransformer, resolve_preset, sequence_compute_fn
     from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, save_run
 
+    preset, recipe = resolve_preset(
+        FLAGS.preset, use_role=FLAGS.model == "tp_transformer",
+        **{k: getattr(FLAGS, k) for k in RECIPE_FLAGS})
+    for key, value in recipe.items():
+        setattr(FLAGS, key, value)
+    print(describe_recipe(FLAGS.preset, preset, recipe))
     strategy = train_flags.setup(global_batch=FLAGS.batch_size)
     replicas = strategy.num_replicas_in_sync
     config = TrainConfig(
@@ -105,7 +154,7 @@ def main(argv):
     print(data)
 
     def model_fn():
-        return TPTransformer.from_preset(FLAGS.preset, vocabulary_size=len(data.vocab),
+        return TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
                                          vocabulary=data.vocab.tokens,
                                          use_role=FLAGS.model == "tp_transformer")
 
@@ -113,7 +162,7 @@ def main(argv):
                                                       FLAGS.beta_1, FLAGS.beta_2),
                       sequence_compute_fn(), config, FLAGS.model_dir, strategy=strategy)
     model = trainer.model
-    print(f"{FLAGS.model} ({FLAGS.preset}): {model.count_params():,} parameters.")
+    print(f"{FLAGS.model} ({preset}): {model.count_params():,} parameters.")
 
     def train_fn(epoch):
         return mathematics.make_dataset(data.train, FLAGS.batch_size, shuffle=True,
@@ -128,12 +177,12 @@ def main(argv):
     train_seconds = time.time() - started
 
     max_length = model.max_decode_length
+    scorer = greedy_scorer(model, max_length)
     results = {"interpolate_accuracy_percent": {}, "extrapolate_accuracy_percent": {}}
     for regime in ("interpolate", "extrapolate"):
         for module, split in getattr(data, regime).items():
             ds = mathematics.make_dataset(split, FLAGS.eval_batch_size)
-            results[f"{regime}_accuracy_percent"][module] = greedy_accuracy(
-                model, ds, max_length)
+            results[f"{regime}_accuracy_percent"][module] = greedy_accuracy(scorer, ds)
     print("\nregime      | modules | mean accuracy % | modules > 95 %")
     summary = {}
     for regime in ("interpolate", "extrapolate"):
@@ -157,9 +206,11 @@ def main(argv):
         "parameters": model.count_params(),
         "data": data.stats.get("counts", {}) if isinstance(data.stats, dict) else {},
         "config": {k: getattr(FLAGS, k) for k in (
-            "modules", "model", "preset", "batch_size", "learning_rate", "beta_1", "beta_2",
-            "clip_norm", "warmup_steps", "epochs", "steps", "seed", "limit_per_file")}
-        | {"replicas": replicas, "strategy": type(strategy).__name__},
+            "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
+            "clip_norm", "warmup_steps", "epochs", "steps", "max_train_minutes", "seed",
+            "limit_per_file")}
+        | {"preset": preset, "preset_flag": FLAGS.preset, "replicas": replicas,
+           "strategy": type(strategy).__name__},
     })
     if is_chief(strategy):
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, model, data.vocab.save)

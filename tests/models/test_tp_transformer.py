@@ -9,8 +9,11 @@ from tpr_keras.models.tp_transformer import (
     END_ID,
     PAD_ID,
     PRESETS,
+    RECIPES,
     START_ID,
     TPTransformer,
+    auto_preset,
+    resolve_preset,
     sequence_compute_fn,
 )
 
@@ -207,6 +210,26 @@ def test_compute_fn_masks_padding_and_needs_the_whole_answer():
     np.testing.assert_allclose(out["loss"].numpy()[0], token_ce, rtol=1e-5)
 
 
+def test_compute_fn_with_xla_gives_the_same_loss_and_gradients():
+    model = _model()
+    src = _sources()
+    features = {"source": src, "target_in": np.full((3, 4), START_ID, "int32")}
+    labels = {"target_out": np.array([[5, 6, END_ID, PAD_ID], [7, END_ID, PAD_ID, PAD_ID],
+                                      [4, 4, 4, END_ID]], "int32")}
+    results = []
+    for jit in (False, True):
+        compute = sequence_compute_fn(jit_compile=jit)
+        with tf.GradientTape() as tape:
+            out = compute(model, features, labels, True)
+            loss = tf.reduce_sum(out["loss"])
+        grads = tape.gradient(loss, model.trainable_variables)
+        results.append((out["loss"].numpy(), out["correct"].numpy(),
+                        tf.linalg.global_norm(grads).numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-4)
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+    np.testing.assert_allclose(results[1][2], results[0][2], rtol=1e-4)
+
+
 def _expected_count(v, d, f, n_enc, n_dec, role, multiplicative):
     attention = (5 if role else 4) * (d * d + d)
     ff = 2 * d * f + f + d
@@ -231,6 +254,57 @@ def test_parameter_counts_and_presets():
     assert round(_expected_count(73, 512, 2048, 6, 6, False, False) / 1e6, 1) == 44.2
     with pytest.raises(ValueError, match="Unknown preset"):
         TPTransformer.from_preset("huge", vocabulary_size=73)
+
+
+class _Device:  # what tf.config.list_physical_devices() returns, minus the name
+    def __init__(self, device_type):
+        self.device_type = device_type
+
+
+def test_auto_preset_paper_size_on_a_gpu_tiny_on_a_cpu():
+    assert auto_preset([_Device("CPU")]) == "tiny"
+    assert auto_preset([_Device("CPU"), _Device("GPU")]) == "tp_transformer"
+    assert auto_preset(["CPU", "GPU", "GPU"], use_role=False) == "transformer"
+    assert auto_preset(["CPU"], use_role=False) == "tiny"
+    assert auto_preset([]) == "tiny"
+    name, recipe = resolve_preset("auto", devices=[_Device("CPU")])
+    assert name == "tiny" and recipe == RECIPES["tiny"]
+    assert (recipe["learning_rate"], recipe["batch_size"], recipe["steps"]) == (1e-3, 128, 2000)
+    assert recipe["max_train_minutes"] > 0  # a wall-clock guard on CPUs
+    name, recipe = resolve_preset("auto", devices=["CPU", "GPU"])
+    assert name == "tp_transformer"
+    # §4.1 and Table 1: Adam 1e-4, β 0.9/0.995, clip 0.1, batch 1024, 1,000k steps.
+    assert recipe == dict(learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1,
+                          batch_size=1024, steps=1_000_000, epochs=1_000_000,
+                          max_train_minutes=None)
+    assert set(RECIPES) == set(PRESETS)
+    assert all(RECIPES[n]["batch_size"] == 1024 for n in
+               ("tp_transformer", "tp_transformer_b", "tp_transformer_c", "transformer"))
+
+
+def test_recipe_flags_override_and_explicit_presets():
+    name, recipe = resolve_preset("auto", devices=["CPU"], learning_rate=3e-4, batch_size=None,
+                                  steps=50)
+    assert name == "tiny" and recipe["learning_rate"] == 3e-4 and recipe["steps"] == 50
+    assert recipe["batch_size"] == 128  # None keeps the recipe's value
+    # A budget of one's own drops the recipe's time guard, unless that is given too.
+    assert recipe["max_train_minutes"] is None
+    assert resolve_preset("tiny")[1]["max_train_minutes"] == 14.0
+    assert resolve_preset("tiny", steps=9, max_train_minutes=3.0)[1]["max_train_minutes"] == 3.0
+    assert resolve_preset("tiny", epochs=2)[1]["max_train_minutes"] is None
+    # An explicit preset wins over the devices.
+    assert resolve_preset("tp_transformer", devices=["CPU"])[0] == "tp_transformer"
+    assert resolve_preset("small", devices=["GPU"])[0] == "small"
+    # --epochs without --steps: the epoch count decides, not the recipe's step budget.
+    _, recipe = resolve_preset("tiny", epochs=3)
+    assert recipe["epochs"] == 3 and recipe["steps"] is None
+    _, recipe = resolve_preset("tiny", epochs=3, steps=10)
+    assert (recipe["epochs"], recipe["steps"]) == (3, 10)
+    assert resolve_preset("tiny", clip_norm=0.0)[1]["clip_norm"] == 0.0
+    with pytest.raises(ValueError, match="Unknown preset"):
+        resolve_preset("huge")
+    with pytest.raises(ValueError, match="Unknown recipe fields"):
+        resolve_preset("tiny", momentum=0.9)
 
 
 def test_attention_details_for_analysis():

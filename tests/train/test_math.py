@@ -35,10 +35,13 @@ def tiny_math(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["tp_transformer", "transformer"])
 def test_train_math_results_and_export(tiny_math, tmp_path, model):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               CUDA_VISIBLE_DEVICES="")
+    # The Transformer run leaves --preset at its default, auto: tiny on this CPU.
+    preset = ["--preset", "tiny"] if model == "tp_transformer" else []
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
-         "--preset", "tiny", "--steps", "6", "--batch_size", "32", "--learning_rate", "1e-3",
+         *preset, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
          "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
         env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -51,3 +54,12 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
     assert results["summary"]["interpolate"]["modules"] == 1
     assert (tmp_path / "export" / "math" / "1" / "saved_model.pb").exists()
     assert "interpolate |       1 |" in done.stdout
+    # Flags override the recipe; the rest of it (β2, clip) comes from the tiny preset.
+    config = results["config"]
+    assert (config["preset"], config["batch_size"], config["learning_rate"]) == ("tiny", 32, 3e-3)
+    assert (config["steps"], config["beta_2"], config["clip_norm"]) == (6, 0.995, 0.1)
+    if model == "transformer":
+        assert config["preset_flag"] == "auto"
+        assert "Preset auto -> tiny (no GPU" in done.stdout
+    else:
+        assert "Preset tiny: Adam lr 0.003" in done.stdout

@@ -181,9 +181,12 @@ class TPMultiHeadAttention(keras.layers.Layer):
         dropped = self.attention_dropout(weights, training=training)
         filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2
         bound = filler * r if (self.use_role and r is not None) else filler  # eq. 4, ⊙
+        return self._output(bound), weights
+
+    def _output(self, bound):
+        """Eq. 4's ``Σ_h W_o^h x_h + b_o``: ``[B, H, T, d_k] -> [B, T, d_model]``."""
         w_o = ops.reshape(self.output_kernel, (self.num_heads, self.key_dim, self.model_dim))
-        output = ops.einsum("bhqd,hdo->bqo", bound, w_o) + self.output_bias  # eq. 4, Σ_h
-        return output, weights
+        return ops.einsum("bhqd,hdo->bqo", bound, w_o) + self.output_bias
 
     @staticmethod
     def causal_mask(query_length, key_length):

@@ -4,6 +4,8 @@ from tpr_keras.models.entailment import BiDAFEntailmentModel, PlainEntailmentMod
 from tpr_keras.models.memn2n import PRESETS as MEMN2N_PRESETS  # noqa: F401
 from tpr_keras.models.memn2n import MemN2N  # noqa: F401
 from tpr_keras.models.tp_transformer import PRESETS as TP_TRANSFORMER_PRESETS  # noqa: F401
+from tpr_keras.models.tp_transformer import RECIPES as TP_TRANSFORMER_RECIPES  # noqa: F401
 from tpr_keras.models.tp_transformer import TPTransformer, sequence_compute_fn  # noqa: F401
+from tpr_keras.models.tp_transformer import resolve_preset  # noqa: F401
 from tpr_keras.models.tpr_rnn import PRESETS as TPR_RNN_PRESETS  # noqa: F401
 from tpr_keras.models.tpr_rnn import TPRRNN  # noqa: F401

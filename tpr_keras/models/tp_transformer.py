@@ -57,6 +57,83 @@ PRESETS = {
     ),
 }
 
+#: The training half of a preset: Adam's learning rate and betas, global-norm
+#: clipping, global batch, and the budget (optimizer steps; ``epochs`` as an upper
+#: bound; ``max_train_minutes`` as a wall-clock guard). The paper's sizes train with
+#: §4.1's recipe (lr 1e-4, β 0.9/0.995, clip 0.1, batch 1024) for Table 1's 1,000k
+#: steps. The CPU sizes use a 10× larger learning rate at batch 128 and a budget of a
+#: few thousand steps, enough for single modules such as ``numbers__place_value``.
+PAPER_RECIPE = dict(
+    learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=1024,
+    steps=1_000_000, epochs=1_000_000, max_train_minutes=None,
+)
+CPU_RECIPE = dict(
+    learning_rate=1e-3, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=128,
+    steps=2000, epochs=1000, max_train_minutes=14.0,
+)
+RECIPES = {
+    name: PAPER_RECIPE if name in ("tp_transformer", "tp_transformer_b", "tp_transformer_c",
+                                   "transformer") else CPU_RECIPE
+    for name in PRESETS
+}
+
+
+def auto_preset(devices, use_role=True):
+    """The preset ``"auto"`` stands for on ``devices``.
+
+    The paper's size (``tp_transformer``, or ``transformer`` without roles) when
+    any device is a GPU, otherwise ``tiny``, the size whose recipe trains a single
+    module on a few CPU cores.
+
+    Args:
+        devices: ``tf.config.list_physical_devices()`` or device-type strings
+            (``"CPU"``, ``"GPU"``).
+        use_role: TP-Transformer (True) or the Transformer baseline.
+    """
+    kinds = {str(getattr(d, "device_type", d)).upper() for d in devices}
+    if "GPU" in kinds:
+        return "tp_transformer" if use_role else "transformer"
+    return "tiny"
+
+
+def resolve_preset(preset, devices=None, use_role=True, **overrides):
+    """Sizes and training recipe of ``preset``, with ``"auto"`` resolved.
+
+    Args:
+        preset: a name in ``PRESETS`` or ``"auto"`` (see :func:`auto_preset`).
+        devices: for ``"auto"``: the devices to train on (default: every local
+            physical device).
+        use_role: for ``"auto"``: TP-Transformer or the Transformer baseline.
+        **overrides: recipe fields given explicitly (``None`` = take the
+            recipe's). An explicit ``epochs`` without ``steps`` lifts the
+            recipe's step budget, so the epoch count is what stops training;
+            an explicit ``steps`` or ``epochs`` without ``max_train_minutes``
+            lifts the recipe's time guard, which belongs to its own budget.
+
+    Returns:
+        ``(name, recipe)``: the concrete preset name and a copy of its recipe
+        (``RECIPES``) with the overrides applied.
+    """
+    if preset == "auto":
+        if devices is None:
+            devices = tf.config.list_physical_devices()
+        preset = auto_preset(devices, use_role=use_role)
+    if preset not in RECIPES:
+        raise ValueError(f"Unknown preset {preset!r}; choose from {['auto'] + sorted(PRESETS)}.")
+    unknown = set(overrides) - set(RECIPES[preset])
+    if unknown:
+        raise ValueError(f"Unknown recipe fields {sorted(unknown)}; "
+                         f"choose from {sorted(RECIPES[preset])}.")
+    recipe = dict(RECIPES[preset])
+    if overrides.get("epochs") is not None and overrides.get("steps") is None:
+        recipe["steps"] = None
+    budget_given = overrides.get("steps") is not None or overrides.get("epochs") is not None
+    if budget_given and overrides.get("max_train_minutes") is None:
+        recipe["max_train_minutes"] = None
+    recipe.update({k: v for k, v in overrides.items() if v is not None})
+    return preset, recipe
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPTransformer(keras.Model):
     """Encoder-decoder TP-Transformer for character-level seq2seq, §2.
@@ -473,7 +550,7 @@ class TPTransformer(keras.Model):
         return seqs[:, 0], scores[:, 0]
 
 
-def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
+def sequence_compute_fn(pad_id=PAD_ID, reduction="sum", jit_compile=False):
     """A ``compute_fn`` for :class:`tpr_keras.training.Trainer` (teacher forcing).
 
     Per example: ``loss`` = token cross-entropy over the non-pad positions of
@@ -482,6 +559,10 @@ def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
     (``"mean"``); ``correct`` = 1 when the argmax of every non-pad position equals
     the target, end symbol included (exact match of the whole answer under teacher
     forcing; the greedy exact match is a separate evaluation).
+
+    ``jit_compile=True`` compiles the forward pass and the loss with XLA (and
+    with them their gradient, when the Trainer differentiates through them);
+    XLA compiles once per distinct batch shape.
     """
     if reduction not in ("sum", "mean"):
         raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
@@ -500,4 +581,6 @@ def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
         correct = tf.cast(tf.reduce_all(match, axis=-1), tf.float32)
         return {"loss": loss, "correct": correct}
 
+    if jit_compile:
+        return tf.function(compute, jit_compile=True)
     return compute
