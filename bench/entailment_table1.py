@@ -1,0 +1,145 @@
+"""Run and tabulate Table 1 of Tang, Smolensky & de Sa (2018) on this machine (issue #14).
+
+    python bench/entailment_table1.py --data_dir ../shared/data/entailment --dry_run
+    python bench/entailment_table1.py --data_dir ../shared/data/entailment --jobs 2  # runs them
+    python bench/entailment_table1.py --report                                      # Markdown
+
+Every row is one ``python -m train.entailment`` process with the §5.1 recipe of the
+entailment presets (Adam lr 1e-3 divided by 10 every 30 epochs, batch 64, global-norm
+clipping, symbolic variable permutation, the best-validation weights), at most 90 epochs,
+width 64. The paper keeps the best model on the validation set and says nothing about
+stopping early; here a run stops after ``--patience`` (20) epochs without a lower validation
+error, long enough that a run still improving slowly reaches its next learning-rate decay.
+The training step is compiled with XLA (``--jit_compile``), which doubled the TPRU's step
+rate in ``bench/entailment_bench.py``.
+
+Rows go to ``<runs>/<row>``; a row whose ``results.json`` exists is skipped, and an
+interrupted one resumes from its last checkpoint when started again, so the table can be
+worked off over several sittings. ``--jobs 2`` runs two rows at once with one intra-op thread
+each (``TF_NUM_INTRAOP_THREADS``), each row's output in ``train.log`` in its folder.
+``--report`` prints our rows next to the paper's (the paper's numbers are the mean of three
+initialisations; ours are one seed), with parameters, epochs, the stop reason and the
+training time.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
+
+#: name -> (train.entailment flags, label)
+ROWS = {
+    "tpru8": (["--cell=tpru", "--roles=8"], "TPRU, 8 roles"),
+    "tpru32": (["--cell=tpru", "--roles=32"], "TPRU, 32 roles"),
+    "lstm": (["--cell=lstm"], "LSTM"),
+    "gru": (["--cell=gru"], "GRU"),
+    "bidaf-tpru32": (["--arch=bidaf", "--cell=tpru", "--roles=32"], "BiDAF TPRU, 32 roles"),
+    "bidaf-lstm": (["--arch=bidaf", "--cell=lstm"], "BiDAF LSTM"),
+}
+
+#: Table 1, dim 64: valid, easy, hard, big, massive, exam (%), parameters; plain and BiDAF.
+PAPER = {
+    "tpru8": ((66.8, 67.2, 59.3, 60.9, 51.9, 67.0), "40.1k"),
+    "tpru32": ((73.7, 73.7, 62.7, 62.8, 53.0, 76.7), "–"),
+    "lstm": ((71.7, 71.8, 64.1, 64.2, 53.7, 68.3), "65.5k"),
+    "gru": ((75.1, 77.1, 63.7, 63.8, 54.4, 73.7), "49.1k"),
+    "bidaf-tpru32": ((88.4, 88.4, 71.1, 70.1, 64.9, 77.0), "–"),
+    "bidaf-lstm": ((88.5, 88.7, 74.5, 73.8, 66.8, 80.0), "230.0k"),
+}
+
+STOPS = {"epochs": "epoch cap", "early_stopping": "patience", "steps": "step cap",
+         "time_budget": "time budget"}
+
+
+def command(args, name):
+    flags, _ = ROWS[name]
+    return [sys.executable, "-m", "train.entailment", f"--model_dir={os.path.join(args.runs, name)}",
+            *([f"--data_dir={args.data_dir}"] if args.data_dir else []),
+            "--dim=64", f"--epochs={args.epochs}", f"--patience={args.patience}",
+            f"--seed={args.seed}", "--verbose=2", *(["--jit_compile"] if args.jit_compile else []),
+            *flags]
+
+
+def run_row(args, name):
+    folder = os.path.join(args.runs, name)
+    if os.path.exists(os.path.join(folder, "results.json")):
+        return f"skip {name} (finished)"
+    os.makedirs(folder, exist_ok=True)
+    env = dict(os.environ)
+    if args.jobs > 1:
+        env.update(TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+    started = time.time()
+    with open(os.path.join(folder, "train.log"), "a") as log:
+        code = subprocess.call(command(args, name), stdout=log, stderr=subprocess.STDOUT,
+                               env=env)
+    return f"finished {name}: exit {code}, {time.time() - started:.0f} s"
+
+
+def load(args, name):
+    path = os.path.join(args.runs, name, "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def report(args):
+    head = ("| model | " + " | ".join(s.replace("test_", "") for s in SPLITS)
+            + " | parameters | epochs (stop) | training h |")
+    lines = [head, "|---|" + "---:|" * len(SPLITS) + "---:|---|---:|"]
+    for name in args.rows:
+        _, label = ROWS[name]
+        result = load(args, name)
+        if result is None:
+            lines.append(f"| {label} | " + " | ".join("–" for _ in SPLITS) + " | – | not finished | – |")
+        else:
+            accuracy = result["accuracy_percent"]
+            lines.append(
+                f"| {label} | " + " | ".join(f"{accuracy[s]:.1f}" for s in SPLITS)
+                + f" | {result['parameters']:,} | {result['epochs']} "
+                f"({STOPS.get(result['stopped'], result['stopped'])}) | "
+                f"{result['train_seconds'] / 3600:.1f} |")
+        paper, params = PAPER[name]
+        lines.append(f"| *paper, {label}* | " + " | ".join(f"*{v}*" for v in paper)
+                     + f" | *{params}* | *90* | |")
+    print("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default=",".join(ROWS),
+                        help=f"comma-separated, from {', '.join(ROWS)}")
+    parser.add_argument("--runs", default="runs/entailment/table1")
+    parser.add_argument("--data_dir", default=None)
+    parser.add_argument("--epochs", type=int, default=90)
+    parser.add_argument("--patience", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jit_compile", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
+    parser.add_argument("--report", action="store_true", help="print the Markdown table only")
+    args = parser.parse_args()
+    args.rows = args.rows.split(",")
+    unknown = [r for r in args.rows if r not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; choose from {list(ROWS)}")
+    if args.report:
+        report(args)
+        return
+    if args.dry_run:
+        for name in args.rows:
+            print(" ".join(command(args, name)))
+        return
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for line in pool.map(lambda name: run_row(args, name), args.rows):
+            print(line, flush=True)
+    report(args)
+
+
+if __name__ == "__main__":
+    main()
