@@ -201,7 +201,7 @@ def main(argv):
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
         "stopped": trainer.stop_reason,
-        "steps": int(trainer.state["global_step"].numpy()),
+        "steps": trainer.state.value("global_step"),
         "history": history,
         "parameters": model.count_params(),
         "data": data.stats.get("counts", {}) if isinstance(data.stats, dict) else {},
