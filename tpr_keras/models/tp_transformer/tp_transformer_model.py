@@ -75,6 +75,9 @@ class TPTransformer(PresetMixin, keras.Model):
             characters plus the end symbol: 31).
         vocabulary: optional list of the symbols (id order); stored in the config so
             a saved ``.keras`` file carries its vocabulary.
+        attention_form: ``"einsum"`` (default) or ``"matmul"``: how every attention
+            computes its head projections and output map (same weights, same values;
+            see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`).
 
     Example:
     >>> model = TPTransformer.from_preset("tiny", vocabulary_size=20)
@@ -106,6 +109,7 @@ class TPTransformer(PresetMixin, keras.Model):
         end_id=END_ID,
         max_decode_length=31,
         vocabulary=None,
+        attention_form="einsum",
         **kwargs,
     ):
         if vocabulary is not None:
@@ -125,6 +129,7 @@ class TPTransformer(PresetMixin, keras.Model):
             norm_placement=norm_placement,
             dropout=dropout,
             layer_norm_epsilon=layer_norm_epsilon,
+            attention_form=attention_form,
         )
         encoder_layers = [
             TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
@@ -164,6 +169,7 @@ class TPTransformer(PresetMixin, keras.Model):
         self.end_id = int(end_id)
         self.max_decode_length = int(max_decode_length)
         self.vocabulary = None if vocabulary is None else tuple(vocabulary)
+        self.attention_form = attention_form
         self.embedding = embedding
         # One attribute per layer, not a Python list: tf.train.Checkpoint (what the
         # Trainer saves) does not see layers that Keras keeps in lists.
@@ -200,6 +206,7 @@ class TPTransformer(PresetMixin, keras.Model):
             "end_id": self.end_id,
             "max_decode_length": self.max_decode_length,
             "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+            "attention_form": self.attention_form,
         }
 
     @classmethod
