@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from tpr_keras.data.mathematics import CharVocabulary
+from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerDecoderLayer,
     TPTransformerEmbedding,
@@ -107,7 +107,7 @@ class TPTransformer(PresetMixin, keras.Model):
         pad_id=PAD_ID,
         start_id=START_ID,
         end_id=END_ID,
-        max_decode_length=31,
+        max_decode_length=MAX_ANSWER_LENGTH + 1,
         vocabulary=None,
         attention_form="einsum",
         **kwargs,
