@@ -25,9 +25,10 @@ Configurations (``--configs``; the first is the baseline):
 * ``trainer_jit`` / ``trainer_jit_fixed``: the Trainer's step with the forward pass and
   loss XLA-compiled (``sequence_compute_fn(jit_compile=True)``; gradients of a compiled
   function are compiled too; clipping and Adam are not), bucketed / fixed-shape batches.
-* ``matmul``: the attention's head projections (eq. 1) and output map (eq. 4) as a
-  ``[B, T, d] x [d, H*d_k]`` matrix product plus a reshape / transpose, instead of the
-  einsums over ``[d, H, d_k]`` kernels (same weights, same function).
+* ``matmul``: the model built with ``attention_form="matmul"``: the attention's head
+  projections (eq. 1) and output map (eq. 4) as a ``[B, T, d] x [d, H*d_k]`` matrix
+  product plus a reshape / transpose, instead of the einsums over ``[d, H, d_k]`` kernels
+  (same weights, same function; see ``TPMultiHeadAttention``).
 
 ``--profile`` also times the forward pass alone and forward + backward (gradients, no
 update) for the first configuration, which splits a step into forward, backward, and
@@ -51,58 +52,21 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tpr_keras.data import mathematics  # noqa: E402
-from tpr_keras.layers.tp_attention import TPMultiHeadAttention  # noqa: E402
 from tpr_keras.models import TPTransformer, sequence_compute_fn  # noqa: E402
 from tpr_keras.training import Trainer, TrainConfig, get_optimizer  # noqa: E402
 
 CONFIGS = {
-    # name: (batches, jit_compile, attention implementation, use the Trainer's step)
-    "trainer": ("bucketed", False, None, True),
-    "baseline": ("bucketed", False, None, False),
-    "batch_max": ("batch_max", False, None, False),
-    "fixed_max": ("fixed_max", False, None, False),
-    "jit_bucketed": ("bucketed", True, None, False),
-    "jit_fixed": ("fixed_max", True, None, False),
+    # name: (batches, jit_compile, TPTransformer's attention_form, use the Trainer's step)
+    "trainer": ("bucketed", False, "einsum", True),
+    "baseline": ("bucketed", False, "einsum", False),
+    "batch_max": ("batch_max", False, "einsum", False),
+    "fixed_max": ("fixed_max", False, "einsum", False),
+    "jit_bucketed": ("bucketed", True, "einsum", False),
+    "jit_fixed": ("fixed_max", True, "einsum", False),
     "matmul": ("bucketed", False, "matmul", False),
-    "trainer_jit": ("bucketed", "compute", None, True),
-    "trainer_jit_fixed": ("fixed_max", "compute", None, True),
+    "trainer_jit": ("bucketed", "compute", "einsum", True),
+    "trainer_jit_fixed": ("fixed_max", "compute", "einsum", True),
 }
-
-
-def _heads_matmul(self, x, kernel, bias):
-    """Eq. 1 as ``x @ W`` then split into heads: ``[B, T, d] -> [B, H, T, d_k]``."""
-    y = tf.matmul(x, kernel) + bias
-    shape = tf.shape(y)
-    y = tf.reshape(y, [shape[0], shape[1], self.num_heads, self.key_dim])
-    return tf.transpose(y, [0, 2, 1, 3])
-
-
-def _output_matmul(self, bound):
-    """Eq. 4's ``Σ_h W_o^h x_h`` as ``concat_h(x_h) @ W_o``: ``[B, H, T, d_k] -> [B, T, d]``."""
-    shape = tf.shape(bound)
-    merged = tf.reshape(tf.transpose(bound, [0, 2, 1, 3]),
-                        [shape[0], shape[2], self.num_heads * self.key_dim])
-    return tf.matmul(merged, self.output_kernel) + self.output_bias
-
-
-class attention_implementation:
-    """Context manager: ``TPMultiHeadAttention`` traced with the ``matmul`` variant."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        self.saved = TPMultiHeadAttention._heads, getattr(TPMultiHeadAttention, "_output",
-                                                          None)
-        if self.name == "matmul":
-            TPMultiHeadAttention._heads = _heads_matmul
-            if self.saved[1] is not None:
-                TPMultiHeadAttention._output = _output_matmul
-
-    def __exit__(self, *exc):
-        TPMultiHeadAttention._heads = self.saved[0]
-        if self.saved[1] is not None:
-            TPMultiHeadAttention._output = self.saved[1]
 
 
 def peak_rss_reset():
@@ -198,12 +162,12 @@ def make_steps(model, optimizer, compute, jit_compile, clip_norm=0.1):
 
 def build_config(name, data, batches, preset, use_role):
     """A fresh model (seed 0) and its compiled step for configuration ``name``."""
-    batching, jit, implementation, use_trainer = CONFIGS[name]
+    batching, jit, attention_form, use_trainer = CONFIGS[name]
 
     def build():
         keras.utils.set_random_seed(0)
         return TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
-                                         use_role=use_role)
+                                         use_role=use_role, attention_form=attention_form)
 
     compute = sequence_compute_fn(jit_compile=jit == "compute")
     if use_trainer:
@@ -293,16 +257,15 @@ def main():
     steps, rss = {}, {}
     for name in names:  # build and warm up (trace / compile every shape) each config
         peak_rss_reset()
-        with attention_implementation(CONFIGS[name][2]):
-            steps[name] = build_config(name, data, batches, args.preset, use_role)
-            step, forward, forward_backward, config_batches = steps[name]
-            start = time.perf_counter()
-            for features, labels in config_batches:
-                step(features, labels)
-            if args.profile and name == names[0] and forward is not None:
-                for fn in (forward, forward_backward):
-                    for features, labels in config_batches:
-                        fn(features, labels)
+        steps[name] = build_config(name, data, batches, args.preset, use_role)
+        step, forward, forward_backward, config_batches = steps[name]
+        start = time.perf_counter()
+        for features, labels in config_batches:
+            step(features, labels)
+        if args.profile and name == names[0] and forward is not None:
+            for fn in (forward, forward_backward):
+                for features, labels in config_batches:
+                    fn(features, labels)
         rss[name] = {"warmup_seconds": time.perf_counter() - start}
     for name in names:  # one untimed pass each: the first timed slice was always slow
         step, _, _, config_batches = steps[name]
@@ -324,7 +287,7 @@ def main():
             "batching": CONFIGS[name][0],
             "jit_compile": {False: "off", True: "whole step", "compute": "forward + loss"}[
                 CONFIGS[name][1]],
-            "attention_implementation": CONFIGS[name][2] or "default",
+            "attention_form": CONFIGS[name][2],
             "trainer_step": CONFIGS[name][3],
             "examples_per_second": statistics.median(x[0] for x in rounds[name]),
             "tokens_per_second": statistics.median(x[1] for x in rounds[name]),

@@ -3,8 +3,7 @@
 * :mod:`serving.export` (``python -m serving.export``) writes a saved ``.keras`` bAbI model
   as a string-in/string-out SavedModel in TF Serving's ``<export_dir>/<model_name>/<version>/``
   layout. The exporters themselves, and that layout, are in ``tpr_keras.models`` (the
-  training commands export without importing ``serving``); :mod:`serving.export_math` is
-  the math model's, until the math family moves there too.
+  training commands export without importing ``serving``).
 * :mod:`serving.server` (``python -m serving.server``) serves any such SavedModel over
   TF Serving's gRPC and REST APIs; it never imports ``tpr_keras``. Its parts follow TF
   Serving's seams: :mod:`serving.servable`, :mod:`serving.manager`, :mod:`serving.batching`,

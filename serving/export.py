@@ -8,8 +8,8 @@ This is the export side of ``serving/``, the one module here that imports ``tpr_
 (the server never imports it). The exporter itself is the bAbI family's
 (:func:`tpr_keras.models.babi.export_babi_model`) and TF Serving's layout is
 :mod:`tpr_keras.models.tf_serving_layout`, so that ``train.babi`` exports without
-importing ``serving``; the names below are kept importable from here for the scripts and
-``serving/export_math.py`` that use them.
+importing ``serving``; import the layout's helpers (``next_version``,
+``read_export_info``, ...) from there.
 """
 
 from __future__ import annotations
@@ -19,22 +19,8 @@ from collections.abc import Sequence
 
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.models.babi.babi_exporter import DEFAULT_TOP_K, export_babi_model
-from tpr_keras.models.tf_serving_layout import (
-    EXPORT_INFO_FILE,
-    next_version,
-    publish_version,
-    read_export_info,
-    write_warmup_requests,
-)
 
-__all__ = [
-    "EXPORT_INFO_FILE",
-    "export_babi_model",
-    "next_version",
-    "publish_version",
-    "read_export_info",
-    "write_warmup_requests",
-]
+__all__ = ["export_babi_model", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

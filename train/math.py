@@ -1,7 +1,7 @@
 """Train and evaluate the TP-Transformer on the Mathematics Dataset: ``python -m train.math``.
 
-``--preset`` picks the sizes and the training recipe together
-(``tpr_keras.models.tp_transformer.RECIPES``); the default ``auto`` is the paper's
+``--preset`` picks the sizes and the training recipe together (``TPTransformer.presets``,
+:mod:`tpr_keras.models.tp_transformer`); the default ``auto`` is the paper's
 TP-Transformer when a GPU is visible and the ``tiny`` CPU recipe otherwise, and
 is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
 global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
@@ -72,7 +72,7 @@ HELP_GROUPS = [
 ]
 
 
-#: Flags whose default is the preset's training recipe (``tp_transformer.RECIPES``).
+#: Flags whose default is the preset's training recipe (``TPTransformer.preset_recipe``).
 RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",
                 "max_train_minutes")
 
@@ -125,9 +125,9 @@ def main(argv):
     cli.import_tensorflow()
     import keras
 
-    from serving.export_math import export_math_model
     from tpr_keras.data import mathematics
-    from tpr_keras.models import TPTransformer, resolve_preset, sequence_compute_fn
+    from tpr_keras.models.tp_transformer import (TPTransformer, export_math_model,
+                                                 resolve_preset, sequence_compute_fn)
     from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, save_run
 
     preset, recipe = resolve_preset(
@@ -201,7 +201,7 @@ def main(argv):
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
         "stopped": trainer.stop_reason,
-        "steps": int(trainer.state["global_step"].numpy()),
+        "steps": trainer.state.value("global_step"),
         "history": history,
         "parameters": model.count_params(),
         "data": data.stats.get("counts", {}) if isinstance(data.stats, dict) else {},

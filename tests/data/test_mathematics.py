@@ -13,7 +13,6 @@ from tpr_keras.data.mathematics import (
     MathFormatError,
     find_mathematics_dir,
     load_mathematics,
-    make_char_table,
     make_dataset,
     parse_mathematics_file,
     select_modules,
@@ -116,21 +115,11 @@ def test_char_vocabulary_ids_and_round_trip(tmp_path):
         CharVocabulary(["a", "b"])
 
 
-def test_in_graph_char_table_matches_python(tmp_path):
+def test_encode_question_is_the_model_source():
     vocab = CharVocabulary.build(["What is 3*4?", "12"])
-    table = make_char_table(vocab)
-    texts = ["What is 3*4?", "Wh@t", ""]
-    ids = table.encode(texts).numpy()
-    assert ids.shape == (3, 14)
-    for row, text in zip(ids, texts):
-        n = len(text)
-        assert row[0] == vocab.START_ID and row[n + 1] == vocab.END_ID
-        assert row[1 : n + 1].tolist() == vocab.encode(text) and not row[n + 2 :].any()
-    cut = table.encode(["What is"], max_length=3).numpy().tolist()
-    assert cut == [[2] + vocab.encode("Wha") + [3]]
-    one, two = vocab.encode("12")
-    decoded = table.decode(np.array([[one, two, 3, 5], [3, 5, 5, 5]]))
-    assert decoded.numpy().tolist() == [b"12", b""]
+    assert vocab.encode_question("Wh@t") == [2] + vocab.encode("Wh@t") + [3]
+    assert vocab.encode_question("What is", max_length=3) == [2] + vocab.encode("Wha") + [3]
+    assert vocab.encode_question("") == [2, 3]
 
 
 # --------------------------------------------------------------------------------------

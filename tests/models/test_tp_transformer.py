@@ -243,13 +243,14 @@ def test_parameter_counts_and_presets():
     assert model.count_params() == _expected_count(V, 16, 32, 2, 2, True, True)
     # Baseline attention and embedding have no role / multiplier weights (see the layer
     # tests), so the baseline presets follow the same formula without those terms.
-    sizes = {name: (p["model_dim"], p["feed_forward_dim"], p["num_heads"], p["num_encoder_layers"])
-             for name, p in PRESETS.items()}
+    sizes = {name: (p.config["model_dim"], p.config["feed_forward_dim"], p.config["num_heads"],
+                    p.config["num_encoder_layers"]) for name, p in PRESETS.items()}
     assert sizes["tp_transformer"] == sizes["transformer"] == (512, 2048, 8, 6)  # §4.1
     assert sizes["tp_transformer_b"] == (480, 1920, 8, 6)
     assert sizes["tp_transformer_c"] == (512, 512, 8, 6)
     assert sizes["tiny"] == (64, 256, 4, 2)
-    assert not PRESETS["transformer"]["use_role"] and PRESETS["tp_transformer"]["use_role"]
+    assert not PRESETS["transformer"].config["use_role"]
+    assert PRESETS["tp_transformer"].config["use_role"]
     # Table 1: the Transformer baseline has 44.2M weights (73 symbols here).
     assert round(_expected_count(73, 512, 2048, 6, 6, False, False) / 1e6, 1) == 44.2
     with pytest.raises(ValueError, match="Unknown preset"):

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from serving.export_math import export_math_model
-from tpr_keras.data.mathematics import CharVocabulary, make_char_table
+from tpr_keras.models.tp_transformer import export_math_model
+from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.models import TPTransformer
+from tpr_keras.models.tp_transformer import MathTokenizer
 
 QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
              "", "Let x = 3. What is x + x?", "ÿ is not in the vocabulary"]
@@ -41,7 +42,7 @@ def test_signature_answers_equal_keras_greedy(exported):
     model, vocab, path = exported
     served = tf.saved_model.load(path)
     out = served.signatures["serving_default"](question=tf.constant(QUESTIONS))
-    ids = make_char_table(vocab).encode(tf.constant(QUESTIONS), 160)
+    ids = MathTokenizer(vocab).encode(tf.constant(QUESTIONS), 160)
     expected_ids, expected_log_prob = model.greedy_decode(ids, max_length=31)
     expected = [vocab.decode(row) for row in expected_ids.numpy()]
     assert [a.decode() for a in out["answer"].numpy()] == expected

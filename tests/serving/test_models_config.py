@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from serving.client import BabiClient, EntailmentClient, MathClient
-from serving.export_math import export_math_model
+from tpr_keras.models.tp_transformer import export_math_model
 from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.models import PlainEntailmentModel, TPTransformer
 from tpr_keras.models.entailment import export_entailment_model

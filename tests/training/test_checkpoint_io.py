@@ -66,6 +66,5 @@ def test_state_fields_are_the_checkpoint_keys_in_order():
     names = list(state.variables())
     assert names[:3] == ["global_step", "epoch", "step_in_epoch"] and len(names) == 13
     assert state.value("lr_halved") is False and state.value("best_loss") == float("inf")
-    assert state["epoch"] is state.epoch
     with pytest.raises(AttributeError):
         state.value("no_such_counter")

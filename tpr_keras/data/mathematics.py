@@ -72,7 +72,6 @@ __all__ = [
     "find_mathematics_dir",
     "list_modules",
     "load_mathematics",
-    "make_char_table",
     "make_dataset",
     "parse_mathematics_file",
     "select_modules",
@@ -178,6 +177,17 @@ class CharVocabulary(TokenTable):
     def encode(self, text: str) -> list[int]:
         """Ids of the characters of ``text`` (unknown -> ``<unk>``); no markers."""
         return [self._ids.get(c, self.UNK_ID) for c in text]
+
+    def encode_question(self, question: str, max_length: int = MAX_QUESTION_LENGTH) -> list[int]:
+        """The model's source ids of one question: ``<s>``, its first ``max_length``
+        characters (unknown -> ``<unk>``), ``</s>``.
+
+        This is the text specification the in-graph tokenizer
+        (``tpr_keras.models.tp_transformer.MathTokenizer``) is built from and tested
+        equal to; :func:`make_dataset` gives the same sources (the loader rejects
+        over-long questions instead of cutting them).
+        """
+        return [self.START_ID] + self.encode(question[:max_length]) + [self.END_ID]
 
     def decode(self, ids: Iterable[int], stop_at_end: bool = True) -> str:
         """Text of ``ids``: characters only (specials dropped), up to the first ``</s>``."""
@@ -669,66 +679,6 @@ def make_dataset(
         )
 
     return ds.map(structure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-
-
-def make_char_table(vocab: CharVocabulary) -> tf.Module:
-    """In-graph text <-> ids for exports (``tf.string`` in, ``tf.string`` out).
-
-    Returns a ``tf.Module`` holding a ``tf.lookup.StaticHashTable`` of the
-    characters, with two methods:
-
-    * ``encode(texts, max_length=160, markers=True)``: ``string[B]`` ->
-      ``int32[B, L]`` ids, ``<s> text </s>``, ``<pad>``-padded to the longest row.
-    * ``decode(ids)``: ``int[B, L]`` -> ``string[B]``, the characters before the
-      first ``</s>`` (specials dropped).
-
-    Assign it as an attribute of the exported ``tf.Module`` so the SavedModel tracks
-    the table. Same conventions as :class:`CharVocabulary` and :func:`make_dataset`:
-    unknown characters and invalid UTF-8 (replaced by U+FFFD) map to ``<unk>``;
-    questions are cut to ``max_length`` characters (the Python loader rejects
-    longer ones instead).
-    """
-    import tensorflow as tf
-
-    class CharTable(tf.Module):
-        def __init__(self):
-            super().__init__(name="char_table")
-            chars = list(vocab.tokens[4:])
-            self.size = len(vocab)
-            self.table = tf.lookup.StaticHashTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(chars, tf.string),
-                    tf.constant(list(range(4, len(vocab))), tf.int32),
-                ),
-                default_value=CharVocabulary.UNK_ID,
-            )
-            self.symbols = tf.constant([""] * 4 + chars, tf.string)
-
-        def encode(self, texts, max_length=MAX_QUESTION_LENGTH, markers=True):
-            texts = tf.convert_to_tensor(texts, tf.string)
-            chars = tf.strings.unicode_split(texts, "UTF-8", errors="replace")
-            chars = chars[:, :max_length]
-            ids = tf.ragged.map_flat_values(self.table.lookup, chars)
-            if markers:
-                rows = tf.shape(texts)[0]
-                ids = tf.concat(
-                    [
-                        tf.fill([rows, 1], CharVocabulary.START_ID),
-                        ids,
-                        tf.fill([rows, 1], CharVocabulary.END_ID),
-                    ],
-                    axis=1,
-                )
-            return ids.to_tensor(default_value=CharVocabulary.PAD_ID)
-
-        def decode(self, ids):
-            ids = tf.cast(ids, tf.int32)
-            is_end = tf.cast(tf.equal(ids, CharVocabulary.END_ID), tf.int32)
-            before_end = tf.equal(tf.cumsum(is_end, axis=1), 0)
-            symbols = tf.gather(self.symbols, tf.clip_by_value(ids, 0, self.size - 1))
-            return tf.strings.reduce_join(tf.where(before_end, symbols, ""), axis=1)
-
-    return CharTable()
 
 
 # --------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ from keras import ops
 
 from tpr_keras.ops.masking import mask_value
 
+#: The values of ``TPMultiHeadAttention(attention_form=...)``.
+ATTENTION_FORMS = ("einsum", "matmul")
+
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPMultiHeadAttention(keras.layers.Layer):
@@ -56,6 +59,13 @@ class TPMultiHeadAttention(keras.layers.Layer):
             without dropout).
         kernel_initializer: initializer of the five projection kernels.
         bias_initializer: initializer of their biases.
+        attention_form: how eq. 1's head projections and eq. 4's output map are
+            computed, with the same weights and the same values (tested equal):
+            ``"einsum"`` (default) contracts the input with the kernel viewed as
+            ``[d, H, d_k]`` (``[H, d_k, d]`` for ``W_o``); ``"matmul"`` is a
+            ``[B, T, d] x [d, H*d_k]`` matrix product followed by a reshape and
+            transpose (a concatenation of the heads before ``W_o``). It exists so
+            that ``bench/math_bench.py`` (config ``matmul``) can compare the two.
 
     Call arguments:
         query: ``[batch, Tq, d_model]``, the querying stream (also the role source).
@@ -87,9 +97,14 @@ class TPMultiHeadAttention(keras.layers.Layer):
         dropout=0.0,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        attention_form="einsum",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if attention_form not in ATTENTION_FORMS:
+            raise ValueError(f"attention_form must be one of {ATTENTION_FORMS}; "
+                             f"got {attention_form!r}.")
+        self.attention_form = attention_form
         self.num_heads = int(num_heads)
         self.key_dim = None if key_dim is None else int(key_dim)
         self.use_role = bool(use_role)
@@ -134,6 +149,11 @@ class TPMultiHeadAttention(keras.layers.Layer):
     # --------------------------------------------------------------- pieces
     def _heads(self, x, kernel, bias):
         """Eq. 1 for all heads at once: ``[B, T, d] -> [B, H, T, d_k]``."""
+        if self.attention_form == "matmul":
+            y = ops.matmul(x, kernel) + bias
+            shape = ops.shape(y)
+            y = ops.reshape(y, (shape[0], shape[1], self.num_heads, self.key_dim))
+            return ops.transpose(y, (0, 2, 1, 3))
         d_in = kernel.shape[0]
         w = ops.reshape(kernel, (d_in, self.num_heads, self.key_dim))
         b = ops.reshape(bias, (self.num_heads, 1, self.key_dim))
@@ -185,6 +205,11 @@ class TPMultiHeadAttention(keras.layers.Layer):
 
     def _output(self, bound):
         """Eq. 4's ``Σ_h W_o^h x_h + b_o``: ``[B, H, T, d_k] -> [B, T, d_model]``."""
+        if self.attention_form == "matmul":
+            shape = ops.shape(bound)
+            merged = ops.reshape(ops.transpose(bound, (0, 2, 1, 3)),
+                                 (shape[0], shape[2], self.num_heads * self.key_dim))
+            return ops.matmul(merged, self.output_kernel) + self.output_bias
         w_o = ops.reshape(self.output_kernel, (self.num_heads, self.key_dim, self.model_dim))
         return ops.einsum("bhqd,hdo->bqo", bound, w_o) + self.output_bias
 
@@ -234,6 +259,7 @@ class TPMultiHeadAttention(keras.layers.Layer):
                 "dropout": self.dropout,
                 "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                 "bias_initializer": keras.initializers.serialize(self.bias_initializer),
+                "attention_form": self.attention_form,
             }
         )
         return config

@@ -198,9 +198,11 @@ class _TransformerLayerBase(keras.layers.Layer):
         norm_placement="code",
         dropout=0.0,
         layer_norm_epsilon=1e-5,
+        attention_form="einsum",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.attention_form = attention_form
         self.num_heads = int(num_heads)
         self.feed_forward_dim = int(feed_forward_dim)
         self.use_role = bool(use_role)
@@ -230,7 +232,8 @@ class _TransformerLayerBase(keras.layers.Layer):
 
     def _attention(self, name):
         layer = TPMultiHeadAttention(
-            self.num_heads, use_role=self.use_role, dropout=self.dropout, name=name
+            self.num_heads, use_role=self.use_role, dropout=self.dropout,
+            attention_form=self.attention_form, name=name
         )
         shape = (None, None, self.model_dim)
         layer.build(shape, shape)
@@ -263,6 +266,7 @@ class _TransformerLayerBase(keras.layers.Layer):
                 "norm_placement": self.norm_placement,
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "attention_form": self.attention_form,
             }
         )
         return config
@@ -295,6 +299,7 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
         dropout: dropout rate on sub-layer outputs, attention weights and the
             feed-forward hidden layer (the authors trained with 0).
         layer_norm_epsilon: epsilon of the layer norms.
+        attention_form: ``"einsum"`` or ``"matmul"``, see :class:`TPMultiHeadAttention`.
 
     Call arguments:
         x: ``[B, T, d]``.

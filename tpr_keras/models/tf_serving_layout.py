@@ -1,7 +1,7 @@
 """TF Serving's export layout: version folders, the warm-up file, ``export_info.json``.
 
 Every exporter of this package (:mod:`tpr_keras.models.babi`,
-:mod:`tpr_keras.models.entailment`, and ``serving/export_math.py``) writes a SavedModel
+:mod:`tpr_keras.models.entailment`, :mod:`tpr_keras.models.tp_transformer`) writes a SavedModel
 into a version folder laid out as TF Serving expects::
 
     <export_dir>/<model_name>/<version>/saved_model.pb

@@ -84,9 +84,3 @@ class TrainerState:
     def value(self, name):
         """The Python value (int, float or bool) of one counter."""
         return getattr(self, name).numpy().item()
-
-    def __getitem__(self, name):
-        """``state["global_step"]``: the mapping access of the former dict of variables,
-        kept for the entry points that still use it (``train/math.py``,
-        ``train/entailment.py``)."""
-        return getattr(self, name)

@@ -4,13 +4,14 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from tpr_keras.data.mathematics import CharVocabulary
+from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerDecoderLayer,
     TPTransformerEmbedding,
     TPTransformerEncoderLayer,
 )
-from tpr_keras.models.presets import preset_config
+from tpr_keras.models.presets import PresetMixin
+from tpr_keras.models.tp_transformer.tp_transformer_presets import PRESETS
 from tpr_keras.ops.masking import MASK_VALUE
 
 #: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary` (defined there).
@@ -18,124 +19,9 @@ PAD_ID, UNK_ID, START_ID, END_ID = (
     CharVocabulary.PAD_ID, CharVocabulary.UNK_ID, CharVocabulary.START_ID, CharVocabulary.END_ID
 )
 
-#: Hyper-parameters. §4.1: the TP-Transformer uses the Transformer's (d_z 512,
-#: d_f 2048, H 8, L 6); B shrinks to multiples of 60 (d_z 480, d_f 1920); C keeps
-#: d_z 512 with d_f 512. "transformer" is the authors' baseline (standard attention,
-#: additive embedding). "tiny"/"small" are CPU sizes for tests and quick runs.
-PRESETS = {
-    "tp_transformer": dict(
-        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
-        feed_forward_dim=2048, use_role=True, multiplicative_embedding=True,
-    ),
-    "tp_transformer_b": dict(
-        model_dim=480, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
-        feed_forward_dim=1920, use_role=True, multiplicative_embedding=True,
-    ),
-    "tp_transformer_c": dict(
-        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
-        feed_forward_dim=512, use_role=True, multiplicative_embedding=True,
-    ),
-    "transformer": dict(
-        model_dim=512, num_heads=8, num_encoder_layers=6, num_decoder_layers=6,
-        feed_forward_dim=2048, use_role=False, multiplicative_embedding=False,
-    ),
-    "small": dict(
-        model_dim=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
-        feed_forward_dim=512, use_role=True, multiplicative_embedding=True,
-    ),
-    "tiny": dict(
-        model_dim=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
-        feed_forward_dim=256, use_role=True, multiplicative_embedding=True,
-    ),
-    "small_transformer": dict(
-        model_dim=128, num_heads=4, num_encoder_layers=3, num_decoder_layers=3,
-        feed_forward_dim=512, use_role=False, multiplicative_embedding=False,
-    ),
-    "tiny_transformer": dict(
-        model_dim=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
-        feed_forward_dim=256, use_role=False, multiplicative_embedding=False,
-    ),
-}
-
-#: The training half of a preset: Adam's learning rate and betas, global-norm
-#: clipping, global batch, and the budget (optimizer steps; ``epochs`` as an upper
-#: bound; ``max_train_minutes`` as a wall-clock guard). The paper's sizes train with
-#: §4.1's recipe (lr 1e-4, β 0.9/0.995, clip 0.1, batch 1024) for Table 1's 1,000k
-#: steps. The CPU sizes use a 10× larger learning rate at batch 128 and a budget of a
-#: few thousand steps, enough for single modules such as ``numbers__place_value``.
-PAPER_RECIPE = dict(
-    learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=1024,
-    steps=1_000_000, epochs=1_000_000, max_train_minutes=None,
-)
-CPU_RECIPE = dict(
-    learning_rate=1e-3, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=128,
-    steps=2000, epochs=1000, max_train_minutes=14.0,
-)
-RECIPES = {
-    name: PAPER_RECIPE if name in ("tp_transformer", "tp_transformer_b", "tp_transformer_c",
-                                   "transformer") else CPU_RECIPE
-    for name in PRESETS
-}
-
-
-def auto_preset(devices, use_role=True):
-    """The preset ``"auto"`` stands for on ``devices``.
-
-    The paper's size (``tp_transformer``, or ``transformer`` without roles) when
-    any device is a GPU, otherwise ``tiny``, the size whose recipe trains a single
-    module on a few CPU cores.
-
-    Args:
-        devices: ``tf.config.list_physical_devices()`` or device-type strings
-            (``"CPU"``, ``"GPU"``).
-        use_role: TP-Transformer (True) or the Transformer baseline.
-    """
-    kinds = {str(getattr(d, "device_type", d)).upper() for d in devices}
-    if "GPU" in kinds:
-        return "tp_transformer" if use_role else "transformer"
-    return "tiny"
-
-
-def resolve_preset(preset, devices=None, use_role=True, **overrides):
-    """Sizes and training recipe of ``preset``, with ``"auto"`` resolved.
-
-    Args:
-        preset: a name in ``PRESETS`` or ``"auto"`` (see :func:`auto_preset`).
-        devices: for ``"auto"``: the devices to train on (default: every local
-            physical device).
-        use_role: for ``"auto"``: TP-Transformer or the Transformer baseline.
-        **overrides: recipe fields given explicitly (``None`` = take the
-            recipe's). An explicit ``epochs`` without ``steps`` lifts the
-            recipe's step budget, so the epoch count is what stops training;
-            an explicit ``steps`` or ``epochs`` without ``max_train_minutes``
-            lifts the recipe's time guard, which belongs to its own budget.
-
-    Returns:
-        ``(name, recipe)``: the concrete preset name and a copy of its recipe
-        (``RECIPES``) with the overrides applied.
-    """
-    if preset == "auto":
-        if devices is None:
-            devices = tf.config.list_physical_devices()
-        preset = auto_preset(devices, use_role=use_role)
-    if preset not in RECIPES:
-        raise ValueError(f"Unknown preset {preset!r}; choose from {['auto'] + sorted(PRESETS)}.")
-    unknown = set(overrides) - set(RECIPES[preset])
-    if unknown:
-        raise ValueError(f"Unknown recipe fields {sorted(unknown)}; "
-                         f"choose from {sorted(RECIPES[preset])}.")
-    recipe = dict(RECIPES[preset])
-    if overrides.get("epochs") is not None and overrides.get("steps") is None:
-        recipe["steps"] = None
-    budget_given = overrides.get("steps") is not None or overrides.get("epochs") is not None
-    if budget_given and overrides.get("max_train_minutes") is None:
-        recipe["max_train_minutes"] = None
-    recipe.update({k: v for k, v in overrides.items() if v is not None})
-    return preset, recipe
-
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class TPTransformer(keras.Model):
+class TPTransformer(PresetMixin, keras.Model):
     """Encoder-decoder TP-Transformer for character-level seq2seq, §2.
 
     Shared symbol embedding (:class:`TPTransformerEmbedding`) for source, target and
@@ -189,6 +75,9 @@ class TPTransformer(keras.Model):
             characters plus the end symbol: 31).
         vocabulary: optional list of the symbols (id order); stored in the config so
             a saved ``.keras`` file carries its vocabulary.
+        attention_form: ``"einsum"`` (default) or ``"matmul"``: how every attention
+            computes its head projections and output map (same weights, same values;
+            see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`).
 
     Example:
     >>> model = TPTransformer.from_preset("tiny", vocabulary_size=20)
@@ -197,6 +86,10 @@ class TPTransformer(keras.Model):
     TensorShape([2, 3, 20])
     >>> ids, log_prob = model.greedy_decode(np.ones((2, 7), "int32"), max_length=5)
     """
+
+    #: ``{name: Preset}``: §4.1's sizes with the paper's recipe, and CPU sizes
+    #: (:mod:`~tpr_keras.models.tp_transformer.tp_transformer_presets`).
+    presets = PRESETS
 
     def __init__(
         self,
@@ -214,8 +107,9 @@ class TPTransformer(keras.Model):
         pad_id=PAD_ID,
         start_id=START_ID,
         end_id=END_ID,
-        max_decode_length=31,
+        max_decode_length=MAX_ANSWER_LENGTH + 1,
         vocabulary=None,
+        attention_form="einsum",
         **kwargs,
     ):
         if vocabulary is not None:
@@ -235,6 +129,7 @@ class TPTransformer(keras.Model):
             norm_placement=norm_placement,
             dropout=dropout,
             layer_norm_epsilon=layer_norm_epsilon,
+            attention_form=attention_form,
         )
         encoder_layers = [
             TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
@@ -274,6 +169,7 @@ class TPTransformer(keras.Model):
         self.end_id = int(end_id)
         self.max_decode_length = int(max_decode_length)
         self.vocabulary = None if vocabulary is None else tuple(vocabulary)
+        self.attention_form = attention_form
         self.embedding = embedding
         # One attribute per layer, not a Python list: tf.train.Checkpoint (what the
         # Trainer saves) does not see layers that Keras keeps in lists.
@@ -289,13 +185,6 @@ class TPTransformer(keras.Model):
     def decoder_layers(self):
         """The decoder cells, bottom first."""
         return [getattr(self, f"decoder_{i}") for i in range(self.num_decoder_layers)]
-
-    # ------------------------------------------------------------ presets
-    @classmethod
-    def from_preset(cls, preset, vocabulary_size, **overrides):
-        """Builds a model with the sizes of ``preset`` (see ``PRESETS``)."""
-        config = preset_config(PRESETS, preset, overrides)
-        return cls(vocabulary_size=vocabulary_size, **config)
 
     def get_config(self):
         return {
@@ -317,6 +206,7 @@ class TPTransformer(keras.Model):
             "end_id": self.end_id,
             "max_decode_length": self.max_decode_length,
             "vocabulary": None if self.vocabulary is None else list(self.vocabulary),
+            "attention_form": self.attention_form,
         }
 
     @classmethod

@@ -1,0 +1,34 @@
+"""TP-Transformer (Schlag et al., 2019) for the Mathematics Dataset: model, presets,
+preprocessor, exporter.
+
+* :class:`TPTransformer` (greedy decoding with a key/value cache, beam search) and
+  :func:`sequence_compute_fn`, the teacher-forcing loss for the Trainer;
+* presets with §4.1's sizes and recipe, and CPU sizes (:data:`PRESETS`,
+  :func:`resolve_preset`);
+* :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
+  the data's Python one (``CharVocabulary.encode_question``);
+* :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout.
+"""
+
+from tpr_keras.models.tp_transformer.tp_transformer_exporter import (  # noqa: F401
+    BEAM_SIGNATURE_KEY,
+    MathServingModule,
+    export_math_model,
+    save_math_servable,
+)
+from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
+    END_ID,
+    MASK_VALUE,
+    PAD_ID,
+    START_ID,
+    UNK_ID,
+    TPTransformer,
+    sequence_compute_fn,
+)
+from tpr_keras.models.tp_transformer.tp_transformer_presets import (  # noqa: F401
+    PRESETS,
+    RECIPES,
+    auto_preset,
+    resolve_preset,
+)
+from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer  # noqa: F401
