@@ -1,4 +1,7 @@
-"""Checks every bAbI model family's tests share."""
+"""Checks the model families' tests share."""
+
+import json
+import zipfile
 
 import keras
 import numpy as np
@@ -21,3 +24,25 @@ def keras_round_trip(tmp_path):
         return loaded
 
     return check
+
+
+@pytest.fixture
+def saved_as_before(tmp_path):
+    """``saved_as_before(model, edit) -> path``: ``model`` saved as ``.keras``, its
+    ``config.json`` passed through ``edit(config)`` (in place), as an older version of the
+    code would have written it; loading that file checks backward compatibility."""
+
+    def save(model, edit):
+        new, old = tmp_path / "new.keras", tmp_path / "old.keras"
+        model.save(new)
+        with zipfile.ZipFile(new) as src, zipfile.ZipFile(old, "w") as dst:
+            for item in src.infolist():
+                payload = src.read(item.filename)
+                if item.filename == "config.json":
+                    config = json.loads(payload)
+                    edit(config)
+                    payload = json.dumps(config).encode()
+                dst.writestr(item, payload)
+        return old
+
+    return save
