@@ -74,3 +74,26 @@ def test_memn2n_trains_and_exports_through_the_same_path(tiny_babi, tmp_path):
     model = keras.models.load_model(model_dir / "export" / "model.keras")
     assert type(model).__name__ == "MemN2N"
     assert (model_dir / "export" / "babi" / "1" / "saved_model.pb").exists()
+
+
+def test_flag_help_states_the_tpr_rnn_recipes():
+    """The help text (built without TensorFlow) restates Appendix A's two recipes; this keeps
+    it equal to the presets the run actually reads."""
+    import re
+
+    from tpr_keras.models import TPRRNN
+
+    code = ("import json, train.babi; from absl import flags; print(json.dumps("
+            "{n: flags.FLAGS[n].help for n in flags.FLAGS}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    helps = json.loads(done.stdout.strip().splitlines()[-1])
+    single, joint = TPRRNN.preset_recipe("single_task"), TPRRNN.preset_recipe("all_tasks")
+    for name in ("batch_size", "learning_rate", "beta_1", "beta_2"):
+        match = re.search(r"[Dd]efault ([\d.]+) single-task, ([\d.]+) all", helps[name])
+        assert match, f"--{name}: {helps[name]!r}"
+        assert float(match.group(1)) == single[name], f"--{name} single-task"
+        assert float(match.group(2)) == joint[name], f"--{name} all tasks"
+    assert f"(default {single['clip_norm']:g})" in helps["clip_norm"]
+    assert f"TPR-RNN default {single['warmup_steps']}" in helps["warmup_steps"]
