@@ -1,0 +1,213 @@
+"""Figures 4/5, Table 1 and the seed comparison of finished train.math runs (issue 15)."""
+
+import json
+import math
+
+import pytest
+
+from tpr_keras.analysis import modules as ma
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def write_run(root, name, model, seed, interpolate, extrapolate):
+    """A train.math --model_dir with only what the tool reads, and a summary as train.math's."""
+    path = root / name
+    path.mkdir()
+    summary = {regime: {"modules": len(s), "mean": sum(s.values()) / len(s),
+                        "above_95": sum(v > 95 for v in s.values())}
+               for regime, s in (("interpolate", interpolate), ("extrapolate", extrapolate))}
+    (path / "results.json").write_text(json.dumps({
+        "interpolate_accuracy_percent": interpolate, "extrapolate_accuracy_percent": extrapolate,
+        "summary": summary, "steps": 100, "config": {"model": model, "seed": seed}}))
+    return str(path)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """TP-Transformer with 3 interpolate modules; Transformer lacks arithmetic__mul. 95.0 is
+    not above 95 %, 95.5 is."""
+    tp = write_run(tmp_path, "tp", "tp_transformer", 0,
+                   {"numbers__place_value": 95.5, "algebra__linear_1d": 99.0,
+                    "arithmetic__mul": 40.0}, {"numbers__place_value_big": 20.0})
+    tf = write_run(tmp_path, "tf", "transformer", 0,
+                   {"numbers__place_value": 90.0, "algebra__linear_1d": 95.0},
+                   {"numbers__place_value_big": 10.5})
+    return tp, tf
+
+
+def test_figures_table_numbers_and_missing_module(pair, capsys):
+    runs = {"TP-Transformer": ma.load_run(pair[0]), "Transformer": ma.load_run(pair[1])}
+    tables = {regime: ma.compare(runs, regime) for regime in ma.REGIMES}
+    interpolate = tables["interpolate"]
+    assert interpolate["modules"] == ["algebra__linear_1d", "arithmetic__mul",
+                                      "numbers__place_value"]
+    assert interpolate["missing"] == {"TP-Transformer": [], "Transformer": ["arithmetic__mul"]}
+    assert interpolate["summary"]["TP-Transformer"] == {"modules": 3,
+                                                        "mean": pytest.approx(234.5 / 3),
+                                                        "above_95": 2}
+    assert interpolate["summary"]["Transformer"] == {"modules": 2, "mean": 92.5,
+                                                     "above_95": 0}
+    assert interpolate["difference"]["arithmetic__mul"] is None
+    assert interpolate["difference"]["numbers__place_value"] == pytest.approx(5.5)
+    # The tool's own mean and count agree with the summary train.math writes.
+    assert interpolate["summary"]["Transformer"] == runs["Transformer"]["summary"]["interpolate"]
+    warning = capsys.readouterr().err
+    assert "Transformer has no interpolate accuracy for 1 module(s) (arithmetic__mul)" in warning
+    assert "TP-Transformer has no" not in warning
+    lines = ma.compare_markdown(tables, list(runs)).splitlines()
+    assert lines[:9] == [
+        "## interpolate (3 modules)", "",
+        "| module | TP-Transformer | Transformer | difference |", "|---|---:|---:|---:|",
+        "| algebra__linear_1d | 99.00 | 95.00 | +4.00 |",
+        "| arithmetic__mul | 40.00 | – | – |",
+        "| numbers__place_value | 95.50 | 90.00 | +5.50 |",
+        "| **mean** | 78.17 | 92.50 | -14.33 |",
+        "| **modules > 95 %** | 2 | 0 | +2 |"]
+    assert "| numbers__place_value_big | 20.00 | 10.50 | +9.50 |" in lines
+    assert "| **modules > 95 %** | 0 | 0 | +0 |" in lines
+    assert lines[-1] == "difference: TP-Transformer − Transformer (percentage points)."
+
+
+def test_figures_command_writes_pngs_markdown_and_json(pair, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out, extra = tmp_path / "out", tmp_path / "numbers.json"
+    assert ma.main(["--runs", f"TP-Transformer={pair[0]}",
+                    f"Transformer={pair[1]}/results.json", "--out", str(out),
+                    "--json", str(extra)]) == 0
+    for name in ("interpolate.png", "extrapolate.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG and len(data) > 5000
+    table = (out / "modules.md").read_text()
+    assert capsys.readouterr().out == table + "\n"
+    result = json.loads((out / "modules.json").read_text())
+    assert json.loads(extra.read_text()) == result
+    assert result["mode"] == "figures"
+    assert result["regimes"]["interpolate"]["accuracy"]["Transformer"]["arithmetic__mul"] is None
+    assert result["regimes"]["extrapolate"]["summary"]["TP-Transformer"]["mean"] == 20.0
+    # A label that names a model must be that run's model: swapped directories are refused.
+    with pytest.raises(SystemExit) as error:
+        ma.main(["--runs", f"transformer={pair[0]}", f"tp_transformer={pair[1]}",
+                 "--out", str(out)])
+    assert error.value.code == 2
+    assert "config.model is 'tp_transformer', but it is labelled 'transformer'" in (
+        capsys.readouterr().err)
+
+
+@pytest.fixture
+def seeds(tmp_path):
+    """Three seeds per model with hand-computable statistics (see the test below)."""
+    tp = {"numbers__place_value": [90, 92, 94], "comparison__pair": [50, 60, 70],
+          "arithmetic__add_or_sub": [96, 96, 96]}
+    tf = {"numbers__place_value": [85, 86, 87], "comparison__pair": [55, 58, 61],
+          "arithmetic__add_or_sub": [97, 98, 99]}
+    big = {"tp_transformer": [10, 20, 30], "transformer": [5, 5, 5]}
+    dirs = {}
+    for model, scores in (("tp_transformer", tp), ("transformer", tf)):
+        dirs[model] = [write_run(tmp_path, f"{model}-seed{s}", model, s,
+                                 {m: float(v[s]) for m, v in scores.items()},
+                                 {"numbers__place_value_big": float(big[model][s])})
+                       for s in range(3)]
+    return dirs
+
+
+def test_seeds_mean_std_verdict_and_welch(seeds):
+    runs = {label: [ma.load_run(d) for d in dirs] for label, dirs in seeds.items()}
+    ma.check_seeds(runs)
+    table = ma.seed_table(runs, "interpolate")
+    place = table["rows"]["numbers__place_value"]
+    assert place["tp_transformer"] == {"n": 3, "mean": 92.0, "std": 2.0}  # ddof = 1
+    assert place["transformer"] == {"n": 3, "mean": 86.0, "std": 1.0}
+    assert place["difference"] == 6.0 and place["larger_than_spread"] is True  # 6 > 2 + 1
+    assert place["welch_t"] == pytest.approx(6 / math.sqrt(4 / 3 + 1 / 3))
+    assert place["welch_dof"] == pytest.approx(50 / 17)
+    pair = table["rows"]["comparison__pair"]
+    assert (pair["tp_transformer"]["std"], pair["transformer"]["std"]) == (10.0, 3.0)
+    assert pair["difference"] == 2.0 and pair["larger_than_spread"] is False  # 2 < 13
+    add = table["rows"]["arithmetic__add_or_sub"]
+    assert add["difference"] == -2.0 and add["larger_than_spread"] is True  # 2 > 0 + 1
+    assert add["welch_t"] == pytest.approx(-2 / math.sqrt(1 / 3))
+    assert add["welch_dof"] == pytest.approx(2.0)
+    # Summary rows: per seed the mean over its modules / its count above 95 %.
+    mean = table["summary"]["mean"]
+    assert mean["tp_transformer"]["mean"] == pytest.approx(248 / 3)
+    assert mean["tp_transformer"]["std"] == pytest.approx(4.0)
+    assert mean["transformer"]["mean"] == pytest.approx(242 / 3)
+    assert mean["transformer"]["std"] == pytest.approx(5 / 3)
+    assert mean["larger_than_spread"] is False
+    count = table["summary"]["above_95"]
+    assert count["tp_transformer"] == count["transformer"] == {"n": 3, "mean": 1.0, "std": 0.0}
+    assert count["larger_than_spread"] is False and count["welch_t"] is None
+    extrapolate = ma.seed_table(runs, "extrapolate")["rows"]["numbers__place_value_big"]
+    assert extrapolate["difference"] == 15.0 and extrapolate["larger_than_spread"] is True
+    lines = ma.seeds_markdown({"interpolate": table}, runs).splitlines()
+    assert ("| numbers__place_value | 92.00 ± 2.00 | 86.00 ± 1.00 | +6.00 | yes | 4.65 "
+            "(dof 2.9") in "\n".join(lines)
+    assert any(line.startswith("| comparison__pair | 60.00 ± 10.00 | 58.00 ± 3.00 | +2.00 | no |")
+               for line in lines)
+    assert ("interpolate: the difference is larger than the seed spread on 2 of 3 modules "
+            "(1 with tp_transformer ahead, 1 with transformer ahead); on the mean over "
+            "modules: no.") in lines
+    assert "| **modules > 95 %** | 1.00 ± 0.00 | 1.00 ± 0.00 | +0.00 | no | – |" in lines
+
+
+def test_welch_edge_cases_and_scipy_agreement():
+    assert ma.welch(5.0, 0.0, 3, 5.0, 0.0, 3)[0] != ma.welch(5.0, 0.0, 3, 5.0, 0.0, 3)[0]  # nan
+    assert ma.welch(6.0, 0.0, 3, 5.0, 0.0, 3)[0] == math.inf
+    assert ma.versus({"n": 1, "mean": 3.0, "std": None},
+                     {"n": 3, "mean": 1.0, "std": 1.0})["larger_than_spread"] is None
+    stats = pytest.importorskip("scipy.stats")
+    a, b = [50.0, 60.0, 70.0, 65.0], [55.0, 58.0, 61.0]
+    found = ma.versus(ma.spread(a), ma.spread(b))
+    expected = stats.ttest_ind(a, b, equal_var=False)
+    assert found["welch_t"] == pytest.approx(expected.statistic)
+    assert found["p_value"] == pytest.approx(expected.pvalue)
+
+
+def test_seeds_refuses_too_few_seeds_mismatched_labels_and_repeated_seeds(seeds, tmp_path):
+    def check(specs):
+        runs = {label: [ma.load_run(d) for d in dirs] for label, dirs in specs.items()}
+        ma.check_seeds(runs)
+
+    tp, tf = seeds["tp_transformer"], seeds["transformer"]
+    check({"TP-Transformer": tp, "Transformer": tf})  # labels read as model names
+    with pytest.raises(ValueError, match="1 run\\(s\\); a seed spread needs at least 2"):
+        check({"tp_transformer": tp, "transformer": tf[:1]})
+    with pytest.raises(ValueError, match="config.model is 'transformer', but it is labelled "
+                                         "'tp_transformer'"):
+        check({"tp_transformer": tp[:2] + tf[:1], "transformer": tf})
+    with pytest.raises(ValueError, match="but it is labelled 'TPT'"):
+        check({"TPT": tp, "transformer": tf})
+    with pytest.raises(ValueError, match="seed \\[0\\] appears more than once"):
+        check({"tp_transformer": tp + [tp[0]], "transformer": tf})
+    with pytest.raises(ValueError, match="two models"):
+        check({"tp_transformer": tp})
+    with pytest.raises(SystemExit) as error:
+        ma.main(["--seeds", "tp_transformer=" + ",".join(tf), "transformer=" + ",".join(tp),
+                 "--out", str(tmp_path / "refused")])
+    assert error.value.code == 2 and not (tmp_path / "refused").exists()
+
+
+def test_seeds_command_with_a_missing_module(seeds, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    gap = seeds["transformer"][0] + "/results.json"
+    run = json.loads(open(gap).read())
+    del run["interpolate_accuracy_percent"]["comparison__pair"]
+    open(gap, "w").write(json.dumps(run))
+    out, extra = tmp_path / "out", tmp_path / "seeds-numbers.json"
+    assert ma.main(["--seeds", "tp_transformer=" + ",".join(seeds["tp_transformer"]),
+                    "transformer=" + ",".join(seeds["transformer"]), "--out", str(out),
+                    "--json", str(extra)]) == 0
+    captured = capsys.readouterr()
+    assert "transformer-seed0 has no interpolate accuracy for comparison__pair" in captured.err
+    assert captured.out == (out / "seeds.md").read_text() + "\n"
+    assert "| comparison__pair | 60.00 ± 10.00 | 59.50 ± 2.12 (n=2) | +0.50 | no |" in (
+        captured.out)
+    data = (out / "seeds.png").read_bytes()
+    assert data[:8] == PNG and len(data) > 5000
+    result = json.loads((out / "seeds.json").read_text())
+    assert json.loads(extra.read_text()) == result
+    assert result["seeds"] == {"tp_transformer": [0, 1, 2], "transformer": [0, 1, 2]}
+    row = result["regimes"]["interpolate"]["rows"]["comparison__pair"]
+    assert row["transformer"] == {"n": 2, "mean": 59.5, "std": pytest.approx(2.1213203)}
+    assert result["regimes"]["interpolate"]["summary"]["above_95"]["welch_t"] is None
