@@ -1,0 +1,101 @@
+"""bench/babi_paper_runs.py: which run a Table 2 / Table 3 cell reports, and what it trains.
+
+The second recipe (``--fallback_above``) must be chosen on the validation error alone; these
+tests build finished runs' ``results.json`` files by hand and check the choice, the commands
+and the report.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
+
+
+@pytest.fixture(scope="module")
+def runs_module():
+    spec = importlib.util.spec_from_file_location(
+        "babi_paper_runs", os.path.join(BENCH, "babi_paper_runs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _args(tmp_path, fallback_above=1.0, table=2):
+    return argparse.Namespace(runs=str(tmp_path), table=table, protocol="long",
+                              data_dir=None, fallback_above=fallback_above)
+
+
+def _finish(module, args, task, seed, valid, test, recipe="paper", operations="all", epochs=50):
+    folder = module.run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe)
+    os.makedirs(folder)
+    with open(os.path.join(folder, "results.json"), "w") as f:
+        json.dump({"valid_error_percent": {str(task): valid},
+                   "test_error_percent": {str(task): test},
+                   "epochs": epochs, "stopped": "early_stopping"}, f)
+
+
+def test_second_recipe_only_above_the_validation_threshold(runs_module, tmp_path):
+    args = _args(tmp_path)
+    _finish(runs_module, args, 17, 0, valid=25.8, test=36.6)
+    _finish(runs_module, args, 17, 1, valid=0.9, test=9.0)  # test is bad, validation is not
+    assert runs_module.needs_fallback(args, "all", 17, 0)
+    assert not runs_module.needs_fallback(args, "all", 17, 1)
+    assert not runs_module.needs_fallback(args, "all", 17, 2)  # not finished
+    args.fallback_above = None
+    assert not runs_module.needs_fallback(args, "all", 17, 0)
+
+
+def test_the_lower_validation_error_is_reported_whatever_the_test_error(runs_module, tmp_path):
+    args = _args(tmp_path)
+    _finish(runs_module, args, 17, 0, valid=25.8, test=36.6)
+    result, recipe = runs_module.selected(args, "all", 17, 0)
+    assert (recipe, result["test_error_percent"]["17"]) == ("paper", 36.6)  # no second run yet
+    _finish(runs_module, args, 17, 0, valid=0.9, test=1.5, recipe="all_tasks")
+    result, recipe = runs_module.selected(args, "all", 17, 0)
+    assert (recipe, result["test_error_percent"]["17"]) == ("all_tasks", 1.5)
+
+    # A second run that validates worse is not reported, even with a better test error.
+    _finish(runs_module, args, 6, 1, valid=39.4, test=43.1)
+    _finish(runs_module, args, 6, 1, valid=45.0, test=0.5, recipe="all_tasks")
+    assert runs_module.selected(args, "all", 6, 1)[1] == "paper"
+    # A tie keeps the paper's recipe.
+    _finish(runs_module, args, 18, 0, valid=11.0, test=8.8)
+    _finish(runs_module, args, 18, 0, valid=11.0, test=1.0, recipe="all_tasks")
+    assert runs_module.selected(args, "all", 18, 0)[1] == "paper"
+    # Without --fallback_above the second run is ignored.
+    args.fallback_above = None
+    assert runs_module.selected(args, "all", 17, 0)[1] == "paper"
+
+
+def test_commands_of_the_two_recipes(runs_module, tmp_path):
+    args = _args(tmp_path)
+    paper = runs_module.command(args, "all", 17, 0)
+    second = runs_module.command(args, "write+move", 17, 0, "all_tasks")
+    assert "--learning_rate=0.001" not in paper and "--epochs=200" in paper
+    assert f"--model_dir={tmp_path}/long/table2/write_move__all_tasks/task17-seed0" in second
+    for flag in ("--learning_rate=0.001", "--beta_1=0.9", "--beta_2=0.999", "--batch_size=32"):
+        assert flag in second
+    # The doubled cap comes after the protocol's, so absl's last value (400) wins.
+    epochs = [a for a in second if a.startswith("--epochs=")]
+    assert epochs == ["--epochs=200", "--epochs=400"]
+
+
+def test_report_marks_the_chosen_recipe_and_leaves_task_3_out_of_the_19_task_mean(
+        runs_module, tmp_path, capsys):
+    args = _args(tmp_path)
+    _finish(runs_module, args, 3, 0, valid=67.0, test=76.1)
+    _finish(runs_module, args, 3, 0, valid=62.0, test=66.1, recipe="all_tasks")
+    _finish(runs_module, args, 17, 0, valid=25.8, test=36.6)
+    _finish(runs_module, args, 17, 0, valid=0.2, test=0.7, recipe="all_tasks", epochs=400)
+    _finish(runs_module, args, 1, 0, valid=0.0, test=0.1)
+    runs_module.report(args, [1, 3, 17], [0])
+    out = capsys.readouterr().out
+    assert "| 17 | s0: 0.7 (400 ep, patience, all_tasks recipe) |" in out
+    assert "| 1 | s0: 0.1 (50 ep, patience) |" in out
+    assert "Failed (> 5 %) by the best seed: 1 (3; paper 0)" in out
+    # (0.1 + 0.7) / 2 without task 3.
+    assert "mean of the seed means 0.40 % over 2 tasks" in out
