@@ -298,6 +298,14 @@ def test_make_dataset_batches_decode_to_the_data():
     with pytest.raises(ValueError, match="pad_to"):
         E.make_dataset(data, pad_to=3)
 
+    # "longest": every batch padded to the data's longest proposition, A and B alike.
+    longest = max(len(E.encode(s)) for s in data.a + data.b)
+    batches = list(E.make_dataset(data, batch_size=5, pad_to="longest"))
+    assert len(batches) == 3
+    for x, _ in batches:
+        assert x["a"].shape[1] == x["b"].shape[1] == longest
+    assert [E.decode(r) for x, _ in batches for r in x["a"].numpy()] == data.a
+
 
 def test_make_dataset_shuffle_and_augment():
     data = E.parse_entailment_lines(HAND_LINES)

@@ -316,7 +316,10 @@ def make_dataset(
         drop_remainder: drop the last partial batch.
         pad_to: None pads each batch to its longest proposition; an int pads
             A and B of every batch to exactly that length (fixed shapes; a
-            longer proposition raises `ValueError`).
+            longer proposition raises `ValueError`); ``"longest"`` pads to the
+            longest proposition of ``data`` (one shape for every batch, which is
+            what an XLA-compiled step wants: each new shape is a new
+            compilation).
         prefetch: add `prefetch(tf.data.AUTOTUNE)`.
 
     Returns:
@@ -336,6 +339,8 @@ def make_dataset(
         )
     if pad_to is not None:
         longest = int(max(np.diff(a_splits).max(initial=0), np.diff(b_splits).max(initial=0)))
+        if pad_to == "longest":
+            pad_to = longest
         if longest > pad_to:
             raise ValueError(f"pad_to={pad_to} < longest proposition ({longest})")
     shape = [None, pad_to]
