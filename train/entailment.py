@@ -77,7 +77,7 @@ def main(argv):
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
     from tpr_keras.models.entailment import export_entailment_model
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
-                                    is_chief, save_run)
+                                    is_chief, save_run, training_time_line)
 
     model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
     preset = f"{FLAGS.arch}_{FLAGS.cell}"
@@ -135,7 +135,8 @@ def main(argv):
     started = time.time()
     history = trainer.fit(train_fn, eval_ds["validate"],
                           steps_per_epoch=-(-len(train.labels) // hp["batch_size"]))
-    train_seconds = time.time() - started
+    process_train_seconds = time.time() - started
+    train_seconds = trainer.train_seconds  # every process of the run (resumes included)
     accuracy = {k: 100.0 - trainer.evaluate(ds)["error_percent"] for k, ds in eval_ds.items()}
     print("\n" + " | ".join(f"{k} {v:.1f}" for k, v in accuracy.items()))
     results = {
@@ -143,6 +144,7 @@ def main(argv):
         "parameters": params,
         "trainable_parameters": trainable,
         "train_seconds": train_seconds,
+        "process_train_seconds": process_train_seconds,
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
         "stopped": trainer.stop_reason,
@@ -159,8 +161,8 @@ def main(argv):
         served = export_entailment_model(
             keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")
-    print(f"Training took {train_seconds:.0f} s; process wall time "
-          f"{time.time() - PROCESS_START:.0f} s.")
+    print(training_time_line(train_seconds, process_train_seconds,
+                             time.time() - PROCESS_START))
 
 
 if __name__ == "__main__":

@@ -128,7 +128,8 @@ def main(argv):
     from tpr_keras.data import mathematics
     from tpr_keras.models.tp_transformer import (TPTransformer, export_math_model,
                                                  resolve_preset, sequence_compute_fn)
-    from tpr_keras.training import Trainer, TrainConfig, get_optimizer, is_chief, save_run
+    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
+                                    training_time_line)
 
     preset, recipe = resolve_preset(
         FLAGS.preset, use_role=FLAGS.model == "tp_transformer",
@@ -174,7 +175,8 @@ def main(argv):
     started = time.time()
     history = trainer.fit(train_fn, valid_ds,
                           steps_per_epoch=-(-len(data.train) // FLAGS.batch_size))
-    train_seconds = time.time() - started
+    process_train_seconds = time.time() - started
+    train_seconds = trainer.train_seconds  # every process of the run (resumes included)
 
     max_length = model.max_decode_length
     scorer = greedy_scorer(model, max_length)
@@ -198,6 +200,7 @@ def main(argv):
     results.update({
         "summary": summary,
         "train_seconds": train_seconds,
+        "process_train_seconds": process_train_seconds,
         "wall_seconds": time.time() - PROCESS_START,
         "epochs": len(history),
         "stopped": trainer.stop_reason,
@@ -217,8 +220,8 @@ def main(argv):
         served = export_math_model(keras.models.load_model(saved), data.vocab,
                                    os.path.dirname(saved), FLAGS.model_name)
         print(f"SavedModel for TF Serving: {served}")
-    print(f"Training took {train_seconds:.0f} s; process wall time "
-          f"{time.time() - PROCESS_START:.0f} s.")
+    print(training_time_line(train_seconds, process_train_seconds,
+                             time.time() - PROCESS_START))
 
 
 if __name__ == "__main__":

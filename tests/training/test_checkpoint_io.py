@@ -64,7 +64,32 @@ def test_keeps_only_the_last_checkpoints(tmp_path):
 def test_state_fields_are_the_checkpoint_keys_in_order():
     state = TrainerState.create()
     names = list(state.variables())
-    assert names[:3] == ["global_step", "epoch", "step_in_epoch"] and len(names) == 13
+    assert names[:3] == ["global_step", "epoch", "step_in_epoch"] and len(names) == 15
     assert state.value("lr_halved") is False and state.value("best_loss") == float("inf")
     with pytest.raises(AttributeError):
         state.value("no_such_counter")
+
+
+def test_checkpoint_without_the_time_counters_restores(tmp_path):
+    """Runs checkpointed before train_seconds/epoch_seconds existed resume; those start at 0."""
+    from tpr_keras.training.state import OPTIONAL_FIELDS
+
+    model, optimizer, state = build(0)
+    older = {k: v for k, v in state.variables().items() if k not in OPTIONAL_FIELDS}
+    assert len(older) == len(state.variables()) - 2
+    state.global_step.assign(9)
+    kernel(model).assign(np.full((3, 2), 3.0, "float32"))
+    path = CheckpointIO(model, optimizer, older, str(tmp_path)).save(step=9)
+
+    model2, optimizer2, state2 = build(1)
+    state2.train_seconds.assign(5.0)  # not in the checkpoint: left as it is
+    assert CheckpointIO(model2, optimizer2, state2.variables(), str(tmp_path)
+                        ).restore_latest() == path
+    np.testing.assert_array_equal(kernel(model2).numpy(), 3.0)
+    assert state2.value("global_step") == 9 and state2.value("train_seconds") == 5.0
+    # A counter that is not optional is still required.
+    required = {k: v for k, v in state.variables().items() if k != "best_error"}
+    CheckpointIO(model, optimizer, required, str(tmp_path / "b")).save(step=1)
+    model3, optimizer3, state3 = build(2)
+    with pytest.raises(ValueError, match="does not match"):
+        CheckpointIO(model3, optimizer3, state3.variables(), str(tmp_path / "b")).restore_latest()

@@ -34,8 +34,8 @@ def latest_checkpoint_step(model_dir):
 
 def comparable(results):
     """results.json without timings."""
-    drop = {"train_seconds", "wall_seconds", "train_examples_per_second",
-            "step_examples_per_second"}
+    drop = {"train_seconds", "process_train_seconds", "wall_seconds",
+            "train_examples_per_second", "step_examples_per_second"}
     out = {k: v for k, v in results.items() if k not in drop}
     out["history"] = [{k: v for k, v in h.items()
                        if k not in ("seconds", "examples_per_second", "finished_at")}

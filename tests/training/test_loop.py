@@ -333,6 +333,36 @@ def test_mid_epoch_checkpoint_holds_the_running_sums(tmp_path):
     assert float(fresh.state.epoch_loss_sum.numpy()) > 0
 
 
+def test_training_seconds_are_checkpointed_and_add_up_across_a_resume(tmp_path):
+    import time
+
+    x, y = make_data()
+    first = trainer(tmp_path, epochs=2, max_steps=8, checkpoint_every_steps=1)
+    first.fit(dataset_fn(x, y))  # 6 steps per epoch: stops inside epoch 2
+    fresh = trainer(tmp_path, epochs=2)
+    assert fresh.restore()
+    kept_total = fresh.state.value("train_seconds")
+    kept_epoch = fresh.state.value("epoch_seconds")
+    assert 0 < kept_epoch < kept_total <= first.train_seconds
+    # Earlier sittings of 1,000 s, 500 of them in the interrupted epoch.
+    fresh.state.train_seconds.assign(1000.0)
+    fresh.state.epoch_seconds.assign(500.0)
+    fresh.save_checkpoint()
+    resumed = trainer(tmp_path, epochs=2)
+    start = time.perf_counter()
+    history = resumed.fit(dataset_fn(x, y))
+    outside = time.perf_counter() - start
+    assert 1000.0 < resumed.train_seconds <= 1000.0 + outside
+    # the resumed epoch's record holds both processes' parts; its rate is this one's
+    assert 500.0 < history[1]["seconds"] <= 500.0 + outside
+    assert history[1]["examples_per_second"] > 2 * 16 / outside  # 2 steps of 16 here
+    assert "call_seconds" not in history[1]
+    assert resumed.state.value("epoch_seconds") == 0.0  # between epochs
+    # a later process reads the total of the last checkpoint (written at the epoch's end)
+    again = trainer(tmp_path, epochs=2)
+    assert again.restore() and 1000.0 < again.train_seconds <= resumed.train_seconds
+
+
 def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
     x, y = make_data()
     tr = trainer(tmp_path, epochs=1)

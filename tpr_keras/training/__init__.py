@@ -13,7 +13,7 @@ _EXPORTS = {
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
-    "save_run": "outputs",
+    "save_run": "outputs", "training_time_line": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
     "STRATEGIES": "distribute", "make_strategy": "distribute",
 }

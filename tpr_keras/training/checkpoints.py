@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from tpr_keras.training.early_stopping import stop_reason
+from tpr_keras.training.state import OPTIONAL_FIELDS
 
 def variables_by_position(variables):
     """``{"v00012": variable}``: variables keyed by their position.
@@ -180,16 +181,19 @@ class CheckpointIO:
                 optimizer.variables, owner_prefix=True, scope=model.name),
         }
         self.read_dir = read_dir or write_dir
+        self.state_variables = state_variables
         self.checkpoint = tf.train.Checkpoint(**self.groups, **state_variables)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, os.path.join(write_dir, "checkpoints"), max_to_keep=max_to_keep)
         self.best_checkpoint = tf.train.Checkpoint(model_variables=model_variables)
         self.best_prefix = os.path.join(write_dir, "best", "weights")
         # Checkpoints written before the keying by path: read by position.
-        self.positional_checkpoint = tf.train.Checkpoint(
-            model_variables=variables_by_position(model.variables),
-            optimizer_variables=variables_by_position(optimizer.variables),
-            **state_variables)
+        self.positional_groups = {
+            "model_variables": variables_by_position(model.variables),
+            "optimizer_variables": variables_by_position(optimizer.variables),
+        }
+        self.positional_checkpoint = tf.train.Checkpoint(**self.positional_groups,
+                                                         **state_variables)
         self.positional_best = tf.train.Checkpoint(
             model_variables=variables_by_position(model.variables))
 
@@ -216,10 +220,28 @@ class CheckpointIO:
                 "were keyed by variable path); restoring it by position, which is only "
                 "right if the model's variables have not been reordered since. The "
                 "next checkpoint is keyed by path.")
-            self.positional_checkpoint.restore(latest).assert_existing_objects_matched()
+            checkpoint = self.positional_checkpoint
+            lacking = self._lacking_optional_state(latest)
+            if lacking:
+                checkpoint = tf.train.Checkpoint(**self.positional_groups,
+                                                 **self._state_without(lacking))
+            checkpoint.restore(latest).assert_existing_objects_matched()
         else:
-            restore_by_path(self.checkpoint, latest, self.groups)
+            checkpoint = self.checkpoint
+            lacking = self._lacking_optional_state(latest)
+            if lacking:
+                checkpoint = tf.train.Checkpoint(**self.groups, **self._state_without(lacking))
+            restore_by_path(checkpoint, latest, self.groups)
         return latest
+
+    def _lacking_optional_state(self, prefix):
+        """The optional state fields that the checkpoint at ``prefix`` was written without."""
+        saved = {name.split("/")[0] for name, _ in tf.train.list_variables(prefix)}
+        return {name for name in OPTIONAL_FIELDS
+                if name in self.state_variables and name not in saved}
+
+    def _state_without(self, names):
+        return {k: v for k, v in self.state_variables.items() if k not in names}
 
     def write_best(self):
         """Saves the current model weights as the best ones."""

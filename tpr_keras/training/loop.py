@@ -250,6 +250,7 @@ class Trainer:
         self._train_step = None
         self._eval_step = None
         self._counters = None  # Python mirrors of the per-step counters during fit()
+        self._clock = None  # fit()'s start and the checkpointed seconds it adds to
         self._assigned_lr = None
         self.train_examples_per_second = None
         self.reinits = 0
@@ -400,6 +401,17 @@ class Trainer:
         """The :class:`EarlyStopping` of ``config``."""
         return EarlyStopping.from_config(self.config)
 
+    @property
+    def train_seconds(self):
+        """Seconds spent in :meth:`fit` over every process of this run, up to now.
+
+        Training steps and validations, continued from the checkpoint's count when
+        the run resumed (so a schedule spread over several sittings reports its whole
+        cost, without the work redone after an interruption counted twice).
+        """
+        self._sync_state()
+        return self.state.value("train_seconds")
+
     def current_learning_rate(self):
         """The learning rate of the next step, from the checkpointed state."""
         self._sync_state()
@@ -431,6 +443,13 @@ class Trainer:
         }
 
     def _sync_state(self):
+        clock = self._clock
+        if clock is not None:  # inside fit(): the time counters run
+            now = time.perf_counter()
+            self.state.train_seconds.assign(clock["train_base"] + now - clock["fit_start"])
+            if clock["epoch_start"] is not None:
+                self.state.epoch_seconds.assign(
+                    clock["epoch_base"] + now - clock["epoch_start"])
         if self._counters is None:
             return
         for name, value in self._counters.items():
@@ -560,6 +579,10 @@ class Trainer:
                 f"{start_epoch + 1}, step {self.state.value('global_step')}."
             )
         self._assigned_lr = float(self.optimizer.learning_rate.numpy())
+        # The time counters continue from the checkpoint's (train_seconds, epoch_seconds).
+        self._clock = {"fit_start": time.perf_counter(),
+                       "train_base": self.state.value("train_seconds"),
+                       "epoch_start": None, "epoch_base": 0.0}
         self._deadline = (
             time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
         )
@@ -581,8 +604,9 @@ class Trainer:
                 epoch_done = record.pop("epoch_done")
                 # examples trained in this call (a resumed epoch counts only its rest)
                 examples = record.pop("examples")
+                call_seconds = record.pop("call_seconds")
                 if epoch > start_epoch and examples:
-                    rates.append((examples, record["seconds"]))
+                    rates.append((examples, call_seconds))
                 self._sync_state()  # validation callbacks see the true state
                 if valid_dataset is not None:
                     valid = self.evaluate(valid_dataset)
@@ -600,6 +624,7 @@ class Trainer:
                     after_validation(self, history)
                 if epoch_done:
                     self.state.epoch.assign(epoch + 1)
+                    self.state.epoch_seconds.assign(0.0)
                     for name in ("step_in_epoch", "epoch_loss_sum",
                                  "epoch_accuracy_sum", "epoch_steps"):
                         self._counters[name] = 0
@@ -617,6 +642,7 @@ class Trainer:
         finally:
             self._sync_state()
             self._counters = None
+            self._clock = None
         if self.stop_reason is None:
             self.stop_reason = self._stop_reason() or (
                 "time_budget" if self._past_deadline() else None)
@@ -671,6 +697,9 @@ class Trainer:
         self._load_counters()
         counters = self._counters
         started = time.perf_counter()
+        if self._clock is not None:
+            self._clock["epoch_start"] = started
+            self._clock["epoch_base"] = self.state.value("epoch_seconds")
         skip = counters["step_in_epoch"]
         dataset = train_dataset_fn(epoch)
         if skip:
@@ -752,13 +781,21 @@ class Trainer:
         if progbar is not None and (target is None or done_steps < target):
             progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
         seconds = time.perf_counter() - started
+        # A resumed epoch's record counts the seconds of the processes before (kept in the
+        # checkpoint); its examples/s is this process's part alone.
+        epoch_seconds = seconds
+        if self._clock is not None:
+            epoch_seconds += self._clock["epoch_base"]
+            self.state.epoch_seconds.assign(epoch_seconds)
+            self._clock["epoch_start"] = None
         steps = max(counters["epoch_steps"], 1)
         return {
             "epoch": epoch + 1,
             "step": counters["global_step"],
             "train_loss": counters["epoch_loss_sum"] / steps,
             "train_accuracy": counters["epoch_accuracy_sum"] / steps,
-            "seconds": seconds,
+            "seconds": epoch_seconds,
+            "call_seconds": seconds,
             "examples": examples,
             "examples_per_second": examples / seconds if seconds > 0 else 0.0,
             "learning_rate": policy.rate(counters["warmup_done"], epoch_factor),

@@ -33,3 +33,20 @@ def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], mo
     model.save(path)
     save_vocabulary(os.path.join(export_dir, "vocab.txt"))
     return path
+
+
+def training_time_line(total_seconds: float, process_seconds: float,
+                       process_wall_seconds: float) -> str:
+    """The closing line of a training entry point.
+
+    ``total_seconds`` is :attr:`Trainer.train_seconds` (every process of the run),
+    ``process_seconds`` the time this process spent in ``fit``; a resumed run shows both.
+
+    Example:
+    >>> training_time_line(3600.0, 600.0, 650.0)
+    "Training took 3600 s over the run's processes (600 s in this one); process wall time 650 s."
+    """
+    line = f"Training took {total_seconds:.0f} s"
+    if total_seconds - process_seconds >= 1:
+        line += f" over the run's processes ({process_seconds:.0f} s in this one)"
+    return line + f"; process wall time {process_wall_seconds:.0f} s."

@@ -20,7 +20,13 @@ _FIELDS = (
     ("epoch_loss_sum", 0.0, tf.float64),
     ("epoch_accuracy_sum", 0.0, tf.float64),
     ("epoch_steps", 0, tf.int64),
+    ("train_seconds", 0.0, tf.float64),
+    ("epoch_seconds", 0.0, tf.float64),
 )
+
+#: Fields added after checkpoints of long runs existed: a checkpoint without them restores
+#: with their initial values instead of failing (they only count time).
+OPTIONAL_FIELDS = frozenset({"train_seconds", "epoch_seconds"})
 
 
 @dataclasses.dataclass
@@ -48,6 +54,12 @@ class TrainerState:
             epoch reports the same mean train loss as an unbroken one.
         epoch_accuracy_sum: the same for the accuracy.
         epoch_steps: steps summed in those two.
+        train_seconds: wall seconds spent in ``fit`` (training steps and validations)
+            up to the checkpoint, summed over every process of the run: a resumed run
+            adds to it, and the time after a process's last checkpoint, redone by the
+            next, is not counted twice.
+        epoch_seconds: wall seconds of the current epoch's training steps up to the
+            checkpoint, summed the same way (0 between epochs).
 
     Example:
     >>> state = TrainerState.create()
@@ -68,6 +80,8 @@ class TrainerState:
     epoch_loss_sum: tf.Variable
     epoch_accuracy_sum: tf.Variable
     epoch_steps: tf.Variable
+    train_seconds: tf.Variable
+    epoch_seconds: tf.Variable
 
     @classmethod
     def create(cls):
