@@ -18,8 +18,9 @@ interrupted one resumes from its last checkpoint when started again, so the tabl
 worked off over several sittings. ``--jobs 2`` runs two rows at once with one intra-op thread
 each (``TF_NUM_INTRAOP_THREADS``), each row's output in ``train.log`` in its folder.
 ``--report`` prints our rows next to the paper's (the paper's numbers are the mean of three
-initialisations; ours are one seed), with parameters, epochs, the stop reason and the
-training time.
+initialisations; ours are one seed), with parameters, epochs, the stop reason, the epoch of
+the best validation (whose weights are evaluated) and the training time summed over every
+process of the row.
 """
 
 import argparse
@@ -88,9 +89,16 @@ def load(args, name):
         return json.load(f)
 
 
+def best_epoch(history):
+    """The epoch whose validation the reported weights come from (the first lowest error)."""
+    errors = [(h["valid_error_percent"], h["epoch"]) for h in history
+              if h.get("valid_error_percent") is not None]
+    return min(errors, key=lambda e: e[0])[1] if errors else None
+
+
 def report(args):
     head = ("| model | " + " | ".join(s.replace("test_", "") for s in SPLITS)
-            + " | parameters | epochs (stop) | training h |")
+            + " | parameters | epochs (stop; best) | training h |")
     lines = [head, "|---|" + "---:|" * len(SPLITS) + "---:|---|---:|"]
     for name in args.rows:
         _, label = ROWS[name]
@@ -102,7 +110,8 @@ def report(args):
             lines.append(
                 f"| {label} | " + " | ".join(f"{accuracy[s]:.1f}" for s in SPLITS)
                 + f" | {result['parameters']:,} | {result['epochs']} "
-                f"({STOPS.get(result['stopped'], result['stopped'])}) | "
+                f"({STOPS.get(result['stopped'], result['stopped'])}; "
+                f"{best_epoch(result['history'])}) | "
                 f"{result['train_seconds'] / 3600:.1f} |")
         paper, params = PAPER[name]
         lines.append(f"| *paper, {label}* | " + " | ".join(f"*{v}*" for v in paper)

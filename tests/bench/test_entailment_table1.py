@@ -1,0 +1,60 @@
+"""bench/entailment_table1.py: the commands of Table 1's rows and the report of finished ones."""
+
+import argparse
+import importlib.util
+import json
+import os
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
+
+
+@pytest.fixture(scope="module")
+def table1():
+    spec = importlib.util.spec_from_file_location(
+        "entailment_table1", os.path.join(BENCH, "entailment_table1.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _args(tmp_path, rows):
+    return argparse.Namespace(runs=str(tmp_path), rows=rows, data_dir="data", epochs=90,
+                              patience=20, seed=0, jit_compile=True, jobs=2)
+
+
+def test_every_row_trains_the_paper_protocol(table1, tmp_path):
+    commands = {name: table1.command(_args(tmp_path, []), name) for name in table1.ROWS}
+    for name, argv in commands.items():
+        assert argv[1:3] == ["-m", "train.entailment"]
+        assert {"--dim=64", "--epochs=90", "--patience=20", "--jit_compile",
+                f"--model_dir={tmp_path / name}", "--data_dir=data"} <= set(argv)
+    assert "--roles=8" in commands["tpru8"] and "--arch=bidaf" in commands["bidaf-lstm"]
+    assert "--cell=gru" in commands["gru"] and "--roles=32" in commands["bidaf-tpru32"]
+
+
+def test_best_epoch_is_the_first_lowest_validation_error(table1):
+    history = [{"epoch": 1, "valid_error_percent": 40.0},
+               {"epoch": 2, "valid_error_percent": 30.0},
+               {"epoch": 3, "valid_error_percent": 30.0},
+               {"epoch": 4, "valid_error_percent": 35.0}]
+    assert table1.best_epoch(history) == 2
+    assert table1.best_epoch([{"epoch": 1}]) is None
+
+
+def test_report_shows_finished_rows_beside_the_paper(table1, tmp_path, capsys):
+    (tmp_path / "tpru32").mkdir()
+    accuracy = dict(zip(table1.SPLITS, (74.04, 73.0, 63.26, 62.0, 52.5, 75.0)))
+    history = [{"epoch": e, "valid_error_percent": v}
+               for e, v in enumerate([45.0, 30.0, 26.0, 27.0], 1)]
+    (tmp_path / "tpru32" / "results.json").write_text(json.dumps({
+        "accuracy_percent": accuracy, "parameters": 31234, "epochs": 4,
+        "stopped": "early_stopping", "history": history, "train_seconds": 5400.0}))
+    table1.report(_args(tmp_path, ["tpru32", "lstm"]))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("| parameters | epochs (stop; best) | training h |")
+    assert lines[2] == ("| TPRU, 32 roles | 74.0 | 73.0 | 63.3 | 62.0 | 52.5 | 75.0 | 31,234 "
+                        "| 4 (patience; 3) | 1.5 |")
+    assert lines[3].startswith("| *paper, TPRU, 32 roles* | *73.7* | *73.7* | *62.7* |")
+    assert lines[4].startswith("| LSTM | – |") and "not finished" in lines[4]
