@@ -6,22 +6,15 @@ and the report.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
-
 
 @pytest.fixture(scope="module")
-def runs_module():
-    spec = importlib.util.spec_from_file_location(
-        "babi_paper_runs", os.path.join(BENCH, "babi_paper_runs.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def runs_module(bench_script):
+    return bench_script("babi_paper_runs")
 
 
 def _args(tmp_path, fallback_above=1.0, table=2):

@@ -1,22 +1,14 @@
 """bench/entailment_table1.py: the commands of Table 1's rows and the report of finished ones."""
 
 import argparse
-import importlib.util
 import json
-import os
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
-
 
 @pytest.fixture(scope="module")
-def table1():
-    spec = importlib.util.spec_from_file_location(
-        "entailment_table1", os.path.join(BENCH, "entailment_table1.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def table1(bench_script):
+    return bench_script("entailment_table1")
 
 
 def _args(tmp_path, rows):

@@ -5,9 +5,7 @@ replaced by wrong ones) have a known accuracy, which the script must measure exa
 compare with a train.math ``results.json`` module by module.
 """
 
-import importlib.util
 import json
-import os
 
 import pytest
 import tensorflow as tf
@@ -16,18 +14,13 @@ from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.models import TPTransformer
 from tpr_keras.models.tp_transformer import export_math_model
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "bench")
 QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
              "Let x = 3. What is x + x?", "What is 2 + 2?", "Is 3 > 4?", "Sort 3, 1, 2."]
 
 
 @pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location(
-        "math_savedmodel_accuracy", os.path.join(BENCH, "math_savedmodel_accuracy.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(bench_script):
+    return bench_script("math_savedmodel_accuracy")
 
 
 @pytest.fixture(scope="module")
