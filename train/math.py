@@ -38,6 +38,9 @@ flags.DEFINE_string("preset", "auto", "Sizes and training recipe: auto (tp_trans
                     "transformer on a GPU, tiny on a CPU), tiny, small (CPU), tp_transformer, "
                     "tp_transformer_b, tp_transformer_c, transformer (paper).")
 flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
+flags.DEFINE_bool("balance_modules", True, "Train on every module equally often per epoch, as "
+                  "in the dataset, whose modules all have the same size, when the local "
+                  "modules differ in size (a plain shuffle when they do not).")
 flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "math", "Served model name.")
@@ -62,7 +65,7 @@ flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 
 #: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
 HELP_GROUPS = [
-    ("Data", ["modules", "data_dir", "download", "limit_per_file"]),
+    ("Data", ["modules", "data_dir", "download", "limit_per_file", "balance_modules"]),
     ("Output folders", ["model_dir", "export_dir", "model_name"]),
     ("Model", ["model", "preset"]),
     ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
@@ -167,7 +170,8 @@ def main(argv):
 
     def train_fn(epoch):
         return mathematics.make_dataset(data.train, FLAGS.batch_size, shuffle=True,
-                                        seed=FLAGS.seed * 100_003 + epoch)
+                                        seed=FLAGS.seed * 100_003 + epoch,
+                                        balance_modules=FLAGS.balance_modules)
 
     interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
                                                     data.module_names)
@@ -211,7 +215,7 @@ def main(argv):
         "config": {k: getattr(FLAGS, k) for k in (
             "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
             "clip_norm", "warmup_steps", "epochs", "steps", "max_train_minutes", "seed",
-            "limit_per_file")}
+            "limit_per_file", "balance_modules")}
         | {"preset": preset, "preset_flag": FLAGS.preset, "replicas": replicas,
            "strategy": type(strategy).__name__},
     })

@@ -214,6 +214,51 @@ def test_make_dataset_sequences_shapes_and_coverage(math_dir):
     assert features["source"].shape[0] == 4 and features["source"].numpy()[0, 0] != v.START_ID
 
 
+def test_balanced_indices_give_every_module_its_share():
+    from tpr_keras.data.mathematics import balanced_indices
+
+    modules = np.array([0] * 12 + [1] * 2 + [2] * 7, np.int32)  # N = 21, 7 per module
+    idx = balanced_indices(modules, seed=3)
+    assert idx.dtype == np.int64 and len(idx) == 21
+    assert collections.Counter(modules[idx].tolist()) == {0: 7, 1: 7, 2: 7}
+    # the large module: 7 different examples; the small one cycled (each 3 or 4 times);
+    # the middle one: each of its 7 exactly once
+    assert len(set(idx[modules[idx] == 0].tolist())) == 7
+    assert sorted(collections.Counter(idx[modules[idx] == 1].tolist()).values()) == [3, 4]
+    assert sorted(idx[modules[idx] == 2].tolist()) == list(range(14, 21))
+    np.testing.assert_array_equal(idx, balanced_indices(modules, seed=3))
+    assert not np.array_equal(idx, balanced_indices(modules, seed=4))
+    # N % M extra examples go to different modules
+    counts = collections.Counter(modules[balanced_indices(modules[:20], seed=0)].tolist())
+    assert sorted(counts.values()) == [6, 7, 7] and sum(counts.values()) == 20
+
+
+def test_make_dataset_balances_modules_of_different_sizes(math_dir):
+    data = load_mathematics(math_dir, modules="all")
+    split = data.train  # 6 place_value, 2 add_or_sub, 2 mul examples
+    sizes = collections.Counter(split.modules.tolist())
+    assert sorted(sizes.values()) == [2, 2, 6]
+
+    def module_counts(**kwargs):
+        ds = make_dataset(split, batch_size=4, shuffle=True, seed=5, **kwargs)
+        return collections.Counter(int(m) for _, labels in ds for m in labels["module"].numpy())
+
+    assert module_counts() == sizes
+    balanced = module_counts(balance_modules=True)
+    assert sum(balanced.values()) == len(split)
+    assert max(balanced.values()) - min(balanced.values()) <= 1
+    with pytest.raises(ValueError, match="one pass"):
+        make_dataset(split, batch_size=4, shuffle=True, repeat=True, balance_modules=True)
+    # equal sizes: the same batches as without balancing
+    equal = load_mathematics(math_dir, modules="numbers__place_value").train
+
+    def batches(**kwargs):
+        ds = make_dataset(equal, batch_size=2, shuffle=True, seed=7, **kwargs)
+        return [f["source"].numpy().tolist() for f, _ in ds]
+
+    assert batches(balance_modules=True) == batches()
+
+
 # --------------------------------------------------------------------------------------
 # Discovery and download
 # --------------------------------------------------------------------------------------

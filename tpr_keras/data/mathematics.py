@@ -598,6 +598,35 @@ def load_mathematics(
 # --------------------------------------------------------------------------------------
 
 
+def balanced_indices(modules: np.ndarray, seed: int | None = None) -> np.ndarray:
+    """One epoch's example indices with every module equally often, shuffled.
+
+    The dataset's modules all have the same size, so a model trained on all of them sees
+    each module equally often; a local copy whose modules differ in size (for instance
+    more examples of a few modules) would otherwise be dominated by its largest. The
+    epoch keeps its length ``N``: each of the ``M`` modules contributes ``N // M``
+    examples (one more for ``N % M`` modules drawn at random), drawn without
+    replacement from a fresh permutation of its examples, cycled when it has fewer.
+    The same ``seed`` gives the same indices.
+
+    Example:
+    >>> idx = balanced_indices(np.array([0] * 8 + [1] * 2), seed=0)
+    >>> len(idx), int((idx >= 8).sum())  # module 1 fills half the epoch
+    (10, 5)
+    """
+    rng = np.random.default_rng(seed)
+    modules = np.asarray(modules)
+    names = np.unique(modules)
+    quota = np.full(len(names), len(modules) // len(names))
+    quota[rng.permutation(len(names))[: len(modules) % len(names)]] += 1
+    parts = []
+    for name, q in zip(names, quota):
+        members = np.flatnonzero(modules == name)
+        cycles = -(-int(q) // len(members))
+        parts.append(np.concatenate([rng.permutation(members) for _ in range(cycles)])[:q])
+    return rng.permutation(np.concatenate(parts)).astype(np.int64)
+
+
 def make_dataset(
     split: MathSplit,
     batch_size: int,
@@ -607,6 +636,7 @@ def make_dataset(
     drop_remainder: bool = False,
     repeat: bool = False,
     source_markers: bool = True,
+    balance_modules: bool = False,
 ) -> tf.data.Dataset:
     """Batched, length-bucketed ``tf.data`` pipeline over a split.
 
@@ -630,6 +660,10 @@ def make_dataset(
         drop_remainder: Drop partial batches (of every bucket).
         repeat: Repeat indefinitely (each pass reshuffled).
         source_markers: Wrap the question in ``<s> ... </s>``.
+        balance_modules: With ``shuffle``, draw the pass from :func:`balanced_indices`
+            (every module equally often) when the split's modules differ in size; with
+            equal sizes it changes nothing. Not with ``repeat``: draw each pass anew
+            with its own seed instead.
 
     Returns:
         The dataset, prefetched.
@@ -644,9 +678,17 @@ def make_dataset(
     a_ids = tf.constant(split.answer_ids)
     a_splits = tf.constant(split.answer_splits, tf.int64)
     modules = tf.constant(split.modules, tf.int32)
-    ds = tf.data.Dataset.range(len(split))
-    if shuffle and len(split) > 1:
+    _, sizes = np.unique(split.modules, return_counts=True)
+    if balance_modules and shuffle and len(set(sizes.tolist())) > 1:
+        if repeat:
+            raise ValueError("balance_modules draws one pass: build a dataset per pass "
+                             "(with its own seed) instead of repeat=True")
+        ds = tf.data.Dataset.from_tensor_slices(balanced_indices(split.modules, seed))
+    elif shuffle and len(split) > 1:
+        ds = tf.data.Dataset.range(len(split))
         ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
+    else:
+        ds = tf.data.Dataset.range(len(split))
     if repeat:
         ds = ds.repeat()
 
