@@ -59,7 +59,8 @@ class TrainerState:
             adds to it, and the time after a process's last checkpoint, redone by the
             next, is not counted twice.
         epoch_seconds: wall seconds of the current epoch's training steps up to the
-            checkpoint, summed the same way (0 between epochs).
+            checkpoint, summed the same way (0 between epochs). Under multi-worker
+            training each worker counts its own time; the chief's is the one reported.
 
     Example:
     >>> state = TrainerState.create()
