@@ -13,9 +13,12 @@ error, long enough that a run still improving slowly reaches its next learning-r
 The training step is compiled with XLA (``--jit_compile``), which doubled the TPRU's step
 rate in ``bench/entailment_bench.py``.
 
-Rows go to ``<runs>/<row>``; a row whose ``results.json`` exists is skipped, and an
-interrupted one resumes from its last checkpoint when started again, so the table can be
-worked off over several sittings. ``--jobs 2`` runs two rows at once with one intra-op thread
+Rows go to ``<runs>/<row>``; an interrupted one resumes from its last checkpoint when started
+again. A finished row's ``results.json`` (a few kB: scores, history, settings) is copied to
+``<keep>/<row>/results.json`` (``results/entailment/table1``), which is committed: ``<runs>``
+holds checkpoints and is not, and a sitting here is a fresh machine whose untracked files are
+gone. A row whose ``results.json`` is in either folder is skipped and reported, so the table
+is worked off over several sittings, a few rows at a time (``--rows``). ``--jobs 2`` runs two rows at once with one intra-op thread
 each (``TF_NUM_INTRAOP_THREADS``), each row's output in ``train.log`` in its folder.
 ``--report`` prints our rows next to the paper's (the paper's numbers are the mean of three
 initialisations; ours are one seed), with parameters, epochs, the stop reason, the epoch of
@@ -27,6 +30,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -66,9 +70,29 @@ def command(args, name):
             *flags]
 
 
+def results_path(args, name):
+    """The row's ``results.json`` in ``--runs``, else the kept copy, else None."""
+    for root in (args.runs, args.keep):
+        path = os.path.join(root, name, "results.json")
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def keep_row(args, name):
+    """Copy a finished row's ``results.json`` from ``--runs`` to ``--keep``; the kept path."""
+    source = os.path.join(args.runs, name, "results.json")
+    target = os.path.join(args.keep, name, "results.json")
+    if os.path.exists(source) and not os.path.exists(target):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(source, target)
+    return target if os.path.exists(target) else None
+
+
 def run_row(args, name):
     folder = os.path.join(args.runs, name)
-    if os.path.exists(os.path.join(folder, "results.json")):
+    if results_path(args, name):
+        keep_row(args, name)
         return f"skip {name} (finished)"
     os.makedirs(folder, exist_ok=True)
     env = dict(os.environ)
@@ -78,12 +102,14 @@ def run_row(args, name):
     with open(os.path.join(folder, "train.log"), "a") as log:
         code = subprocess.call(command(args, name), stdout=log, stderr=subprocess.STDOUT,
                                env=env)
-    return f"finished {name}: exit {code}, {time.time() - started:.0f} s"
+    kept = keep_row(args, name)
+    return (f"finished {name}: exit {code}, {time.time() - started:.0f} s"
+            + (f", kept in {kept}" if kept else ""))
 
 
 def load(args, name):
-    path = os.path.join(args.runs, name, "results.json")
-    if not os.path.exists(path):
+    path = results_path(args, name)
+    if path is None:
         return None
     with open(path) as f:
         return json.load(f)
@@ -123,7 +149,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default=",".join(ROWS),
                         help=f"comma-separated, from {', '.join(ROWS)}")
-    parser.add_argument("--runs", default="runs/entailment/table1")
+    parser.add_argument("--runs", default="runs/entailment/table1",
+                        help="checkpoints and logs of the rows (not committed)")
+    parser.add_argument("--keep", default="results/entailment/table1",
+                        help="where finished rows' results.json are copied (committed)")
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--epochs", type=int, default=90)
     parser.add_argument("--patience", type=int, default=20)

@@ -11,9 +11,10 @@ def table1(bench_script):
     return bench_script("entailment_table1")
 
 
-def _args(tmp_path, rows):
+def _args(tmp_path, rows, keep=None):
     return argparse.Namespace(runs=str(tmp_path), rows=rows, data_dir="data", epochs=90,
-                              patience=20, seed=0, jit_compile=True, jobs=2)
+                              patience=20, seed=0, jit_compile=True, jobs=2,
+                              keep=str(keep or tmp_path / "kept"))
 
 
 def test_every_row_trains_the_paper_protocol(table1, tmp_path):
@@ -50,3 +51,25 @@ def test_report_shows_finished_rows_beside_the_paper(table1, tmp_path, capsys):
                         "| 4 (patience; 3) | 1.5 |")
     assert lines[3].startswith("| *paper, TPRU, 32 roles* | *73.7* | *73.7* | *62.7* |")
     assert lines[4].startswith("| LSTM | – |") and "not finished" in lines[4]
+
+
+def test_a_finished_row_is_kept_skipped_and_reported_from_the_kept_copy(table1, tmp_path, capsys):
+    runs, kept = tmp_path / "runs", tmp_path / "kept"
+    args = _args(runs, ["lstm", "gru"], keep=kept)
+    args.runs = str(runs)
+    (runs / "lstm").mkdir(parents=True)
+    result = {"accuracy_percent": dict.fromkeys(table1.SPLITS, 70.0), "parameters": 50000,
+              "epochs": 90, "stopped": "epochs", "train_seconds": 3600.0,
+              "history": [{"epoch": 1, "valid_error_percent": 30.0}]}
+    (runs / "lstm" / "results.json").write_text(json.dumps(result))
+    assert table1.run_row(args, "lstm") == "skip lstm (finished)"
+    assert json.loads((kept / "lstm" / "results.json").read_text()) == result
+    # A new sitting: the runs folder is gone, the committed copy is not.
+    (runs / "lstm" / "results.json").unlink()
+    assert table1.results_path(args, "lstm") == str(kept / "lstm" / "results.json")
+    assert table1.run_row(args, "lstm") == "skip lstm (finished)"
+    assert table1.results_path(args, "gru") is None and table1.keep_row(args, "gru") is None
+    table1.report(args)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("| LSTM | 70.0 |") and "90 (epoch cap; 1) | 1.0 |" in lines[2]
+    assert "not finished" in lines[4]
