@@ -18,8 +18,9 @@ again. A finished row's ``results.json`` (a few kB: scores, history, settings) i
 ``<keep>/<row>/results.json`` (``results/entailment/table1``), which is committed: ``<runs>``
 holds checkpoints and is not, and a sitting here is a fresh machine whose untracked files are
 gone. A row whose ``results.json`` is in either folder is skipped and reported, so the table
-is worked off over several sittings, a few rows at a time (``--rows``). ``--jobs 2`` runs two rows at once with one intra-op thread
-each (``TF_NUM_INTRAOP_THREADS``), each row's output in ``train.log`` in its folder.
+is worked off over several sittings, a few rows at a time (``--rows``). ``--jobs 2`` runs
+two rows at once with one intra-op thread each (``TF_NUM_INTRAOP_THREADS``), each row's
+output in ``train.log`` in its folder.
 ``--report`` prints our rows next to the paper's (the paper's numbers are the mean of three
 initialisations; ours are one seed), with parameters, epochs, the stop reason, the epoch of
 the best validation (whose weights are evaluated) and the training time summed over every
