@@ -1,0 +1,176 @@
+"""A fresh test sample of the Mathematics Dataset from DeepMind's generator, under a new seed.
+
+DeepMind's ``mathematics_dataset`` 1.0.1 does not import with numpy 2 or with sympy >= 1.6
+(``sympy.solvers.diophantine.base_solution_linear`` moved), so tpr-keras never imports it. This
+script runs in a separate environment that has it, and imports nothing from tpr-keras::
+
+    python3 -m venv /tmp/mdgen
+    /tmp/mdgen/bin/pip install 'numpy<2' 'sympy==1.5.1' 'mathematics_dataset==1.0.1'
+    /tmp/mdgen/bin/python bench/math_heldout_sample.py --out /tmp/heldout --seed 7 \\
+        [--regimes interpolate,extrapolate] [--per_module 1000] [--filter place_value] \\
+        [--train_dir ../shared/data/mathematics]
+
+It writes ``OUT/<regime>/<module>.txt`` in the official v1.0 layout (alternating question and
+answer lines), the generator's test regimes only: ``interpolate`` (56 modules, the entropy range
+of training) and ``extrapolate`` (15 modules). The generator itself draws from Python's
+``random`` and numpy's global generator without a seed; this script seeds both with ``--seed``
+and runs itself with ``PYTHONHASHSEED=0`` (the generator picks variable names by iterating
+over sets of letters). The same seed then gives the same problems and answers; only the order
+of independent premises in composed questions ("Suppose ... Suppose ...") can differ between
+runs, because the generator orders some of them by object identity. Questions longer than 160
+characters or answers longer than 30 are dropped and redrawn as the generator does. ``--max_seconds_per_module`` stops a slow
+module early (the file then holds fewer questions, and the summary says how many).
+
+With ``--train_dir`` (a dataset folder with ``train-easy/medium/hard``) it counts the sampled
+questions that also occur in that module's training files; the summary prints them per module,
+since the generator can repeat short questions. Score the sample through an exported model with
+``bench/math_savedmodel_accuracy.py EXPORT OUT/interpolate --reported RUN/results.json``.
+
+The output folder must not exist yet or be empty: nothing is overwritten.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+REGIMES = ("interpolate", "extrapolate")
+DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
+
+
+def flatten(tree, prefix=None):
+    """``{"numbers": {"place_value": fn}}`` -> ``{"numbers__place_value": fn}``, sorted by name."""
+    flat = {}
+    for key, value in tree.items():
+        name = key if prefix is None else f"{prefix}__{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name))
+        else:
+            flat[name] = value
+    return dict(sorted(flat.items()))
+
+
+def sample(module, max_question=160, max_answer=30):
+    """One ``(question, answer)`` of ``module()``, redrawn while either is too long."""
+    while True:
+        problem = module()
+        question, answer = str(problem.question), str(problem.answer)
+        if len(question) <= max_question and len(answer) <= max_answer:
+            return question, answer
+
+
+def check_output(out):
+    """Refuse an output folder that already holds files."""
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise SystemExit(f"{out}: already exists and is not an empty folder; nothing written")
+
+
+def train_questions(train_dir, module):
+    """The set of training questions of ``module`` in a v1.0 dataset folder (empty if none)."""
+    questions = set()
+    for difficulty in DIFFICULTIES:
+        path = os.path.join(train_dir, difficulty, f"{module}.txt")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                questions.update(f.read().rstrip("\n").split("\n")[0::2])
+    return questions
+
+
+def write_module(path, module, count, max_seconds=None, clock=time.monotonic):
+    """Write up to ``count`` pairs of ``module`` to ``path``; returns the questions written."""
+    questions = []
+    start = clock()
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(count):
+            if max_seconds is not None and clock() - start > max_seconds:
+                break
+            question, answer = sample(module)
+            if "\n" in question or "\n" in answer:
+                raise ValueError(f"{path}: the generator produced a line break in {question!r}")
+            f.write(f"{question}\n{answer}\n")
+            questions.append(question)
+    return questions
+
+
+def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=None,
+             log=print):
+    """Write every regime's modules under ``out``; returns the per-module summary.
+
+    ``regime_modules``: ``{regime: {module_name: callable returning a Problem}}``. Python's
+    ``random`` and numpy's global generator are seeded with ``seed`` once, before the first
+    module, so the same arguments give the same files.
+    """
+    import numpy as np
+
+    check_output(out)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    summary = {}
+    for regime, modules in regime_modules.items():
+        os.makedirs(os.path.join(out, regime), exist_ok=True)
+        for name, module in modules.items():
+            started = time.monotonic()
+            questions = write_module(os.path.join(out, regime, f"{name}.txt"), module,
+                                     per_module, max_seconds)
+            row = {"questions": len(questions), "seconds": round(time.monotonic() - started, 1)}
+            if train_dir:
+                seen = train_questions(train_dir, name.removesuffix("_big").removesuffix(
+                    "_more"))
+                row["in_train"] = sum(q in seen for q in questions)
+            summary[f"{regime}/{name}"] = row
+            log(f"{regime}/{name}: {row}")
+    return summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, required=True,
+                        help="seeds Python's random and numpy's global generator")
+    parser.add_argument("--regimes", default="interpolate", help="comma list of " +
+                        ", ".join(REGIMES))
+    parser.add_argument("--per_module", type=int, default=1000)
+    parser.add_argument("--filter", default="", help="only modules whose name contains this")
+    parser.add_argument("--train_dir", help="count sampled questions found in its training files")
+    parser.add_argument("--max_seconds_per_module", type=float)
+    args = parser.parse_args(argv)
+    if argv is None and os.environ.get("PYTHONHASHSEED") != "0":
+        # The generator names variables by iterating over sets of letters: without a fixed
+        # string hash the same seed gives the same problems under other variable names.
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, PYTHONHASHSEED="0"))
+    regimes = args.regimes.split(",")
+    unknown = sorted(set(regimes) - set(REGIMES))
+    if unknown:
+        parser.error(f"--regimes: unknown {unknown}; choose from {list(REGIMES)}")
+    check_output(args.out)
+    try:
+        from mathematics_dataset.modules import modules as md_modules
+    except ImportError as error:
+        raise SystemExit(f"mathematics_dataset does not import here ({error}); run this script "
+                         "with the separate environment in its docstring") from error
+    trees = {"interpolate": md_modules.test, "extrapolate": md_modules.test_extra}
+    regime_modules = {r: {name: fn for name, fn in flatten(trees[r]()).items()
+                          if args.filter in name} for r in regimes}
+    started = time.time()
+    summary = generate(regime_modules, args.out, args.per_module, args.seed, args.train_dir,
+                       args.max_seconds_per_module)
+    short = {k: v["questions"] for k, v in summary.items() if v["questions"] < args.per_module}
+    total = sum(v["questions"] for v in summary.values())
+    print(f"{total:,} questions in {len(summary)} files under {args.out} "
+          f"({time.time() - started:.0f} s, seed {args.seed})")
+    if short:
+        print(f"stopped early by --max_seconds_per_module: {short}")
+    if args.train_dir:
+        print(f"questions also in the training files: "
+              f"{sum(v['in_train'] for v in summary.values()):,}")
+    with open(os.path.join(args.out, "SAMPLE.json"), "w", encoding="utf-8") as f:
+        json.dump({"seed": args.seed, "per_module": args.per_module, "generator":
+                   "mathematics_dataset 1.0.1", "files": summary}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
