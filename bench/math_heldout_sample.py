@@ -1,11 +1,12 @@
 """A fresh test sample of the Mathematics Dataset from DeepMind's generator, under a new seed.
 
-DeepMind's ``mathematics_dataset`` 1.0.1 does not import with numpy 2 or with sympy >= 1.6
-(``sympy.solvers.diophantine.base_solution_linear`` moved), so tpr-keras never imports it. This
+DeepMind's ``mathematics_dataset`` 1.0.1 needs numpy < 1.24 (it uses ``np.object``) and
+sympy 1.4 (1.6 moved ``base_solution_linear``; 1.5.1 imports but fails on numpy integers in
+the calculus modules), so tpr-keras, on numpy 2, never imports it. This
 script runs in a separate environment that has it, and imports nothing from tpr-keras::
 
     python3 -m venv /tmp/mdgen
-    /tmp/mdgen/bin/pip install 'numpy<2' 'sympy==1.5.1' 'mathematics_dataset==1.0.1'
+    /tmp/mdgen/bin/pip install 'numpy==1.23.5' 'sympy==1.4' 'mathematics_dataset==1.0.1'
     /tmp/mdgen/bin/python bench/math_heldout_sample.py --out /tmp/heldout --seed 7 \\
         [--regimes interpolate,extrapolate] [--per_module 1000] [--filter place_value] \\
         [--train_dir ../shared/data/mathematics]
