@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 
@@ -95,6 +96,15 @@ def write_module(path, module, count, max_seconds=None, clock=time.monotonic):
     return questions
 
 
+#: What the extrapolate modules append to the name of the training module they extend.
+EXTRAPOLATE_SUFFIX = re.compile(r"_(big|more|longer|more_samples)$")
+
+
+def training_module(name):
+    """The training module an extrapolate module extends (``*_big`` -> ``*``); else ``name``."""
+    return EXTRAPOLATE_SUFFIX.sub("", name)
+
+
 def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=None,
              log=print):
     """Write every regime's modules under ``out``; returns the per-module summary.
@@ -117,8 +127,7 @@ def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=
                                      per_module, max_seconds)
             row = {"questions": len(questions), "seconds": round(time.monotonic() - started, 1)}
             if train_dir:
-                seen = train_questions(train_dir, name.removesuffix("_big").removesuffix(
-                    "_more"))
+                seen = train_questions(train_dir, training_module(name))
                 row["in_train"] = sum(q in seen for q in questions)
             summary[f"{regime}/{name}"] = row
             log(f"{regime}/{name}: {row}")

@@ -43,6 +43,16 @@ def test_flatten_names_modules_like_the_dataset(script):
     assert list(script.flatten(tree)) == sorted(script.flatten(tree))
 
 
+def test_extrapolate_modules_map_to_their_training_modules(script):
+    names = {"algebra__polynomial_roots_big": "algebra__polynomial_roots",
+             "arithmetic__mixed_longer": "arithmetic__mixed",
+             "comparison__sort_more": "comparison__sort",
+             "probability__swr_p_level_set_more_samples": "probability__swr_p_level_set",
+             "measurement__conversion": "measurement__conversion",
+             "numbers__place_value": "numbers__place_value"}
+    assert {name: script.training_module(name) for name in names} == names
+
+
 def test_same_seed_same_files_other_seed_other_files(script, tmp_path):
     modules = {"interpolate": {"arithmetic__add": add_module}}
     for name, seed in (("a", 7), ("b", 7), ("c", 8)):
