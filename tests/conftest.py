@@ -13,6 +13,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+# The project's top-level packages, imported before pytest imports tests/serving and
+# tests/train. With --import-mode=importlib, pytest names a test module by its path from
+# the rootdir (tests/, where pytest.ini is): tests/serving/conftest.py becomes
+# "serving.conftest", and pytest 9.2 registers a namespace package "serving" for
+# tests/serving when no module of that name is loaded yet, which hides the real package
+# ("No module named 'serving.export'"). Loaded first, the real packages stay.
+import serving  # noqa: E402, F401
+import train  # noqa: E402, F401
+
 _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(
     _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2
