@@ -23,7 +23,10 @@ models use it (its default loop, ``TPRU.loop``); ``tpru_while``, ``tpru_keras`` 
 default), in ``keras.src.backend.rnn`` (the loop ``keras.layers.RNN`` runs) or in ``tf.scan``;
 ``tpru_rnn``, the generic ``keras.layers.RNN(TPRUCell)`` (same function, same weights, nothing
 hoisted). Any cell with ``_jit`` appended runs the same training step compiled with XLA
-(``jit_compile=True``).
+(``jit_compile=True``). ``_apart`` (before ``_jit``, as in ``tpru_apart_jit``) calls the
+shared encoder layers once for A and once for B, as the models did before they stacked the
+pair into one batch (``PairToBatch``): two time loops per recurrent layer instead of one.
+``--arch bidaf`` times the BiDAF model (§5.2) instead of the plain one.
 ``--cells`` is another name for ``--cell``.
 """
 
@@ -62,13 +65,59 @@ def load_train(data_dir):
     return entailment.EntailmentData(a, b, labels, np.zeros((4096, 3), int)), "random"
 
 
+def plain_apart(embedding, a, b, config):
+    """``PlainEntailmentModel.encode_pair`` before the pair was stacked: two encoder calls."""
+    from tpr_keras.models.entailment import MaskedMaxPooling1D, entailment_layers
+
+    encoder = entailment_layers.make_recurrent_layer(
+        config["cell"], config["units"], config["num_roles"], config["seed"],
+        return_sequences=config["pooling"] == "max", name="encoder")
+    pool = MaskedMaxPooling1D(name="pool") if config["pooling"] == "max" else None
+
+    def encode(x):
+        h = encoder(embedding(x))
+        return pool(h) if pool is not None else h
+
+    return encode(a), encode(b)
+
+
+def bidaf_apart(embedding, a, b, config):
+    """``BiDAFEntailmentModel.encode_pair`` before the pair was stacked: every shared
+    recurrent layer called once for A and once for B."""
+    import keras
+
+    from tpr_keras.models.entailment import (BiDAFAttention, MaskedMaxPooling1D,
+                                             entailment_layers)
+
+    cell, units, roles, seed = (config[k] for k in ("cell", "units", "num_roles", "seed"))
+    max_pool = config["pooling"] == "max"
+    contextual = keras.layers.Bidirectional(
+        entailment_layers.make_recurrent_layer(cell, units, roles, seed, True),
+        name="contextual")
+    attention = BiDAFAttention(name="attention")
+    modelling = keras.layers.Bidirectional(
+        entailment_layers.make_recurrent_layer(cell, units, roles, seed + 1,
+                                               return_sequences=max_pool), name="modelling")
+    pool = MaskedMaxPooling1D(name="pool") if max_pool else None
+    g_a, g_b = attention([contextual(embedding(a)), contextual(embedding(b))])
+
+    def summarise(g):
+        m = modelling(g)
+        return pool(m) if pool is not None else m
+
+    return summarise(g_a), summarise(g_b)
+
+
+APART = {"plain": plain_apart, "bidaf": bidaf_apart}
+
+
 def run_one(args):
     import keras
     import tensorflow as tf
 
     from tpr_keras.data import entailment
     from tpr_keras.layers import TPRUCell
-    from tpr_keras.models import PlainEntailmentModel
+    from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
     from tpr_keras.models.entailment import entailment_layers as entailment_models
     from tpr_keras.training import Trainer, TrainConfig, binary_classification, get_optimizer
 
@@ -76,6 +125,11 @@ def run_one(args):
     name = args.worker
     jit = name.endswith("_jit")
     cell = name[:-len("_jit")] if jit else name
+    model_class = BiDAFEntailmentModel if args.arch == "bidaf" else PlainEntailmentModel
+    if cell.endswith("_apart"):
+        cell = cell[:-len("_apart")]
+        model_class = type(model_class.__name__, (model_class,), {
+            "encode_pair": staticmethod(APART[args.arch])})
     if cell == "tpru_rnn":  # the generic loop that make_recurrent_layer used before TPRU
         def generic(cell, units, num_roles=32, seed=None, return_sequences=False, name=None):
             return keras.layers.RNN(TPRUCell(units, num_roles=num_roles, seed=seed),
@@ -96,8 +150,8 @@ def run_one(args):
         cell = "tpru"
 
     def model_fn():
-        return PlainEntailmentModel(vocabulary_size=entailment.VOCAB_SIZE, units=args.dim,
-                                    cell=cell, num_roles=args.roles, seed=0)
+        return model_class(vocabulary_size=entailment.VOCAB_SIZE, units=args.dim,
+                           cell=cell, num_roles=args.roles, seed=0)
 
     keras.utils.set_random_seed(0)
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", 1e-3),
@@ -137,6 +191,7 @@ class Worker:
 
     def __init__(self, cell, args):
         command = [sys.executable, os.path.abspath(__file__), "--worker", cell,
+                   "--arch", args.arch,
                    "--roles", str(args.roles), "--dim", str(args.dim),
                    "--batch_size", str(args.batch_size), "--batches", str(args.batches)]
         if args.data_dir:
@@ -178,6 +233,7 @@ def main():
     parser.add_argument("--reference", default="lstm",
                         help="cell added when missing, to which time ratios refer ('none': no "
                              "reference)")
+    parser.add_argument("--arch", choices=("plain", "bidaf"), default="plain")
     parser.add_argument("--roles", type=int, default=32)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=64)
@@ -197,12 +253,12 @@ def main():
     cells = [c.strip() for c in args.cells.split(",") if c.strip()]
     if args.reference != "none" and args.reference not in cells:
         cells.append(args.reference)  # the ratio needs its windows in the same rounds
-    print(f"entailment, plain architecture, d={args.dim}, N={args.roles}, batch "
+    print(f"entailment, {args.arch} architecture, d={args.dim}, N={args.roles}, batch "
           f"{args.batch_size}; {args.repeats} interleaved rounds of a {args.seconds:g} s window "
           f"per cell"
           f"; TF {tf.__version__}; {os.cpu_count()} CPUs; load average "
           f"{os.getloadavg()[0]:.1f}")
-    results = {"reference": args.reference, "dim": args.dim, "roles": args.roles,
+    results = {"reference": args.reference, "arch": args.arch, "dim": args.dim, "roles": args.roles,
                "batch_size": args.batch_size,
                "seconds": args.seconds, "repeats": args.repeats, "cpus": os.cpu_count(),
                "tensorflow": tf.__version__, "command": " ".join(sys.argv),

@@ -7,10 +7,12 @@ import tensorflow as tf
 
 from tpr_keras.layers.tpru_cell import TPRUCell
 from tpr_keras.models.entailment import (
+    BatchToPair,
     BiDAFAttention,
     BiDAFEntailmentModel,
     MaskedMaxPooling1D,
     PairFeatures,
+    PairToBatch,
     PlainEntailmentModel,
 )
 
@@ -198,3 +200,70 @@ def test_bidaf_attention_matches_reference_and_masks():
     masks = layer.compute_mask([h, u], [mask_h, mask_u])
     np.testing.assert_array_equal(masks[0], mask_h)
     np.testing.assert_array_equal(masks[1], mask_u)
+
+
+def test_pair_to_batch_pads_ids_and_batch_to_pair_splits_with_masks():
+    a = np.array([[6, 8, 7], [5, 0, 0]], "int32")
+    b = np.array([[8, 9], [4, 0]], "int32")
+    stacked = _n(PairToBatch()([a, b]))
+    np.testing.assert_array_equal(stacked, [[6, 8, 7], [5, 0, 0], [8, 9, 0], [4, 0, 0]])
+    x = np.arange(24, dtype="float32").reshape(4, 3, 2)
+    mask = np.array([[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0]], bool)
+    split = BatchToPair()
+    halves = split(x, mask=mask)
+    np.testing.assert_array_equal(_n(halves[0]), x[:2])
+    np.testing.assert_array_equal(_n(halves[1]), x[2:])
+    masks = split.compute_mask(x, mask)
+    np.testing.assert_array_equal(_n(masks[0]), mask[:2])
+    np.testing.assert_array_equal(_n(masks[1]), mask[2:])
+    # Masked sequences go back into one batch with their masks (same length only).
+    stack = PairToBatch()
+    np.testing.assert_array_equal(_n(stack([x[:2], x[2:]], mask=[mask[:2], mask[2:]])), x)
+    np.testing.assert_array_equal(_n(stack.compute_mask([x[:2], x[2:]], [mask[:2], mask[2:]])),
+                                  mask)
+    with pytest.raises(ValueError, match="same length only; got lengths 3 and 2"):
+        stack.compute_mask([x[:2], x[2:, :2]], [mask[:2], mask[2:, :2]])
+
+
+def _apart(model, x, pooling):
+    """The model's logit with every shared layer called on A and B separately."""
+    emb = model.get_layer("embedding")
+    masks = [emb.compute_mask(x["a"]), emb.compute_mask(x["b"])]
+    pool = (lambda h, m: model.get_layer("pool")(h, mask=m)) if pooling == "max" else (
+        lambda h, m: h)
+    if isinstance(model, PlainEntailmentModel):
+        enc = model.get_layer("encoder")
+        u, v = (pool(enc(emb(x[k]), mask=m), m) for k, m in zip("ab", masks))
+    else:
+        contextual, modelling = model.get_layer("contextual"), model.get_layer("modelling")
+        g = model.get_layer("attention")(
+            [contextual(emb(x[k]), mask=m) for k, m in zip("ab", masks)], mask=masks)
+        u, v = (pool(modelling(g_k, mask=m), m) for g_k, m in zip(g, masks))
+    features = model.get_layer("features")([u, v])
+    return _n(model.get_layer("logit")(model.get_layer("mlp_hidden")(features)))
+
+
+def _while_loops(model, x):
+    graph = tf.function(model).get_concrete_function(
+        {k: tf.TensorSpec([None, None], tf.int32) for k in x}).graph
+    return sum(op.type in ("While", "StatelessWhile") for op in graph.get_operations())
+
+
+@pytest.mark.filterwarnings("ignore:You are using a softmax over axis")
+@pytest.mark.parametrize("cls, kwargs, loops", [
+    (PlainEntailmentModel, dict(cell="tpru", pooling="last"), 1),
+    (PlainEntailmentModel, dict(cell="lstm", pooling="max"), 1),
+    (BiDAFEntailmentModel, dict(cell="tpru", pooling="max"), 4),
+    (BiDAFEntailmentModel, dict(cell="gru", pooling="last"), 4),
+])
+def test_pair_in_one_batch_equals_separate_calls_with_one_loop_per_layer(cls, kwargs, loops):
+    """A and B share every recurrent layer in one call (one time loop per layer and
+    direction), and the logits are those of calling the layers on A and on B apart."""
+    model = cls(units=8, num_roles=4, seed=1, **kwargs)
+    x = _batch()  # A is longer than B: B is padded inside the stack
+    np.testing.assert_allclose(_n(model(x)), _apart(model, x, kwargs["pooling"]),
+                               rtol=1e-6, atol=1e-6)
+    swapped = {"a": x["b"], "b": x["a"]}
+    np.testing.assert_allclose(_n(model(swapped)), _apart(model, swapped, kwargs["pooling"]),
+                               rtol=1e-6, atol=1e-6)
+    assert _while_loops(model, x) == loops

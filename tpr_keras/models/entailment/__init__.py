@@ -15,9 +15,11 @@ from tpr_keras.models.entailment.entailment_exporter import (  # noqa: F401
     save_entailment_servable,
 )
 from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
+    BatchToPair,
     BiDAFAttention,
     MaskedMaxPooling1D,
     PairFeatures,
+    PairToBatch,
 )
 from tpr_keras.models.entailment.entailment_model import (  # noqa: F401
     BiDAFEntailmentModel,

@@ -7,11 +7,13 @@
 * :class:`MaskedMaxPooling1D`: max over time of the non-padded steps.
 * :class:`PairFeatures`: ``[u, v, |u − v|, u ∘ v]`` or ``[u, v]``.
 * :class:`BiDAFAttention`: bi-directional attention flow (Seo et al., 2017, eq. 1-4).
+* :class:`PairToBatch` and :class:`BatchToPair`: A and B through a shared layer in one call.
 """
 
 import numpy as np  # noqa: F401  (the doctests use it)
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from tpr_keras.layers.tpru import TPRU
@@ -206,3 +208,81 @@ class BiDAFAttention(keras.layers.Layer):
             self.kernel_initializer
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class PairToBatch(keras.layers.Layer):
+    """Stacks the A and B batches into one batch, `[a; b]`, for a shared layer.
+
+    Both entailment models encode A and B with the same weights. One call of a recurrent
+    layer on the `[2 · batch, T]` stack runs one time loop where two calls run two, one
+    after the other, each step a few small ops whose cost hardly grows with the batch; the
+    outputs are the same, because every example is computed independently and padding is
+    masked. Unmasked inputs (character ids) of different lengths are right-padded to the
+    longer one's length with 0, the pad id, which the embedding then masks. Masked
+    sequences (the outputs of a layer that already ran on a stack, split by
+    :class:`BatchToPair`) must have the same length; their masks are stacked too.
+
+    Example:
+    >>> a, b = np.array([[6, 8, 7]]), np.array([[8, 0]])
+    >>> PairToBatch()([a, b]).numpy()
+    array([[6, 8, 7],
+           [8, 0, 0]])
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    @staticmethod
+    def _pad_time(x, length):
+        rank = len(x.shape)
+        paddings = [[0, 0], [0, length - tf.shape(x)[1]]] + [[0, 0]] * (rank - 2)
+        return tf.pad(x, paddings)
+
+    def call(self, inputs, mask=None):
+        a, b = inputs
+        length = tf.maximum(tf.shape(a)[1], tf.shape(b)[1])
+        return ops.concatenate([self._pad_time(a, length), self._pad_time(b, length)], axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or all(m is None for m in mask):
+            return None
+        a, b = inputs
+        if None not in (a.shape[1], b.shape[1]) and a.shape[1] != b.shape[1]:
+            raise ValueError("PairToBatch stacks masked sequences of the same length only; "
+                             f"got lengths {a.shape[1]} and {b.shape[1]}")
+        masks = [ops.ones(ops.shape(x)[:2], "bool") if m is None else ops.cast(m, "bool")
+                 for x, m in zip(inputs, mask)]
+        return ops.concatenate(masks, axis=0)
+
+    def compute_output_shape(self, input_shape):
+        a, b = input_shape
+        batch = None if a[0] is None or b[0] is None else a[0] + b[0]
+        length = a[1] if a[1] == b[1] else None
+        return (batch, length) + tuple(a[2:])
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
+class BatchToPair(keras.layers.Layer):
+    """Splits a :class:`PairToBatch` stack back into its A and B halves (masks too).
+
+    Example:
+    >>> BatchToPair()(np.array([[1.0], [2.0], [3.0], [4.0]]))[1].numpy()
+    array([[3.],
+           [4.]])
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        return ops.split(inputs, 2, axis=0)
+
+    def compute_mask(self, inputs, mask=None):
+        return [None, None] if mask is None else ops.split(mask, 2, axis=0)
+
+    def compute_output_shape(self, input_shape):
+        batch = None if input_shape[0] is None else input_shape[0] // 2
+        return [(batch,) + tuple(input_shape[1:])] * 2

@@ -29,9 +29,11 @@ from tpr_keras.models.entailment.entailment_layers import (
     CELLS,
     FEATURES,
     POOLINGS,
+    BatchToPair,
     BiDAFAttention,
     MaskedMaxPooling1D,
     PairFeatures,
+    PairToBatch,
 )
 from tpr_keras.models.entailment.entailment_presets import BIDAF_PRESETS, PLAIN_PRESETS
 from tpr_keras.models.presets import PresetMixin
@@ -161,12 +163,10 @@ class PlainEntailmentModel(_EntailmentModel):
             return_sequences=config["pooling"] == "max", name="encoder",
         )
         pool = MaskedMaxPooling1D(name="pool") if config["pooling"] == "max" else None
-
-        def encode(x):
-            h = encoder(embedding(x))
-            return pool(h) if pool is not None else h
-
-        return encode(a), encode(b)
+        # A and B as one batch: one time loop instead of two (see PairToBatch)
+        h = encoder(embedding(PairToBatch(name="pair_to_batch")([a, b])))
+        u_v = BatchToPair(name="batch_to_pair")(pool(h) if pool is not None else h)
+        return u_v[0], u_v[1]
 
     presets = PLAIN_PRESETS
 
@@ -227,12 +227,12 @@ class BiDAFEntailmentModel(_EntailmentModel):
             name="modelling",
         )
         pool = MaskedMaxPooling1D(name="pool") if max_pool else None
-        g_a, g_b = attention([contextual(embedding(a)), contextual(embedding(b))])
-
-        def summarise(g):
-            m = modelling(g)
-            return pool(m) if pool is not None else m
-
-        return summarise(g_a), summarise(g_b)
+        # Each shared recurrent layer sees A and B as one batch: one time loop per
+        # direction instead of two (see PairToBatch).
+        h = contextual(embedding(PairToBatch(name="pair_to_batch")([a, b])))
+        g_a, g_b = attention(BatchToPair(name="batch_to_pair")(h))
+        m = modelling(PairToBatch(name="attended_to_batch")([g_a, g_b]))
+        u_v = BatchToPair(name="modelled_to_pair")(pool(m) if pool is not None else m)
+        return u_v[0], u_v[1]
 
     presets = BIDAF_PRESETS
