@@ -20,7 +20,9 @@ holds checkpoints and is not, and a sitting here is a fresh machine whose untrac
 gone. A row whose ``results.json`` is in either folder is skipped and reported, so the table
 is worked off over several sittings, a few rows at a time (``--rows``). ``--jobs 2`` runs
 two rows at once with one intra-op thread each (``TF_NUM_INTRAOP_THREADS``), each row's
-output in ``train.log`` in its folder.
+output in ``train.log`` in its folder. ``--max_train_minutes`` gives each row a training
+time budget, for rows that do not fit into a sitting (the BiDAF ones); such a row keeps its
+best-validation weights and is reported with the stop reason "time budget".
 ``--report`` prints our rows next to the paper's (the paper's numbers are the mean of three
 initialisations; ours are one seed), with parameters, epochs, the stop reason, the epoch of
 the best validation (whose weights are evaluated) and the training time summed over every
@@ -68,6 +70,8 @@ def command(args, name):
             *([f"--data_dir={args.data_dir}"] if args.data_dir else []),
             "--dim=64", f"--epochs={args.epochs}", f"--patience={args.patience}",
             f"--seed={args.seed}", "--verbose=2", *(["--jit_compile"] if args.jit_compile else []),
+            *([f"--max_train_minutes={args.max_train_minutes:g}"]
+              if args.max_train_minutes else []),
             *flags]
 
 
@@ -160,6 +164,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jit_compile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--max_train_minutes", type=float, default=None,
+                        help="stop each row's training after this many minutes (the row is "
+                             "then reported with the stop reason 'time budget'); for rows "
+                             "longer than a sitting")
     parser.add_argument("--dry_run", action="store_true", help="print the commands only")
     parser.add_argument("--report", action="store_true", help="print the Markdown table only")
     args = parser.parse_args()

@@ -14,7 +14,7 @@ def table1(bench_script):
 def _args(tmp_path, rows, keep=None):
     return argparse.Namespace(runs=str(tmp_path), rows=rows, data_dir="data", epochs=90,
                               patience=20, seed=0, jit_compile=True, jobs=2,
-                              keep=str(keep or tmp_path / "kept"))
+                              keep=str(keep or tmp_path / "kept"), max_train_minutes=None)
 
 
 def test_every_row_trains_the_paper_protocol(table1, tmp_path):
@@ -25,6 +25,10 @@ def test_every_row_trains_the_paper_protocol(table1, tmp_path):
                 f"--model_dir={tmp_path / name}", "--data_dir=data"} <= set(argv)
     assert "--roles=8" in commands["tpru8"] and "--arch=bidaf" in commands["bidaf-lstm"]
     assert "--cell=gru" in commands["gru"] and "--roles=32" in commands["bidaf-tpru32"]
+    assert not any(a.startswith("--max_train_minutes") for a in commands["gru"])
+    budget = _args(tmp_path, [])
+    budget.max_train_minutes = 150.0
+    assert "--max_train_minutes=150" in table1.command(budget, "bidaf-lstm")
 
 
 def test_best_epoch_is_the_first_lowest_validation_error(table1):
