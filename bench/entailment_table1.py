@@ -3,6 +3,7 @@
     python bench/entailment_table1.py --data_dir ../shared/data/entailment --dry_run
     python bench/entailment_table1.py --data_dir ../shared/data/entailment --jobs 2  # runs them
     python bench/entailment_table1.py --report                                      # Markdown
+    python bench/entailment_table1.py --report --plot results/figures/entailment/table1.png
 
 Every row is one ``python -m train.entailment`` process with the §5.1 recipe of the
 entailment presets (Adam lr 1e-3 divided by 10 every 30 epochs, batch 64, global-norm
@@ -150,6 +151,37 @@ def report(args):
     print("\n".join(lines))
 
 
+def plot(args, path):
+    """Validation accuracy per epoch of the finished rows, each with the paper's final
+    validation accuracy as a dashed line of its colour (a PNG; needs the analysis extra)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for name in args.rows:
+        result = load(args, name)
+        if result is None:
+            continue
+        _, label = ROWS[name]
+        epochs = [h for h in result["history"] if h.get("valid_error_percent") is not None]
+        line, = ax.plot([h["epoch"] for h in epochs],
+                        [100 - h["valid_error_percent"] for h in epochs], label=label)
+        ax.axhline(PAPER[name][0][0], color=line.get_color(), linestyle="--", linewidth=0.8)
+    for decay in range(30, args.epochs, 30):
+        ax.axvline(decay, color="grey", linestyle=":", linewidth=0.8)
+    ax.set_xlabel("epoch (dotted: learning rate divided by 10)")
+    ax.set_ylabel("validation accuracy (%)")
+    ax.set_title("Table 1 rows on this CPU (solid); the paper's final validation (dashed)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default=",".join(ROWS),
@@ -170,6 +202,8 @@ def main():
                              "longer than a sitting")
     parser.add_argument("--dry_run", action="store_true", help="print the commands only")
     parser.add_argument("--report", action="store_true", help="print the Markdown table only")
+    parser.add_argument("--plot", default=None,
+                        help="with --report: also draw the validation curves to this PNG")
     args = parser.parse_args()
     args.rows = args.rows.split(",")
     unknown = [r for r in args.rows if r not in ROWS]
@@ -177,6 +211,8 @@ def main():
         parser.error(f"unknown rows {unknown}; choose from {list(ROWS)}")
     if args.report:
         report(args)
+        if args.plot:
+            plot(args, args.plot)
         return
     if args.dry_run:
         for name in args.rows:

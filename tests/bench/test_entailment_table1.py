@@ -55,6 +55,13 @@ def test_report_shows_finished_rows_beside_the_paper(table1, tmp_path, capsys):
                         "| 4 (patience; 3) | 1.5 |")
     assert lines[3].startswith("| *paper, TPRU, 32 roles* | *73.7* | *73.7* | *62.7* |")
     assert lines[4].startswith("| LSTM | – |") and "not finished" in lines[4]
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "figures" / "table1.png"
+    table1.plot(_args(tmp_path, ["tpru32", "lstm"]), str(figure))
+    header = figure.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")) == (
+        750, 450)
 
 
 def test_a_finished_row_is_kept_skipped_and_reported_from_the_kept_copy(table1, tmp_path, capsys):
