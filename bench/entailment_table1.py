@@ -5,8 +5,8 @@
     python bench/entailment_table1.py --report                                      # Markdown
     python bench/entailment_table1.py --report --plot results/figures/entailment/table1.png
 
-Every row is one ``python -m train.entailment`` process with the §5.1 recipe of the
-entailment presets (Adam lr 1e-3 divided by 10 every 30 epochs, batch 64, global-norm
+Every row is one ``python -m train.entailment --recipe paper`` process with the §5.1 recipe
+of the entailment presets (Adam lr 1e-3 divided by 10 every 30 epochs, batch 64, global-norm
 clipping, symbolic variable permutation, the best-validation weights), at most 90 epochs,
 width 64. The paper keeps the best model on the validation set and says nothing about
 stopping early; here a run stops after ``--patience`` (20) epochs without a lower validation
@@ -69,7 +69,7 @@ def command(args, name):
     flags, _ = ROWS[name]
     return [sys.executable, "-m", "train.entailment", f"--model_dir={os.path.join(args.runs, name)}",
             *([f"--data_dir={args.data_dir}"] if args.data_dir else []),
-            "--dim=64", f"--epochs={args.epochs}", f"--patience={args.patience}",
+            "--recipe=paper", "--dim=64", f"--epochs={args.epochs}", f"--patience={args.patience}",
             f"--seed={args.seed}", "--verbose=2", *(["--jit_compile"] if args.jit_compile else []),
             *([f"--max_train_minutes={args.max_train_minutes:g}"]
               if args.max_train_minutes else []),

@@ -21,7 +21,7 @@ def test_every_row_trains_the_paper_protocol(table1, tmp_path):
     commands = {name: table1.command(_args(tmp_path, []), name) for name in table1.ROWS}
     for name, argv in commands.items():
         assert argv[1:3] == ["-m", "train.entailment"]
-        assert {"--dim=64", "--epochs=90", "--patience=20", "--jit_compile",
+        assert {"--recipe=paper", "--dim=64", "--epochs=90", "--patience=20", "--jit_compile",
                 f"--model_dir={tmp_path / name}", "--data_dir=data"} <= set(argv)
     assert "--roles=8" in commands["tpru8"] and "--arch=bidaf" in commands["bidaf-lstm"]
     assert "--cell=gru" in commands["gru"] and "--roles=32" in commands["bidaf-tpru32"]

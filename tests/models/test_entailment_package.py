@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tpr_keras.data import entailment as data
 from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers
+from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers, resolve_recipe
 
 
 def test_presets_are_section_5_1():
@@ -29,6 +29,25 @@ def test_presets_are_section_5_1():
     assert (small.units, small.cell, small.pooling) == (8, "gru", "max")
     with pytest.raises(ValueError, match="Unknown preset 'plain_gru'"):
         BiDAFEntailmentModel.from_preset("plain_gru")
+
+
+def test_recipe_auto_is_the_paper_on_a_gpu_and_a_time_budget_on_a_cpu():
+    assert resolve_recipe("auto", devices=["CPU", "GPU"]) == (
+        "paper", {"max_train_minutes": None, "jit_compile": False})
+    assert resolve_recipe("auto", devices=["CPU"]) == (
+        "cpu", {"max_train_minutes": 15.0, "jit_compile": True})
+    # --epochs/--steps lift the CPU time budget; explicit values win over both recipes.
+    assert resolve_recipe("cpu", budget_given=True)[1]["max_train_minutes"] is None
+    assert resolve_recipe("cpu", budget_given=True, max_train_minutes=5)[1] == {
+        "max_train_minutes": 5, "jit_compile": True}
+    assert resolve_recipe("cpu", max_train_minutes=0, jit_compile=False)[1] == {
+        "max_train_minutes": None, "jit_compile": False}
+    assert resolve_recipe("paper", max_train_minutes=140, jit_compile=True)[1] == {
+        "max_train_minutes": 140, "jit_compile": True}
+    local = resolve_recipe("auto")[0]
+    assert local == ("paper" if tf.config.list_physical_devices("GPU") else "cpu")
+    with pytest.raises(ValueError, match="Unknown recipe 'gpu'"):
+        resolve_recipe("gpu")
 
 
 def test_registered_names_are_unchanged_and_old_files_load(saved_as_before):

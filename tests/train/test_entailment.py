@@ -24,13 +24,15 @@ def tiny_entailment(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cell", ["tpru", "gru"])
-def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell):
+@pytest.mark.parametrize("cell,recipe", [("tpru", []), ("gru", ["--recipe", "paper"])])
+def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell, recipe):
+    """Without a GPU, the default recipe is cpu: XLA, and no time budget once --epochs is
+    given; --recipe paper is §5.1 as published (no XLA unless asked)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, "-m", "train.entailment", "--data_dir", str(tiny_entailment),
          "--model_dir", str(tmp_path), "--cell", cell, "--dim", "8", "--roles", "4",
-         "--epochs", "2", "--batch_size", "8", "--verbose", "0"],
+         "--epochs", "2", "--batch_size", "8", "--verbose", "0", *recipe],
         env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
@@ -40,6 +42,13 @@ def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell):
     assert all(v % 12.5 == pytest.approx(0) or v % 12.5 == pytest.approx(12.5)
                for v in results["accuracy_percent"].values())
     assert results["steps"] == 2 * 4 and results["epochs"] == 2
+    import tensorflow as tf
+
+    config = results["config"]
+    expected = "paper" if recipe or tf.config.list_physical_devices("GPU") else "cpu"
+    assert (config["recipe"], config["jit_compile"], config["max_train_minutes"]) == (
+        expected, expected == "cpu", None)
+    assert ("Recipe paper" if recipe else f"Recipe auto -> {expected}") in done.stdout
     assert (tmp_path / "export" / "model.keras").exists()
     assert (tmp_path / "export" / "entailment" / "1" / "saved_model.pb").exists()
 

@@ -3,7 +3,8 @@
 * :class:`PlainEntailmentModel`, :class:`BiDAFEntailmentModel` and their layers
   (:mod:`~tpr_keras.models.entailment.entailment_layers`, where
   ``make_recurrent_layer`` lives);
-* presets with the §5.1 recipe (:data:`PLAIN_PRESETS`, :data:`BIDAF_PRESETS`);
+* presets with the §5.1 recipe (:data:`PLAIN_PRESETS`, :data:`BIDAF_PRESETS`) and
+  :func:`resolve_recipe` (§5.1 as published, or under a CPU time budget);
 * :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
   specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
 * :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout.
@@ -28,5 +29,6 @@ from tpr_keras.models.entailment.entailment_model import (  # noqa: F401
 from tpr_keras.models.entailment.entailment_presets import (  # noqa: F401
     BIDAF_PRESETS,
     PLAIN_PRESETS,
+    resolve_recipe,
 )
 from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer  # noqa: F401

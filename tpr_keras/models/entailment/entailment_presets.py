@@ -2,6 +2,8 @@
 
 One preset per architecture and recurrent unit (``plain_tpru`` ... ``bidaf_gru``), all at
 the paper's width d = 64 (the TPRU with N = 32 roles), all trained with the §5.1 recipe.
+On a machine without a GPU, :func:`resolve_recipe` adds a training-time budget and XLA to
+that recipe (``"cpu"``), so that the default command finishes in minutes.
 """
 
 from tpr_keras.models.presets import Preset
@@ -37,3 +39,72 @@ def _presets(arch):
 PLAIN_PRESETS = _presets("plain")
 #: ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru``: :class:`BiDAFEntailmentModel`.
 BIDAF_PRESETS = _presets("bidaf")
+
+#: Recipe names of :func:`resolve_recipe` (``"auto"`` picks one of them).
+RECIPE_NAMES = ("paper", "cpu")
+#: What the ``"cpu"`` recipe adds to §5.1: stop training after 15 minutes (keeping the
+#: best-validation weights) and compile the training step with XLA. The §5.1 learning-rate
+#: schedule is unchanged. Measured on the 2-core CPU with two rows at once (one core each):
+#: after 15 minutes of the full 90-epoch runs, validation was TPRU-32 72.2 % (epoch 26),
+#: GRU 71.4 %, LSTM 68.4 %, TPRU-8 67.7 %; the 90 epochs of TPRU-32 took 58 minutes.
+CPU_LIMITS = {"max_train_minutes": 15.0, "jit_compile": True}
+
+
+def auto_recipe(devices):
+    """The recipe ``"auto"`` stands for on ``devices``: ``"paper"`` when any of them is a
+    GPU, otherwise ``"cpu"``.
+
+    Example:
+    >>> auto_recipe(["CPU"])
+    'cpu'
+    """
+    kinds = {str(getattr(d, "device_type", d)).upper() for d in devices}
+    return "paper" if "GPU" in kinds else "cpu"
+
+
+def resolve_recipe(name, devices=None, max_train_minutes=None, jit_compile=None,
+                   budget_given=False):
+    """The training limits of recipe ``name``, with ``"auto"`` resolved.
+
+    Args:
+        name: ``"paper"`` (§5.1 as published: up to 90 epochs, no time limit),
+            ``"cpu"`` (§5.1 plus :data:`CPU_LIMITS`) or ``"auto"`` (see
+            :func:`auto_recipe`).
+        devices: for ``"auto"``: the devices to train on (default: every local
+            physical device).
+        max_train_minutes, jit_compile: values given explicitly (``None`` = take
+            the recipe's).
+        budget_given: ``--epochs`` or ``--steps`` was given; it lifts the
+            ``"cpu"`` recipe's time budget, so that the count given is what stops
+            training.
+
+    Returns:
+        ``(name, limits)``: the concrete recipe name and a dict with
+        ``max_train_minutes`` (``None`` = no time limit) and ``jit_compile``.
+
+    Raises:
+        ValueError: an unknown recipe name.
+
+    Example:
+    >>> resolve_recipe("auto", devices=["CPU"])
+    ('cpu', {'max_train_minutes': 15.0, 'jit_compile': True})
+    >>> resolve_recipe("cpu", budget_given=True, jit_compile=False)
+    ('cpu', {'max_train_minutes': None, 'jit_compile': False})
+    """
+    if name == "auto":
+        if devices is None:
+            import tensorflow as tf
+
+            devices = tf.config.list_physical_devices()
+        name = auto_recipe(devices)
+    if name not in RECIPE_NAMES:
+        raise ValueError(f"Unknown recipe {name!r}; choose from {['auto', *RECIPE_NAMES]}.")
+    limits = dict(CPU_LIMITS) if name == "cpu" else {"max_train_minutes": None,
+                                                      "jit_compile": False}
+    if budget_given:
+        limits["max_train_minutes"] = None
+    if max_train_minutes is not None:
+        limits["max_train_minutes"] = max_train_minutes or None
+    if jit_compile is not None:
+        limits["jit_compile"] = bool(jit_compile)
+    return name, limits
