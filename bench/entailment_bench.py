@@ -26,7 +26,9 @@ hoisted). Any cell with ``_jit`` appended runs the same training step compiled w
 (``jit_compile=True``). ``_apart`` (before ``_jit``, as in ``tpru_apart_jit``) calls the
 shared encoder layers once for A and once for B, as the models did before they stacked the
 pair into one batch (``PairToBatch``): two time loops per recurrent layer instead of one.
-``--arch bidaf`` times the BiDAF model (§5.2) instead of the plain one.
+``--arch bidaf`` times the BiDAF model (§5.2) instead of the plain one, by default with the
+presets' ``[h; context]`` input of its second layer (``--attention_output full``: Seo et
+al.'s eq. 4, twice as wide, the model before session 11).
 ``--cells`` is another name for ``--cell``.
 """
 
@@ -94,7 +96,7 @@ def bidaf_apart(embedding, a, b, config):
     contextual = keras.layers.Bidirectional(
         entailment_layers.make_recurrent_layer(cell, units, roles, seed, True),
         name="contextual")
-    attention = BiDAFAttention(name="attention")
+    attention = BiDAFAttention(output_mode=config["attention_output"], name="attention")
     modelling = keras.layers.Bidirectional(
         entailment_layers.make_recurrent_layer(cell, units, roles, seed + 1,
                                                return_sequences=max_pool), name="modelling")
@@ -150,8 +152,9 @@ def run_one(args):
         cell = "tpru"
 
     def model_fn():
+        extra = {"attention_output": args.attention_output} if args.arch == "bidaf" else {}
         return model_class(vocabulary_size=entailment.VOCAB_SIZE, units=args.dim,
-                           cell=cell, num_roles=args.roles, seed=0)
+                           cell=cell, num_roles=args.roles, seed=0, **extra)
 
     keras.utils.set_random_seed(0)
     trainer = Trainer(model_fn, lambda: get_optimizer("adam", 1e-3),
@@ -191,7 +194,7 @@ class Worker:
 
     def __init__(self, cell, args):
         command = [sys.executable, os.path.abspath(__file__), "--worker", cell,
-                   "--arch", args.arch,
+                   "--arch", args.arch, "--attention_output", args.attention_output,
                    "--roles", str(args.roles), "--dim", str(args.dim),
                    "--batch_size", str(args.batch_size), "--batches", str(args.batches)]
         if args.data_dir:
@@ -234,6 +237,10 @@ def main():
                         help="cell added when missing, to which time ratios refer ('none': no "
                              "reference)")
     parser.add_argument("--arch", choices=("plain", "bidaf"), default="plain")
+    parser.add_argument("--attention_output", choices=("context", "full"), default="context",
+                        help="with --arch bidaf: the second layer's input, [h; context] as "
+                             "in the bidaf presets (§5.2), or Seo et al.'s eq. 4 (the "
+                             "model before session 11)")
     parser.add_argument("--roles", type=int, default=32)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--batch_size", type=int, default=64)

@@ -66,12 +66,13 @@ def test_plain_baseline_parameter_counts(cell, rnn_params):
     assert concat.count_params() == V * e + rnn_params(d, e) + _mlp(2 * d, h)
 
 
-def test_bidaf_tpru_parameter_count():
+@pytest.mark.parametrize("attention_output, width", [("full", 8), ("context", 4)])
+def test_bidaf_tpru_parameter_count(attention_output, width):
     d, e, h = 6, 5, 7
-    model = BiDAFEntailmentModel(units=d, num_roles=4, embedding_dim=e,
-                                 hidden_units=h, seed=0)
+    model = BiDAFEntailmentModel(units=d, num_roles=4, embedding_dim=e, hidden_units=h,
+                                 seed=0, attention_output=attention_output)
     tpru = lambda d_in: 3 * d * d + 2 * d * d_in + 2  # noqa: E731
-    trainable = (V * e + 2 * tpru(e) + 3 * 2 * d + 2 * tpru(8 * d)
+    trainable = (V * e + 2 * tpru(e) + 3 * 2 * d + 2 * tpru(width * d)
                  + _mlp(4 * 2 * d, h))
     assert sum(int(np.prod(w.shape)) for w in model.trainable_weights) == trainable
     assert model.count_params() == trainable + 4 * d * 4  # four cells' V
@@ -85,6 +86,7 @@ MODELS = [
     (PlainEntailmentModel, dict(cell="gru", pooling="max")),
     (BiDAFEntailmentModel, dict(cell="tpru", pooling="max")),
     (BiDAFEntailmentModel, dict(cell="gru", pooling="last")),
+    (BiDAFEntailmentModel, dict(cell="lstm", pooling="max", attention_output="context")),
 ]
 
 
@@ -200,6 +202,27 @@ def test_bidaf_attention_matches_reference_and_masks():
     masks = layer.compute_mask([h, u], [mask_h, mask_u])
     np.testing.assert_array_equal(masks[0], mask_h)
     np.testing.assert_array_equal(masks[1], mask_u)
+
+
+def test_bidaf_attention_context_output_is_the_input_and_its_context_vectors():
+    rng = np.random.default_rng(1)
+    h = rng.normal(size=(2, 5, 4)).astype("float32")
+    u = rng.normal(size=(2, 3, 4)).astype("float32")
+    masks = [np.array([[1, 1, 1, 0, 0], [1] * 5], bool), np.array([[1, 1, 0], [1] * 3], bool)]
+    full = BiDAFAttention(name="full")
+    g_full = [_n(g) for g in full([h, u], mask=masks)]
+    context = BiDAFAttention(output_mode="context")
+    context.build([h.shape, u.shape])
+    context.similarity_kernel.assign(full.similarity_kernel)
+    g_context = [_n(g) for g in context([h, u], mask=masks)]
+    assert g_context[0].shape == (2, 5, 8) and g_context[1].shape == (2, 3, 8)
+    for g_c, g_f, x in zip(g_context, g_full, (h, u)):
+        np.testing.assert_array_equal(g_c[..., :4], x)  # [h; ũ]: the input, then ũ
+        np.testing.assert_allclose(g_c, g_f[..., :8], rtol=1e-6, atol=1e-6)
+    assert context.compute_output_shape([h.shape, u.shape]) == [(2, 5, 8), (2, 3, 8)]
+    assert BiDAFAttention.from_config(context.get_config()).output_mode == "context"
+    with pytest.raises(ValueError, match="output_mode must be one of"):
+        BiDAFAttention(output_mode="seo")
 
 
 def test_pair_to_batch_pads_ids_and_batch_to_pair_splits_with_masks():

@@ -27,6 +27,16 @@ def test_presets_are_section_5_1():
     assert config["pooling"] == "last"
     small = BiDAFEntailmentModel.from_preset("bidaf_gru", units=8)
     assert (small.units, small.cell, small.pooling) == (8, "gru", "max")
+    # §5.2's second layer reads [h; context]: the recurrent weights the paper counts in
+    # Table 1 (LSTM 230.0k, GRU 172.4k, TPRU 131.3k for d = 64) come out of that width.
+    recurrent = {}
+    for cell in ("lstm", "gru", "tpru"):
+        model = BiDAFEntailmentModel.from_preset(f"bidaf_{cell}")
+        assert model.attention_output == "context"
+        recurrent[cell] = sum(int(np.prod(w.shape)) for w in model.trainable_weights
+                              if w.path.startswith(("contextual/", "modelling/")))
+    assert recurrent == {"lstm": 230_400, "gru": 173_568, "tpru": 131_080}
+    assert BiDAFEntailmentModel(units=8).attention_output == "full"  # files saved before
     with pytest.raises(ValueError, match="Unknown preset 'plain_gru'"):
         BiDAFEntailmentModel.from_preset("plain_gru")
 

@@ -22,6 +22,8 @@ from tpr_keras.ops.masking import mask_value
 CELLS = ("tpru", "lstm", "gru")
 POOLINGS = ("last", "max")
 FEATURES = ("full", "concat")
+#: ``BiDAFAttention(output_mode=...)``: Seo et al.'s eq. 4, or Tang et al.'s [h; ũ].
+ATTENTION_OUTPUTS = ("full", "context")
 
 
 def make_recurrent_layer(
@@ -133,6 +135,16 @@ class BiDAFAttention(keras.layers.Layer):
     attention-augmented representation `[batch, ·, 4k]`. Masks (padding) of
     both inputs are respected and propagated.
 
+    With `output_mode="context"`, the output is `[h; ũ]` (`[batch, ·, 2k]`): a
+    layer's output and its context vectors, which is what Tang et al. (2018)
+    §5.2 feed their second recurrent layer ("the concatenation of the output
+    from the first layer and the context vectors"); their BiDAF parameter
+    counts in Table 1 match this input width, not eq. 4's.
+
+    Args:
+        output_mode: `"full"` (Seo et al. eq. 4, default) or `"context"`.
+        kernel_initializer: of the similarity weights `[w_h; w_u; w_m]`.
+
     Example:
     >>> att = BiDAFAttention()
     >>> g_a, g_b = att([np.ones((2, 5, 8), "float32"),
@@ -141,8 +153,12 @@ class BiDAFAttention(keras.layers.Layer):
     (TensorShape([2, 5, 32]), TensorShape([2, 3, 32]))
     """
 
-    def __init__(self, kernel_initializer="glorot_uniform", **kwargs):
+    def __init__(self, output_mode="full", kernel_initializer="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
+        if output_mode not in ATTENTION_OUTPUTS:
+            raise ValueError(
+                f"output_mode must be one of {ATTENTION_OUTPUTS}, got {output_mode!r}")
+        self.output_mode = output_mode
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.supports_masking = True
 
@@ -171,16 +187,18 @@ class BiDAFAttention(keras.layers.Layer):
             pair_mask = ops.logical_and(
                 ops.expand_dims(row, 2), ops.expand_dims(col, 1)
             )
-        g_h = self._flow(h, u, s, pair_mask, mh)
+        g_h = self._flow(h, u, s, pair_mask, mh, self.output_mode)
         s_t = ops.transpose(s, (0, 2, 1))
         pair_mask_t = None if pair_mask is None else ops.transpose(pair_mask, (0, 2, 1))
-        g_u = self._flow(u, h, s_t, pair_mask_t, mu)
+        g_u = self._flow(u, h, s_t, pair_mask_t, mu, self.output_mode)
         return [g_h, g_u]
 
     @staticmethod
-    def _flow(context, query, s, pair_mask, context_mask):
+    def _flow(context, query, s, pair_mask, context_mask, output_mode="full"):
         # Context-to-query: each context step attends over the query.
         attended_query = ops.matmul(_masked_softmax(s, pair_mask, axis=-1), query)
+        if output_mode == "context":
+            return ops.concatenate([context, attended_query], axis=-1)
         # Query-to-context: one attention over context steps.
         masked = s if pair_mask is None else ops.where(pair_mask, s, mask_value(s.dtype))
         best = ops.max(masked, axis=-1)
@@ -200,10 +218,12 @@ class BiDAFAttention(keras.layers.Layer):
         return [None, None] if mask is None else list(mask)
 
     def compute_output_shape(self, input_shape):
-        return [tuple(s[:-1]) + (4 * s[-1],) for s in input_shape]
+        width = 2 if self.output_mode == "context" else 4
+        return [tuple(s[:-1]) + (width * s[-1],) for s in input_shape]
 
     def get_config(self):
         config = super().get_config()
+        config["output_mode"] = self.output_mode
         config["kernel_initializer"] = keras.initializers.serialize(
             self.kernel_initializer
         )

@@ -68,6 +68,8 @@ class _EntailmentModel(PresetMixin, keras.Model):
 
     _OPTIONS = ("vocabulary_size", "units", "cell", "num_roles", "embedding_dim",
                 "hidden_units", "pooling", "features", "seed")
+    #: A subclass's options beyond ``_OPTIONS``: ``{name: default}``.
+    _EXTRA_OPTIONS = {}
     default_pooling = "last"
     default_name = "entailment"
 
@@ -86,11 +88,12 @@ class _EntailmentModel(PresetMixin, keras.Model):
     ):
         pooling = pooling or self.default_pooling
         _check_options(cell, pooling, features)
+        extra = {k: kwargs.pop(k, default) for k, default in self._EXTRA_OPTIONS.items()}
         config = {
             "vocabulary_size": int(vocabulary_size), "units": int(units), "cell": cell,
             "num_roles": int(num_roles), "embedding_dim": int(embedding_dim or units),
             "hidden_units": int(hidden_units or units), "pooling": pooling,
-            "features": features, "seed": _draw_seed(seed),
+            "features": features, "seed": _draw_seed(seed), **extra,
         }
         a = keras.Input(shape=(None,), dtype="int32", name="a")
         b = keras.Input(shape=(None,), dtype="int32", name="b")
@@ -101,7 +104,7 @@ class _EntailmentModel(PresetMixin, keras.Model):
         logit = _classifier(u, v, features, config["hidden_units"])
         kwargs.setdefault("name", self.default_name)
         super().__init__(inputs={"a": a, "b": b}, outputs=logit, **kwargs)
-        for key in self._OPTIONS:
+        for key in (*self._OPTIONS, *self._EXTRA_OPTIONS):
             setattr(self, key, config[key])
 
     @staticmethod
@@ -112,7 +115,8 @@ class _EntailmentModel(PresetMixin, keras.Model):
         raise NotImplementedError
 
     def get_config(self):
-        return {"name": self.name, **{key: getattr(self, key) for key in self._OPTIONS}}
+        return {"name": self.name, **{key: getattr(self, key)
+                                      for key in (*self._OPTIONS, *self._EXTRA_OPTIONS)}}
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -178,7 +182,10 @@ class BiDAFEntailmentModel(_EntailmentModel):
     1. Shared character embedding (pad masked) and shared bidirectional
        encoder of width `units` per direction (contextual layer).
     2. `BiDAFAttention` between the encoded A and B (attention flow both
-       ways), giving `[h; ũ; h ∘ ũ; h ∘ h̃]` per step for each sequence.
+       ways), giving per step of each sequence `[h; ũ]` (the layer's output and
+       its context vectors, §5.2; `attention_output="context"`, the presets')
+       or Seo et al.'s `[h; ũ; h ∘ ũ; h ∘ h̃]` (`"full"`, the constructor's
+       default, which files saved before the option keep).
     3. A shared bidirectional modelling layer over that, with the same width
        and unit type (and, for TPRU, the same number of roles) as layer 1.
     4. Pooling (`"max"`: masked max over time, default; `"last"`: the final
@@ -190,6 +197,12 @@ class BiDAFEntailmentModel(_EntailmentModel):
     in the plain architecture") with max pooling as in the GLUE BiDAF-style
     baseline the paper cites [41].
 
+    The paper's BiDAF parameter counts (Table 1) fit the `"context"` input of
+    the second layer, 4d wide: for d = 64 the recurrent layers of that model
+    have 230,400 (LSTM), 173,568 (GRU) and 131,080 (TPRU, any N) trainable
+    weights against the paper's 230.0k, 172.4k and 131.3k; with eq. 4's 8d
+    input they would have 361k, 272k and 197k.
+
     Args:
         vocabulary_size, units, cell, num_roles, embedding_dim, seed: as in
             `PlainEntailmentModel` (the modelling layer's TPRU basis uses
@@ -197,6 +210,7 @@ class BiDAFEntailmentModel(_EntailmentModel):
         hidden_units: MLP hidden width (default `units`).
         pooling: `"max"` or `"last"`.
         features: `"full"` or `"concat"`.
+        attention_output: `"full"` or `"context"` (see step 2).
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Presets (:meth:`from_preset`): ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru`` (d = 64),
@@ -210,6 +224,7 @@ class BiDAFEntailmentModel(_EntailmentModel):
 
     default_pooling = "max"
     default_name = "bidaf_entailment"
+    _EXTRA_OPTIONS = {"attention_output": "full"}
 
     @staticmethod
     def encode_pair(embedding, a, b, config):
@@ -220,7 +235,7 @@ class BiDAFEntailmentModel(_EntailmentModel):
             entailment_layers.make_recurrent_layer(cell, units, roles, seed, True),
             name="contextual",
         )
-        attention = BiDAFAttention(name="attention")
+        attention = BiDAFAttention(output_mode=config["attention_output"], name="attention")
         modelling = keras.layers.Bidirectional(
             entailment_layers.make_recurrent_layer(
                 cell, units, roles, seed + 1, return_sequences=max_pool),

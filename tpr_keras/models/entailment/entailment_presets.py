@@ -27,6 +27,9 @@ def _presets(arch):
         config = {"units": UNITS, "cell": cell}
         if cell == "tpru":
             config["num_roles"] = NUM_ROLES
+        if arch == "bidaf":
+            # §5.2: the second layer reads [output of the first; context vectors]
+            config["attention_output"] = "context"
         roles = f", N = {NUM_ROLES} roles" if cell == "tpru" else ""
         presets[f"{arch}_{cell}"] = Preset(
             config, RECIPE,
