@@ -52,3 +52,14 @@ def test_from_preset_takes_positional_sizes_and_overrides():
     assert (model.entity_dim, model.relation_dim, model.hidden_dim) == (90, 7, 40)
     assert MemN2N.from_preset("single_task", vocabulary_size=30, max_words=6,
                               embedding_dim=None).embedding_dim == 20
+
+
+def test_has_gpu_reads_device_objects_and_strings():
+    from tpr_keras.models.presets import has_gpu
+
+    class Device:  # the attribute tf.config.PhysicalDevice has
+        def __init__(self, kind):
+            self.device_type = kind
+
+    assert has_gpu([Device("CPU"), Device("GPU")]) and has_gpu(["cpu", "gpu"])
+    assert not has_gpu([Device("CPU")]) and not has_gpu([])

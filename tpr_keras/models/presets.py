@@ -12,6 +12,20 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 
+def has_gpu(devices):
+    """Whether any of ``devices`` is a GPU: what a preset or recipe ``"auto"`` decides on.
+
+    Args:
+        devices: ``tf.config.list_physical_devices()`` or device-type strings
+            (``"CPU"``, ``"GPU"``).
+
+    Example:
+    >>> has_gpu(["CPU", "GPU"]), has_gpu(["CPU"])
+    (True, False)
+    """
+    return "GPU" in {str(getattr(d, "device_type", d)).upper() for d in devices}
+
+
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """A named configuration: model sizes and the training recipe that goes with them.

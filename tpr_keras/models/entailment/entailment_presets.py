@@ -6,7 +6,7 @@ On a machine without a GPU, :func:`resolve_recipe` adds a training-time budget a
 that recipe (``"cpu"``), so that the default command finishes in minutes.
 """
 
-from tpr_keras.models.presets import Preset
+from tpr_keras.models.presets import Preset, has_gpu
 
 #: §5.1: Adam, learning rate 0.001 divided by 10 every 30 epochs, up to 90 epochs, batch 64,
 #: gradients clipped (global norm 5), symbolic vocabulary permutation as augmentation.
@@ -61,8 +61,7 @@ def auto_recipe(devices):
     >>> auto_recipe(["CPU"])
     'cpu'
     """
-    kinds = {str(getattr(d, "device_type", d)).upper() for d in devices}
-    return "paper" if "GPU" in kinds else "cpu"
+    return "paper" if has_gpu(devices) else "cpu"
 
 
 def resolve_recipe(name, devices=None, max_train_minutes=None, jit_compile=None,

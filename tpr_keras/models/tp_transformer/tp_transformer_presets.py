@@ -20,7 +20,7 @@ flags given on the command line into the concrete preset and recipe.
 
 import tensorflow as tf
 
-from tpr_keras.models.presets import Preset
+from tpr_keras.models.presets import Preset, has_gpu
 
 #: §4.1's optimisation, for the paper's sizes.
 PAPER_RECIPE = dict(
@@ -81,8 +81,7 @@ def auto_preset(devices, use_role=True):
     >>> auto_preset(["CPU"])
     'tiny'
     """
-    kinds = {str(getattr(d, "device_type", d)).upper() for d in devices}
-    if "GPU" in kinds:
+    if has_gpu(devices):
         return "tp_transformer" if use_role else "transformer"
     return "tiny"
 
