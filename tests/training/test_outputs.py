@@ -1,10 +1,14 @@
 import json
 import os
+import shutil
+import subprocess
 
 import keras
 import numpy as np
+import pytest
 
 from tpr_keras.training import save_run
+from tpr_keras.training.outputs import SOURCE, source_version
 
 
 def test_save_run_writes_results_model_and_vocabulary(tmp_path):
@@ -20,10 +24,28 @@ def test_save_run_writes_results_model_and_vocabulary(tmp_path):
     path = save_run(str(run), None, {"error": 0.5, "when": np.float32(1.5)}, model,
                     save_vocabulary)
     assert path == os.path.join(run, "export", "model.keras")
-    assert json.loads((run / "results.json").read_text()) == {"error": 0.5, "when": "1.5"}
+    expected = {"error": 0.5, "when": "1.5", "source": SOURCE,
+                "model_config": json.loads(json.dumps(model.get_config(), default=str))}
+    assert json.loads((run / "results.json").read_text()) == expected
     assert written == [os.path.join(run, "export", "vocab.txt")]
     x = np.ones((1, 3), "float32")
     np.testing.assert_array_equal(keras.models.load_model(path)(x), model(x))
     other = tmp_path / "elsewhere"
     assert save_run(str(run), str(other), {}, model, save_vocabulary) == str(
         other / "model.keras")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_source_version_names_the_commit_and_whether_tracked_files_changed(tmp_path):
+    assert source_version(str(tmp_path)) is None  # not a checkout
+    git = lambda *args: subprocess.run(["git", "-C", str(tmp_path), *args], check=True,
+                                       capture_output=True, text=True).stdout.strip()
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", "code.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    head = git("rev-parse", "HEAD")
+    (tmp_path / "untracked.txt").write_text("ignored\n")
+    assert source_version(str(tmp_path)) == {"commit": head, "dirty": False}
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert source_version(str(tmp_path / ".")) == {"commit": head, "dirty": True}

@@ -4,15 +4,47 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from typing import Any
+
+
+def source_version(path: str | None = None) -> dict[str, Any] | None:
+    """The git commit of the checkout that holds ``path`` (default: this package).
+
+    Returns ``{"commit": <40 hex digits>, "dirty": <tracked files differ from it>}``, or
+    ``None`` when ``path`` is not in a git checkout (an installed wheel) or git is missing.
+
+    Example:
+    >>> source_version("/")  # not a checkout
+    """
+    path = path or os.path.dirname(os.path.abspath(__file__))
+
+    def git(*args):
+        return subprocess.run(["git", "-C", path, *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": dirty}
+
+
+#: The code a run trains with: :func:`source_version` when this module was first imported
+#: (the start of a ``train.*`` command), not when it writes results.json, so that a commit
+#: made while a long run trains is not attributed to it.
+SOURCE = source_version()
 
 
 def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], model,
              save_vocabulary: Callable[[str], None]) -> str:
     """Writes ``<model_dir>/results.json`` and ``<export_dir>/{model.keras,vocab.txt}``.
 
-    Call it on the chief only.
+    Call it on the chief only. results.json holds ``results`` and two keys added here:
+    ``"model_config"`` (``model.get_config()``, every architecture option) and ``"source"``
+    (:data:`SOURCE`, the commit the run's code came from).
 
     Args:
         model_dir: The run's folder.
@@ -26,7 +58,8 @@ def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], mo
     """
     os.makedirs(model_dir, exist_ok=True)
     with open(os.path.join(model_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1, default=str)
+        json.dump({**results, "model_config": model.get_config(), "source": SOURCE}, f,
+                  indent=1, default=str)
     export_dir = export_dir or os.path.join(model_dir, "export")
     os.makedirs(export_dir, exist_ok=True)
     path = os.path.join(export_dir, "model.keras")
