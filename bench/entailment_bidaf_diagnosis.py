@@ -1,0 +1,208 @@
+"""Why the BiDAF TPRU learns slowly: training variants of the entailment models, and probes.
+
+Two subcommands (results and discussion: results/entailment.md, "BiDAF TPRU: diagnosis"):
+
+``train VARIANT [train.entailment flags]`` runs ``python -m train.entailment`` with one change
+to the model, made by patching the model code in this process only (the saved model.keras
+of a changed model is not meant to be reloaded):
+
+- ``layers=CONTEXTUAL,MODELLING``: the BiDAF model's two recurrent layers of different unit
+  types, e.g. ``layers=tpru,lstm``;
+- ``tpru_bias=VALUE``: every TPRU's scalar biases b_b, b_x (eq. 5) start at VALUE, not 1;
+- ``centred``: the BiDAF contextual layer's outputs h, u minus their masked mean over the
+  batch and the time steps (per feature) before the attention;
+- ``backwards`` (``--arch plain`` only): the plain model's encoder reads the proposition
+  from its end (``go_backwards=True``), the backward half of a bidirectional layer alone.
+
+``probe [--checkpoint PREFIX] [--arch bidaf|plain] [--cell tpru|lstm] [--seed S]`` prints, on
+the first 512 validation pairs, for each TPRU layer the input-side role-distribution
+statistics (eqs. 4-6 with b_{t-1} = 0), and for the BiDAF contextual layer the share of
+its per-step output's second moment that depends on the input (1 - the share of the mean
+over pairs, at each of the first 8 steps), at initialisation or from a best-weights
+checkpoint (``<model_dir>/best/weights``).
+
+    python bench/entailment_bidaf_diagnosis.py train layers=tpru,lstm \\
+        --model_dir=runs/entailment/diag-tpru-lstm --data_dir=../shared/data/entailment \\
+        --recipe=paper --arch=bidaf --cell=tpru --roles=32 --dim=64 --seed=0 --jit_compile \\
+        --max_train_minutes=26
+    python bench/entailment_bidaf_diagnosis.py probe --data_dir ../shared/data/entailment
+"""
+
+import argparse
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+VARIANTS = ("layers=CONTEXTUAL,MODELLING", "tpru_bias=VALUE", "centred", "backwards")
+
+
+def apply_variant(variant):
+    """Patches the model code so that models built afterwards have ``variant``."""
+    from keras import ops
+
+    from tpr_keras.layers.tpru_cell import TPRUCell
+    from tpr_keras.models.entailment import entailment_layers
+
+    name, _, value = variant.partition("=")
+    make = entailment_layers.make_recurrent_layer
+    if name == "layers":
+        cells = value.split(",")
+        if len(cells) != 2 or not set(cells) <= set(entailment_layers.CELLS):
+            raise ValueError(f"layers=CONTEXTUAL,MODELLING of {entailment_layers.CELLS}; "
+                             f"got {value!r}")
+        made = []
+
+        def make_layers(cell, units, num_roles=32, seed=None, return_sequences=False,
+                        name=None):
+            # BiDAFEntailmentModel.encode_pair makes the contextual layer, then the modelling one
+            made.append(cells[len(made) % 2])
+            return make(made[-1], units, num_roles, seed, return_sequences, name)
+
+        entailment_layers.make_recurrent_layer = make_layers
+    elif name == "tpru_bias":
+        bias, build = float(value), TPRUCell.build
+
+        def build_with_bias(self, input_shape):
+            build(self, input_shape)
+            self.binding_bias.assign(bias)
+            self.input_bias.assign(bias)
+
+        TPRUCell.build = build_with_bias
+    elif name == "centred":
+        call = entailment_layers.BiDAFAttention.call
+
+        def centre(x, mask):
+            m = ops.expand_dims(ops.cast(mask, x.dtype), -1)
+            mean = ops.sum(x * m, axis=(0, 1), keepdims=True) / ops.maximum(
+                ops.sum(m, axis=(0, 1), keepdims=True), 1.0)
+            return (x - mean) * m
+
+        def centred_call(self, inputs, mask=None):
+            h, u = inputs
+            mh, mu = (None, None) if mask is None else mask
+            mh = ops.ones(ops.shape(h)[:2], "bool") if mh is None else mh
+            mu = ops.ones(ops.shape(u)[:2], "bool") if mu is None else mu
+            return call(self, [centre(h, mh), centre(u, mu)], mask=mask)
+
+        entailment_layers.BiDAFAttention.call = centred_call
+    elif name == "backwards":
+        def make_backwards(*args, **kwargs):
+            layer = make(*args, **kwargs)
+            layer.go_backwards = True
+            return layer
+
+        entailment_layers.make_recurrent_layer = make_backwards
+    else:
+        raise ValueError(f"unknown variant {variant!r}; one of {VARIANTS}")
+
+
+def _tpru_layers(model):
+    import keras
+
+    from tpr_keras.layers.tpru import TPRU
+
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.Bidirectional):
+            for sub, direction in ((layer.forward_layer, "fw"), (layer.backward_layer, "bw")):
+                if isinstance(sub, TPRU):
+                    yield f"{layer.name}/{direction}", sub
+        elif isinstance(layer, TPRU):
+            yield layer.name, layer
+
+
+def role_statistics(cell, inputs):
+    """Input-side role distribution of ``cell`` for input steps ``inputs`` ``[n, d']``
+    (eqs. 4-6 with ``b_{t-1} = 0``): pre-activation std, mean largest ``f`` and the mean
+    effective number of roles ``1 / Σ f²``."""
+    import numpy as np
+
+    unbinding = np.asarray(cell.unbinding_kernel) @ np.asarray(cell.role_basis)
+    pre = inputs @ np.asarray(cell.input_kernel) @ unbinding
+    energy = (np.maximum(pre + float(cell.input_bias), 0)
+              + max(float(cell.binding_bias), 0)) ** 2
+    f = energy / np.maximum(energy.sum(-1, keepdims=True), 1e-7)
+    return {"pre_std": float(pre.std()), "f_max": float(f.max(-1).mean()),
+            "effective_roles": float((1.0 / (f ** 2).sum(-1)).mean())}
+
+
+def input_dependent_share(outputs, mask, steps=8):
+    """Per step ``t < steps``: ``E|h_t - mean over pairs|² / E|h_t|²`` over the pairs that
+    are real at ``t`` (0: the output ignores the input; 1: it has mean 0 over pairs)."""
+    import numpy as np
+
+    shares = []
+    for t in range(steps):
+        h = outputs[mask[:, t], t]
+        shares.append(float(((h - h.mean(0)) ** 2).mean() / (h ** 2).mean()))
+    return shares
+
+
+def probe(args):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from tpr_keras.data import entailment as data
+    from tpr_keras.models.entailment import BiDAFEntailmentModel, PlainEntailmentModel
+    from tpr_keras.training.checkpoints import variables_by_path
+
+    validate = data.load_entailment_split("validate", args.data_dir)
+    x, _ = next(iter(data.make_dataset(validate, batch_size=512)))
+    keras.utils.set_random_seed(args.seed)
+    model_class = BiDAFEntailmentModel if args.arch == "bidaf" else PlainEntailmentModel
+    model = model_class.from_preset(f"{args.arch}_{args.cell}", seed=args.seed)
+    model(x)
+    if args.checkpoint:
+        tf.train.Checkpoint(model_variables=variables_by_path(
+            model.variables, scope=model.name)).restore(args.checkpoint).expect_partial()
+    captured = {}
+    for name, layer in _tpru_layers(model):
+        def capture(sequences, initial_state, mask, training=False, _loop=layer.inner_loop,
+                    _name=name):
+            captured[_name] = (np.asarray(sequences), np.asarray(mask).astype(bool))
+            return _loop(sequences, initial_state, mask, training=training)
+        layer.inner_loop = capture
+    model(x)
+    layers = dict(_tpru_layers(model))
+    for name, (sequences, mask) in captured.items():
+        stats = role_statistics(layers[name].cell, sequences[mask])
+        print(f"{name}: input |x| {np.abs(sequences[mask]).mean():.3f}, "
+              f"f_x pre-activation std {stats['pre_std']:.2f}, mean max f "
+              f"{stats['f_max']:.3f}, effective roles {stats['effective_roles']:.1f}"
+              f"/{layers[name].cell.num_roles}")
+    if args.arch == "bidaf":
+        a = x["a"]
+        mask = np.asarray(a != 0)
+        h = np.asarray(model.get_layer("contextual")(model.get_layer("embedding")(a),
+                                                     mask=a != 0))
+        shares = input_dependent_share(h, mask)
+        print(f"contextual output: mean |h| {np.abs(h[mask]).mean():.3f}, input-dependent "
+              f"share at steps 1-8: " + " ".join(f"{s:.3f}" for s in shares))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"] and len(argv) >= 2:
+        apply_variant(argv[1])
+        sys.argv = ["train.entailment", *argv[2:]]
+        runpy.run_module("train.entailment", run_name="__main__")
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", help=f"train VARIANT [flags]; VARIANT: {', '.join(VARIANTS)}")
+    p = sub.add_parser("probe", help="role distributions and contextual-output statistics")
+    p.add_argument("--data_dir", default=None)
+    p.add_argument("--checkpoint", default=None, help="a best/weights prefix")
+    p.add_argument("--arch", default="bidaf", choices=["bidaf", "plain"])
+    p.add_argument("--cell", default="tpru", choices=["tpru", "lstm", "gru"])
+    p.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.command == "train":
+        parser.error("train needs a VARIANT")
+    probe(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""bench/entailment_bidaf_diagnosis.py: each training variant changes the model as it says."""
+
+import keras
+import numpy as np
+import pytest
+
+from tpr_keras.layers.tpru import TPRU
+from tpr_keras.layers.tpru_cell import TPRUCell
+from tpr_keras.models.entailment import (BiDAFEntailmentModel, PlainEntailmentModel,
+                                         entailment_layers)
+
+PAIR = {"a": np.array([[6, 8, 3, 9, 7], [8, 4, 9, 0, 0]]), "b": np.array([[8, 0, 0, 0, 0],
+                                                                            [9, 3, 8, 0, 0]])}
+
+
+@pytest.fixture
+def diagnosis(bench_script, monkeypatch):
+    """The script, with what its variants patch restored after the test."""
+    monkeypatch.setattr(entailment_layers, "make_recurrent_layer",
+                        entailment_layers.make_recurrent_layer)
+    monkeypatch.setattr(TPRUCell, "build", TPRUCell.build)
+    monkeypatch.setattr(entailment_layers.BiDAFAttention, "call",
+                        entailment_layers.BiDAFAttention.call)
+    return bench_script("entailment_bidaf_diagnosis")
+
+
+def _bidaf(cell="tpru"):
+    model = BiDAFEntailmentModel(units=8, cell=cell, num_roles=4, seed=0,
+                                 attention_output="context")
+    model(PAIR)
+    return model
+
+
+def test_layers_variant_mixes_unit_types(diagnosis):
+    diagnosis.apply_variant("layers=tpru,lstm")
+    model = _bidaf()
+    assert isinstance(model.get_layer("contextual").forward_layer, TPRU)
+    assert isinstance(model.get_layer("modelling").forward_layer, keras.layers.LSTM)
+    with pytest.raises(ValueError, match="CONTEXTUAL,MODELLING"):
+        diagnosis.apply_variant("layers=tpru")
+
+
+def test_tpru_bias_variant_sets_both_scalar_biases(diagnosis):
+    diagnosis.apply_variant("tpru_bias=0.25")
+    cell = _bidaf().get_layer("contextual").forward_layer.cell
+    assert float(cell.binding_bias) == 0.25 and float(cell.input_bias) == 0.25
+
+
+def test_centred_variant_gives_the_attention_mean_zero_inputs(diagnosis):
+    diagnosis.apply_variant("centred")
+    model = _bidaf("lstm")
+    seen = {}
+    attention = model.get_layer("attention")
+    call = type(attention).call
+
+    def record(self, inputs, mask=None):
+        out = call(self, inputs, mask=mask)
+        seen["h"], seen["mask"] = np.asarray(out[0])[..., :16], np.asarray(mask[0])
+        return out
+
+    type(attention).call = record  # restored by the fixture
+    model(PAIR)
+    h, mask = seen["h"], seen["mask"]
+    np.testing.assert_allclose(h[mask].mean(0), 0.0, atol=1e-6)
+    assert np.abs(h[mask]).max() > 1e-4 and np.all(h[~mask] == 0)
+
+
+def test_backwards_variant_reverses_the_plain_encoder(diagnosis):
+    forward = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=0)
+    diagnosis.apply_variant("backwards")
+    backward = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=0)
+    assert backward.get_layer("encoder").go_backwards
+    pair = {"a": PAIR["a"][:1], "b": PAIR["b"][1:, :3]}  # no padding
+    backward(pair)
+    forward(pair)
+    backward.set_weights(forward.get_weights())
+    reversed_pair = {key: value[:, ::-1] for key, value in pair.items()}
+    np.testing.assert_allclose(backward(pair), forward(reversed_pair), rtol=1e-5)
+    assert not np.allclose(backward(pair), forward(pair))
+    with pytest.raises(ValueError, match="unknown variant"):
+        diagnosis.apply_variant("wider")
+
+
+def test_input_dependent_share(diagnosis):
+    mask = np.ones((4, 8), bool)
+    constant = np.ones((4, 8, 3))
+    assert diagnosis.input_dependent_share(constant, mask) == [0.0] * 8
+    signs = np.array([1.0, -1.0, 1.0, -1.0])[:, None, None] * constant
+    assert diagnosis.input_dependent_share(signs, mask) == [1.0] * 8
+
+
+def test_role_statistics_of_an_input_blind_cell_are_uniform(diagnosis):
+    cell = TPRUCell(4, num_roles=8, seed=0)
+    cell.build((None, 3))
+    cell.input_kernel.assign(np.zeros((3, 4), "float32"))
+    stats = diagnosis.role_statistics(cell, np.ones((5, 3), "float32"))
+    assert stats["pre_std"] == 0.0
+    assert stats["f_max"] == pytest.approx(1 / 8) and stats["effective_roles"] == pytest.approx(8)
