@@ -19,7 +19,9 @@ the first 512 validation pairs, for each TPRU layer the input-side role-distribu
 statistics (eqs. 4-6 with b_{t-1} = 0), and for the BiDAF contextual layer the share of
 its per-step output's second moment that depends on the input (1 - the share of the mean
 over pairs, at each of the first 8 steps), at initialisation or from a best-weights
-checkpoint (``<model_dir>/best/weights``).
+checkpoint (``<model_dir>/best/weights``); then the norm of the loss gradient on those pairs
+for each layer's weights of each kind (e.g. ``contextual/unbinding_kernel``, both directions
+together).
 
     python bench/entailment_bidaf_diagnosis.py train layers=tpru,lstm \\
         --model_dir=runs/entailment/diag-tpru-lstm --data_dir=../shared/data/entailment \\
@@ -149,7 +151,7 @@ def probe(args):
     from tpr_keras.training.checkpoints import variables_by_path
 
     validate = data.load_entailment_split("validate", args.data_dir)
-    x, _ = next(iter(data.make_dataset(validate, batch_size=512)))
+    x, y = next(iter(data.make_dataset(validate, batch_size=512)))
     keras.utils.set_random_seed(args.seed)
     model_class = BiDAFEntailmentModel if args.arch == "bidaf" else PlainEntailmentModel
     model = model_class.from_preset(f"{args.arch}_{args.cell}", seed=args.seed)
@@ -180,6 +182,27 @@ def probe(args):
         shares = input_dependent_share(h, mask)
         print(f"contextual output: mean |h| {np.abs(h[mask]).mean():.3f}, input-dependent "
               f"share at steps 1-8: " + " ".join(f"{s:.3f}" for s in shares))
+    for name, norm in gradient_norms(model, x, y).items():
+        print(f"gradient norm {name}: {norm:.1e}")
+
+
+def gradient_norms(model, x, y):
+    """``{layer/weight kind: norm}`` of the mean binary cross-entropy's gradient on (x, y);
+    the weights of a kind are pooled over a bidirectional layer's two directions."""
+    import numpy as np
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
+            tf.cast(y, "float32"), model(x)))
+    squares = {}
+    for variable, grad in zip(model.trainable_variables,
+                              tape.gradient(loss, model.trainable_variables)):
+        parts = variable.path.split("/")
+        key = f"{parts[0]}/{parts[-1]}" if len(parts) > 2 else variable.path
+        squares[key] = squares.get(key, 0.0) + float(tf.reduce_sum(
+            tf.square(tf.convert_to_tensor(grad))))
+    return {key: float(np.sqrt(value)) for key, value in squares.items()}
 
 
 def main(argv=None):

@@ -96,3 +96,21 @@ def test_role_statistics_of_an_input_blind_cell_are_uniform(diagnosis):
     stats = diagnosis.role_statistics(cell, np.ones((5, 3), "float32"))
     assert stats["pre_std"] == 0.0
     assert stats["f_max"] == pytest.approx(1 / 8) and stats["effective_roles"] == pytest.approx(8)
+
+
+def test_gradient_norms_pool_the_two_directions_of_a_layer(diagnosis):
+    import tensorflow as tf
+
+    model = _bidaf()
+    y = np.array([[1.0], [0.0]], "float32")
+    norms = diagnosis.gradient_norms(model, PAIR, y)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(y, model(PAIR)))
+    grads = dict(zip((v.path for v in model.trainable_variables),
+                     tape.gradient(loss, model.trainable_variables)))
+    both = [g for path, g in grads.items()
+            if path.startswith("contextual/") and path.endswith("/unbinding_kernel")]
+    assert len(both) == 2
+    assert norms["contextual/unbinding_kernel"] == pytest.approx(
+        float(tf.sqrt(sum(tf.reduce_sum(g * g) for g in both))), rel=1e-5)
+    assert norms["logit/bias"] == pytest.approx(abs(float(grads["logit/bias"][0])), rel=1e-5)
