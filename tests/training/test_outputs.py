@@ -49,3 +49,7 @@ def test_source_version_names_the_commit_and_whether_tracked_files_changed(tmp_p
     assert source_version(str(tmp_path)) == {"commit": head, "dirty": False}
     (tmp_path / "code.py").write_text("x = 2\n")
     assert source_version(str(tmp_path / ".")) == {"commit": head, "dirty": True}
+    # e.g. a package installed into a virtual environment inside someone else's repository
+    (tmp_path / "venv" / "site-packages").mkdir(parents=True)
+    (tmp_path / "venv" / "site-packages" / "module.py").write_text("y = 1\n")
+    assert source_version(str(tmp_path / "venv" / "site-packages")) is None

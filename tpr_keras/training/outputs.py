@@ -13,7 +13,8 @@ def source_version(path: str | None = None) -> dict[str, Any] | None:
     """The git commit of the checkout that holds ``path`` (default: this package).
 
     Returns ``{"commit": <40 hex digits>, "dirty": <tracked files differ from it>}``, or
-    ``None`` when ``path`` is not in a git checkout (an installed wheel) or git is missing.
+    ``None`` when git is missing or tracks nothing under ``path``: an installed wheel, also
+    one in a virtual environment that lies inside some other (untracking) repository.
 
     Example:
     >>> source_version("/")  # not a checkout
@@ -25,6 +26,7 @@ def source_version(path: str | None = None) -> dict[str, Any] | None:
                               timeout=10, check=True).stdout.strip()
 
     try:
+        git("ls-files", "--error-unmatch", ".")  # fails when nothing here is tracked
         commit = git("rev-parse", "HEAD")
         dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.SubprocessError):
