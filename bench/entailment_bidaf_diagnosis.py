@@ -76,16 +76,15 @@ def apply_variant(variant):
         call = entailment_layers.BiDAFAttention.call
 
         def centre(x, mask):
+            if mask is None:
+                return x - ops.mean(x, axis=(0, 1), keepdims=True)
             m = ops.expand_dims(ops.cast(mask, x.dtype), -1)
             mean = ops.sum(x * m, axis=(0, 1), keepdims=True) / ops.maximum(
                 ops.sum(m, axis=(0, 1), keepdims=True), 1.0)
             return (x - mean) * m
 
         def centred_call(self, inputs, mask=None):
-            h, u = inputs
-            mh, mu = (None, None) if mask is None else mask
-            mh = ops.ones(ops.shape(h)[:2], "bool") if mh is None else mh
-            mu = ops.ones(ops.shape(u)[:2], "bool") if mu is None else mu
+            (h, u), (mh, mu) = inputs, ((None, None) if mask is None else mask)
             return call(self, [centre(h, mh), centre(u, mu)], mask=mask)
 
         entailment_layers.BiDAFAttention.call = centred_call
@@ -120,11 +119,10 @@ def role_statistics(cell, inputs):
     effective number of roles ``1 / Σ f²``."""
     import numpy as np
 
-    unbinding = np.asarray(cell.unbinding_kernel) @ np.asarray(cell.role_basis)
-    pre = inputs @ np.asarray(cell.input_kernel) @ unbinding
-    energy = (np.maximum(pre + float(cell.input_bias), 0)
-              + max(float(cell.binding_bias), 0)) ** 2
-    f = energy / np.maximum(energy.sum(-1, keepdims=True), 1e-7)
+    unbinding = np.asarray(cell.unbinding_kernel) @ np.asarray(cell.role_basis)  # U
+    pre = inputs @ np.asarray(cell.input_kernel) @ unbinding  # eq. 4, Uᵀ W x
+    f = np.asarray(cell.role_distribution(inputs, np.zeros((len(inputs), cell.units),
+                                                            inputs.dtype)))
     return {"pre_std": float(pre.std()), "f_max": float(f.max(-1).mean()),
             "effective_roles": float((1.0 / (f ** 2).sum(-1)).mean())}
 
@@ -192,9 +190,10 @@ def gradient_norms(model, x, y):
     import numpy as np
     import tensorflow as tf
 
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-            tf.cast(y, "float32"), model(x)))
+    from tpr_keras.training import binary_classification
+
+    with tf.GradientTape() as tape:  # train.entailment's loss
+        loss = tf.reduce_mean(binary_classification()(model, x, y, training=False)["loss"])
     squares = {}
     for variable, grad in zip(model.trainable_variables,
                               tape.gradient(loss, model.trainable_variables)):
