@@ -12,7 +12,12 @@ of a changed model is not meant to be reloaded):
 - ``centred``: the BiDAF contextual layer's outputs h, u minus their masked mean over the
   batch and the time steps (per feature) before the attention;
 - ``backwards`` (``--arch plain`` only): the plain model's encoder reads the proposition
-  from its end (``go_backwards=True``), the backward half of a bidirectional layer alone.
+  from its end (``go_backwards=True``), the backward half of a bidirectional layer alone;
+- ``no_attention``: the BiDAF attention passes the contextual layer's output h through and
+  replaces everything it adds (the context vectors ũ, and eq. 4's products) by zeros, so
+  the modelling layer keeps its input width and parameter count but sees no attention.
+
+Variants combine with ``+``, e.g. ``no_attention+layers=tpru,lstm``.
 
 ``probe [--checkpoint PREFIX] [--arch bidaf|plain] [--cell tpru|lstm] [--seed S]`` prints, on
 the first 512 validation pairs, for each TPRU layer the input-side role-distribution
@@ -37,16 +42,22 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-VARIANTS = ("layers=CONTEXTUAL,MODELLING", "tpru_bias=VALUE", "centred", "backwards")
+VARIANTS = ("layers=CONTEXTUAL,MODELLING", "tpru_bias=VALUE", "centred", "backwards",
+            "no_attention")
 
 
 def apply_variant(variant):
-    """Patches the model code so that models built afterwards have ``variant``."""
+    """Patches the model code so that models built afterwards have ``variant`` (variants
+    joined by ``+`` are applied in turn)."""
     from keras import ops
 
     from tpr_keras.layers.tpru_cell import TPRUCell
     from tpr_keras.models.entailment import entailment_layers
 
+    if "+" in variant:
+        for part in variant.split("+"):
+            apply_variant(part)
+        return
     name, _, value = variant.partition("=")
     make = entailment_layers.make_recurrent_layer
     if name == "layers":
@@ -95,6 +106,15 @@ def apply_variant(variant):
             return layer
 
         entailment_layers.make_recurrent_layer = make_backwards
+    elif name == "no_attention":
+        call = entailment_layers.BiDAFAttention.call
+
+        def pass_through(self, inputs, mask=None):
+            width = inputs[0].shape[-1]
+            return [ops.concatenate([g[..., :width], ops.zeros_like(g[..., width:])], axis=-1)
+                    for g in call(self, inputs, mask=mask)]
+
+        entailment_layers.BiDAFAttention.call = pass_through
     else:
         raise ValueError(f"unknown variant {variant!r}; one of {VARIANTS}")
 

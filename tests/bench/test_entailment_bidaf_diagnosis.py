@@ -65,6 +65,25 @@ def test_centred_variant_gives_the_attention_mean_zero_inputs(diagnosis):
     assert np.abs(h[mask]).max() > 1e-4 and np.all(h[~mask] == 0)
 
 
+def test_no_attention_variant_cuts_the_attention_out_of_the_model(diagnosis):
+    def logits_move_with_the_similarity_kernel(model):
+        before = np.asarray(model(PAIR))
+        kernel = model.get_layer("attention").similarity_kernel
+        kernel.assign(np.random.default_rng(0).normal(size=kernel.shape) * 5)
+        return not np.allclose(before, np.asarray(model(PAIR)), atol=1e-7)
+
+    assert logits_move_with_the_similarity_kernel(_bidaf("lstm"))  # the control
+    diagnosis.apply_variant("no_attention+layers=lstm,tpru")
+    model = _bidaf("tpru")
+    assert isinstance(model.get_layer("contextual").forward_layer, keras.layers.LSTM)
+    assert isinstance(model.get_layer("modelling").forward_layer, TPRU)
+    assert not logits_move_with_the_similarity_kernel(model)
+    h = np.ones((1, 3, 16), "float32")  # the contextual output: 2 directions of 8
+    g_a, g_b = model.get_layer("attention")([h, 2 * h[:, :2]])
+    np.testing.assert_array_equal(g_a, np.concatenate([h, 0 * h], -1))
+    np.testing.assert_array_equal(g_b, np.concatenate([2 * h[:, :2], 0 * h[:, :2]], -1))
+
+
 def test_backwards_variant_reverses_the_plain_encoder(diagnosis):
     forward = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=0)
     diagnosis.apply_variant("backwards")
