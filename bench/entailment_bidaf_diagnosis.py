@@ -21,7 +21,9 @@ Variants combine with ``+``, e.g. ``no_attention+layers=tpru,lstm``.
 
 ``probe [--checkpoint PREFIX] [--arch bidaf|plain] [--cell tpru|lstm] [--seed S]`` prints, on
 the first 512 validation pairs, for each TPRU layer the input-side role-distribution
-statistics (eqs. 4-6 with b_{t-1} = 0), and for the BiDAF contextual layer the share of
+statistics (eqs. 4-6 with b_{t-1} = 0) and, for a layer that returns its per-step outputs,
+the same with the layer's own states b_{t-1} together with the recurrent side's
+pre-activation Uᵀ b_{t-1}, and for the BiDAF contextual layer the share of
 its per-step output's second moment that depends on the input (1 - the share of the mean
 over pairs, at each of the first 8 steps), at initialisation or from a best-weights
 checkpoint (``<model_dir>/best/weights``); then the norm of the loss gradient on those pairs
@@ -133,18 +135,40 @@ def _tpru_layers(model):
             yield layer.name, layer
 
 
-def role_statistics(cell, inputs):
-    """Input-side role distribution of ``cell`` for input steps ``inputs`` ``[n, d']``
-    (eqs. 4-6 with ``b_{t-1} = 0``): pre-activation std, mean largest ``f`` and the mean
-    effective number of roles ``1 / Σ f²``."""
+def role_statistics(cell, inputs, states=None):
+    """Role distribution of ``cell`` for input steps ``inputs`` ``[n, d']`` (eqs. 4-6): the
+    std of the input side's pre-activation ``Uᵀ W x``, the mean largest ``f`` and the mean
+    effective number of roles ``1 / Σ f²``, with ``b_{t-1} = 0``, or with the states
+    ``b_{t-1}`` ``[n, d]`` the layer had before those steps; then also the std of the
+    recurrent side's pre-activation ``Uᵀ b_{t-1}`` (``state_pre_std``)."""
     import numpy as np
 
     unbinding = np.asarray(cell.unbinding_kernel) @ np.asarray(cell.role_basis)  # U
     pre = inputs @ np.asarray(cell.input_kernel) @ unbinding  # eq. 4, Uᵀ W x
-    f = np.asarray(cell.role_distribution(inputs, np.zeros((len(inputs), cell.units),
-                                                            inputs.dtype)))
-    return {"pre_std": float(pre.std()), "f_max": float(f.max(-1).mean()),
-            "effective_roles": float((1.0 / (f ** 2).sum(-1)).mean())}
+    if states is None:
+        states = np.zeros((len(inputs), cell.units), inputs.dtype)
+    f = np.asarray(cell.role_distribution(inputs, states))
+    stats = {"pre_std": float(pre.std()), "f_max": float(f.max(-1).mean()),
+             "effective_roles": float((1.0 / (f ** 2).sum(-1)).mean())}
+    if states.any():
+        stats["state_pre_std"] = float((states @ unbinding).std())
+    return stats
+
+
+def previous_states(outputs, mask, go_backwards):
+    """``(inputs' mask, b_{t-1})`` per step in the input's order, from a TPRU layer's
+    per-step ``outputs`` (``[batch, T, d]``, in processing order, i.e. reversed when
+    ``go_backwards``) and its input mask; masked steps keep the state, so the state before
+    a sequence's first real step is the initial 0."""
+    import numpy as np
+
+    if go_backwards:
+        mask = mask[:, ::-1]
+    previous = np.concatenate([np.zeros_like(outputs[:, :1]), outputs[:, :-1]], axis=1)
+    previous = np.where(mask[:, :, None], previous, 0.0)  # unused at masked steps
+    if go_backwards:
+        return mask[:, ::-1], previous[:, ::-1]
+    return mask, previous
 
 
 def input_dependent_share(outputs, mask, steps=8):
@@ -181,17 +205,25 @@ def probe(args):
     for name, layer in _tpru_layers(model):
         def capture(sequences, initial_state, mask, training=False, _loop=layer.inner_loop,
                     _name=name):
-            captured[_name] = (np.asarray(sequences), np.asarray(mask).astype(bool))
-            return _loop(sequences, initial_state, mask, training=training)
+            result = _loop(sequences, initial_state, mask, training=training)
+            captured[_name] = (np.asarray(sequences), np.asarray(mask).astype(bool),
+                               np.asarray(result[1]))
+            return result
         layer.inner_loop = capture
     model(x)
     layers = dict(_tpru_layers(model))
-    for name, (sequences, mask) in captured.items():
+    for name, (sequences, mask, outputs) in captured.items():
         stats = role_statistics(layers[name].cell, sequences[mask])
         print(f"{name}: input |x| {np.abs(sequences[mask]).mean():.3f}, "
               f"f_x pre-activation std {stats['pre_std']:.2f}, mean max f "
               f"{stats['f_max']:.3f}, effective roles {stats['effective_roles']:.1f}"
               f"/{layers[name].cell.num_roles}")
+        if outputs.ndim == 3 and outputs.shape[1] == sequences.shape[1]:
+            real, states = previous_states(outputs, mask, layers[name].go_backwards)
+            stats = role_statistics(layers[name].cell, sequences[real], states[real])
+            print(f"{name}, with the layer's own b_(t-1): Uᵀb pre-activation std "
+                  f"{stats['state_pre_std']:.2f}, mean max f {stats['f_max']:.3f}, "
+                  f"effective roles {stats['effective_roles']:.1f}")
     if args.arch == "bidaf":
         a = x["a"]
         mask = np.asarray(a != 0)

@@ -133,3 +133,28 @@ def test_gradient_norms_pool_the_two_directions_of_a_layer(diagnosis):
     assert norms["contextual/unbinding_kernel"] == pytest.approx(
         float(tf.sqrt(sum(tf.reduce_sum(g * g) for g in both))), rel=1e-5)
     assert norms["logit/bias"] == pytest.approx(abs(float(grads["logit/bias"][0])), rel=1e-5)
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_previous_states_are_the_states_each_step_starts_from(diagnosis, go_backwards):
+    layer = TPRU(4, num_roles=8, seed=0, return_sequences=True, go_backwards=go_backwards)
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype("float32")
+    mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
+    seen = {}
+    loop = layer.inner_loop
+
+    def capture(sequences, initial_state, mask, training=False):
+        seen["outputs"] = np.asarray(loop(sequences, initial_state, mask)[1])
+        return loop(sequences, initial_state, mask)
+
+    layer.inner_loop = capture
+    layer(x, mask=mask)
+    outputs = seen["outputs"]  # in processing order
+    real, previous = diagnosis.previous_states(outputs, mask, go_backwards)
+    np.testing.assert_array_equal(real, mask)
+    states, _ = layer.cell(x[real], [previous[real]])  # one step from b_(t-1)
+    in_order = outputs[:, ::-1] if go_backwards else outputs
+    np.testing.assert_allclose(states, in_order[real], rtol=1e-5, atol=1e-6)
+    assert not np.allclose(previous[real], in_order[real])
+    stats = diagnosis.role_statistics(layer.cell, x[real], previous[real])
+    assert stats["state_pre_std"] > 0 and 1 <= stats["effective_roles"] <= 8
