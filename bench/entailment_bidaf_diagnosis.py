@@ -16,6 +16,9 @@ of a changed model is not meant to be reloaded):
 - ``no_attention``: the BiDAF attention passes the contextual layer's output h through and
   replaces everything it adds (the context vectors ũ, and eq. 4's products) by zeros, so
   the modelling layer keeps its input width and parameter count but sees no attention.
+- ``embedding_scale=K``: the character embedding starts at K times its usual initial
+  values (Keras' uniform ±0.05), the same draws scaled, so that the input side of the
+  first TPRU's eq. 4 (Uᵀ W x) is K times larger against its recurrent side (Uᵀ b).
 
 Variants combine with ``+``, e.g. ``no_attention+layers=tpru,lstm``.
 
@@ -45,7 +48,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 VARIANTS = ("layers=CONTEXTUAL,MODELLING", "tpru_bias=VALUE", "centred", "backwards",
-            "no_attention")
+            "no_attention", "embedding_scale=K")
 
 
 def apply_variant(variant):
@@ -117,6 +120,18 @@ def apply_variant(variant):
                     for g in call(self, inputs, mask=mask)]
 
         entailment_layers.BiDAFAttention.call = pass_through
+    elif name == "embedding_scale":
+        from tpr_keras.models.entailment import BiDAFEntailmentModel, PlainEntailmentModel
+
+        scale = float(value)
+        for model_class in (BiDAFEntailmentModel, PlainEntailmentModel):
+            def encode_pair(embedding, a, b, config, _encode=model_class.encode_pair):
+                initializer = embedding.embeddings_initializer
+                embedding.embeddings_initializer = (
+                    lambda shape, dtype=None: scale * initializer(shape, dtype=dtype))
+                return _encode(embedding, a, b, config)
+
+            model_class.encode_pair = staticmethod(encode_pair)
     else:
         raise ValueError(f"unknown variant {variant!r}; one of {VARIANTS}")
 

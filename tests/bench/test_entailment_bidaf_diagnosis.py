@@ -21,6 +21,9 @@ def diagnosis(bench_script, monkeypatch):
     monkeypatch.setattr(TPRUCell, "build", TPRUCell.build)
     monkeypatch.setattr(entailment_layers.BiDAFAttention, "call",
                         entailment_layers.BiDAFAttention.call)
+    for model_class in (BiDAFEntailmentModel, PlainEntailmentModel):
+        monkeypatch.setattr(model_class, "encode_pair",
+                            staticmethod(model_class.__dict__["encode_pair"].__func__))
     return bench_script("entailment_bidaf_diagnosis")
 
 
@@ -82,6 +85,22 @@ def test_no_attention_variant_cuts_the_attention_out_of_the_model(diagnosis):
     g_a, g_b = model.get_layer("attention")([h, 2 * h[:, :2]])
     np.testing.assert_array_equal(g_a, np.concatenate([h, 0 * h], -1))
     np.testing.assert_array_equal(g_b, np.concatenate([2 * h[:, :2], 0 * h[:, :2]], -1))
+
+
+@pytest.mark.parametrize("model_class", [BiDAFEntailmentModel, PlainEntailmentModel])
+def test_embedding_scale_variant_scales_the_initial_embedding(diagnosis, model_class):
+    def initial_embedding():
+        keras.utils.set_random_seed(3)
+        model = model_class(units=8, cell="tpru", num_roles=4, seed=0)
+        return model, np.asarray(model.get_layer("embedding").embeddings)
+
+    usual, before = initial_embedding()
+    diagnosis.apply_variant("embedding_scale=40")
+    scaled, after = initial_embedding()
+    np.testing.assert_allclose(after, 40 * before, rtol=1e-6)
+    assert np.abs(before).max() <= 0.05 < np.abs(after).max()
+    for first, second in zip(usual.weights[1:], scaled.weights[1:]):  # the rest unchanged
+        np.testing.assert_array_equal(first, second)
 
 
 def test_backwards_variant_reverses_the_plain_encoder(diagnosis):
