@@ -49,6 +49,9 @@ ROWS = {
     "gru": (["--cell=gru"], "GRU"),
     "bidaf-tpru32": (["--arch=bidaf", "--cell=tpru", "--roles=32"], "BiDAF TPRU, 32 roles"),
     "bidaf-lstm": (["--arch=bidaf", "--cell=lstm"], "BiDAF LSTM"),
+    "bidaf-tpru32-normal": (["--arch=bidaf", "--cell=tpru", "--roles=32",
+                             "--embedding_init=normal"],
+                            "BiDAF TPRU, 32 roles, N(0, 1) embedding"),
 }
 
 #: Table 1, dim 64: valid, easy, hard, big, massive, exam (%), parameters; plain and BiDAF.
@@ -60,6 +63,7 @@ PAPER = {
     "bidaf-tpru32": ((88.4, 88.4, 71.1, 70.1, 64.9, 77.0), "–"),
     "bidaf-lstm": ((88.5, 88.7, 74.5, 73.8, 66.8, 80.0), "230.0k"),
 }
+PAPER["bidaf-tpru32-normal"] = PAPER["bidaf-tpru32"]  # the paper gives no initialisation
 
 STOPS = {"epochs": "epoch cap", "early_stopping": "patience", "steps": "step cap",
          "time_budget": "time budget"}

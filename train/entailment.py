@@ -47,6 +47,9 @@ flags.DEFINE_enum("pooling", None, ["last", "max"], "Sentence vector (default: l
                   "plain as in §5.1, max for bidaf).")
 flags.DEFINE_enum("features", "full", ["full", "concat"],
                   "full = [u, v, |u-v|, u*v]; concat = [u, v] (the paper's §5.1 wording).")
+flags.DEFINE_enum("embedding_init", None, ["uniform", "normal"],
+                  "Character embedding initialisation: uniform = Keras' default, ±0.05; "
+                  "normal = N(0, 1), PyTorch's default (default: the model's, uniform).")
 flags.DEFINE_bool("augment", None, "Symbolic vocabulary permutation of the variables "
                   "(default: the recipe's, on).")
 flags.DEFINE_integer("train_limit", None, "Use only the first N training pairs.")
@@ -69,7 +72,7 @@ flags.DEFINE_integer("seed", 0, "Seed of initialisation, data order and augmenta
 HELP_GROUPS = [
     ("Data", ["data_dir", "augment", "train_limit"]),
     ("Output folders", ["model_dir", "export_dir", "model_name"]),
-    ("Model", ["cell", "arch", "dim", "roles", "pooling", "features"]),
+    ("Model", ["cell", "arch", "dim", "roles", "pooling", "features", "embedding_init"]),
     ("Optimisation", ["batch_size", "learning_rate", "decay_every_epochs", "clip_norm",
                       "seed"]),
     ("When to stop", ["recipe", "epochs", "steps", "patience"]),
@@ -138,7 +141,7 @@ def main(argv):
     def model_fn():
         return model_class.from_preset(preset, units=FLAGS.dim, num_roles=FLAGS.roles,
                                        pooling=FLAGS.pooling, features=FLAGS.features,
-                                       seed=FLAGS.seed)
+                                       embedding_init=FLAGS.embedding_init, seed=FLAGS.seed)
 
     trainer = Trainer(model_fn, lambda: get_optimizer(hp["optimizer"], hp["learning_rate"]),
                       binary_classification(), config, FLAGS.model_dir, strategy=strategy)

@@ -84,7 +84,7 @@ MODELS = [
     (PlainEntailmentModel, dict(cell="tpru", pooling="max")),
     (PlainEntailmentModel, dict(cell="lstm", pooling="last")),
     (PlainEntailmentModel, dict(cell="gru", pooling="max")),
-    (BiDAFEntailmentModel, dict(cell="tpru", pooling="max")),
+    (BiDAFEntailmentModel, dict(cell="tpru", pooling="max", embedding_init="normal")),
     (BiDAFEntailmentModel, dict(cell="gru", pooling="last")),
     (BiDAFEntailmentModel, dict(cell="lstm", pooling="max", attention_output="context")),
 ]
@@ -150,6 +150,23 @@ def test_invalid_options():
         BiDAFEntailmentModel(pooling="mean")
     with pytest.raises(ValueError, match="features"):
         PlainEntailmentModel(features="diff")
+    with pytest.raises(ValueError, match="embedding_init"):
+        BiDAFEntailmentModel(embedding_init="zeros")
+
+
+@pytest.mark.parametrize("cls", [PlainEntailmentModel, BiDAFEntailmentModel])
+def test_embedding_init_scales_only_the_embedding(cls):
+    def initial_weights(**kwargs):
+        keras.utils.set_random_seed(2)
+        model = cls(units=8, cell="tpru", num_roles=4, seed=0, embedding_dim=64, **kwargs)
+        assert model.get_config()["embedding_init"] == kwargs.get("embedding_init", "uniform")
+        return [_n(w) for w in model.weights]
+
+    uniform, normal = initial_weights(), initial_weights(embedding_init="normal")
+    assert np.abs(uniform[0]).max() <= 0.05 and 0.02 < uniform[0].std() < 0.04  # Keras'
+    assert 0.9 < normal[0].std() < 1.1 and abs(normal[0].mean()) < 0.1  # N(0, 1)
+    for a, b in zip(uniform[1:], normal[1:]):  # every other weight drawn the same
+        np.testing.assert_array_equal(a, b)
 
 
 def test_masked_max_pooling():
