@@ -49,7 +49,8 @@ flags.DEFINE_enum("features", "full", ["full", "concat"],
                   "full = [u, v, |u-v|, u*v]; concat = [u, v] (the paper's §5.1 wording).")
 flags.DEFINE_enum("embedding_init", None, ["uniform", "normal"],
                   "Character embedding initialisation: uniform = Keras' default, ±0.05; "
-                  "normal = N(0, 1), PyTorch's default (default: the model's, uniform).")
+                  "normal = N(0, 1), PyTorch's default (default: the preset's: normal for "
+                  "--arch=bidaf --cell=tpru, else uniform).")
 flags.DEFINE_bool("augment", None, "Symbolic vocabulary permutation of the variables "
                   "(default: the recipe's, on).")
 flags.DEFINE_integer("train_limit", None, "Use only the first N training pairs.")

@@ -37,6 +37,15 @@ def test_presets_are_section_5_1():
                               if w.path.startswith(("contextual/", "modelling/")))
     assert recurrent == {"lstm": 230_400, "gru": 173_568, "tpru": 131_080}
     assert BiDAFEntailmentModel(units=8).attention_output == "full"  # files saved before
+    # Only the BiDAF TPRU draws its embedding from N(0, 1); the constructor keeps Keras'.
+    inits = {name: model_class.from_preset(name, units=4).embedding_init
+             for model_class in (PlainEntailmentModel, BiDAFEntailmentModel)
+             for name in model_class.presets}
+    assert inits == {"plain_tpru": "uniform", "plain_lstm": "uniform", "plain_gru": "uniform",
+                     "bidaf_tpru": "normal", "bidaf_lstm": "uniform", "bidaf_gru": "uniform"}
+    assert BiDAFEntailmentModel(units=4).embedding_init == "uniform"
+    assert BiDAFEntailmentModel.from_preset(
+        "bidaf_tpru", units=4, embedding_init="uniform").embedding_init == "uniform"
     with pytest.raises(ValueError, match="Unknown preset 'plain_gru'"):
         BiDAFEntailmentModel.from_preset("plain_gru")
 
