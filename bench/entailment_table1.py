@@ -180,7 +180,7 @@ def plot(args, path):
     ax.set_xlabel("epoch (dotted: learning rate divided by 10)")
     ax.set_ylabel("validation accuracy (%)")
     ax.set_title("Table 1 rows on this CPU (solid); the paper's final validation (dashed)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="lower right", ncol=2, fontsize="small")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=100)
