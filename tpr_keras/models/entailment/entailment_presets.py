@@ -28,8 +28,8 @@ _SECTION = {"plain": "§4, §5.1", "bidaf": "§5.2"}
 #: choice f (eq. 6) ignores the proposition; trained to the §5.1 protocol that model stays
 #: at chance for 4 epochs and ends at 63.2 % validation (paper: 88.4). Drawn from N(0, 1)
 #: (PyTorch's default for an embedding) it leaves chance in its first epoch and ends at
-#: 89.4 % (seed 0, stopped on patience after 60 epochs). The plain TPRU-32 ends level with either initialisation (75.6 % validation
-#: both), so the plain presets keep the default.
+#: 89.4 % (seed 0, stopped on patience after 60 epochs). The plain TPRU-32 ends level with
+#: either initialisation (75.6 % validation both), so the plain presets keep the default.
 EMBEDDING_INIT = {"bidaf_tpru": "normal"}
 
 
@@ -42,15 +42,15 @@ def _presets(arch):
         if arch == "bidaf":
             # §5.2: the second layer reads [output of the first; context vectors]
             config["attention_output"] = "context"
-        roles = f", N = {NUM_ROLES} roles" if cell == "tpru" else ""
+        details = f", N = {NUM_ROLES} roles" if cell == "tpru" else ""
         name = f"{arch}_{cell}"
         if name in EMBEDDING_INIT:
             config["embedding_init"] = EMBEDDING_INIT[name]
-            roles += f", {EMBEDDING_INIT[name]} embedding"
+            details += f", {EMBEDDING_INIT[name]} embedding"
         presets[name] = Preset(
             config, RECIPE,
             f"Tang et al. (2018) {_SECTION[arch]}: {arch} architecture, {cell.upper()} "
-            f"encoder, d = {UNITS}{roles}; the §5.1 recipe.")
+            f"encoder, d = {UNITS}{details}; the §5.1 recipe.")
     return presets
 
 
