@@ -134,7 +134,8 @@ def best_epoch(history):
     return min(errors, key=lambda e: e[0])[1] if errors else None
 
 
-def report(args):
+def report_markdown(args):
+    """Our finished rows of ``args.rows`` beside the paper's, as a Markdown table."""
     head = ("| model | " + " | ".join(s.replace("test_", "") for s in SPLITS)
             + " | parameters | epochs (stop; best) | training h |")
     lines = [head, "|---|" + "---:|" * len(SPLITS) + "---:|---|---:|"]
@@ -154,7 +155,12 @@ def report(args):
         paper, params = PAPER[name]
         lines.append(f"| *paper, {label}* | " + " | ".join(f"*{v}*" for v in paper)
                      + f" | *{params}* | *90* | |")
-    print("\n".join(lines))
+    return "\n".join(lines)
+
+
+def report(args):
+    """Print :func:`report_markdown`."""
+    print(report_markdown(args))
 
 
 def plot(args, path):

@@ -6,6 +6,7 @@ distribution tests get a real 2-replica ``MirroredStrategy`` on any machine.
 
 import os
 import pathlib
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,6 +22,11 @@ import tensorflow as tf  # noqa: E402
 # ("No module named 'serving.export'"). Loaded first, the real packages stay.
 import serving  # noqa: E402, F401
 import train  # noqa: E402, F401
+
+# The same for bench/ (tests/bench), which is not installed: imported from this checkout.
+if str(pathlib.Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import bench  # noqa: E402, F401
 
 _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(

@@ -1,0 +1,126 @@
+"""Regenerate every table of ``results/*.md`` from the committed ``results.json`` files.
+
+    python -m bench.report            # rewrite the generated blocks in place
+    python -m bench.report --check    # rewrite nothing; exit 1 with a diff if any block differs
+
+A generated block is the text between two HTML comments naming it::
+
+    <!-- report:entailment-table1 -->
+    ...made by bench.report_blocks.BLOCKS["entailment-table1"]...
+    <!-- /report:entailment-table1 -->
+
+Text outside the markers is never touched. A begin marker without its end marker, an end
+marker without a begin, a nested block or an unknown block name is an error naming the file.
+Figures (PNG) are not made here: each is made by the command named beside it.
+"""
+
+import argparse
+import difflib
+import glob
+import os
+import re
+import sys
+
+MARKER = re.compile(r"<!-- (/?)report:([A-Za-z0-9_.-]+) -->")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ReportError(ValueError):
+    """A malformed block in a results file."""
+
+
+def blocks_of(text, path):
+    """``[(name, start, end)]``: the offsets of each block's body (between its markers)."""
+    found, open_block = [], None
+    for match in MARKER.finditer(text):
+        closing, name = match.group(1) == "/", match.group(2)
+        line = text.count("\n", 0, match.start()) + 1
+        if not closing:
+            if open_block:
+                raise ReportError(f"{path}:{line}: block {name!r} begins inside block "
+                                  f"{open_block[0]!r}, which has no end marker before it")
+            open_block = (name, match.end())
+        elif not open_block or open_block[0] != name:
+            raise ReportError(f"{path}:{line}: end marker of {name!r} without its begin marker")
+        else:
+            found.append((name, open_block[1], match.start()))
+            open_block = None
+    if open_block:
+        raise ReportError(f"{path}: block {open_block[0]!r} has no end marker "
+                          f"<!-- /report:{open_block[0]} -->")
+    return found
+
+
+def rewrite(text, path, generate):
+    """``text`` with every block's body replaced by ``"\\n" + generate(name) + "\\n"``."""
+    pieces, position = [], 0
+    for name, start, end in blocks_of(text, path):
+        body = generate(name)
+        pieces += [text[position:start], "\n", body.strip("\n"), "\n"]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def generator(root, blocks):
+    """``generate(name)``: the Markdown of one block, made from the JSON under ``root``."""
+    def generate(name):
+        if name not in blocks:
+            raise ReportError(f"unknown block {name!r}; known: {', '.join(sorted(blocks))}")
+        return blocks[name](root)
+    return generate
+
+
+def run(root, files, check, blocks=None, out=sys.stdout):
+    """Rewrite (or with ``check`` compare) ``files``; the number of files that differ."""
+    if blocks is None:
+        from bench.report_blocks import BLOCKS as blocks
+    generate = generator(root, blocks)
+    differ = 0
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            new = rewrite(text, path, generate)
+        except ReportError as error:
+            if str(error).startswith("unknown block"):
+                raise ReportError(f"{path}: {error}") from None
+            raise
+        if new == text:
+            continue
+        differ += 1
+        if check:
+            name = os.path.relpath(path, root)
+            out.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                                f"{name} (committed)",
+                                                f"{name} (from the JSON)"))
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+            print(f"updated {os.path.relpath(path, root)}", file=out)
+    return differ
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="rewrite nothing; exit 1 and print a diff if a block differs")
+    parser.add_argument("--root", default=ROOT, help="the repository root")
+    parser.add_argument("files", nargs="*",
+                        help="Markdown files (default: results/*.md under --root)")
+    args = parser.parse_args(argv)
+    files = args.files or sorted(glob.glob(os.path.join(args.root, "results", "*.md")))
+    try:
+        differ = run(args.root, files, args.check)
+    except (ReportError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check and differ:
+        print(f"\n{differ} file(s) differ from what the JSON gives: run python -m bench.report",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
