@@ -1,0 +1,116 @@
+"""bench/report.py: the committed results/*.md equal what the JSON gives; the marker rewriting."""
+
+import glob
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench import report
+
+ROOT = report.ROOT
+BLOCKS = {"one": lambda root: "| a |\n|---|\n| 1 |", "two": lambda root: f"root {root}"}
+
+PAGE = """# Title
+
+Prose before.
+
+<!-- report:one -->
+| a |
+|---|
+| 0 |
+<!-- /report:one -->
+
+Prose between, with a marker-like word: report:one.
+
+<!-- report:two -->
+stale
+<!-- /report:two -->
+Prose after.
+"""
+
+
+def _page(tmp_path, text=PAGE, name="page.md"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_committed_results_equal_what_the_json_gives():
+    """``python -m bench.report --check`` on this checkout: no block differs."""
+    pytest.importorskip("scipy")  # the math seed table's p-values need it (analysis extra)
+    out = io.StringIO()
+    files = sorted(glob.glob(os.path.join(ROOT, "results", "*.md")))
+    differ = report.run(ROOT, files, check=True, out=out)
+    assert differ == 0, out.getvalue()
+
+
+def test_every_block_is_placed_in_some_results_file():
+    from bench.report_blocks import BLOCKS as real
+
+    placed = set()
+    for path in glob.glob(os.path.join(ROOT, "results", "*.md")):
+        with open(path, encoding="utf-8") as f:
+            placed |= {name for name, _, _ in report.blocks_of(f.read(), path)}
+    assert placed == set(real)
+
+
+def test_check_reports_a_changed_block_with_a_diff_and_rewrites_nothing(tmp_path):
+    path = _page(tmp_path)
+    out = io.StringIO()
+    assert report.run(str(tmp_path), [str(path)], check=True, blocks=BLOCKS, out=out) == 1
+    diff = out.getvalue()
+    assert "--- page.md (committed)" in diff and "+++ page.md (from the JSON)" in diff
+    assert "-| 0 |\n+| 1 |\n" in diff and "-stale\n" in diff
+    assert path.read_text(encoding="utf-8") == PAGE
+
+
+def test_rewrite_replaces_only_the_text_between_markers(tmp_path):
+    path = _page(tmp_path)
+    assert report.run(str(tmp_path), [str(path)], check=False, blocks=BLOCKS,
+                      out=io.StringIO()) == 1
+    assert path.read_text(encoding="utf-8") == PAGE.replace("| 0 |", "| 1 |").replace(
+        "stale", f"root {tmp_path}")
+    # Regenerated, the page is stable: the check passes and a second run changes nothing.
+    assert report.run(str(tmp_path), [str(path)], check=True, blocks=BLOCKS,
+                      out=io.StringIO()) == 0
+
+
+def test_a_missing_end_marker_is_an_error_naming_the_file(tmp_path):
+    path = _page(tmp_path, PAGE.replace("<!-- /report:two -->\n", ""), name="broken.md")
+    with pytest.raises(report.ReportError, match=r"broken\.md: block 'two' has no end marker"):
+        report.run(str(tmp_path), [str(path)], check=True, blocks=BLOCKS, out=io.StringIO())
+
+
+@pytest.mark.parametrize("text, message", [
+    (PAGE.replace("<!-- report:one -->\n", ""), r"page\.md:\d+: end marker of 'one' without"),
+    (PAGE.replace("<!-- /report:one -->", "<!-- report:two -->"), r"begins inside block 'one'"),
+    (PAGE.replace("report:two", "report:three"), r"page\.md: unknown block 'three'"),
+])
+def test_malformed_markers_are_errors_naming_the_file(tmp_path, text, message):
+    path = _page(tmp_path, text)
+    with pytest.raises(report.ReportError, match=message):
+        report.run(str(tmp_path), [str(path)], check=True, blocks=BLOCKS, out=io.StringIO())
+
+
+def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tmp_path):
+    """The real blocks and JSON: a copy of results/entailment.md with one number changed."""
+    source = os.path.join(ROOT, "results", "entailment.md")
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    assert "| TPRU, 32 roles | 75.6 |" in text
+    stale = _page(tmp_path, text.replace("| TPRU, 32 roles | 75.6 |", "| TPRU, 32 roles | 99.9 |"),
+                  name="entailment.md")
+    command = [sys.executable, "-m", "bench.report", "--check"]
+    done = subprocess.run([*command, str(stale)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert "-| TPRU, 32 roles | 99.9 |" in done.stdout
+    assert "+| TPRU, 32 roles | 75.6 |" in done.stdout
+    done = subprocess.run([*command, source], cwd=ROOT, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout + done.stderr
+    broken = _page(tmp_path, text.replace("<!-- /report:entailment-table1 -->", ""),
+                   name="broken.md")
+    done = subprocess.run([*command, str(broken)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "broken.md" in done.stderr
