@@ -1,15 +1,21 @@
 """The preset mechanism every model family shares: one ``from_preset``, one lookup.
 
-A preset names a configuration from a paper: the constructor arguments that set
+A size preset names a configuration from a paper: the constructor arguments that set
 the model's sizes (:attr:`Preset.config`) and, for the families trained by a
 ``train.*`` command, the paper's training recipe (:attr:`Preset.recipe`: the
 optimizer and its hyper-parameters), which the command reads instead of
 restating it.
+
+A trained preset is a folder of config, weights and assets
+(:mod:`tpr_keras.presets.preset_files`): ``from_preset`` loads one by its shipped name
+or its path, and ``save_to_preset`` writes a trained model as one.
 """
 
 import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from tpr_keras.presets.preset_files import load_preset, save_preset
 
 
 def has_gpu(devices):
@@ -71,12 +77,15 @@ def preset_config(presets, preset, overrides):
 
 
 class PresetMixin:
-    """``from_preset`` and ``preset_recipe`` for a model class with a ``presets`` table.
+    """``from_preset``, ``save_to_preset`` and ``preset_recipe`` for a model class with a
+    ``presets`` table.
 
     Example:
     >>> class MyModel(PresetMixin, keras.Model):
     ...     presets = {"small": Preset({"units": 8})}
     >>> model = MyModel.from_preset("small", vocabulary_size=40)
+    >>> model.save_to_preset("my_preset", assets={"vocab.txt": vocab.save})
+    >>> MyModel.from_preset("my_preset")  # the same sizes and trained weights
     """
 
     #: ``{name: Preset}``; set by each model class.
@@ -84,13 +93,39 @@ class PresetMixin:
 
     @classmethod
     def from_preset(cls, preset, *args, **overrides):
-        """Builds the model with ``preset``'s sizes; ``args`` and the overrides that are
-        not None go to the constructor (overrides replace the preset's values).
+        """The model of a size preset (untrained) or of a trained preset (with weights).
+
+        A name in :attr:`presets` builds a new model with those sizes; ``args`` and the
+        overrides that are not None go to the constructor. Otherwise ``preset`` is a
+        trained preset's name (``tpr_keras/presets/``) or folder: its config and weights
+        are verified (:func:`~tpr_keras.presets.preset_files.load_preset`) and loaded;
+        overrides replace config values (ones that change a weight's shape fail).
 
         Raises:
-            ValueError: ``preset`` is not one of :attr:`presets`.
+            ValueError: ``preset`` is neither (the message lists both kinds), the
+                folder is incomplete, altered or too new, or holds another class.
         """
-        return cls(*args, **preset_config(cls.presets, preset, overrides))
+        if preset in cls.presets:
+            return cls(*args, **preset_config(cls.presets, preset, overrides))
+        if args:
+            raise TypeError("a trained preset takes its sizes from its config; pass "
+                            "overrides by keyword")
+        return load_preset(preset, size_presets=cls.presets).build_model(cls, **overrides)
+
+    def save_to_preset(self, path, assets=None, metadata=None, overwrite=False):
+        """Writes this model as a trained preset folder that :meth:`from_preset` loads.
+
+        Args:
+            path: The folder to create.
+            assets: ``{file name: file path or writer function}``, e.g.
+                ``{"vocab.txt": vocab.save}``.
+            metadata: What to record in ``metadata.json`` (task, command, results).
+            overwrite: Replace an existing folder.
+
+        Returns:
+            The folder's path.
+        """
+        return save_preset(self, path, assets=assets, metadata=metadata, overwrite=overwrite)
 
     @classmethod
     def preset_recipe(cls, preset):

@@ -1,0 +1,140 @@
+"""Trained presets: save_to_preset / from_preset round trips, and every way a folder can be bad."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tpr_keras.data.babi import Vocabulary
+from tpr_keras.models import TPRRNN, MemN2N, PlainEntailmentModel
+from tpr_keras.presets import preset_files
+from tpr_keras.presets.preset_files import PresetError, load_preset
+
+
+def _inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return {"story": rng.integers(0, 20, (3, 4, 6)).astype("int32"),
+            "question": rng.integers(0, 20, (3, 6)).astype("int32")}
+
+
+@pytest.fixture
+def trained(tmp_path):
+    """A small TPR-RNN with non-initial weights, saved as a preset with a vocabulary."""
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    rng = np.random.default_rng(1)
+    model.set_weights([rng.normal(size=w.shape).astype("float32") * 0.1
+                       for w in model.get_weights()])
+    vocab = Vocabulary(["<pad>", "<unk>"] + [f"w{i}" for i in range(18)])
+    path = model.save_to_preset(tmp_path / "mine", assets={"vocab.txt": vocab.save},
+                                metadata={"task": "babi", "seed": 7})
+    return model, vocab, path
+
+
+def test_round_trip_gives_the_same_outputs_config_and_assets(trained):
+    model, vocab, path = trained
+    loaded = TPRRNN.from_preset(path)
+    assert loaded.get_config() == model.get_config()
+    np.testing.assert_array_equal(loaded(_inputs()), model(_inputs()))
+    preset = load_preset(path)
+    assert Vocabulary.load(preset.asset_path("vocab.txt")) == vocab
+    assert preset.metadata["seed"] == 7 and preset.metadata["task"] == "babi"
+    assert preset.metadata["format_version"] == preset_files.FORMAT_VERSION
+    assert sorted(os.listdir(path)) == ["assets", "config.json", "metadata.json",
+                                        "model.weights.h5"]
+    # build_model without a class finds the registered one
+    np.testing.assert_array_equal(preset.build_model()(_inputs()), model(_inputs()))
+
+
+def test_override_that_keeps_the_weights(trained):
+    model, _, path = trained
+    recurrent = TPRRNN.from_preset(path, implementation="recurrent")
+    assert recurrent.implementation == "recurrent"
+    np.testing.assert_allclose(recurrent(_inputs()), model(_inputs()), atol=1e-4)
+
+
+def test_override_that_changes_a_shape_is_an_error(trained):
+    _, _, path = trained
+    with pytest.raises(PresetError, match="model.weights.h5: the weights do not fit"):
+        TPRRNN.from_preset(path, entity_dim=3)
+
+
+def test_wrong_class_is_an_error(trained):
+    _, _, path = trained
+    with pytest.raises(PresetError, match="holds a TPRRNN, not a MemN2N"):
+        MemN2N.from_preset(path)
+
+
+def test_unknown_name_lists_trained_and_size_presets():
+    with pytest.raises(ValueError) as error:
+        PlainEntailmentModel.from_preset("no_such_preset")
+    message = str(error.value)
+    assert "Unknown preset 'no_such_preset'" in message
+    assert "plain_tpru" in message  # a size preset of this class
+    for name in preset_files.shipped_presets():
+        assert name in message
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_damaged_weights_are_one_error_naming_the_file(trained, damage):
+    _, _, path = trained
+    weights = os.path.join(path, "model.weights.h5")
+    data = open(weights, "rb").read()
+    expected = json.load(open(os.path.join(path, "metadata.json")))["files"][
+        "model.weights.h5"]
+    with open(weights, "wb") as f:
+        if damage == "truncate":
+            f.write(data[: len(data) // 2])
+        else:
+            f.write(data[:-10] + bytes(b ^ 1 for b in data[-10:]))
+    with pytest.raises(PresetError, match=f"model.weights.h5: SHA-256 .* differs from the "
+                                          f"expected {expected}"):
+        TPRRNN.from_preset(path)
+
+
+def test_altered_vocabulary_is_an_error(trained):
+    _, _, path = trained
+    with open(os.path.join(path, "assets", "vocab.txt"), "a") as f:
+        f.write("extra\n")
+    with pytest.raises(PresetError, match="vocab.txt: SHA-256"):
+        load_preset(path)
+
+
+def test_newer_format_version_is_an_error(trained):
+    _, _, path = trained
+    meta_path = os.path.join(path, "metadata.json")
+    meta = json.load(open(meta_path))
+    meta["format_version"] = preset_files.FORMAT_VERSION + 1
+    json.dump(meta, open(meta_path, "w"))
+    with pytest.raises(PresetError, match=f"metadata.json: format_version "
+                                          f"{preset_files.FORMAT_VERSION + 1} is newer"):
+        TPRRNN.from_preset(path)
+
+
+def test_missing_file_is_an_error(trained):
+    _, _, path = trained
+    os.remove(os.path.join(path, "model.weights.h5"))
+    with pytest.raises(PresetError, match="model.weights.h5: missing"):
+        TPRRNN.from_preset(path)
+
+
+def test_save_never_overwrites_or_leaves_a_partial_folder(trained, tmp_path):
+    model, _, path = trained
+    before = open(os.path.join(path, "metadata.json")).read()
+    with pytest.raises(FileExistsError):
+        model.save_to_preset(path)
+    assert open(os.path.join(path, "metadata.json")).read() == before
+
+    def broken_writer(target):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        model.save_to_preset(tmp_path / "partial", assets={"vocab.txt": broken_writer})
+    assert sorted(os.listdir(tmp_path)) == ["mine"]
+
+
+def test_size_presets_still_build_untrained_models():
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    assert model.entity_dim == 15
+    with pytest.raises(TypeError, match="by keyword"):
+        TPRRNN.from_preset("tpr_rnn_babi_all_tasks", 20, 6)
