@@ -95,32 +95,6 @@ def describe_recipe(flag, preset, recipe):
             f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
 
 
-def greedy_scorer(model, max_length):
-    """A ``tf.function`` ``(source, target_out) -> bool[B]``: greedy answer == target.
-
-    Traced once (any batch size, any lengths) and shared by every module's
-    evaluation, so 71 splits cost one trace, not 71.
-    """
-    import tensorflow as tf
-
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
-    def correct(source, target_out):
-        ids, _ = model.greedy_decode(source, max_length=max_length)
-        width = tf.shape(ids)[1]
-        target = tf.pad(target_out, [[0, 0], [0, width - tf.shape(target_out)[1]]])
-        return tf.reduce_all(tf.equal(ids, target), axis=1)
-
-    return correct
-
-
-def greedy_accuracy(scorer, dataset):
-    """Exact match (%) of greedy answers over ``dataset``, whole answer + end symbol."""
-    import numpy as np
-
-    hits = [scorer(f["source"], l["target_out"]).numpy() for f, l in dataset]
-    return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
-
-
 def main(argv):
     del argv
     if FLAGS.verbosity <= 0:
@@ -133,6 +107,7 @@ def main(argv):
                                                  resolve_preset, sequence_compute_fn)
     from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
                                     training_time_line)
+    from tpr_keras.training.evaluation import greedy_accuracy, greedy_scorer
 
     preset, recipe = resolve_preset(
         FLAGS.preset, use_role=FLAGS.model == "tp_transformer",
@@ -229,4 +204,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.math", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS)
+    cli.run(main, "python -m train.math", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS,
+            presets_task="math")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +36,16 @@ def source_version(path: str | None = None) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": dirty}
 
 
+def run_command(argv: list[str] | None = None) -> str:
+    """The command line of this process as the user typed it: ``python -m <module> <args>``
+    when started with ``-m``, else ``python <script> <args>``."""
+    argv = sys.argv if argv is None else argv
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = f"python -m {spec.name}" if spec is not None and spec.name else (
+        f"python {argv[0]}")
+    return " ".join([program, shlex.join(argv[1:])]).strip()
+
+
 #: The code a run trains with: :func:`source_version` when this module was first imported
 #: (the start of a ``train.*`` command), not when it writes results.json, so that a commit
 #: made while a long run trains is not attributed to it.
@@ -44,9 +56,10 @@ def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], mo
              save_vocabulary: Callable[[str], None]) -> str:
     """Writes ``<model_dir>/results.json`` and ``<export_dir>/{model.keras,vocab.txt}``.
 
-    Call it on the chief only. results.json holds ``results`` and two keys added here:
-    ``"model_config"`` (``model.get_config()``, every architecture option) and ``"source"``
-    (:data:`SOURCE`, the commit the run's code came from).
+    Call it on the chief only. results.json holds ``results`` and three keys added here:
+    ``"model_config"`` (``model.get_config()``, every architecture option), ``"source"``
+    (:data:`SOURCE`, the commit the run's code came from) and ``"command"``
+    (:func:`run_command`, the command line of this process).
 
     Args:
         model_dir: The run's folder.
@@ -60,8 +73,8 @@ def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], mo
     """
     os.makedirs(model_dir, exist_ok=True)
     with open(os.path.join(model_dir, "results.json"), "w") as f:
-        json.dump({**results, "model_config": model.get_config(), "source": SOURCE}, f,
-                  indent=1, default=str)
+        json.dump({**results, "model_config": model.get_config(), "source": SOURCE,
+                   "command": run_command()}, f, indent=1, default=str)
     export_dir = export_dir or os.path.join(model_dir, "export")
     os.makedirs(export_dir, exist_ok=True)
     path = os.path.join(export_dir, "model.keras")

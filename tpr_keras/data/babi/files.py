@@ -108,18 +108,24 @@ def find_babi_dir(data_dir: str | os.PathLike | None = None, download: bool = Tr
     return find_data_dir(BABI_SOURCE, data_dir, download)
 
 
+def task_file(babi_dir: str | os.PathLike, task: int, kind: str) -> str:
+    """The ``qa<task>_*_<kind>.txt`` file (``kind``: ``"train"`` or ``"test"``) of a folder.
+
+    Raises:
+        FileNotFoundError: The folder does not hold exactly one such file.
+    """
+    matches = sorted(Path(babi_dir).glob(f"qa{task}_*_{kind}.txt"))
+    if len(matches) != 1:
+        raise FileNotFoundError(
+            f"expected one qa{task}_*_{kind}.txt in {babi_dir}, found {len(matches)}"
+        )
+    return str(matches[0])
+
+
 def task_files(babi_dir: str | os.PathLike, task: int) -> tuple[str, str]:
     """Returns ``(train_path, test_path)`` of task ``task`` in an ``en-10k`` folder.
 
     Raises:
         FileNotFoundError: The folder does not hold exactly one file of each kind.
     """
-    out = []
-    for kind in ("train", "test"):
-        matches = sorted(Path(babi_dir).glob(f"qa{task}_*_{kind}.txt"))
-        if len(matches) != 1:
-            raise FileNotFoundError(
-                f"expected one qa{task}_*_{kind}.txt in {babi_dir}, found {len(matches)}"
-            )
-        out.append(str(matches[0]))
-    return out[0], out[1]
+    return task_file(babi_dir, task, "train"), task_file(babi_dir, task, "test")

@@ -1,0 +1,137 @@
+"""A run becomes a preset (train.save_preset), is re-checked (train.evaluate) and served
+(train.export), end to end on a tiny bAbI task; and the commands' errors on bad presets."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def python(args, cwd):
+    environ = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=environ, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def tiny_preset(tiny_babi, tmp_path_factory):
+    """A 2-epoch task-1 run on tiny data, saved as a preset."""
+    work = tmp_path_factory.mktemp("preset")
+    run = python(["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi),
+                  "--model_dir", str(work / "run"), "--batch_size", "16", "--epochs", "2",
+                  "--warmup_steps", "5", "--download=false", "--verbose", "0"], work)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((work / "run" / "results.json").read_text())
+    assert results["command"].startswith("python -m train.babi --task 1 ")
+    saved = python(["-m", "train.save_preset", "--model_dir", str(work / "run"), "--output",
+                    str(work / "preset"), "--data_dir", str(tiny_babi), "--sample", "7",
+                    "--description", "tiny test run"], work)
+    assert saved.returncode == 0, saved.stderr[-3000:]
+    assert "Recomputed 2 numbers of the run's table" in saved.stdout
+    return work, results
+
+
+@pytest.mark.slow
+def test_preset_records_the_run_and_its_tables(tiny_preset, tiny_babi):
+    work, results = tiny_preset
+    meta = json.loads((work / "preset" / "metadata.json").read_text())
+    assert meta["task"] == "babi" and meta["class_name"] == "TPRRNN"
+    assert meta["training"]["command"] == results["command"]
+    assert meta["training"]["seed"] == 0 and meta["training"]["epochs"] == 2
+    assert meta["training"]["source"] == results["source"]
+    assert "cores" in meta["training"]["machine"]
+    table = meta["evaluation"]["table"]
+    assert table["test_error_percent"] == pytest.approx(results["test_error_percent"], abs=1e-4)
+    assert table["questions"] == {"1": 60}  # 20 stories x 3 questions
+    assert meta["evaluation_sample"]["limit"] == 7
+    assert meta["evaluation_sample"]["table"]["questions"] == {"1": 7}
+    files = meta["data"]["files_sha256"]
+    assert sorted(files) == ["qa1_single-supporting-fact_test.txt",
+                             "qa1_single-supporting-fact_train.txt"]
+    assert len(files["qa1_single-supporting-fact_test.txt"]) == 64
+    assert (work / "preset" / "assets" / "vocab.txt").read_text() == (
+        work / "run" / "export" / "vocab.txt").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sample", [False, True])
+def test_evaluate_reproduces_the_recorded_table(tiny_preset, tiny_babi, sample):
+    work, _ = tiny_preset
+    out = work / f"evaluate-{sample}.json"
+    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
+                   str(tiny_babi), "--download=false", "--json", str(out)]
+                  + (["--sample"] if sample else []), work)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "All 3 numbers agree with the recorded table within 0.05 points." in done.stdout
+    report = json.loads(out.read_text())
+    assert report["measured"]["questions"] == {"1": 7 if sample else 60}
+    assert report["differences"] == []
+
+
+@pytest.mark.slow
+def test_evaluate_fails_when_a_number_moves(tiny_preset, tiny_babi, tmp_path):
+    work, _ = tiny_preset
+    # The same weights, but a recorded table that says something else: exit 1, row named.
+    copy = tmp_path / "preset"
+    subprocess.run(["cp", "-r", str(work / "preset"), str(copy)], check=True)
+    meta = json.loads((copy / "metadata.json").read_text())
+    meta["evaluation"]["table"]["test_error_percent"]["1"] += 0.5
+    (copy / "metadata.json").write_text(json.dumps(meta))
+    done = python(["-m", "train.evaluate", "--preset", str(copy), "--data_dir",
+                   str(tiny_babi), "--download=false"], work)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "task 1 test error %" in done.stdout and "<- differs by more than 0.05" in done.stdout
+
+
+@pytest.mark.slow
+def test_evaluate_names_a_missing_test_file(tiny_preset, tmp_path):
+    work, _ = tiny_preset
+    empty = tmp_path / "en-10k"
+    empty.mkdir()
+    (empty / "qa1_single-supporting-fact_train.txt").write_text("")
+    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
+                   str(tmp_path), "--download=false"], work)
+    assert done.returncode == 1
+    assert "qa1_*_test.txt" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_export_writes_the_tf_serving_layout(tiny_preset, tmp_path):
+    work, _ = tiny_preset
+    done = python(["-m", "train.export", "--preset", str(work / "preset"), "--export_dir",
+                   str(tmp_path / "exports")], work)
+    assert done.returncode == 0, done.stderr[-3000:]
+    version = tmp_path / "exports" / "babi" / "1"
+    assert (version / "saved_model.pb").is_file()
+    assert (version / "assets.extra" / "tf_serving_warmup_requests").is_file()
+    assert "--model_base_path=" + str(tmp_path / "exports" / "babi") in done.stdout
+
+
+def test_bad_presets_are_one_error_and_write_nothing(tmp_path):
+    unknown = python(["-m", "train.export", "--preset", "nope", "--export_dir",
+                      str(tmp_path / "exports")], tmp_path)
+    assert unknown.returncode == 1
+    assert "Unknown preset 'nope'. Trained presets:" in unknown.stderr
+    assert not (tmp_path / "exports").exists()
+    missing = python(["-m", "train.evaluate"], tmp_path)
+    assert missing.returncode == 2 and "--preset is required" in missing.stderr
+
+
+@pytest.mark.slow
+def test_a_damaged_preset_is_refused_by_both_commands(tiny_preset, tiny_babi, tmp_path):
+    work, _ = tiny_preset
+    copy = tmp_path / "preset"
+    subprocess.run(["cp", "-r", str(work / "preset"), str(copy)], check=True)
+    weights = copy / "model.weights.h5"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    for args in (["-m", "train.evaluate", "--data_dir", str(tiny_babi)],
+                 ["-m", "train.export", "--export_dir", str(tmp_path / "exports")]):
+        done = python([*args, "--preset", str(copy)], tmp_path)
+        assert done.returncode == 1
+        assert f"{weights}: SHA-256" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "exports").exists()

@@ -1,0 +1,77 @@
+"""Serve a trained preset without training: ``python -m train.export --preset NAME``.
+
+Writes the preset's model as the same TF Serving SavedModel the ``train.*`` commands
+write at the end of a run: ``<export_dir>/<model_name>/<version>/saved_model.pb`` with
+its vocabulary, a warm-up request and ``export_info.json``. Then::
+
+    python -m serving.server --model_name babi --model_base_path exports/babi
+"""
+
+import os
+
+from absl import app, flags
+
+from tpr_keras import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("preset", None, "A trained preset's name (--list_presets) or the path "
+                    "of a preset folder (save_to_preset).")
+flags.DEFINE_string("export_dir", "exports", "Base folder of the export.")
+flags.DEFINE_string("model_name", None, "Served model name (default: the preset's, e.g. "
+                    "babi, math, entailment).")
+flags.DEFINE_integer("version", None, "Version number (default: one more than the largest "
+                     "under <export_dir>/<model_name>).")
+flags.DEFINE_bool("list_presets", False, "Print the trained presets, then exit.")
+flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
+flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
+
+HELP_GROUPS = [("Preset", ["preset"]),
+               ("Export", ["export_dir", "model_name", "version"]),
+               ("Output", ["list_presets", "debug", "tf_logs"])]
+
+
+def export_preset(preset, export_dir, model_name=None, version=None):
+    """Exports a loaded :class:`~tpr_keras.presets.TrainedPreset`; returns the version
+    folder."""
+    from tpr_keras.training.evaluation import preset_vocabulary
+
+    meta = preset.metadata
+    task = meta["task"]
+    name = model_name or meta.get("model_name") or task
+    model = preset.build_model()
+    if task == "babi":
+        from tpr_keras.models.babi import export_babi_model
+
+        options = meta.get("serving_options", {})
+        return export_babi_model(model, preset_vocabulary(preset), export_dir, name,
+                                 version=version,
+                                 max_story_sentences=options.get("max_story_sentences", 130))
+    if task == "entailment":
+        from tpr_keras.models.entailment import export_entailment_model
+
+        return export_entailment_model(model, export_dir, name, version=version)
+    if task == "math":
+        from tpr_keras.models.tp_transformer import export_math_model
+
+        return export_math_model(model, preset_vocabulary(preset), export_dir, name,
+                                 version=version)
+    raise ValueError(f"{preset.path}: unknown task {task!r}")
+
+
+def main(argv):
+    del argv
+    if not FLAGS.preset:
+        raise app.UsageError("--preset is required (--list_presets names them)")
+    cli.import_tensorflow()
+    from tpr_keras.presets import load_preset
+
+    preset = load_preset(FLAGS.preset)
+    served = export_preset(preset, FLAGS.export_dir, FLAGS.model_name, FLAGS.version)
+    base = os.path.abspath(os.path.dirname(served))
+    print(f"SavedModel for TF Serving: {served}\n"
+          f"Serve it: python -m serving.server --model_name={os.path.basename(base)} "
+          f"--model_base_path={base}")
+
+
+if __name__ == "__main__":
+    cli.run(main, "python -m train.export", __doc__, HELP_GROUPS)

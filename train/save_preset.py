@@ -1,0 +1,200 @@
+"""Turn a finished training run into a trained preset: ``python -m train.save_preset``.
+
+    python -m train.save_preset --model_dir runs/babi-all --output my_presets/babi_all \
+        --data_dir ../shared/data/babi
+
+Reads the run's ``results.json`` and ``export/{model.keras,vocab.txt}``, recomputes the
+evaluation table on the official test files with the functions ``train.evaluate`` uses
+(and checks it against the run's own numbers), records a sample table (the first N
+questions of every test file, what CI re-checks), and writes the preset folder with
+``save_to_preset``: config, weights, vocabulary and metadata.json (the training command,
+commit, seed, data files' SHA-256, wall time, machine and both tables).
+"""
+
+import datetime
+import glob
+import json
+import os
+import platform
+
+from absl import app, flags
+
+from tpr_keras import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")
+flags.DEFINE_string("output", None, "The preset folder to write.")
+flags.DEFINE_string("data_dir", None, "Where the task's official files are.")
+flags.DEFINE_string("description", "", "One line: what the model is and how it was trained.")
+flags.DEFINE_string("model_name", None, "Served model name for train.export (default: the "
+                    "task: babi, entailment, math).")
+flags.DEFINE_integer("sample", None, "Questions per test file in the sample table (default "
+                     "50 for bAbI and math, 200 for entailment).")
+flags.DEFINE_string("command", None, "The training command, when results.json predates "
+                    "recording it.")
+flags.DEFINE_string("results_json", None, "Where the run's results.json is committed "
+                    "(recorded in metadata.json).")
+flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
+flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
+flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
+
+HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "description",
+                                   "model_name", "command", "results_json"]),
+               ("Evaluation", ["data_dir", "sample"]),
+               ("Output", ["debug", "tf_logs"])]
+
+DEFAULT_SAMPLE = {"babi": 50, "math": 50, "entailment": 200}
+
+
+def machine_description():
+    """One line: processor, cores, memory, accelerator (Linux; best effort elsewhere)."""
+    cpu = platform.processor() or platform.machine()
+    memory = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+        with open("/proc/meminfo") as f:
+            kib = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
+        memory = f", {kib / 2**20:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    import tensorflow as tf
+
+    gpus = len(tf.config.list_physical_devices("GPU"))
+    return (f"{cpu}, {os.cpu_count()} cores{memory}, "
+            + (f"{gpus} GPU(s)" if gpus else "no GPU") + f", {platform.system()}")
+
+
+def data_files(task, data_dir, options):
+    """The data files the run read, for their SHA-256."""
+    if task == "babi":
+        from tpr_keras.data.babi import files
+
+        root = files.find_babi_dir(data_dir, download=False)
+        return [p for t in options["tasks"] for p in files.task_files(root, t)]
+    if task == "entailment":
+        from tpr_keras.data import entailment
+        from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
+
+        root = entailment.find_entailment_dir(data_dir)
+        return [os.path.join(root, f"{s}.txt") for s in ("train",) + ENTAILMENT_SPLITS]
+    from tpr_keras.data import mathematics
+
+    root = mathematics.find_mathematics_dir(data_dir, download=False)
+    selected = mathematics.select_modules(options["modules"], mathematics.list_modules(root))
+    return sorted(p for regime, modules in selected.items() for m in modules
+                  for p in glob.glob(os.path.join(root, "*" if regime == "train" else regime,
+                                                  f"{m}.txt")))
+
+
+def headline(task, table):
+    """One line of what the preset scores."""
+    if task == "babi":
+        n = len(table["test_error_percent"])
+        return (f"mean test error {table['test_error_percent_mean']:.2f} % over {n} tasks, "
+                f"{table['failed_tasks']} failed (> 5 %)")
+    if task == "entailment":
+        acc = table["accuracy_percent"]
+        return "accuracy % " + ", ".join(f"{k.replace('test_', '')} {v:.1f}"
+                                         for k, v in acc.items())
+    summary = table["summary"]
+    return ", ".join(f"{regime} mean exact match {s['mean']:.1f} % over {s['modules']} modules"
+                     for regime, s in summary.items())
+
+
+def config_modules(results):
+    """The math modules a run trained on (``--modules``), as a list."""
+    modules = results["config"]["modules"]
+    return modules.split(",") if isinstance(modules, str) else list(modules)
+
+
+def run_table(task, results):
+    """The run's own numbers in the evaluation table's form."""
+    keys = {"babi": ("test_error_percent", "test_error_percent_mean"),
+            "entailment": ("accuracy_percent",),
+            "math": ("interpolate_accuracy_percent", "extrapolate_accuracy_percent")}[task]
+    return {k: results[k] for k in keys if k in results}
+
+
+def main(argv):
+    del argv
+    if not FLAGS.model_dir or not FLAGS.output:
+        raise app.UsageError("--model_dir and --output are required")
+    cli.import_tensorflow()
+    import keras
+
+    import tpr_keras.models  # noqa: F401  (registers the model classes for load_model)
+    from tpr_keras.training import evaluation
+
+    with open(os.path.join(FLAGS.model_dir, "results.json")) as f:
+        results = json.load(f)
+    export = os.path.join(FLAGS.model_dir, "export")
+    model = keras.models.load_model(os.path.join(export, "model.keras"))
+    task = evaluation.TASK_OF_CLASS[type(model).__name__]
+    vocab_path = os.path.join(export, "vocab.txt")
+    vocab = None
+    if task == "babi":
+        from tpr_keras.data.babi import Vocabulary
+
+        vocab = Vocabulary.load(vocab_path)
+        options = {"tasks": sorted(int(t) for t in results["test_error_percent"]),
+                   "max_story_sentences": None}
+    elif task == "math":
+        from tpr_keras.data.mathematics import CharVocabulary
+
+        vocab = CharVocabulary.load(vocab_path)
+        options = {"modules": config_modules(results)}
+    else:
+        options = {}
+    sample = FLAGS.sample or DEFAULT_SAMPLE[task]
+    table = evaluation.evaluate_model(task, model, vocab, FLAGS.data_dir, options,
+                                      download=False)
+    sample_table = evaluation.evaluate_model(task, model, vocab, FLAGS.data_dir, options,
+                                             limit=sample, download=False)
+    # The recomputed table must be the run's: same model, same files, same rule.
+    rows = [r for r in evaluation.compare_tables(table, run_table(task, results))
+            if r[1] is not None and r[2] is not None]
+    differ = [r for r in rows if not r[3]]
+    if differ:
+        raise ValueError(f"the recomputed table differs from {FLAGS.model_dir}/results.json: "
+                         f"{differ[:5]}")
+    print(f"Recomputed {len(rows)} numbers of the run's table: all within 0.05 points.")
+    config = results.get("config", {})
+    metadata = {
+        "task": task,
+        "model_name": FLAGS.model_name or task,
+        "description": FLAGS.description,
+        "headline": headline(task, table),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "training": {
+            "command": results.get("command") or FLAGS.command,
+            "source": results.get("source"),
+            "seed": config.get("seed"),
+            "train_seconds": results.get("train_seconds"),
+            "wall_seconds": results.get("wall_seconds"),
+            "epochs": results.get("epochs"),
+            "steps": results.get("steps"),
+            "stopped": results.get("stopped"),
+            "parameters": model.count_params(),
+            "machine": machine_description(),
+            "results_json": FLAGS.results_json,
+        },
+        "data": {"files_sha256": evaluation.files_sha256(
+            data_files(task, FLAGS.data_dir, options))},
+        "evaluation_options": options,
+        "evaluation": {"table": table},
+        "evaluation_sample": {"limit": sample, "table": sample_table},
+        "versions": {"keras": keras.__version__,
+                     "tensorflow": __import__("tensorflow").__version__},
+    }
+    if task == "babi":
+        metadata["serving_options"] = {"max_story_sentences": 130}
+    path = model.save_to_preset(FLAGS.output, assets={"vocab.txt": vocab_path},
+                                metadata=metadata, overwrite=FLAGS.overwrite)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
+
+
+if __name__ == "__main__":
+    cli.run(main, "python -m train.save_preset", __doc__, HELP_GROUPS)
