@@ -215,7 +215,30 @@ def _wants_help(argv) -> bool:
 
 
 # --------------------------------------------------------------------------- run
-def run(main, command: str, doc: str | None = None, groups=()) -> None:
+def _wants_preset_list(argv) -> bool:
+    return any(arg in ("--list_presets", "--list_presets=true", "--list_presets=True")
+               for arg in argv[1:])
+
+
+def format_preset_list(task: str | None) -> str:
+    """What ``--list_presets`` prints: the trained presets of ``task`` and the command's
+    size presets (the choices of its ``--preset`` flag, when it has one)."""
+    from absl import flags
+
+    from tpr_keras.presets import preset_files
+
+    out = ["Trained presets (config + weights + vocabulary; load with <Model>.from_preset, "
+           "check with python -m train.evaluate --preset NAME, serve with python -m "
+           "train.export --preset NAME):", preset_files.describe_presets(task)]
+    preset_flag = flags.FLAGS["preset"] if "preset" in flags.FLAGS else None
+    choices = getattr(getattr(preset_flag, "parser", None), "enum_values", None)
+    if choices:
+        out.append(f"Size presets (untrained; --preset): {', '.join(choices)}")
+    return "\n".join(out) + "\n"
+
+
+def run(main, command: str, doc: str | None = None, groups=(),
+        presets_task: str | None = None) -> None:
     """``absl.app.run(main)`` with a fast ``--help``, quiet TensorFlow and short errors.
 
     Args:
@@ -223,9 +246,15 @@ def run(main, command: str, doc: str | None = None, groups=()) -> None:
         command: How the user runs it (``python -m train.babi``), for the usage line.
         doc: The command's docstring (its first paragraph heads ``--help``).
         groups: ``(title, [flag names])`` pairs ordering ``--help``.
+        presets_task: The task whose trained presets ``--list_presets`` prints
+            (``"babi"``, ``"math"``, ``"entailment"``; None: all).
     """
     if _wants_help(sys.argv):
         sys.stdout.write(format_help(command, doc, groups))
+        sys.stdout.flush()
+        sys.exit(0)
+    if _wants_preset_list(sys.argv):
+        sys.stdout.write(format_preset_list(presets_task))
         sys.stdout.flush()
         sys.exit(0)
     from absl import app

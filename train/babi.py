@@ -328,4 +328,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.babi", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS)
+    cli.run(main, "python -m train.babi", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS,
+            presets_task="babi")

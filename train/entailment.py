@@ -202,4 +202,4 @@ def main(argv):
 
 if __name__ == "__main__":
     cli.run(main, "python -m train.entailment", __doc__,
-            HELP_GROUPS + train_flags.HELP_GROUPS)
+            HELP_GROUPS + train_flags.HELP_GROUPS, presets_task="entailment")

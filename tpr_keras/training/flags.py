@@ -32,7 +32,7 @@ HELP_GROUPS = [
     ("Distribution, checkpoints and time budget (every train.* command)",
      ["strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
       "jit_compile"]),
-    ("Output (every train.* command)", ["verbose", "debug", "tf_logs"]),
+    ("Output (every train.* command)", ["verbose", "debug", "tf_logs", "list_presets"]),
 ]
 
 
@@ -72,6 +72,10 @@ def define_flags():
         "debug", False,
         "Show the full traceback when the command fails (also TPR_KERAS_DEBUG=1); "
         "otherwise an error is one message.")
+    flags.DEFINE_bool(
+        "list_presets", False,
+        "Print the trained presets this command's task ships (name, model, recorded "
+        "scores) and its size presets, then exit without starting TensorFlow.")
     flags.DEFINE_bool(
         "tf_logs", False,
         "Keep TensorFlow's start-up and INFO/WARNING logging (also TPR_KERAS_TF_LOGS=1); "
