@@ -1,4 +1,4 @@
-"""Regenerate every table of ``results/*.md`` from the committed ``results.json`` files.
+"""Regenerate every table of ``results/*.md`` and the README from committed JSON.
 
     python -m bench.report            # rewrite the generated blocks in place
     python -m bench.report --check    # rewrite nothing; exit 1 with a diff if any block differs
@@ -101,15 +101,21 @@ def run(root, files, check, blocks=None, out=sys.stdout):
     return differ
 
 
+def default_files(root):
+    """``results/*.md`` and the README (its presets table)."""
+    return sorted(glob.glob(os.path.join(root, "results", "*.md"))) + [
+        os.path.join(root, "README.md")]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="rewrite nothing; exit 1 and print a diff if a block differs")
     parser.add_argument("--root", default=ROOT, help="the repository root")
     parser.add_argument("files", nargs="*",
-                        help="Markdown files (default: results/*.md under --root)")
+                        help="Markdown files (default: results/*.md and README.md under --root)")
     args = parser.parse_args(argv)
-    files = args.files or sorted(glob.glob(os.path.join(args.root, "results", "*.md")))
+    files = args.files or default_files(args.root)
     try:
         differ = run(args.root, files, args.check)
     except (ReportError, OSError) as error:

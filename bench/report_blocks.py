@@ -214,7 +214,42 @@ def babi_table1_block(model):
 
 
 #: block name -> generator(root) -> Markdown.
+# -------------------------------------------------------------------------- presets
+#: The presets issue #33 names; those not shipped yet are listed as such.
+PRESET_NAMES = ("tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks", "tpru32_entailment",
+                "tp_transformer_math_focus")
+
+
+def presets_block(root):
+    """The README's table of the trained presets, from each one's metadata.json."""
+    folder = os.path.join(root, "tpr_keras", "presets")
+    shipped = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name, "metadata.json")
+        if os.path.isfile(path):
+            shipped[name] = _load(folder, name, "metadata.json")
+    lines = ["| preset | model | task, served as | recorded on the official test sets | "
+             "trained | size |", "|---|---|---|---|---|---:|"]
+    for name, meta in shipped.items():
+        training = meta.get("training", {})
+        hours = (training.get("train_seconds") or 0) / 3600
+        size = sum(os.path.getsize(os.path.join(d, f))
+                   for d, _, files in os.walk(os.path.join(folder, name)) for f in files)
+        lines.append(
+            f"| `{name}` | {meta['class_name']} | {meta['task']}, `{meta['model_name']}` | "
+            f"{meta.get('headline', '')} | seed {training.get('seed')}, "
+            f"{training.get('epochs')} epochs, {hours:.1f} h of training | "
+            f"{size / 1e6:.2f} MB |")
+    missing = [n for n in PRESET_NAMES if n not in shipped]
+    text = "\n".join(lines)
+    if missing:
+        text += ("\n\nNot shipped yet: "
+                 + ", ".join(f"`{n}`" for n in missing) + ".")
+    return text
+
+
 BLOCKS = {
+    "presets": presets_block,
     "babi-table1-tpr_rnn": babi_table1_block("tpr_rnn"),
     "babi-table1-memn2n": babi_table1_block("memn2n"),
     "entailment-table1": entailment_table1_block,

@@ -1,6 +1,5 @@
 """bench/report.py: the committed results/*.md equal what the JSON gives; the marker rewriting."""
 
-import glob
 import io
 import os
 import subprocess
@@ -42,8 +41,7 @@ def test_the_committed_results_equal_what_the_json_gives():
     """``python -m bench.report --check`` on this checkout: no block differs."""
     pytest.importorskip("scipy")  # the math seed table's p-values need it (analysis extra)
     out = io.StringIO()
-    files = sorted(glob.glob(os.path.join(ROOT, "results", "*.md")))
-    differ = report.run(ROOT, files, check=True, out=out)
+    differ = report.run(ROOT, report.default_files(ROOT), check=True, out=out)
     assert differ == 0, out.getvalue()
 
 
@@ -51,7 +49,7 @@ def test_every_block_is_placed_in_some_results_file():
     from bench.report_blocks import BLOCKS as real
 
     placed = set()
-    for path in glob.glob(os.path.join(ROOT, "results", "*.md")):
+    for path in report.default_files(ROOT):
         with open(path, encoding="utf-8") as f:
             placed |= {name for name, _, _ in report.blocks_of(f.read(), path)}
     assert placed == set(real)

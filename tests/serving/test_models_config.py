@@ -28,17 +28,17 @@ PAIRS = [("(a&b)", "a"), ("a", "(a&b)")]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, export_base):
-    """A folder laid out as the README's train commands leave the repository root."""
+    """A folder laid out as ``python -m train.export --preset ...`` leaves the repository root."""
     root = tmp_path_factory.mktemp("repo")
-    shutil.copytree(os.path.join(export_base, "babi"), root / "runs/babi-task1/export/babi")
+    shutil.copytree(os.path.join(export_base, "babi"), root / "exports/babi")
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
     tf.keras.utils.set_random_seed(0)
     math_model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
                                            vocabulary=vocab.tokens)
-    export_math_model(math_model, vocab, root / "runs/math/export", "math")
+    export_math_model(math_model, vocab, root / "exports", "math")
     tf.keras.utils.set_random_seed(1)
     entailment = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
-    export_entailment_model(entailment, root / "runs/entailment/export")
+    export_entailment_model(entailment, root / "exports")
     return root
 
 
@@ -61,7 +61,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         rest_at = f"127.0.0.1:{started['ports']['rest']}"
 
         # Each model's answers equal its SavedModel called in this process.
-        babi = tf.saved_model.load(str(runs / "runs/babi-task1/export/babi/1"))
+        babi = tf.saved_model.load(str(runs / "exports/babi/1"))
         want = babi.signatures["serving_default"](
             story=tf.constant(task1.stories[:3]), question=tf.constant(task1.questions[:3]))
         with BabiClient(grpc_at, "babi") as client:
@@ -70,7 +70,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         rest = BabiClient(rest_at, "babi", rest=True).ask(task1.stories[0], task1.questions[0])
         assert rest.answer == answers[0].answer
 
-        math = tf.saved_model.load(str(runs / "runs/math/export/math/1"))
+        math = tf.saved_model.load(str(runs / "exports/math/1"))
         want = math.signatures["serving_default"](question=tf.constant(QUESTIONS))
         with MathClient(grpc_at, "math") as client:
             solutions = client.solve_batch(QUESTIONS)
@@ -78,7 +78,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         np.testing.assert_allclose([s.log_prob for s in solutions], want["log_prob"].numpy(),
                                    rtol=1e-5)
 
-        entail = tf.saved_model.load(str(runs / "runs/entailment/export/entailment/1"))
+        entail = tf.saved_model.load(str(runs / "exports/entailment/1"))
         want = entail.signatures["serving_default"](
             premise=tf.constant([p for p, _ in PAIRS]),
             hypothesis=tf.constant([h for _, h in PAIRS]))
