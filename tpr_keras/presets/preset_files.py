@@ -276,7 +276,7 @@ def save_preset(model, path: str | os.PathLike,
                       class_name=config["class_name"], assets=names,
                       files={f: sha256_file(os.path.join(tmp, f)) for f in files})
         with open(os.path.join(tmp, METADATA_FILE), "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1, sort_keys=True, default=str)
+            json.dump(record, f, indent=1, default=str)  # tables keep their row order
             f.write("\n")
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         if os.path.exists(path):

@@ -62,7 +62,7 @@ def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)
     split, _ = encode_stories(parts, vocab, model.max_words, limits)
     dataset = pipeline.make_dataset(split, batch_size, shuffle=False, bucket_width=10)
 
-    @tf.function
+    @tf.function(reduce_retracing=True)  # batches differ in length: one general trace
     def correct(features, answer):
         logits = model(features, training=False)
         return tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
@@ -92,7 +92,7 @@ def entailment_table(model, data_dir, splits: Sequence[str] = ENTAILMENT_SPLITS,
     """
     from tpr_keras.data import entailment
 
-    @tf.function
+    @tf.function(reduce_retracing=True)  # batches differ in length: one general trace
     def correct(features, labels):
         logits = tf.reshape(tf.cast(model(features, training=False), tf.float32), [-1])
         return tf.equal(tf.cast(logits > 0, tf.int32),
