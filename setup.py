@@ -13,6 +13,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["tpr_keras*", "train*", "serving*"]),
+    # The trained presets (tpr_keras/presets/<name>/): config, weights, vocabulary, metadata.
+    package_data={"tpr_keras.presets": ["*/*.json", "*/*.h5", "*/assets/*"]},
     # The stack verified to work together (see README, "Dependencies").
     install_requires=[
         "tensorflow==2.21.*",
