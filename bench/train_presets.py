@@ -1,0 +1,178 @@
+"""Train the shipped presets' runs and turn the finished ones into presets, over several sittings.
+
+    python -m bench.train_presets --data_root ../shared/data --dry_run      # the commands
+    python -m bench.train_presets --data_root ../shared/data --jobs 2 \
+        --presets tpr_rnn_babi_all_tasks --max_train_minutes 170            # train (resumes)
+    python -m bench.train_presets --data_root ../shared/data --make         # keep + save
+
+Every run is one ``train.*`` command with the paper's recipe (the exact command is what the
+preset's metadata.json records). A run folder under ``--runs`` resumes from its checkpoints
+when the same command starts again, so the runs can be worked off over several sittings
+(``--max_train_minutes`` bounds one sitting); a run whose ``results.json`` exists is skipped.
+``--jobs 2`` trains two at once with one intra-op thread each.
+
+``--make`` copies each finished run's ``results.json`` to its place under ``results/`` (where
+``python -m bench.report`` makes the tables from it) and writes the preset from the chosen
+run with ``python -m train.save_preset`` into ``tpr_keras/presets/<name>``. Where a preset has
+several seeds (TPR-RNN all tasks: the paper's Table 1 reports seeds, Table 4 its best run),
+the preset is the seed with the lowest mean validation error: the test set plays no part in
+the choice. Task 3 trains on the 1,000 official questions available here.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOCUS_MODULES = ("numbers__place_value,arithmetic__add_or_sub,comparison__pair,"
+                 "numbers__round_number")
+
+#: name -> (data folder, results/ folder of its runs' results.json, description, the train
+#: command's arguments without --seed/--data_dir/--model_dir, seeds).
+PRESETS = {
+    "tpr_rnn_babi_all_tasks": (
+        "babi", "results/babi/all_tasks/tpr_rnn-seed{seed}",
+        "TPR-RNN (Schlag & Schmidhuber 2018), all 20 bAbI tasks jointly, en-10k (task 3: the "
+        "1,000 official questions available here); Appendix A all-tasks recipe and sizes",
+        ["-m", "train.babi", "--task", "all", "--checkpoint_every_steps", "2000",
+         "--verbose", "2"], (0, 1, 2)),
+    "memn2n_babi_all_tasks": (
+        "babi", "results/babi/all_tasks/memn2n-seed{seed}",
+        "MemN2N (Sukhbaatar et al. 2015), PE LS RN, joint training on all 20 bAbI tasks, "
+        "en-10k (task 3: 1,000 questions); §4 recipe, d = 50",
+        ["-m", "train.babi", "--task", "all", "--model", "memn2n", "--verbose", "2"], (0,)),
+    "tpru32_entailment": (
+        "entailment", "results/entailment/presets/tpru32_entailment",
+        "BiDAF TPRU-32 (Tang, Smolensky & de Sa 2018, §5.2), d = 64, N(0, 1) embedding; "
+        "§5.1 recipe (Adam 1e-3, batch 64, early stopping on validation)",
+        ["-m", "train.entailment", "--recipe=paper", "--dim=64", "--epochs=90",
+         "--patience=20", "--verbose=2", "--jit_compile", "--arch=bidaf", "--cell=tpru",
+         "--roles=32", "--embedding_init=normal"], (0,)),
+    "tp_transformer_math_focus": (
+        "mathematics", "results/math/presets/tp_transformer_math_focus",
+        "TP-Transformer (Schlag et al. 2019), CPU size 'tiny', on the four focus modules: "
+        "15,000 steps of 128 (the paper trains 1,000k steps of 1,024)",
+        ["-m", "train.math", "--model", "tp_transformer", "--preset", "tiny", "--modules",
+         FOCUS_MODULES, "--steps", "15000", "--epochs", "1000", "--checkpoint_every_steps",
+         "500", "--verbose", "2"], (0,)),
+}
+
+
+def run_folder(args, name, seed):
+    return os.path.join(args.runs, name, f"seed{seed}")
+
+
+def command(args, name, seed):
+    """The training command of one run."""
+    data, _, _, argv, _ = PRESETS[name]
+    cmd = [sys.executable, *argv, f"--seed={seed}",
+           f"--data_dir={os.path.join(args.data_root, data)}",
+           f"--model_dir={run_folder(args, name, seed)}"]
+    if args.max_train_minutes:
+        cmd.append(f"--max_train_minutes={args.max_train_minutes:g}")
+    return cmd
+
+
+def finished(args, name, seed):
+    """The run's results.json (dict) once it ended other than on the time budget, else None."""
+    path = os.path.join(run_folder(args, name, seed), "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        results = json.load(f)
+    return None if results.get("stopped") == "time_budget" else results
+
+
+def train(args, runs):
+    env = dict(os.environ)
+    if args.jobs > 1:
+        env.update(TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1")
+
+    def one(run):
+        name, seed = run
+        folder = run_folder(args, name, seed)
+        os.makedirs(folder, exist_ok=True)
+        started = time.time()
+        with open(os.path.join(folder, "train.log"), "a") as log:
+            code = subprocess.call(command(args, name, seed), stdout=log,
+                                   stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        return f"{name} seed {seed}: exit {code}, {time.time() - started:.0f} s"
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for line in pool.map(one, runs):
+            print(line, flush=True)
+
+
+def mean_valid_error(results):
+    """Mean validation error (%) of a run: over tasks (bAbI), or of the validate split."""
+    if "valid_error_percent" in results:
+        values = list(results["valid_error_percent"].values())
+        return sum(values) / len(values)
+    if "accuracy_percent" in results:
+        return 100.0 - results["accuracy_percent"]["validate"]
+    return 100.0 - results["summary"]["interpolate"]["mean"]
+
+
+def make(args, name):
+    """Keeps the finished runs' results.json and writes the preset from the best one."""
+    data, keep, description, _, seeds = PRESETS[name]
+    done = {seed: finished(args, name, seed) for seed in seeds}
+    done = {seed: r for seed, r in done.items() if r is not None}
+    if not done:
+        return f"{name}: no finished run"
+    for seed in done:
+        target = os.path.join(args.root, keep.format(seed=seed), "results.json")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
+    best = min(done, key=lambda seed: mean_valid_error(done[seed]))
+    label = (f"; seed {best} of {sorted(done)}, lowest mean validation error"
+             if len(done) > 1 else f"; seed {best}, the only finished seed")
+    cmd = [sys.executable, "-m", "train.save_preset",
+           f"--model_dir={run_folder(args, name, best)}",
+           f"--output={os.path.join(args.root, 'tpr_keras', 'presets', name)}",
+           f"--data_dir={os.path.join(args.data_root, data)}",
+           f"--description={description}{label}",
+           f"--results_json={keep.format(seed=best)}/results.json", "--overwrite"]
+    if args.dry_run:
+        return " ".join(cmd[1:])
+    code = subprocess.call(cmd, cwd=REPO)
+    return f"{name}: preset from seed {best}, exit {code}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data_root", default=os.path.join(REPO, "..", "shared", "data"))
+    parser.add_argument("--runs", default=os.path.join(REPO, "runs", "presets"))
+    parser.add_argument("--root", default=REPO,
+                        help="the repository whose results/ and tpr_keras/presets/ --make fills")
+    parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--max_train_minutes", type=float, default=None)
+    parser.add_argument("--make", action="store_true",
+                        help="keep finished runs' results.json and write the presets")
+    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
+    args = parser.parse_args(argv)
+    names = args.presets.split(",")
+    unknown = sorted(set(names) - set(PRESETS))
+    if unknown:
+        parser.error(f"unknown presets {unknown}; choose from {sorted(PRESETS)}")
+    if args.make:
+        for name in names:
+            print(make(args, name))
+        return 0
+    runs = [(n, s) for n in names for s in PRESETS[n][4] if finished(args, n, s) is None]
+    if args.dry_run:
+        for name, seed in runs:
+            print("python " + " ".join(command(args, name, seed)[1:]))
+        return 0
+    train(args, runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""bench/train_presets.py: the runs behind each shipped preset, and which run becomes it."""
+
+import json
+import os
+
+import pytest
+
+from bench import train_presets
+
+
+def args_for(tmp_path, *extra):
+    parser_args = ["--data_root", "DATA", "--runs", str(tmp_path / "runs"), "--root",
+                   str(tmp_path / "repo"), *extra]
+    return parser_args
+
+
+def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
+    assert set(train_presets.PRESETS) == {"tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks",
+                                          "tpru32_entailment", "tp_transformer_math_focus"}
+    assert train_presets.main(args_for(tmp_path, "--dry_run", "--max_train_minutes", "90")) == 0
+    lines = capsys.readouterr().out.splitlines()
+    babi = [line for line in lines if "train.babi" in line and "memn2n" not in line]
+    assert len(babi) == 3 and all("--task all" in line for line in babi)  # three seeds
+    assert {line.split("--seed=")[1].split()[0] for line in babi} == {"0", "1", "2"}
+    entailment = next(line for line in lines if "train.entailment" in line)
+    assert "--arch=bidaf --cell=tpru --roles=32 --embedding_init=normal" in entailment
+    assert "--data_dir=DATA/entailment" in entailment
+    assert all("--max_train_minutes=90" in line for line in lines)
+
+
+def fake_run(tmp_path, name, seed, valid, stopped="early_stopping"):
+    folder = tmp_path / "runs" / name / f"seed{seed}"
+    folder.mkdir(parents=True)
+    results = {"valid_error_percent": {"1": valid, "2": valid}, "stopped": stopped,
+               "config": {"seed": seed}}
+    (folder / "results.json").write_text(json.dumps(results))
+    return results
+
+
+def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(tmp_path, capsys):
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 0, 2.0)
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 1.0)
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 0.5, stopped="time_budget")  # unfinished
+    assert train_presets.main(args_for(tmp_path, "--make", "--dry_run", "--presets",
+                                       "tpr_rnn_babi_all_tasks")) == 0
+    out = capsys.readouterr().out
+    assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed1'}" in out
+    assert "seed 1 of [0, 1], lowest mean validation error" in out
+    kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
+    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1"]
+    assert json.loads((kept / "tpr_rnn-seed1" / "results.json").read_text())[
+        "config"]["seed"] == 1
+
+
+def test_unknown_preset_is_a_usage_error(tmp_path):
+    with pytest.raises(SystemExit):
+        train_presets.main(args_for(tmp_path, "--presets", "nope"))
