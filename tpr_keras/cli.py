@@ -237,6 +237,32 @@ def format_preset_list(task: str | None) -> str:
     return "\n".join(out) + "\n"
 
 
+def define_preset_flags(preset: bool = True) -> None:
+    """The flags of the preset commands (``train.evaluate``, ``train.export``,
+    ``train.save_preset``): ``--preset`` and ``--list_presets`` (with ``preset``),
+    ``--debug`` and ``--tf_logs``."""
+    from absl import flags
+
+    if preset:
+        flags.DEFINE_string("preset", None, "A trained preset's name (--list_presets) or the "
+                            "path of a preset folder (save_to_preset).")
+        flags.DEFINE_bool("list_presets", False, "Print the trained presets, then exit.")
+    flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
+    flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
+
+
+def load_flagged_preset():
+    """Starts TensorFlow and loads ``--preset`` (verified); a missing flag is a usage error."""
+    from absl import app, flags
+
+    if not flags.FLAGS.preset:
+        raise app.UsageError("--preset is required (--list_presets names them)")
+    import_tensorflow()
+    from tpr_keras.presets import load_preset
+
+    return load_preset(flags.FLAGS.preset)
+
+
 def run(main, command: str, doc: str | None = None, groups=(),
         presets_task: str | None = None) -> None:
     """``absl.app.run(main)`` with a fast ``--help``, quiet TensorFlow and short errors.

@@ -12,13 +12,12 @@ import json
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
 
 from tpr_keras import cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("preset", None, "A trained preset's name (--list_presets) or the path "
-                    "of a preset folder (save_to_preset).")
+cli.define_preset_flags()
 flags.DEFINE_string("data_dir", None, "Where the task's official files are (default: the "
                     "task's environment variable, the Keras cache, then download).")
 flags.DEFINE_bool("download", True, "Download the official archive if no local copy is "
@@ -27,9 +26,6 @@ flags.DEFINE_bool("sample", False, "Evaluate only the recorded sample (the first
                   "questions of every test file) and compare with its recorded table.")
 flags.DEFINE_float("tolerance", 0.05, "Largest difference, in points, that still agrees.")
 flags.DEFINE_string("json", None, "Also write the measured and recorded tables here.")
-flags.DEFINE_bool("list_presets", False, "Print the trained presets, then exit.")
-flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
-flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
 
 HELP_GROUPS = [("Preset", ["preset", "sample", "tolerance"]),
                ("Data", ["data_dir", "download"]),
@@ -54,13 +50,9 @@ def format_comparison(rows, tolerance):
 
 def main(argv):
     del argv
-    if not FLAGS.preset:
-        raise app.UsageError("--preset is required (--list_presets names them)")
-    cli.import_tensorflow()
-    from tpr_keras.presets import load_preset
+    preset = cli.load_flagged_preset()
     from tpr_keras.training import evaluation
 
-    preset = load_preset(FLAGS.preset)
     meta = preset.metadata
     key = "evaluation_sample" if FLAGS.sample else "evaluation"
     if key not in meta:

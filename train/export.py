@@ -9,21 +9,17 @@ its vocabulary, a warm-up request and ``export_info.json``. Then::
 
 import os
 
-from absl import app, flags
+from absl import flags
 
 from tpr_keras import cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("preset", None, "A trained preset's name (--list_presets) or the path "
-                    "of a preset folder (save_to_preset).")
+cli.define_preset_flags()
 flags.DEFINE_string("export_dir", "exports", "Base folder of the export.")
 flags.DEFINE_string("model_name", None, "Served model name (default: the preset's, e.g. "
                     "babi, math, entailment).")
 flags.DEFINE_integer("version", None, "Version number (default: one more than the largest "
                      "under <export_dir>/<model_name>).")
-flags.DEFINE_bool("list_presets", False, "Print the trained presets, then exit.")
-flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
-flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
 
 HELP_GROUPS = [("Preset", ["preset"]),
                ("Export", ["export_dir", "model_name", "version"]),
@@ -60,12 +56,7 @@ def export_preset(preset, export_dir, model_name=None, version=None):
 
 def main(argv):
     del argv
-    if not FLAGS.preset:
-        raise app.UsageError("--preset is required (--list_presets names them)")
-    cli.import_tensorflow()
-    from tpr_keras.presets import load_preset
-
-    preset = load_preset(FLAGS.preset)
+    preset = cli.load_flagged_preset()
     served = export_preset(preset, FLAGS.export_dir, FLAGS.model_name, FLAGS.version)
     base = os.path.abspath(os.path.dirname(served))
     print(f"SavedModel for TF Serving: {served}\n"

@@ -35,8 +35,7 @@ flags.DEFINE_string("command", None, "The training command, when results.json pr
 flags.DEFINE_string("results_json", None, "Where the run's results.json is committed "
                     "(recorded in metadata.json).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
-flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
-flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
+cli.define_preset_flags(preset=False)
 
 HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "description",
                                    "model_name", "command", "results_json"]),
