@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -149,12 +150,14 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as root, serve_presets([args.preset], root) as (stub, _):
         rows = served_rows(stub, meta, sample_requests(meta, args.data_dir, limit))
     seconds = time.time() - started
-    bad = 0
+    bad, checked = 0, []
     print(f"{'row':45s} | served % | recorded % | questions")
     for row, accuracy, n in rows:
         want = recorded_accuracy(recorded["table"], meta["task"], row)
         ok = abs(accuracy - want) <= 0.05
         bad += not ok
+        checked.append({"row": row, "served_accuracy_percent": accuracy,
+                        "recorded_accuracy_percent": want, "questions": n, "matches": ok})
         print(f"{row:45s} | {accuracy:8.2f} | {want:10.2f} | {n:9d}"
               + ("" if ok else "   <- differs"))
     total = sum(n for *_, n in rows)
@@ -163,8 +166,9 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"preset": meta["name"], "limit": limit, "seconds": seconds,
-                       "rows": [{"row": r, "served_accuracy_percent": a, "questions": n}
-                                for r, a, n in rows]}, f, indent=1)
+                       "command": "python -m bench.preset_serving_check " + " ".join(
+                           argv if argv is not None else sys.argv[1:]),
+                       "rows": checked}, f, indent=1)
     return 1 if bad else 0
 
 

@@ -248,8 +248,32 @@ def presets_block(root):
     return text
 
 
+def presets_served_block(root):
+    """Every committed ``bench.preset_serving_check --json`` run: the presets' test sets
+    answered over gRPC, against the accuracy each preset records."""
+    folder = os.path.join(root, "results", "presets")
+    names = sorted(f for f in os.listdir(folder) if f.endswith("-served.json")) if (
+        os.path.isdir(folder)) else []
+    if not names:
+        return ("No served check is committed yet (`python -m bench.preset_serving_check "
+                "--preset NAME --data_dir DIR --json results/presets/NAME-served.json`).")
+    lines = ["| preset | rows (tasks, splits, modules) | questions over gRPC | served accuracy "
+             "equal to the recorded (±0.05) | lowest served % | seconds |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name in names:
+        run = _load(folder, name)
+        rows = run["rows"]
+        equal = sum(r["matches"] for r in rows)
+        lines.append(f"| `{run['preset']}` | {len(rows)} | "
+                     f"{sum(r['questions'] for r in rows):,} | {equal} of {len(rows)} | "
+                     f"{min(r['served_accuracy_percent'] for r in rows):.1f} | "
+                     f"{run['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
 BLOCKS = {
     "presets": presets_block,
+    "presets-served": presets_served_block,
     "babi-table1-tpr_rnn": babi_table1_block("tpr_rnn"),
     "babi-table1-memn2n": babi_table1_block("memn2n"),
     "entailment-table1": entailment_table1_block,
