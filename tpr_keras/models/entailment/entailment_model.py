@@ -242,7 +242,8 @@ class BiDAFEntailmentModel(_EntailmentModel):
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
     Presets (:meth:`from_preset`): ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru`` (d = 64),
-    each with the §5.1 training recipe (:meth:`preset_recipe`).
+    each with the §5.1 training recipe (:meth:`preset_recipe`). Trained (sizes and
+    weights, ``tpr_keras/presets``): ``tpru32_entailment``.
 
     Example:
     >>> model = BiDAFEntailmentModel.from_preset("bidaf_lstm", units=8)

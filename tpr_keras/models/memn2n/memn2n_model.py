@@ -34,7 +34,8 @@ class MemN2N(PresetMixin, keras.Model):
             ``keras.Model``'s (``name``, ``trainable``).
 
     Presets (:data:`PRESETS`): ``single_task`` and ``all_tasks`` (§4.4), each with
-    the §4.2 training recipe (:meth:`preset_recipe`).
+    the §4.2 training recipe (:meth:`preset_recipe`). A trained preset's name or folder
+    (``tpr_keras/presets``, ``--list_presets``) loads its sizes and weights.
 
     Example:
     >>> model = MemN2N.from_preset("single_task", vocabulary_size=40, max_words=8)

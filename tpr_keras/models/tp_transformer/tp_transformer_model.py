@@ -79,6 +79,9 @@ class TPTransformer(PresetMixin, keras.Model):
             computes its head projections and output map (same weights, same values;
             see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`).
 
+    Presets: the sizes of :data:`PRESETS` (untrained, with their recipes), or a trained
+    preset's name or folder (``tpr_keras/presets``, ``--list_presets``: sizes and weights).
+
     Example:
     >>> model = TPTransformer.from_preset("tiny", vocabulary_size=20)
     >>> model({"source": np.ones((2, 7), "int32"),

@@ -42,6 +42,8 @@ class TPRRNN(PresetMixin, keras.Model):
 
     Presets (:data:`PRESETS`): ``single_task``, ``all_tasks``, ``all_tasks_code``
     (Appendix A), each with the paper's training recipe (:meth:`preset_recipe`).
+    Trained (sizes and weights, ``tpr_keras/presets``): ``tpr_rnn_babi_all_tasks``;
+    ``TPRRNN.from_preset("tpr_rnn_babi_all_tasks")`` takes no sizes.
 
     Example:
     >>> model = TPRRNN.from_preset("single_task", vocabulary_size=40, max_words=8)
