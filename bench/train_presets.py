@@ -11,7 +11,8 @@ when the same command starts again, so the runs can be worked off over several s
 (``--max_train_minutes`` bounds one sitting); a run whose ``results.json`` exists is skipped.
 ``--jobs 2`` trains two at once with one intra-op thread each.
 
-``--make`` copies each finished run's ``results.json`` to its place under ``results/`` (where
+``--make`` copies each finished run's (with ``--accept_time_budget``, also a run its last
+sitting's budget stopped) ``results.json`` to its place under ``results/`` (where
 ``python -m bench.report`` makes the tables from it) and writes the preset from the chosen
 run with ``python -m train.save_preset`` into ``tpr_keras/presets/<name>``. Where a preset has
 several seeds (TPR-RNN all tasks: the paper's Table 1 reports seeds, Table 4 its best run),
@@ -78,14 +79,20 @@ def command(args, name, seed):
     return cmd
 
 
-def finished(args, name, seed):
-    """The run's results.json (dict) once it ended other than on the time budget, else None."""
+def ended(args, name, seed):
+    """The run's results.json (dict) once a process of it has ended, else None."""
     path = os.path.join(run_folder(args, name, seed), "results.json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        results = json.load(f)
-    return None if results.get("stopped") == "time_budget" else results
+        return json.load(f)
+
+
+def finished(args, name, seed):
+    """The run's results.json once it ended other than on a sitting's time budget (a run
+    stopped by ``--max_train_minutes`` resumes when trained again), else None."""
+    results = ended(args, name, seed)
+    return None if results is None or results.get("stopped") == "time_budget" else results
 
 
 def train(args, runs):
@@ -119,9 +126,12 @@ def mean_valid_error(results):
 
 
 def make(args, name):
-    """Keeps the finished runs' results.json and writes the preset from the best one."""
+    """Keeps the ended runs' results.json and writes the preset from the best one (a run
+    stopped by its time budget counts with ``--accept_time_budget``; the description says
+    how each run stopped)."""
     data, keep, description, _, seeds = PRESETS[name]
-    done = {seed: finished(args, name, seed) for seed in seeds}
+    look = ended if args.accept_time_budget else finished
+    done = {seed: look(args, name, seed) for seed in seeds}
     done = {seed: r for seed, r in done.items() if r is not None}
     if not done:
         return f"{name}: no finished run"
@@ -132,6 +142,11 @@ def make(args, name):
     best = min(done, key=lambda seed: mean_valid_error(done[seed]))
     label = (f"; seed {best} of {sorted(done)}, lowest mean validation error"
              if len(done) > 1 else f"; seed {best}, the only finished seed")
+    stop = {"time_budget": "stopped by its time budget", "early_stopping":
+            "stopped early on validation", "epochs": "at its epoch cap",
+            "steps": "at its step budget"}.get(done[best].get("stopped"),
+                                                 f"stopped: {done[best].get('stopped')}")
+    label += f", {stop} after {done[best].get('epochs')} epochs"
     cmd = [sys.executable, "-m", "train.save_preset",
            f"--model_dir={run_folder(args, name, best)}",
            f"--output={os.path.join(args.root, 'tpr_keras', 'presets', name)}",
@@ -155,6 +170,8 @@ def main(argv=None):
     parser.add_argument("--max_train_minutes", type=float, default=None)
     parser.add_argument("--make", action="store_true",
                         help="keep finished runs' results.json and write the presets")
+    parser.add_argument("--accept_time_budget", action="store_true",
+                        help="--make also from runs stopped by --max_train_minutes")
     parser.add_argument("--dry_run", action="store_true", help="print the commands only")
     args = parser.parse_args(argv)
     names = args.presets.split(",")

@@ -45,7 +45,7 @@ def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(tmp_pat
                                        "tpr_rnn_babi_all_tasks")) == 0
     out = capsys.readouterr().out
     assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed1'}" in out
-    assert "seed 1 of [0, 1], lowest mean validation error" in out
+    assert "seed 1 of [0, 1], lowest mean validation error, stopped early on validation" in out
     kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
     assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1"]
     assert json.loads((kept / "tpr_rnn-seed1" / "results.json").read_text())[
@@ -55,3 +55,13 @@ def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(tmp_pat
 def test_unknown_preset_is_a_usage_error(tmp_path):
     with pytest.raises(SystemExit):
         train_presets.main(args_for(tmp_path, "--presets", "nope"))
+
+
+def test_make_from_a_run_its_time_budget_stopped_only_when_asked(tmp_path, capsys):
+    fake_run(tmp_path, "tpru32_entailment", 0, 1.0, stopped="time_budget")
+    base = args_for(tmp_path, "--make", "--dry_run", "--presets", "tpru32_entailment")
+    train_presets.main(base)
+    assert "no finished run" in capsys.readouterr().out
+    train_presets.main(base + ["--accept_time_budget"])
+    out = capsys.readouterr().out
+    assert "seed 0, the only finished seed, stopped by its time budget after None epochs" in out
