@@ -135,10 +135,6 @@ def make(args, name):
     done = {seed: r for seed, r in done.items() if r is not None}
     if not done:
         return f"{name}: no finished run"
-    for seed in done:
-        target = os.path.join(args.root, keep.format(seed=seed), "results.json")
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
     best = min(done, key=lambda seed: mean_valid_error(done[seed]))
     label = (f"; seed {best} of {sorted(done)}, lowest mean validation error"
              if len(done) > 1 else f"; seed {best}, the only finished seed")
@@ -155,6 +151,10 @@ def make(args, name):
            f"--results_json={keep.format(seed=best)}/results.json", "--overwrite"]
     if args.dry_run:
         return " ".join(cmd[1:])
+    for seed in done:
+        target = os.path.join(args.root, keep.format(seed=seed), "results.json")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
     code = subprocess.call(cmd, cwd=REPO)
     return f"{name}: preset from seed {best}, exit {code}"
 

@@ -37,15 +37,21 @@ def fake_run(tmp_path, name, seed, valid, stopped="early_stopping"):
     return results
 
 
-def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(tmp_path, capsys):
+def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(
+        tmp_path, monkeypatch):
     fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 0, 2.0)
     fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 1.0)
     fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 0.5, stopped="time_budget")  # unfinished
-    assert train_presets.main(args_for(tmp_path, "--make", "--dry_run", "--presets",
+    calls = []
+    monkeypatch.setattr(train_presets.subprocess, "call",
+                        lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
+    assert train_presets.main(args_for(tmp_path, "--make", "--presets",
                                        "tpr_rnn_babi_all_tasks")) == 0
-    out = capsys.readouterr().out
+    [out] = calls
+    assert "-m train.save_preset" in out
     assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed1'}" in out
     assert "seed 1 of [0, 1], lowest mean validation error, stopped early on validation" in out
+    assert "--results_json=results/babi/all_tasks/tpr_rnn-seed1/results.json" in out
     kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
     assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1"]
     assert json.loads((kept / "tpr_rnn-seed1" / "results.json").read_text())[
