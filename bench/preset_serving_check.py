@@ -33,11 +33,11 @@ OUTPUT = {"babi": "answer", "entailment": "entails", "math": "answer"}
 def sample_requests(meta, data_dir, limit):
     """``[(row, inputs {name: [str]}, expected)]``: the test questions as raw text (the first
     ``limit`` of each file, or all), one request per task / split / module."""
+    from tpr_keras.data import entailment, mathematics
     from tpr_keras.data.babi import files, parse_babi_file
     from tpr_keras.models.babi import join_story
     from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
 
-    data_dir = pathlib.Path(data_dir)
     task = meta["task"]
     out = []
     if task == "babi":
@@ -48,16 +48,18 @@ def sample_requests(meta, data_dir, limit):
                                  "question": [" ".join(s.question) for s in samples]},
                         [s.answer for s in samples]))
     elif task == "entailment":
+        root = pathlib.Path(entailment.find_entailment_dir(data_dir))
         for split in ENTAILMENT_SPLITS:
             fields = [line.split(",") for line in
-                      (data_dir / f"{split}.txt").read_text().splitlines()[:limit]]
+                      (root / f"{split}.txt").read_text().splitlines()[:limit]]
             out.append((split, {"premise": [f[0] for f in fields],
                                 "hypothesis": [f[1] for f in fields]},
                         [f[2] == "1" for f in fields]))
     else:
+        root = pathlib.Path(mathematics.find_mathematics_dir(data_dir, download=False))
         for regime in ("interpolate", "extrapolate"):
             for module in meta["evaluation"]["table"][f"{regime}_accuracy_percent"]:
-                lines = (data_dir / regime / f"{module}.txt").read_text().splitlines()
+                lines = (root / regime / f"{module}.txt").read_text().splitlines()
                 end = len(lines) if limit is None else 2 * limit
                 out.append((f"{regime}/{module}", {"question": lines[0:end:2]},
                             lines[1:end:2]))

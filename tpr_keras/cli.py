@@ -286,6 +286,9 @@ def run(main, command: str, doc: str | None = None, groups=(),
     from absl import app
 
     def guarded(argv):
+        if _flag_value("list_presets", False):  # spellings the fast path did not catch
+            sys.stdout.write(format_preset_list(presets_task))
+            return 0
         quiet_environment()
         if debug_enabled():
             return main(argv)

@@ -296,6 +296,8 @@ def main(argv):
                    "operations": FLAGS.operations, "seed": FLAGS.seed,
                    "implementation": FLAGS.implementation,
                    "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
+                   "max_story_sentences": {str(t): n for t, n in
+                                           data.stats["max_story_sentences"].items()},
                    "strategy": type(strategy).__name__, "replicas": replicas,
                    "parameters": trainer.model.count_params(), **hp},
     }

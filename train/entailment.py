@@ -28,7 +28,6 @@ train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --determinis
 #: Flags that override the preset's training recipe when given.
 RECIPE_FLAGS = ("batch_size", "learning_rate", "epochs", "decay_every_epochs", "clip_norm",
                 "augment")
-EVAL_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
 
 flags.DEFINE_string("data_dir", None, "Folder with train.txt, validate.txt, test_*.txt "
                     "(default: $TPR_KERAS_ENTAILMENT_DIR, then the Keras cache).")
@@ -106,6 +105,7 @@ def main(argv):
     from tpr_keras.models.entailment import export_entailment_model, resolve_recipe
     from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
                                     is_chief, save_run, training_time_line)
+    from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
 
     model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
     preset = f"{FLAGS.arch}_{FLAGS.cell}"
@@ -135,7 +135,7 @@ def main(argv):
             train.a[:FLAGS.train_limit], train.b[:FLAGS.train_limit],
             train.labels[:FLAGS.train_limit], train.heuristics[:FLAGS.train_limit])
     evals = {split: entailment.load_entailment_split(split, FLAGS.data_dir)
-             for split in EVAL_SPLITS}
+             for split in ENTAILMENT_SPLITS}
     print(f"train {len(train.labels):,} pairs; " + ", ".join(
         f"{k} {len(v.labels):,}" for k, v in evals.items()))
 

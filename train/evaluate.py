@@ -34,7 +34,7 @@ HELP_GROUPS = [("Preset", ["preset", "sample", "tolerance"]),
 
 def format_comparison(rows, tolerance):
     """The side-by-side table ``train.evaluate`` prints."""
-    width = max(len(r[0]) for r in rows)
+    width = max([len(r[0]) for r in rows] + [3])
     out = [f"{'':{width}s} | measured | recorded |  diff", "-" * (width + 32)]
 
     def number(value):

@@ -29,7 +29,7 @@ HELP_GROUPS = [("Preset", ["preset"]),
 def export_preset(preset, export_dir, model_name=None, version=None):
     """Exports a loaded :class:`~tpr_keras.presets.TrainedPreset`; returns the version
     folder."""
-    from tpr_keras.training.evaluation import preset_vocabulary
+    from tpr_keras.training.evaluation import SERVED_MAX_STORY_SENTENCES, preset_vocabulary
 
     meta = preset.metadata
     task = meta["task"]
@@ -41,7 +41,8 @@ def export_preset(preset, export_dir, model_name=None, version=None):
         options = meta.get("serving_options", {})
         return export_babi_model(model, preset_vocabulary(preset), export_dir, name,
                                  version=version,
-                                 max_story_sentences=options.get("max_story_sentences", 130))
+                                 max_story_sentences=options.get("max_story_sentences",
+                                                                 SERVED_MAX_STORY_SENTENCES))
     if task == "entailment":
         from tpr_keras.models.entailment import export_entailment_model
 

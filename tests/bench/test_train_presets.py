@@ -32,7 +32,7 @@ def fake_run(tmp_path, name, seed, valid, stopped="early_stopping"):
     folder = tmp_path / "runs" / name / f"seed{seed}"
     folder.mkdir(parents=True)
     results = {"valid_error_percent": {"1": valid, "2": valid}, "stopped": stopped,
-               "config": {"seed": seed}}
+               "epochs": 40 + seed, "config": {"seed": seed}}
     (folder / "results.json").write_text(json.dumps(results))
     return results
 
@@ -50,7 +50,8 @@ def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(
     [out] = calls
     assert "-m train.save_preset" in out
     assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed1'}" in out
-    assert "seed 1 of [0, 1], lowest mean validation error, stopped early on validation" in out
+    assert ("seed 1 of [0, 1], lowest mean validation error, stopped early on validation "
+            "after 41 epochs") in out
     assert "--results_json=results/babi/all_tasks/tpr_rnn-seed1/results.json" in out
     kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
     assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1"]
@@ -70,4 +71,4 @@ def test_make_from_a_run_its_time_budget_stopped_only_when_asked(tmp_path, capsy
     assert "no finished run" in capsys.readouterr().out
     train_presets.main(base + ["--accept_time_budget"])
     out = capsys.readouterr().out
-    assert "seed 0, the only finished seed, stopped by its time budget after None epochs" in out
+    assert "seed 0, the only finished seed, stopped by its time budget after 40 epochs" in out

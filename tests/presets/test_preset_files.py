@@ -138,3 +138,27 @@ def test_size_presets_still_build_untrained_models():
     assert model.entity_dim == 15
     with pytest.raises(TypeError, match="by keyword"):
         TPRRNN.from_preset("tpr_rnn_babi_all_tasks", 20, 6)
+
+
+@pytest.mark.parametrize("listed", ["../outside.txt", "/etc/hostname", "assets/../x",
+                                    "assets/sub/vocab.txt", "notes.txt"])
+def test_files_outside_the_layout_are_refused(trained, listed):
+    _, _, path = trained
+    meta_path = os.path.join(path, "metadata.json")
+    meta = json.load(open(meta_path))
+    meta["files"][listed] = "0" * 64
+    json.dump(meta, open(meta_path, "w"))
+    with pytest.raises(PresetError, match="a preset holds only"):
+        load_preset(path)
+
+
+def test_an_asset_missing_from_the_checksums_is_not_served(trained):
+    _, _, path = trained
+    meta_path = os.path.join(path, "metadata.json")
+    meta = json.load(open(meta_path))
+    meta["assets"].append("extra.txt")  # listed as an asset, never checksummed
+    json.dump(meta, open(meta_path, "w"))
+    with open(os.path.join(path, "assets", "extra.txt"), "w") as f:
+        f.write("unverified\n")
+    with pytest.raises(PresetError, match="has no asset 'extra.txt'"):
+        load_preset(path).asset_path("extra.txt")

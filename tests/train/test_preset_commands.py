@@ -32,7 +32,7 @@ def tiny_preset(tiny_babi, tmp_path_factory):
                     str(work / "preset"), "--data_dir", str(tiny_babi), "--sample", "7",
                     "--description", "tiny test run"], work)
     assert saved.returncode == 0, saved.stderr[-3000:]
-    assert "Recomputed 2 numbers of the run's table" in saved.stdout
+    assert "Recomputed the run's table (1 number(s)): all within 0.05 points." in saved.stdout
     return work, results
 
 
@@ -48,11 +48,13 @@ def test_preset_records_the_run_and_its_tables(tiny_preset, tiny_babi):
     table = meta["evaluation"]["table"]
     assert table["test_error_percent"] == pytest.approx(results["test_error_percent"], abs=1e-4)
     assert table["questions"] == {"1": 60}  # 20 stories x 3 questions
+    assert meta["evaluation_options"] == {"tasks": [1], "max_story_sentences": 130}
+    assert results["config"]["max_story_sentences"] == {"1": 70}
     assert meta["evaluation_sample"]["limit"] == 7
     assert meta["evaluation_sample"]["table"]["questions"] == {"1": 7}
     files = meta["data"]["files_sha256"]
     assert sorted(files) == ["qa1_single-supporting-fact_test.txt",
-                             "qa1_single-supporting-fact_train.txt"]
+                             "qa1_single-supporting-fact_train.txt"]  # relative to en-10k/
     assert len(files["qa1_single-supporting-fact_test.txt"]) == 64
     assert (work / "preset" / "assets" / "vocab.txt").read_text() == (
         work / "run" / "export" / "vocab.txt").read_text()

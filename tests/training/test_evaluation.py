@@ -6,7 +6,7 @@ import pytest
 
 from tpr_keras.data import entailment
 from tpr_keras.data.babi import load_babi
-from tpr_keras.models import TPRRNN, PlainEntailmentModel, TPTransformer
+from tpr_keras.models import TPRRNN, PlainEntailmentModel
 from tpr_keras.training import evaluation
 
 PAIRS = [("(a&b)", "a", 1), ("a", "(a&b)", 0), ("(a|b)", "(b|a)", 1), ("a", "~a", 0),
@@ -74,25 +74,47 @@ def test_entailment_table_matches_the_logits(tmp_path):
     assert table["pairs"] == {name: 6 for name in evaluation.ENTAILMENT_SPLITS}
 
 
-def test_math_table_scores_greedy_answers_per_module(tmp_path):
+class UnitsDigit:
+    """A stand-in TP-Transformer that answers "What is the units digit of N?" by copying the
+    digit before "?" (source = <s> question </s>), or always "0" when ``right`` is False."""
+
+    max_decode_length = 4
+
+    def __init__(self, vocab, right):
+        self.zero, self.end, self.right = vocab.encode("0")[0], vocab.END_ID, right
+
+    def greedy_decode(self, source, max_length):
+        import tensorflow as tf
+
+        length = tf.reduce_sum(tf.cast(source != 0, tf.int32), axis=1)
+        digit = tf.gather(source, length - 3, batch_dims=1)
+        if not self.right:
+            digit = tf.fill(tf.shape(digit), self.zero)
+        ids = tf.stack([digit, tf.fill(tf.shape(digit), self.end)], axis=1)
+        return ids, tf.zeros(tf.shape(digit), tf.float32)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_math_table_scores_greedy_answers_per_module(tmp_path, right):
+    numbers = {"interpolate": range(100, 112), "extrapolate": range(1000, 1012)}
     for regime, module in (("train-easy", "numbers__place_value"),
                            ("interpolate", "numbers__place_value"),
                            ("extrapolate", "numbers__place_value_big")):
         path = tmp_path / regime / f"{module}.txt"
         path.parent.mkdir(parents=True)
         path.write_text("".join(f"What is the units digit of {n}?\n{n % 10}\n"
-                                for n in range(100, 112)))
+                                for n in numbers.get(regime, range(5))))
     from tpr_keras.data.mathematics import CharVocabulary
 
     vocab = CharVocabulary.build(["What is the units digit of 0123456789?"])
-    model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab))
-    table = evaluation.math_table(model, vocab, tmp_path, ["numbers__place_value"], limit=8)
-    assert list(table["interpolate_accuracy_percent"]) == ["numbers__place_value"]
-    assert list(table["extrapolate_accuracy_percent"]) == ["numbers__place_value_big"]
-    for regime in ("interpolate", "extrapolate"):
-        score = next(iter(table[f"{regime}_accuracy_percent"].values()))
-        assert score % 12.5 == pytest.approx(0)  # 8 questions
-        assert table["summary"][regime]["modules"] == 1
+    table = evaluation.math_table(UnitsDigit(vocab, right), vocab, tmp_path,
+                                  ["numbers__place_value"], limit=8)
+    # The first 8 questions: 100..107 and 1000..1007; only 100 and 1000 end in 0.
+    expected = 100.0 if right else 12.5
+    assert table["interpolate_accuracy_percent"] == {"numbers__place_value": expected}
+    assert table["extrapolate_accuracy_percent"] == {"numbers__place_value_big": expected}
+    assert table["summary"]["interpolate"] == {"modules": 1, "mean": expected,
+                                               "above_95": int(right)}
 
 
 def test_compare_tables_flags_moved_and_missing_rows():

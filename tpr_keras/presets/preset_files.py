@@ -58,7 +58,8 @@ def shipped_presets() -> dict[str, str]:
     if not os.path.isdir(SHIPPED_DIR):
         return {}
     return {name: os.path.join(SHIPPED_DIR, name) for name in sorted(os.listdir(SHIPPED_DIR))
-            if os.path.isfile(os.path.join(SHIPPED_DIR, name, METADATA_FILE))}
+            if not name.startswith(".")  # a save in progress, or one a kill left behind
+            and os.path.isfile(os.path.join(SHIPPED_DIR, name, METADATA_FILE))}
 
 
 def describe_presets(task: str | None = None) -> str:
@@ -104,7 +105,7 @@ class TrainedPreset:
         Raises:
             PresetError: the preset has no such asset.
         """
-        if name not in self.metadata.get("assets", []):
+        if f"{ASSETS_DIR}/{name}" not in self.metadata["files"]:  # verified by load_preset
             raise PresetError(f"{self.path}: the preset has no asset {name!r}; it has "
                               f"{sorted(self.metadata.get('assets', []))}.")
         return os.path.join(self.path, ASSETS_DIR, name)
@@ -210,6 +211,13 @@ def load_preset(name_or_path: str | os.PathLike,
     if not isinstance(files, dict) or WEIGHTS_FILE not in files or CONFIG_FILE not in files:
         raise PresetError(f"{metadata_path}: 'files' must map {CONFIG_FILE}, {WEIGHTS_FILE} "
                           "and the assets to their SHA-256.")
+    for relative in files:
+        head, _, name = relative.partition("/")
+        inside = relative in (CONFIG_FILE, WEIGHTS_FILE) or (
+            head == ASSETS_DIR and name not in ("", ".", "..") and "/" not in name)
+        if not inside:
+            raise PresetError(f"{metadata_path}: 'files' lists {relative!r}; a preset holds "
+                              f"only {CONFIG_FILE}, {WEIGHTS_FILE} and {ASSETS_DIR}/<name>.")
     for relative, expected in sorted(files.items()):
         file_path = os.path.join(path, relative)
         if not os.path.isfile(file_path):

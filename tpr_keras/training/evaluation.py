@@ -1,9 +1,10 @@
 """The evaluation tables of the three tasks, from a trained model and the official test files.
 
-One function per task computes the numbers a paper's table reports, the same way the
-``train.*`` commands do at the end of a run (argmax answer for bAbI, logit > 0 for
-entailment, greedy exact match for math), so a preset's recorded table and
-``python -m train.evaluate`` agree:
+One function per task computes the numbers a paper's table reports with the rules the
+``train.*`` commands apply at the end of a run (argmax answer for bAbI, logit > 0 for
+entailment, greedy exact match for math; ``train.math`` calls this module's scorer), so a
+preset's recorded table and ``python -m train.evaluate`` agree, and ``train.save_preset``
+checks them against the run's own numbers:
 
 * :func:`babi_table`: test error % per task, the mean, failed tasks (> 5 %);
 * :func:`entailment_table`: accuracy % per split (validate and the five test sets);
@@ -26,6 +27,9 @@ FAILED_ABOVE = 5.0
 #: The entailment splits every table reports, in the paper's column order.
 ENTAILMENT_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive",
                      "test_exam")
+#: How long a story the served bAbI models read (the exporter's truncation): the preset
+#: tables are computed with it, so a served preset scores its recorded table.
+SERVED_MAX_STORY_SENTENCES = 130
 
 
 def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)),
@@ -171,11 +175,11 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
     return table
 
 
-def files_sha256(paths: Sequence[str | os.PathLike]) -> dict[str, str]:
-    """``{file name: SHA-256}`` of data files, for a preset's metadata."""
+def files_sha256(paths: Sequence[str | os.PathLike], root: str | os.PathLike) -> dict[str, str]:
+    """``{path relative to root: SHA-256}`` of data files, for a preset's metadata."""
     from tpr_keras.presets.preset_files import sha256_file
 
-    return {os.path.basename(os.fspath(p)): sha256_file(p) for p in sorted(map(os.fspath, paths))}
+    return {os.path.relpath(p, root): sha256_file(p) for p in sorted(map(os.fspath, paths))}
 
 
 # ------------------------------------------------------------------- trained presets
@@ -244,5 +248,8 @@ def compare_tables(measured: dict[str, Any], recorded: dict[str, Any],
     row that only one table has is a difference."""
     a, b = table_numbers(measured), table_numbers(recorded)
     rows = list(b) + [k for k in a if k not in b]
-    return [(k, a.get(k), b.get(k),
-             k in a and k in b and abs(a[k] - b[k]) <= tolerance) for k in rows]
+
+    def close(x, y):  # both NaN (an empty split) agree; 1e-9 absorbs float rounding
+        return (np.isnan(x) and np.isnan(y)) or abs(x - y) <= tolerance + 1e-9
+
+    return [(k, a.get(k), b.get(k), k in a and k in b and close(a[k], b[k])) for k in rows]
