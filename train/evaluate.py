@@ -66,6 +66,17 @@ def main(argv):
                                       limit=limit, download=FLAGS.download)
     seconds = time.time() - started
     rows = evaluation.compare_tables(table, recorded["table"], FLAGS.tolerance)
+    try:
+        root, _ = evaluation.data_files(meta["task"], FLAGS.data_dir,
+                                        meta.get("evaluation_options", {}))
+        changed = evaluation.changed_data_files(meta["data"]["files_sha256"], root)
+    except (FileNotFoundError, KeyError):  # no training files here, or no data recorded
+        changed = []
+    if changed:
+        print(f"warning: {len(changed)} data file(s) under {root} differ from the ones the "
+              f"preset was evaluated on ({', '.join(changed[:3])}"
+              + (", ..." if len(changed) > 3 else "") + "): a difference below may be the "
+              "data's, not the model's.")
     what = f"the first {limit} questions of every test file" if limit else "the full test sets"
     print(f"Preset {preset.name} ({preset.class_name}, {meta['task']}): {what}, "
           f"evaluated in {seconds:.1f} s.")

@@ -12,7 +12,6 @@ commit, seed, data files' SHA-256, wall time, machine and both tables).
 """
 
 import datetime
-import glob
 import json
 import os
 import platform
@@ -63,29 +62,6 @@ def machine_description():
     gpus = len(tf.config.list_physical_devices("GPU"))
     return (f"{cpu}, {os.cpu_count()} cores{memory}, "
             + (f"{gpus} GPU(s)" if gpus else "no GPU") + f", {platform.system()}")
-
-
-def data_files(task, data_dir, options):
-    """``(root, [paths])``: the data files the run read, for their SHA-256."""
-    if task == "babi":
-        from tpr_keras.data.babi import files
-
-        root = files.find_babi_dir(data_dir, download=False)
-        return root, [p for t in options["tasks"] for p in files.task_files(root, t)]
-    if task == "entailment":
-        from tpr_keras.data import entailment
-        from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
-
-        root = entailment.find_entailment_dir(data_dir)
-        return root, [os.path.join(root, f"{s}.txt") for s in ("train",) + ENTAILMENT_SPLITS]
-    from tpr_keras.data import mathematics
-
-    root = mathematics.find_mathematics_dir(data_dir, download=False)
-    selected = mathematics.select_modules(options["modules"], mathematics.list_modules(root))
-    folders = {"train": mathematics.TRAIN_DIFFICULTIES}
-    return root, sorted({p for regime, modules in selected.items() for m in modules
-                         for folder in folders.get(regime, (regime,))
-                         for p in glob.glob(os.path.join(root, folder, f"{m}.txt"))})
 
 
 def headline(task, table):
@@ -199,7 +175,7 @@ def main(argv):
             "results_json": FLAGS.results_json,
         },
         "data": {"files_sha256": evaluation.files_sha256(
-            *reversed(data_files(task, FLAGS.data_dir, options)))},
+            *reversed(evaluation.data_files(task, FLAGS.data_dir, options)))},
         "evaluation_options": options,
         "evaluation": {"table": table},
         "evaluation_sample": {"limit": sample, "table": sample_table},

@@ -91,6 +91,21 @@ def test_evaluate_fails_when_a_number_moves(tiny_preset, tiny_babi, tmp_path):
 
 
 @pytest.mark.slow
+def test_evaluate_warns_when_the_test_files_are_not_the_recorded_ones(tiny_preset, tiny_babi,
+                                                                     tmp_path):
+    work, _ = tiny_preset
+    data = tmp_path / "babi"
+    subprocess.run(["cp", "-r", str(tiny_babi), str(data)], check=True)
+    test_file = data / "en-10k" / "qa1_single-supporting-fact_test.txt"
+    lines = test_file.read_text().splitlines(keepends=True)
+    test_file.write_text("".join(lines[:-9]))  # the last story's three questions are gone
+    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
+                   str(data), "--download=false"], work)
+    assert "warning: 1 data file(s) under" in done.stdout
+    assert "qa1_single-supporting-fact_test.txt" in done.stdout
+
+
+@pytest.mark.slow
 def test_evaluate_names_a_missing_test_file(tiny_preset, tmp_path):
     work, _ = tiny_preset
     empty = tmp_path / "en-10k"

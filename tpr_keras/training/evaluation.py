@@ -15,6 +15,7 @@ checks them against the run's own numbers:
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -175,6 +176,39 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
     return table
 
 
+def data_files(task, data_dir, options):
+    """``(root, [paths])``: the data files a preset's run read, for their SHA-256."""
+    if task == "babi":
+        from tpr_keras.data.babi import files
+
+        root = files.find_babi_dir(data_dir, download=False)
+        return root, [p for t in options["tasks"] for p in files.task_files(root, t)]
+    if task == "entailment":
+        from tpr_keras.data import entailment
+        from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
+
+        root = entailment.find_entailment_dir(data_dir)
+        return root, [os.path.join(root, f"{s}.txt") for s in ("train",) + ENTAILMENT_SPLITS]
+    from tpr_keras.data import mathematics
+
+    root = mathematics.find_mathematics_dir(data_dir, download=False)
+    selected = mathematics.select_modules(options["modules"], mathematics.list_modules(root))
+    folders = {"train": mathematics.TRAIN_DIFFICULTIES}
+    return root, sorted({p for regime, modules in selected.items() for m in modules
+                         for folder in folders.get(regime, (regime,))
+                         for p in glob.glob(os.path.join(root, folder, f"{m}.txt"))})
+
+
+def changed_data_files(recorded: dict[str, str], root: str | os.PathLike) -> list[str]:
+    """The files of ``recorded`` (``{path under root: SHA-256}``, a preset's data) that
+    exist under ``root`` with other bytes: a table computed on them may differ."""
+    from tpr_keras.presets.preset_files import sha256_file
+
+    return [relative for relative, digest in sorted(recorded.items())
+            if os.path.isfile(os.path.join(root, relative))
+            and sha256_file(os.path.join(root, relative)) != digest]
+
+
 def files_sha256(paths: Sequence[str | os.PathLike], root: str | os.PathLike) -> dict[str, str]:
     """``{path relative to root: SHA-256}`` of data files, for a preset's metadata."""
     from tpr_keras.presets.preset_files import sha256_file
@@ -229,7 +263,8 @@ def table_numbers(table: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     if "test_error_percent" in table:
         out.update({f"task {t} test error %": v for t, v in table["test_error_percent"].items()})
-        out["mean test error %"] = table["test_error_percent_mean"]
+        if "test_error_percent_mean" in table:
+            out["mean test error %"] = table["test_error_percent_mean"]
         if "failed_tasks" in table:
             out["failed tasks"] = float(table["failed_tasks"])
     for split, v in table.get("accuracy_percent", {}).items():
