@@ -148,7 +148,9 @@ def make(args, name):
            f"--output={os.path.join(args.root, 'tpr_keras', 'presets', name)}",
            f"--data_dir={os.path.join(args.data_root, data)}",
            f"--description={description}{label}",
-           f"--results_json={keep.format(seed=best)}/results.json", "--overwrite"]
+           f"--results_json={keep.format(seed=best)}/results.json", "--overwrite",
+           # used when results.json predates recording its command line
+           "--command=python " + " ".join(command(args, name, best)[1:])]
     if args.dry_run:
         return " ".join(cmd[1:])
     for seed in done:
