@@ -248,6 +248,41 @@ def presets_block(root):
     return text
 
 
+def preset_block(name):
+    """A generator of one preset's section: what it is, how it was trained, its table."""
+    def block(root):
+        path = os.path.join(root, "tpr_keras", "presets", name, "metadata.json")
+        if not os.path.isfile(path):
+            return (f"`{name}` is not shipped yet: `python -m bench.train_presets --presets "
+                    f"{name}` trains its run(s), `--make` writes it.")
+        meta = _load(os.path.dirname(path), "metadata.json")
+        training = meta["training"]
+        table = meta["evaluation"]["table"]
+        lines = [f"`{name}` ({meta['class_name']}): {meta['description']}.", "",
+                 f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
+                 f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
+                 f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
+                 "```bash", training["command"], "```", ""]
+        if "accuracy_percent" in table:
+            splits = list(table["accuracy_percent"])
+            lines += ["| " + " | ".join(splits) + " |", "|" + "---:|" * len(splits),
+                      "| " + " | ".join(f"{table['accuracy_percent'][k]:.1f}"
+                                        for k in splits) + " |"]
+        elif "test_error_percent" in table:
+            lines.append(f"Test error: {meta['headline']} (per task in the Table 1 block "
+                         "above, from the same run).")
+        else:
+            for regime in ("interpolate", "extrapolate"):
+                scores = table[f"{regime}_accuracy_percent"]
+                lines += ["", f"| {regime} | " + " | ".join(scores) + " |",
+                          "|---|" + "---:|" * len(scores),
+                          "| exact match % | " + " | ".join(f"{v:.1f}" for v in
+                                                          scores.values()) + " |"]
+        lines += ["", f"Re-check: `python -m train.evaluate --preset {name} --data_dir DIR`."]
+        return "\n".join(lines)
+    return block
+
+
 def presets_served_block(root):
     """Every committed ``bench.preset_serving_check --json`` run: the presets' test sets
     answered over gRPC, against the accuracy each preset records."""
@@ -274,6 +309,7 @@ def presets_served_block(root):
 BLOCKS = {
     "presets": presets_block,
     "presets-served": presets_served_block,
+    **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},
     "babi-table1-tpr_rnn": babi_table1_block("tpr_rnn"),
     "babi-table1-memn2n": babi_table1_block("memn2n"),
     "entailment-table1": entailment_table1_block,
