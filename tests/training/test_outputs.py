@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tpr_keras.training import save_run
-from tpr_keras.training.outputs import SOURCE, source_version
+from tpr_keras.training.outputs import SOURCE, run_command, source_version
 
 
 def test_save_run_writes_results_model_and_vocabulary(tmp_path):
@@ -24,7 +24,7 @@ def test_save_run_writes_results_model_and_vocabulary(tmp_path):
     path = save_run(str(run), None, {"error": 0.5, "when": np.float32(1.5)}, model,
                     save_vocabulary)
     assert path == os.path.join(run, "export", "model.keras")
-    expected = {"error": 0.5, "when": "1.5", "source": SOURCE,
+    expected = {"error": 0.5, "when": "1.5", "source": SOURCE, "command": run_command(),
                 "model_config": json.loads(json.dumps(model.get_config(), default=str))}
     assert json.loads((run / "results.json").read_text()) == expected
     assert written == [os.path.join(run, "export", "vocab.txt")]
@@ -53,3 +53,18 @@ def test_source_version_names_the_commit_and_whether_tracked_files_changed(tmp_p
     (tmp_path / "venv" / "site-packages").mkdir(parents=True)
     (tmp_path / "venv" / "site-packages" / "module.py").write_text("y = 1\n")
     assert source_version(str(tmp_path / "venv" / "site-packages")) is None
+
+
+def test_run_command_is_what_the_user_typed(monkeypatch, tmp_path):
+    import sys
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__spec__ = types.SimpleNamespace(name="train.babi")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert run_command(["/repo/train/babi.py", "--task", "all", "--data_dir", "a b"]) == (
+        "python -m train.babi --task all --data_dir 'a b'")
+    main.__spec__ = types.SimpleNamespace(name="pytest.__main__")
+    assert run_command(["x", "tests"]) == "python -m pytest tests"
+    main.__spec__ = None
+    assert run_command(["bench/x.py", "--n", "3"]) == "python bench/x.py --n 3"

@@ -41,8 +41,8 @@ def run_command(argv: list[str] | None = None) -> str:
     when started with ``-m``, else ``python <script> <args>``."""
     argv = sys.argv if argv is None else argv
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    program = f"python -m {spec.name}" if spec is not None and spec.name else (
-        f"python {argv[0]}")
+    module = spec.name.removesuffix(".__main__") if spec is not None and spec.name else None
+    program = f"python -m {module}" if module else f"python {argv[0]}"
     return " ".join([program, shlex.join(argv[1:])]).strip()
 
 
