@@ -12,6 +12,16 @@ from tpr_keras.presets import preset_files
 from tpr_keras.presets.preset_files import PresetError, load_preset
 
 
+def edit_metadata(path, change):
+    """Rewrites a preset's metadata.json with ``change(metadata)`` applied."""
+    meta_path = os.path.join(path, "metadata.json")
+    with open(meta_path) as f:
+        meta = json.load(f)
+    change(meta)
+    with open(meta_path, "w") as f:
+        json.dump(meta, f)
+
+
 def _inputs(seed=0):
     rng = np.random.default_rng(seed)
     return {"story": rng.integers(0, 20, (3, 4, 6)).astype("int32"),
@@ -102,10 +112,7 @@ def test_altered_vocabulary_is_an_error(trained):
 
 def test_newer_format_version_is_an_error(trained):
     _, _, path = trained
-    meta_path = os.path.join(path, "metadata.json")
-    meta = json.load(open(meta_path))
-    meta["format_version"] = preset_files.FORMAT_VERSION + 1
-    json.dump(meta, open(meta_path, "w"))
+    edit_metadata(path, lambda meta: meta.update(format_version=preset_files.FORMAT_VERSION + 1))
     with pytest.raises(PresetError, match=f"metadata.json: format_version "
                                           f"{preset_files.FORMAT_VERSION + 1} is newer"):
         TPRRNN.from_preset(path)
@@ -144,20 +151,15 @@ def test_size_presets_still_build_untrained_models():
                                     "assets/sub/vocab.txt", "notes.txt"])
 def test_files_outside_the_layout_are_refused(trained, listed):
     _, _, path = trained
-    meta_path = os.path.join(path, "metadata.json")
-    meta = json.load(open(meta_path))
-    meta["files"][listed] = "0" * 64
-    json.dump(meta, open(meta_path, "w"))
+    edit_metadata(path, lambda meta: meta["files"].update({listed: "0" * 64}))
     with pytest.raises(PresetError, match="a preset holds only"):
         load_preset(path)
 
 
 def test_an_asset_missing_from_the_checksums_is_not_served(trained):
     _, _, path = trained
-    meta_path = os.path.join(path, "metadata.json")
-    meta = json.load(open(meta_path))
-    meta["assets"].append("extra.txt")  # listed as an asset, never checksummed
-    json.dump(meta, open(meta_path, "w"))
+    # listed as an asset, never checksummed
+    edit_metadata(path, lambda meta: meta["assets"].append("extra.txt"))
     with open(os.path.join(path, "assets", "extra.txt"), "w") as f:
         f.write("unverified\n")
     with pytest.raises(PresetError, match="has no asset 'extra.txt'"):
