@@ -6,9 +6,9 @@
   training commands export without importing ``serving``).
 * :mod:`serving.server` (``python -m serving.server``) serves any such SavedModel over
   TF Serving's gRPC and REST APIs; it never imports ``tpr_keras``. Its parts follow TF
-  Serving's seams: :mod:`serving.servable`, :mod:`serving.manager`, :mod:`serving.batching`,
-  :mod:`serving.tensors`, :mod:`serving.json_tensor`, :mod:`serving.grpc_service`,
-  :mod:`serving.rest_api`; :mod:`serving.fuzz` probes a running server with malformed
+  Serving's seams: :mod:`serving.core.servable`, :mod:`serving.core.manager`, :mod:`serving.core.batching`,
+  :mod:`serving.core.tensors`, :mod:`serving.core.json_tensor`, :mod:`serving.model_server.grpc_service`,
+  :mod:`serving.model_server.rest_api`; :mod:`serving.fuzz` probes a running server with malformed
   requests. ``serving/models.config`` serves the bAbI, math and entailment models from one
   server.
 * :mod:`serving.client` (``python -m serving.client``) asks a server questions.

@@ -13,15 +13,15 @@ It knows nothing about tpr-keras: any SavedModel with signatures can be served, 
 
 The parts, along TF Serving's own seams:
 
-* :mod:`serving.servable`: one loaded version and its signatures (``SavedModelBundle``);
+* :mod:`serving.core.servable`: one loaded version and its signatures (``SavedModelBundle``);
   closed explicitly.
-* :mod:`serving.manager`: versions, version policies, polling, swaps
+* :mod:`serving.core.manager`: versions, version policies, polling, swaps
   (``AspiredVersionsManager``).
-* :mod:`serving.batching`: wraps a signature's runner when its version loads
+* :mod:`serving.core.batching`: wraps a signature's runner when its version loads
   (``BatchingSession``).
-* :mod:`serving.tensors` and :mod:`serving.json_tensor`: request tensors (``predict_util.cc``,
+* :mod:`serving.core.tensors` and :mod:`serving.core.json_tensor`: request tensors (``predict_util.cc``,
   ``util/json_tensor.cc``).
-* :mod:`serving.grpc_service` and :mod:`serving.rest_api`: the two front ends.
+* :mod:`serving.model_server.grpc_service` and :mod:`serving.model_server.rest_api`: the two front ends.
 * this module: :class:`ModelServer` (ports, ``stats()``) and ``main``, which wires them.
 
 Semantics follow TF Serving: an empty signature name means ``serving_default``; an unset
@@ -45,17 +45,17 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from serving._tf import tf
+from serving.core._tf import tf
 
 import grpc  # noqa: E402
 from google.protobuf import text_format  # noqa: E402
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
-from serving.batching import Batcher, BatchingParameters  # noqa: E402
-from serving.grpc_service import ModelService, PredictionService, add_services  # noqa: E402
-from serving.manager import ModelManager  # noqa: E402
-from serving.rest_api import HttpServer, RestApi  # noqa: E402
-from serving.servable import (  # noqa: E402
+from serving.core.batching import Batcher, BatchingParameters  # noqa: E402
+from serving.model_server.grpc_service import ModelService, PredictionService, add_services  # noqa: E402
+from serving.core.manager import ModelManager  # noqa: E402
+from serving.model_server.rest_api import HttpServer, RestApi  # noqa: E402
+from serving.core.servable import (  # noqa: E402
     DEFAULT_MAX_ROWS,
     RUNTIMES,
     ChunkedRunner,
@@ -63,9 +63,9 @@ from serving.servable import (  # noqa: E402
     Signature,
     TensorSpecInfo,
 )
-from serving.stats import Stats  # noqa: E402
-from serving.status import ServingError  # noqa: E402
-from serving.tensors import array_to_tensor_proto, tensor_proto_to_array  # noqa: E402
+from serving.core.stats import Stats  # noqa: E402
+from serving.core.status import ServingError  # noqa: E402
+from serving.core.tensors import array_to_tensor_proto, tensor_proto_to_array  # noqa: E402
 
 __all__ = ["Batcher", "BatchingParameters", "ModelManager", "ModelServer", "ModelService",
            "PredictionService", "RestApi", "Servable", "ServingError", "Signature", "Stats",
@@ -138,7 +138,7 @@ class ModelServer:
 
     def stats(self) -> dict:
         """Requests per API, errors per status code, handler and signature-call time
-        percentiles (ms) so far (:meth:`serving.stats.Stats.snapshot`)."""
+        percentiles (ms) so far (:meth:`serving.core.stats.Stats.snapshot`)."""
         return self._stats.snapshot()
 
     def summary(self) -> str:

@@ -1,4 +1,4 @@
-"""serving.servable and serving.batching on their own: a version's signatures, the batcher
+"""serving.core.servable and serving.core.batching on their own: a version's signatures, the batcher
 that wraps a runner when the version loads, and an explicit, deterministic close."""
 
 import concurrent.futures
@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from serving.batching import Batcher, BatchingParameters
-from serving.servable import ChunkedRunner, Servable, warm_up
+from serving.core.batching import Batcher, BatchingParameters
+from serving.core.servable import ChunkedRunner, Servable, warm_up
 
 
 def inputs(task1, indices):
@@ -61,7 +61,7 @@ def test_function_runtime_closes_too(version_dir, task1):
 
 
 def test_the_server_replays_the_warmup_request_the_exporter_wrote(version_dir):
-    """Exporter and server name the warm-up file once (serving.layout); a second spelling
+    """Exporter and server name the warm-up file once (serving.core.layout); a second spelling
     would make warm_up find nothing and return 0."""
     servable = Servable("babi", 1, version_dir)
     try:
@@ -73,7 +73,7 @@ def test_the_server_replays_the_warmup_request_the_exporter_wrote(version_dir):
 def test_server_and_exporters_name_the_same_files():
     """The server's copy of the layout (serving/layout.py, which imports no tpr_keras) and
     the exporters' (tpr_keras/models/tf_serving_layout.py) must not drift apart."""
-    from serving import layout
+    from serving.core import layout
     from tpr_keras.models import tf_serving_layout
 
     for name in ("EXTRA_ASSETS_DIR", "WARMUP_FILE", "WARMUP_PATH"):

@@ -1,4 +1,4 @@
-"""serving.tensors and serving.json_tensor on their own: request tensors are checked the way
+"""serving.core.tensors and serving.core.json_tensor on their own: request tensors are checked the way
 TensorFlow's Tensor::FromProto, TF Serving's predict_util.cc and util/json_tensor.cc check
 them, and decoded into arrays whose size follows the request's bytes."""
 
@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, types_pb2
 
-from serving import json_tensor, tensors
-from serving.status import MAX_MESSAGE_CHARS, ServingError
+from serving.core import json_tensor, tensors
+from serving.core.status import MAX_MESSAGE_CHARS, ServingError
 
 
 def strings(values, dims=None):

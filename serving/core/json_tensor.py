@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from tensorflow.core.framework import types_pb2
 
-from serving._tf import tf
-from serving.status import dtype_name, invalid
-from serving.tensors import MAX_RANK
+from serving.core._tf import tf
+from serving.core.status import dtype_name, invalid
+from serving.core.tensors import MAX_RANK
 
 _INT_RANGE = {types_pb2.DT_INT8: (-2**7, 2**7 - 1), types_pb2.DT_UINT8: (0, 2**8 - 1),
               types_pb2.DT_INT16: (-2**15, 2**15 - 1), types_pb2.DT_UINT16: (0, 2**16 - 1),

@@ -26,11 +26,11 @@ from google.protobuf import text_format
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2, prediction_log_pb2
 
-from serving._tf import tf
-from serving.batching import Batcher, BatchingParameters
-from serving.layout import WARMUP_PATH
-from serving.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
-from serving.tensors import check_batch, dtype_enum, tensor_proto_to_array, validate_inputs
+from serving.core._tf import tf
+from serving.core.batching import Batcher, BatchingParameters
+from serving.core.layout import WARMUP_PATH
+from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
+from serving.core.tensors import check_batch, dtype_enum, tensor_proto_to_array, validate_inputs
 
 log = logging.getLogger("serving.server")
 
@@ -190,7 +190,7 @@ class Servable:
             ``tf.saved_model.load`` and its TF2 signature functions.
         session_config: ``ConfigProto`` for the session (thread pools).
         batching: If set, each batchable signature's runner is wrapped in a
-            :class:`~serving.batching.Batcher` with these parameters.
+            :class:`~serving.core.batching.Batcher` with these parameters.
         max_rows_per_call: If set, a batchable signature runs at most this many rows per
             call (:class:`ChunkedRunner`); larger requests are split.
     """

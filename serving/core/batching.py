@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import grpc
 import numpy as np
 
-from serving.status import ServingError, invalid
+from serving.core.status import ServingError, invalid
 
 Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
 

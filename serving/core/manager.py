@@ -24,10 +24,10 @@ import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving._tf import tf
-from serving.batching import BatchingParameters
-from serving.servable import DEFAULT_MAX_ROWS, RUNTIMES, Servable, warm_up
-from serving.status import ServingError
+from serving.core._tf import tf
+from serving.core.batching import BatchingParameters
+from serving.core.servable import DEFAULT_MAX_ROWS, RUNTIMES, Servable, warm_up
+from serving.core.status import ServingError
 
 log = logging.getLogger("serving.server")
 

@@ -3,7 +3,7 @@
 ``GET /v1/models/<name>[/versions/<v> | /labels/<l>]`` (status), ``.../metadata``, and
 ``POST .../<name>[...]:predict`` (``:classify`` and ``:regress`` answer UNIMPLEMENTED). Every
 answer is JSON; an error is ``{"error": message}`` with TF Serving's HTTP status for its
-code (:data:`serving.status.HTTP_STATUS`), never 5xx for a malformed request.
+code (:data:`serving.core.status.HTTP_STATUS`), never 5xx for a malformed request.
 
 The HTTP layer bounds what one connection can cost: the body size is checked against
 the limit from ``Content-Length`` before anything is read (413); ``Content-Length`` must be
@@ -29,17 +29,17 @@ import grpc
 from google.protobuf import json_format
 from tensorflow_serving.apis import get_model_status_pb2
 
-from serving.json_tensor import (
+from serving.core.json_tensor import (
     columns_for,
     json_to_array,
     parse_json,
     response_json,
     signature_name,
 )
-from serving.manager import ModelManager
-from serving.stats import Stats
-from serving.status import HTTP_STATUS, ServingError, clip, invalid
-from serving.tensors import check_batch, validate_inputs
+from serving.core.manager import ModelManager
+from serving.core.stats import Stats
+from serving.core.status import HTTP_STATUS, ServingError, clip, invalid
+from serving.core.tensors import check_batch, validate_inputs
 
 log = logging.getLogger("serving.server")
 

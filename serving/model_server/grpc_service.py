@@ -9,7 +9,7 @@ decoding by the server's ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED
 
 Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the model
 spec picks a version (leased for the request), the signature, then inputs are checked
-against the SignatureDef (names, dtypes, shapes; :mod:`serving.tensors`) before any value
+against the SignatureDef (names, dtypes, shapes; :mod:`serving.core.tensors`) before any value
 is decoded, and ``output_filter`` picks the outputs.
 """
 
@@ -31,10 +31,10 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
-from serving.manager import ModelManager
-from serving.stats import Stats
-from serving.status import ServingError, clip, invalid
-from serving.tensors import (
+from serving.core.manager import ModelManager
+from serving.core.stats import Stats
+from serving.core.status import ServingError, clip, invalid
+from serving.core.tensors import (
     array_to_tensor_proto,
     check_batch,
     check_output_filter,

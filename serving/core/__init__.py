@@ -1,0 +1,17 @@
+"""The reusable core of the model server, along TF Serving's seams; no front end, no model code.
+
+* :mod:`serving.core.servable`: one loaded version and its signatures (``SavedModelBundle``).
+* :mod:`serving.core.manager`: versions, version policies, polling, swaps
+  (``AspiredVersionsManager``).
+* :mod:`serving.core.batching`: wraps a signature's runner when its version loads
+  (``BatchingSession``).
+* :mod:`serving.core.tensors` and :mod:`serving.core.json_tensor`: request tensors
+  (``predict_util.cc``, ``util/json_tensor.cc``).
+* :mod:`serving.core.status` (status codes and errors), :mod:`serving.core.stats` (request
+  statistics), :mod:`serving.core.layout` (file names in a version folder),
+  :mod:`serving.core._tf` (TensorFlow, imported with its start-up noise filtered).
+
+The front ends and the server binary (:mod:`serving.model_server`) import the core; the core
+imports neither them nor :mod:`serving.client`, ``tpr_keras`` or ``train``
+(``tests/serving/test_layout_of_package.py``).
+"""
