@@ -55,14 +55,9 @@ from serving.core.batching import Batcher, BatchingParameters  # noqa: E402
 from serving.model_server.grpc_service import ModelService, PredictionService, add_services  # noqa: E402
 from serving.core.manager import ModelManager  # noqa: E402
 from serving.model_server.rest_api import HttpServer, RestApi  # noqa: E402
-from serving.core.servable import (  # noqa: E402
-    DEFAULT_MAX_ROWS,
-    RUNTIMES,
-    ChunkedRunner,
-    Servable,
-    Signature,
-    TensorSpecInfo,
-)
+from serving.core.runners import DEFAULT_MAX_ROWS, ChunkedRunner  # noqa: E402, F401
+from serving.core.servable import RUNTIMES, Servable  # noqa: E402
+from serving.core.signature import Signature, TensorSpecInfo  # noqa: E402
 from serving.core.stats import Stats  # noqa: E402
 from serving.core.status import ServingError  # noqa: E402
 from serving.core.tensors import array_to_tensor_proto, tensor_proto_to_array  # noqa: E402

@@ -26,8 +26,10 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving.core._tf import tf
 from serving.core.batching import BatchingParameters
-from serving.core.servable import DEFAULT_MAX_ROWS, RUNTIMES, Servable, warm_up
+from serving.core.runners import DEFAULT_MAX_ROWS
+from serving.core.servable import RUNTIMES, Servable
 from serving.core.status import ServingError
+from serving.core.warmup import warm_up
 
 log = logging.getLogger("serving.server")
 

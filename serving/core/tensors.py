@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 from tensorflow.core.framework import tensor_pb2, types_pb2
 
 from serving.core._tf import tf
+from serving.core.signature import Signature
 from serving.core.status import dtype_name, invalid, shape_str
-
-if TYPE_CHECKING:
-    from serving.core.servable import Signature
 
 #: A tensor may hold more elements than values were sent (the last value repeats, as in
 #: ``Tensor::FromProto``) only up to this many elements.

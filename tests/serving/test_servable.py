@@ -1,5 +1,5 @@
-"""serving.core.servable and serving.core.batching on their own: a version's signatures, the batcher
-that wraps a runner when the version loads, and an explicit, deterministic close."""
+"""serving.core.servable and serving.core.batching on their own: a version's signatures, the
+batcher that wraps a runner when the version loads, and an explicit, deterministic close."""
 
 import concurrent.futures
 import threading
@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from serving.core.batching import Batcher, BatchingParameters
-from serving.core.servable import ChunkedRunner, Servable, warm_up
+from serving.core.runners import ChunkedRunner
+from serving.core.servable import Servable
+from serving.core.warmup import warm_up
 
 
 def inputs(task1, indices):

@@ -1,0 +1,73 @@
+"""A signature of a loaded version: its SignatureDef, its inputs and outputs, its runner.
+
+Its own module so that :mod:`serving.core.tensors` (which checks requests against a
+signature) and :mod:`serving.core.servable` (which builds signatures) both import it and
+not each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import grpc
+import numpy as np
+from tensorflow.core.protobuf import meta_graph_pb2
+
+from serving.core._tf import tf
+from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
+
+#: "serving_default": TensorFlow's own constant, the one definition the exporters in
+#: tpr_keras use too (the server imports nothing from tpr_keras).
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+
+#: Maps input arrays and the requested output names to output arrays.
+Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpecInfo:
+    """One signature input or output: its dtype enum and shape (-1 unknown; None rank)."""
+
+    dtype: int
+    shape: tuple[int, ...] | None
+
+    @classmethod
+    def from_tensor_info(cls, info: meta_graph_pb2.TensorInfo) -> TensorSpecInfo:
+        if info.tensor_shape.unknown_rank:
+            return cls(info.dtype, None)
+        return cls(info.dtype, tuple(int(d.size) for d in info.tensor_shape.dim))
+
+    def describe(self) -> str:
+        return f"{dtype_name(self.dtype)} {shape_str(self.shape)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """A signature of a loaded version: its runner (batched or not) and its SignatureDef."""
+
+    name: str
+    runner: Runner
+    signature_def: meta_graph_pb2.SignatureDef
+    inputs: dict[str, TensorSpecInfo]
+    outputs: dict[str, TensorSpecInfo]
+
+    def run(self, inputs: Mapping[str, np.ndarray],
+            outputs: Sequence[str] = ()) -> dict[str, np.ndarray]:
+        """Maps input arrays to output arrays (all outputs, or the names asked for); a
+        TensorFlow error keeps its code (TF and gRPC codes are equal)."""
+        try:
+            return self.runner(inputs, tuple(outputs) or tuple(self.outputs))
+        except tf.errors.OpError as exc:
+            raise ServingError(CODE_BY_VALUE.get(exc.error_code, grpc.StatusCode.INTERNAL),
+                               exc.message) from None
+
+    def expected_inputs(self) -> str:
+        return ", ".join(f"{k} ({v.describe()})" for k, v in sorted(self.inputs.items()))
+
+    @functools.cached_property
+    def batchable(self) -> bool:
+        """All inputs and outputs have a leading batch dimension of unknown size."""
+        specs = list(self.inputs.values()) + list(self.outputs.values())
+        return bool(self.inputs) and all(s.shape and s.shape[0] == -1 for s in specs)

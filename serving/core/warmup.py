@@ -1,0 +1,35 @@
+"""Replaying a version's warm-up requests before it serves (TF Serving's
+``saved_model_warmup.cc``)."""
+
+from __future__ import annotations
+
+import os
+
+from tensorflow_serving.apis import prediction_log_pb2
+
+from serving.core._tf import tf
+from serving.core.layout import WARMUP_PATH
+from serving.core.servable import Servable
+from serving.core.tensors import check_batch, dtype_enum, tensor_proto_to_array, validate_inputs
+
+
+def warm_up(servable: Servable) -> int:
+    """Replays TF Serving's warm-up file (PredictionLog TFRecords; reference:
+    tensorflow_serving/servables/tensorflow/saved_model_warmup.cc), if the export has one."""
+    path = os.path.join(servable.path, WARMUP_PATH)
+    if not os.path.exists(path):
+        return 0
+    count = 0
+    for record in tf.data.TFRecordDataset(path).take(1000):
+        entry = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        if entry.WhichOneof("log_type") != "predict_log":
+            continue
+        request = entry.predict_log.request
+        sig = servable.signature(request.model_spec.signature_name)
+        inputs = {k: tensor_proto_to_array(k, v) for k, v in request.inputs.items()}
+        validate_inputs(servable.name, sig, inputs, {k: dtype_enum(v) for k, v in inputs.items()},
+                        {k: v.shape for k, v in inputs.items()})
+        check_batch(sig, inputs)
+        sig.run(inputs)
+        count += 1
+    return count
