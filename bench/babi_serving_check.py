@@ -22,7 +22,8 @@ from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
 from serving.client import BabiClient  # noqa: E402
 from tpr_keras.models.babi import join_story  # noqa: E402
-from serving.server import ModelManager, ModelServer  # noqa: E402
+from serving.core.manager import ModelManager  # noqa: E402
+from serving.model_server.server import ModelServer  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
 
 

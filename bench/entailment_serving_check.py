@@ -27,7 +27,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
 from serving.client import EntailmentClient  # noqa: E402
-from serving.server import ModelManager, ModelServer, read_model_config_file  # noqa: E402
+from serving.core.manager import ModelManager  # noqa: E402
+from serving.model_server.model_config import read_model_config_file  # noqa: E402
+from serving.model_server.server import ModelServer  # noqa: E402
 from tpr_keras.data.entailment import SPLITS, load_entailment_split  # noqa: E402
 
 

@@ -29,7 +29,8 @@ from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 import tpr_keras.models  # noqa: E402, F401  (registers TPTransformer)
 from serving.client import MathClient  # noqa: E402
 from tpr_keras.models.tp_transformer import export_math_model  # noqa: E402
-from serving.server import ModelManager, ModelServer  # noqa: E402
+from serving.core.manager import ModelManager  # noqa: E402
+from serving.model_server.server import ModelServer  # noqa: E402
 from tpr_keras.data.mathematics import CharVocabulary  # noqa: E402
 
 

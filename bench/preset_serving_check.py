@@ -85,7 +85,8 @@ def serve_presets(names, root):
     from tensorflow_serving.apis import prediction_service_pb2_grpc
     from tensorflow_serving.config import model_server_config_pb2
 
-    from serving.server import ModelManager, ModelServer
+    from serving.core.manager import ModelManager
+    from serving.model_server.server import ModelServer
     from tpr_keras.presets import load_preset
     from train.export import export_preset
 

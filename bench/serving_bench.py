@@ -97,7 +97,7 @@ def percentiles(times):
 
 def load_baselines(version_dir, questions, batch, runtime, session_config):
     """The two in-process calls: name -> fn(story array, question array) -> outputs."""
-    from serving.server import Servable
+    from serving.core.servable import Servable
 
     tf2 = tf.saved_model.load(version_dir).signatures["serving_default"]
     sig = Servable("babi", 1, version_dir, ["serve"], runtime, session_config).signature("")

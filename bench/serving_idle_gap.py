@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench.serving_bench import load_questions, make_request  # noqa: E402
-from serving.server import Servable  # noqa: E402
+from serving.core.servable import Servable  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 
 

@@ -113,7 +113,7 @@ def test_babi_flag_table_lists_every_flag_with_its_default():
 
 
 def test_server_flag_table_lists_every_flag():
-    source = (REPO / "serving" / "server.py").read_text()
+    source = (REPO / "serving" / "model_server" / "flags.py").read_text()
     options = set(re.findall(r'add_argument\("--([a-z_0-9]+)"', source))
     text = README[README.index("### The server"):]
     text = text[:text.index("\n### ", 5)]

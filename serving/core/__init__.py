@@ -15,3 +15,7 @@ The front ends and the server binary (:mod:`serving.model_server`) import the co
 imports neither them nor :mod:`serving.client`, ``tpr_keras`` or ``train``
 (``tests/serving/test_layout_of_package.py``).
 """
+
+# First, before any module here imports TensorFlow (tensorflow.core, tensorflow_serving.apis):
+# TensorFlow with its start-up noise filtered out of the server's log.
+from serving.core import _tf  # noqa: E402, F401

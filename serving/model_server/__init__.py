@@ -1,6 +1,36 @@
-"""The server binary and its front ends, over :mod:`serving.core`.
+"""The TF Serving-compatible model server: its flags, its two front ends, its ``main``.
 
-* :mod:`serving.model_server.grpc_service`: the gRPC front end (``PredictionService``,
-  ``ModelService``).
-* :mod:`serving.model_server.rest_api`: the REST front end.
+Serves the gRPC API of ``tensorflow-serving-api`` (``PredictionService``: ``Predict``,
+``GetModelMetadata``; ``Classify``/``Regress``/``MultiInference`` answer UNIMPLEMENTED;
+``ModelService``: ``GetModelStatus``, ``HandleReloadConfigRequest``) and TF Serving's REST
+API, from model folders in TF Serving's layout ``<model_base_path>/<integer version>/``.
+It knows nothing about tpr-keras: any SavedModel with signatures can be served, and stock
+``tensorflow_model_server`` can replace it with the same flags::
+
+    python -m serving.server --port=8500 --rest_api_port=8501 \\
+        --model_name=babi --model_base_path=/abs/path/export/babi
+    python -m serving.server --port=8500 --model_config_file=serving/models.config
+
+(``python -m serving.model_server`` is the same command.) The parts, over
+:mod:`serving.core` (servables, manager, batching, request tensors):
+
+* :mod:`serving.model_server.grpc_service` and :mod:`serving.model_server.rest_api`: the
+  two front ends.
+* :mod:`serving.model_server.server`: :class:`ModelServer` (ports, ``stats()``), which
+  binds them.
+* :mod:`serving.model_server.flags` and :mod:`serving.model_server.model_config`: the
+  flags and the ``--model_config_file`` format.
+* :mod:`serving.model_server.main`: ``main``, which wires them.
+
+Semantics follow TF Serving: an empty signature name means ``serving_default``; an unset
+version means the latest loaded one; NOT_FOUND for an unknown model, version or label;
+FAILED_PRECONDITION for an unknown signature; INVALID_ARGUMENT for a malformed request
+(bytes that do not parse, inputs whose names, dtypes or shapes do not match the
+SignatureDef). A malformed request is answered with its status and one log line, never
+INTERNAL or a 5xx. SIGTERM/SIGINT: stop accepting, let in-flight requests finish
+(``--shutdown_grace_seconds``), exit 0.
 """
+
+# First, before the front ends import tensorflow_serving.apis: serving.core loads TensorFlow
+# with its start-up noise filtered out of the server's log.
+import serving.core  # noqa: E402, F401

@@ -16,7 +16,8 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving.export import export_babi_model
 from tpr_keras.models.babi import join_story
-from serving.server import ModelManager, ModelServer
+from serving.core.manager import ModelManager
+from serving.model_server.server import ModelServer
 from tpr_keras.data import babi
 from tpr_keras.models import TPRRNN
 

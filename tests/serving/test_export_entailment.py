@@ -50,7 +50,8 @@ def test_signature_equals_keras_and_loads_in_tf1(exported):
 
 def test_served_and_asked_with_the_client(exported):
     from serving.client import EntailmentClient
-    from serving.server import ModelManager, ModelServer
+    from serving.core.manager import ModelManager
+    from serving.model_server.server import ModelServer
     from tensorflow_serving.config import model_server_config_pb2
 
     model, path = exported

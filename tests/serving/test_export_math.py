@@ -83,7 +83,8 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
     import os
 
     from serving.client import BabiClient, MathClient, solve
-    from serving.server import ModelManager, ModelServer
+    from serving.core.manager import ModelManager
+    from serving.model_server.server import ModelServer
     from tensorflow_serving.config import model_server_config_pb2
 
     _, _, path = exported

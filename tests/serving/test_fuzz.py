@@ -12,7 +12,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 
 from serving import fuzz
 from serving.core.manager import ModelManager
-from serving.server import ModelServer
+from serving.model_server.server import ModelServer
 
 from tensorflow_serving.config import model_server_config_pb2
 

@@ -14,7 +14,7 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from serving import fuzz
 from serving.core.manager import ModelManager
-from serving.server import ModelServer
+from serving.model_server.server import ModelServer
 
 TIMEOUT_S = 0.5
 LIMIT = 1 << 20

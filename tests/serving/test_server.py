@@ -24,7 +24,10 @@ from tensorflow_serving.apis import (
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.client import BabiClient
-from serving.server import BatchingParameters, ModelManager, ModelServer, parse_model_config
+from serving.core.batching import BatchingParameters
+from serving.core.manager import ModelManager
+from serving.model_server.model_config import parse_model_config
+from serving.model_server.server import ModelServer
 
 
 def model_config(name, base_path, **kwargs):

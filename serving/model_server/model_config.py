@@ -1,0 +1,29 @@
+"""TF Serving's text ``ModelServerConfig`` (``--model_config_file``): several models, their
+version policies and labels."""
+
+from __future__ import annotations
+
+import os
+
+from google.protobuf import text_format
+from tensorflow_serving.config import model_server_config_pb2
+
+
+def parse_model_config(text: str) -> list[model_server_config_pb2.ModelConfig]:
+    """Parses TF Serving's text ``ModelServerConfig`` (``model_config_list { config {...} }``)."""
+    config = model_server_config_pb2.ModelServerConfig()
+    text_format.Parse(text, config)
+    if config.WhichOneof("config") != "model_config_list":
+        raise ValueError("the model config file must hold a model_config_list")
+    return list(config.model_config_list.config)
+
+
+def read_model_config_file(path: str) -> list[model_server_config_pb2.ModelConfig]:
+    """The models of a text ModelServerConfig file; a relative ``base_path`` is taken from
+    the directory the server runs in, as tensorflow_model_server's file system does."""
+    with open(path, encoding="utf-8") as f:
+        configs = parse_model_config(f.read())
+    for c in configs:
+        if c.base_path:
+            c.base_path = os.path.abspath(c.base_path)
+    return configs
