@@ -1,4 +1,5 @@
-"""serving.protos: the client's TensorFlow-free Predict messages equal the official ones on the wire."""
+"""serving.client.protos: the client's TensorFlow-free Predict messages equal the official ones
+on the wire."""
 
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 
-from serving import protos
+from serving.client import protos
 
 
 def test_request_bytes_parse_as_the_official_request():
@@ -58,7 +59,7 @@ def test_official_response_parses_with_every_value_field():
 
 
 def test_the_client_module_does_not_import_tensorflow():
-    code = ("import sys; from serving import client, protos; "
+    code = ("import sys; from serving import client; from serving.client import protos; "
             "c = client.BabiClient('localhost:1'); c.close(); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorflow', 'tensorflow_serving', 'keras')))")

@@ -1,0 +1,48 @@
+"""Ask a served bAbI model: a small Python API and ``python -m serving.client``.
+
+Speaks TF Serving's Predict API (gRPC, with the messages of :mod:`serving.client.protos`, which
+need no TensorFlow, so the command starts in a fraction of a second; or REST), so it talks
+to ``python -m serving.server`` and to stock ``tensorflow_model_server`` alike::
+
+    from serving.client import BabiClient
+    with BabiClient("localhost:8500", model_name="babi") as client:
+        reply = client.ask("Mary went to the kitchen.\\nJohn moved to the garden.",
+                           "Where is Mary?")
+        print(reply.answer, reply.candidates)   # kitchen [('kitchen', 0.99), ...]
+
+    python -m serving.client --server localhost:8500 --model_name babi \\
+        --story "Mary went to the kitchen. John moved to the garden." --question "Where is Mary?"
+    python -m serving.client --rest --server localhost:8501 ...   # TF Serving's REST API
+
+A story is one string: sentences separated by newlines or ending in ``.``, ``?`` or ``!``.
+``Answer.unknown_words`` counts the words of the story and question that the model does not
+know (they all read as ``<unk>``); the command prints a warning when it is not zero.
+
+A Mathematics Dataset model (``train.math``) is asked with :class:`MathClient`::
+
+    with MathClient("localhost:8500", model_name="math") as client:
+        print(client.solve("What is the tens digit of 2934?").answer)   # 3
+
+    python -m serving.client --model_name math --question "What is the tens digit of 2934?"
+
+The parts: :mod:`serving.client.serving_client` (Predict calls over gRPC or REST),
+:mod:`serving.client.model_clients` (one client per model family),
+:mod:`serving.client.cli` (the command) and :mod:`serving.client.protos` (the
+TensorFlow-free messages). None of them imports TensorFlow or :mod:`serving.core`.
+"""
+
+from serving.client.cli import main
+from serving.client.model_clients import (
+    Answer,
+    BabiClient,
+    Entailment,
+    EntailmentClient,
+    MathClient,
+    Solution,
+    ask,
+    solve,
+)
+from serving.client.serving_client import ServingClient
+
+__all__ = ["Answer", "BabiClient", "Entailment", "EntailmentClient", "MathClient",
+           "ServingClient", "Solution", "ask", "main", "solve"]

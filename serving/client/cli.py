@@ -1,0 +1,74 @@
+"""``python -m serving.client``: ask a served bAbI, Mathematics or entailment model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from serving.client.model_clients import EntailmentClient, Solution, ask, solve
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m serving.client",
+        description="Ask a served bAbI model about a story (--story and --question), or a "
+                    "served Mathematics model a question (--question alone).")
+    p.add_argument("--server", default=None,
+                   help="host:port (default localhost:8500, or localhost:8501 with --rest)")
+    p.add_argument("--model_name", default=None, help="default: babi, or math without --story")
+    p.add_argument("--version", type=int, default=None, help="default: the latest")
+    p.add_argument("--signature_name", default="serving_default")
+    p.add_argument("--story", default=None,
+                   help="sentences separated by newlines or ending in . ? ! (bAbI models)")
+    p.add_argument("--question", default=None)
+    p.add_argument("--premise", default=None, help="entailment models: with --hypothesis")
+    p.add_argument("--hypothesis", default=None)
+    p.add_argument("--rest", action="store_true", help="use TF Serving's REST API")
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--json", action="store_true", help="print the reply as JSON")
+    args = p.parse_args(argv)
+    server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
+    options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
+                   timeout=args.timeout)
+    if (args.premise is None) != (args.hypothesis is None) or (
+            args.question is None and args.premise is None):
+        p.error("give --question (with --story for bAbI), or --premise and --hypothesis")
+    try:
+        if args.premise is not None:
+            with EntailmentClient(server, args.model_name or "entailment", **options) as client:
+                result = client.entails(args.premise, args.hypothesis)
+            print(json.dumps(result._asdict()) if args.json else
+                  f"{'entails' if result.entails else 'does not entail'} "
+                  f"(probability {result.probability:.4f})")
+            return 0
+        if args.story is None:
+            reply = solve(args.question, server, args.model_name or "math", **options)
+        else:
+            reply = ask(args.story, args.question, server, args.model_name or "babi", **options)
+    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message
+        details = getattr(exc, "details", None)
+        code = getattr(exc, "code", None)
+        message = f"{code().name}: {details()}" if callable(details) and callable(code) else exc
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+    if isinstance(reply, Solution):
+        if args.json:
+            print(json.dumps(reply._asdict()))
+        else:
+            print(reply.answer)
+            print(f"  log_prob {reply.log_prob:.4f}")
+        return 0
+    if args.json:
+        print(json.dumps({"answer": reply.answer, "candidates": reply.candidates,
+                          "version": reply.version, "unknown_words": reply.unknown_words}))
+    else:
+        print(reply.answer)
+        for token, score in reply.candidates:
+            print(f"  {score:8.4f}  {token}")
+    if reply.unknown_words:
+        print(f"warning: {reply.unknown_words} word(s) of the story and question are not in "
+              "the model's vocabulary; it read them as <unk>, so the answer (whatever its "
+              "score) may not mean anything.", file=sys.stderr)
+    return 0

@@ -1,0 +1,150 @@
+"""Predict calls with string inputs to a TF Serving endpoint, over gRPC (with the
+TensorFlow-free messages of :mod:`serving.client.protos`) or REST."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+
+
+class ServingClient:
+    """Predict calls with string inputs to a TF Serving endpoint (gRPC, or REST with ``rest=True``).
+
+    Args:
+        server: ``host:port`` of the gRPC (default 8500) or REST (default 8501) endpoint.
+        model_name: The served model's name.
+        version: A model version; None asks for the latest.
+        signature_name: The signature (``serving_default``).
+        timeout: Seconds per request.
+        rest: Use the REST API instead of gRPC.
+    """
+
+    def __init__(self, server: str = "localhost:8500", model_name: str = "babi",
+                 version: int | None = None, signature_name: str = "serving_default",
+                 timeout: float = 30.0, rest: bool = False) -> None:
+        self.server = server
+        self.model_name = model_name
+        self.version = version
+        self.signature_name = signature_name
+        self.timeout = timeout
+        self.rest = rest
+        self._channel = None
+        self._stub = None
+        if not rest:
+            import grpc
+
+            from serving.client import protos
+
+            self._channel = grpc.insecure_channel(
+                server, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
+                                 ("grpc.max_send_message_length", 64 * 1024 * 1024)])
+            # PredictionService.Predict, with the TensorFlow-free messages of serving.client.protos
+            self._stub = self._channel.unary_unary(
+                protos.PREDICT_METHOD,
+                request_serializer=protos.PredictRequest.SerializeToString,
+                response_deserializer=protos.PredictResponse.FromString)
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def predict(self, inputs: dict[str, Sequence[str]]) -> tuple[dict[str, list], int | None]:
+        """One Predict call; returns ``({output: rows}, version)``.
+
+        Every input is a batch of strings. Each output is a list with one entry per
+        example: a string or float, or a list of them for ``[batch, k]`` outputs.
+
+        Raises:
+            grpc.RpcError: gRPC errors (``.code()``, ``.details()``).
+            RuntimeError: REST errors (the server's message, with the HTTP status).
+        """
+        if self.rest:
+            return self._predict_rest(inputs), None
+        return self._predict_grpc(inputs)
+
+    def _predict_grpc(self, inputs):
+        from serving.client import protos
+
+        request = protos.PredictRequest()
+        request.model_spec.name = self.model_name
+        request.model_spec.signature_name = self.signature_name
+        if self.version is not None:
+            request.model_spec.version.value = self.version
+        for name, values in inputs.items():
+            proto = request.inputs[name]
+            proto.dtype = protos.DT_STRING
+            proto.tensor_shape.dim.add(size=len(values))
+            proto.string_val.extend(v.encode("utf-8") if isinstance(v, str) else v
+                                    for v in values)
+        response = self._stub(request, timeout=self.timeout)
+        outputs = {}
+        for name, proto in response.outputs.items():
+            dims = [d.size for d in proto.tensor_shape.dim]
+            if proto.string_val or proto.dtype == protos.DT_STRING:
+                flat = [v.decode("utf-8", "replace") for v in proto.string_val]
+            else:
+                flat = _numbers(proto)
+            if len(dims) == 2:
+                k = dims[1]
+                flat = [flat[i * k:(i + 1) * k] for i in range(dims[0])]
+            outputs[name] = flat
+        return outputs, response.model_spec.version.value
+
+    def _predict_rest(self, inputs):
+        url = f"http://{self.server}/v1/models/{self.model_name}"
+        if self.version is not None:
+            url += f"/versions/{self.version}"
+        body = json.dumps({"signature_name": self.signature_name,
+                           "inputs": {k: list(v) for k, v in inputs.items()}}).encode()
+        req = urllib.request.Request(url + ":predict", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                doc = json.load(resp)
+        except urllib.error.HTTPError as exc:
+            try:
+                message = json.load(exc).get("error", "")
+            except ValueError:
+                message = ""
+            raise RuntimeError(f"{_HTTP_CODE_NAMES.get(exc.code, f'HTTP {exc.code}')}: "
+                               f"{message or exc.reason}") from None
+        except urllib.error.URLError as exc:  # nothing listening, DNS, ...
+            raise RuntimeError(f"UNAVAILABLE: cannot reach http://{self.server} "
+                               f"({exc.reason})") from None
+        outputs = doc["outputs"]
+        if not isinstance(outputs, dict):  # a signature with a single output
+            outputs = {"output": outputs}
+        return outputs
+
+
+#: TF Serving's REST status codes, named like the gRPC ones (``NOT_FOUND: ...``).
+_HTTP_CODE_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "DEADLINE_EXCEEDED",
+                    409: "ALREADY_EXISTS", 413: "RESOURCE_EXHAUSTED", 429: "RESOURCE_EXHAUSTED",
+                    500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE",
+                    504: "DEADLINE_EXCEEDED"}
+
+
+def _numbers(proto) -> list:
+    """The values of a numeric TensorProto (typed fields or ``tensor_content``)."""
+    from serving.client import protos
+
+    if proto.tensor_content:
+        import numpy as np
+
+        dtype = {protos.DT_FLOAT: np.float32, protos.DT_DOUBLE: np.float64,
+                 protos.DT_INT32: np.int32, protos.DT_INT64: np.int64,
+                 protos.DT_BOOL: np.bool_}.get(proto.dtype, np.float32)
+        return np.frombuffer(proto.tensor_content, dtype=dtype).tolist()
+    for field in ("float_val", "double_val", "int_val", "int64_val", "bool_val"):
+        values = getattr(proto, field)
+        if len(values):
+            return list(values)
+    return []
