@@ -6,7 +6,7 @@
 Starts the server as a subprocess on loopback (free ports, read back from its
 ``--server_info_file``), takes each pool question's answer with one plain request, then
 sends ``--requests`` requests from ``--threads`` threads, generated from ``--seed`` by
-:mod:`serving.fuzz` (gRPC and REST; corrupt bytes, bad shapes and dtypes, bad JSON, bad
+:mod:`bench.fuzz` (gRPC and REST; corrupt bytes, bad shapes and dtypes, bad JSON, bad
 ``Content-Length``, short bodies, oversize messages, unknown models, valid requests...).
 Prints requests per category and status, the server's peak RSS and its mean RSS over the
 first and last 10 % of the requests, and the server's own error counts
@@ -34,7 +34,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from serving import fuzz  # noqa: E402
+from bench import fuzz  # noqa: E402
 
 
 def rss_mib(pid, field="VmRSS"):

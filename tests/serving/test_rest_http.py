@@ -1,6 +1,6 @@
-"""The REST front end's HTTP layer (serving.model_server.rest_api) with raw sockets: every malformed
-request gets a 4xx JSON answer, bodies are bounded in size and in time, and slow or lying
-clients cannot starve the port. Reference: tensorflow_serving/model_servers/
+"""The REST front end's HTTP layer (serving.model_server.rest_api) with raw sockets: every
+malformed request gets a 4xx JSON answer, bodies are bounded in size and in time, and slow or
+lying clients cannot starve the port. Reference: tensorflow_serving/model_servers/
 http_rest_api_handler.cc (statuses) and its --rest_api_timeout_in_ms flag."""
 
 import concurrent.futures
@@ -12,7 +12,7 @@ import time
 import pytest
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import fuzz
+from bench import fuzz
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 

@@ -1,6 +1,6 @@
-"""serving.core.tensors and serving.core.json_tensor on their own: request tensors are checked the way
-TensorFlow's Tensor::FromProto, TF Serving's predict_util.cc and util/json_tensor.cc check
-them, and decoded into arrays whose size follows the request's bytes."""
+"""serving.core.tensors and serving.core.json_tensor on their own: request tensors are checked
+the way TensorFlow's Tensor::FromProto, TF Serving's predict_util.cc and util/json_tensor.cc
+check them, and decoded into arrays whose size follows the request's bytes."""
 
 import sys
 

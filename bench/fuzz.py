@@ -1,12 +1,14 @@
 """A seeded, randomized probe of a running server: valid and malformed requests, gRPC and
 REST, each checked against the status TF Serving gives for it.
 
-Used by ``tests/serving/test_fuzz.py`` (a few hundred requests) and
-``bench/serving_fuzz.py`` (thousands). A request *fails* when the server answers a
-status outside its category's expected set, INTERNAL/UNKNOWN or any 5xx other than 501
-for an unimplemented verb, a REST error without an ``{"error": ...}`` JSON body, a
-dropped or reset connection, or (valid requests) answers that differ from the reference
-answers taken before the run.
+Used by ``tests/serving/test_fuzz.py`` (a few hundred requests),
+``tests/serving/test_rest_http.py`` and ``bench/serving_fuzz.py`` (thousands); not part of
+the served package (it lives in ``bench/``, which the wheel does not ship).
+
+A request *fails* when the server answers a status outside its category's expected set,
+INTERNAL/UNKNOWN or any 5xx other than 501 for an unimplemented verb, a REST error without
+an ``{"error": ...}`` JSON body, a dropped or reset connection, or (valid requests) answers
+that differ from the reference answers taken before the run.
 
 The target is a served string-in/string-out model with two DT_STRING ``[-1]`` inputs
 and a string output (the bAbI export: ``story``, ``question`` -> ``answer``).
