@@ -3,15 +3,20 @@
 * :mod:`serving.export` (``python -m serving.export``) writes a saved ``.keras`` bAbI model
   as a string-in/string-out SavedModel in TF Serving's ``<export_dir>/<model_name>/<version>/``
   layout. The exporters themselves, and that layout, are in ``tpr_keras.models`` (the
-  training commands export without importing ``serving``).
-* :mod:`serving.server` (``python -m serving.server``) serves any such SavedModel over
-  TF Serving's gRPC and REST APIs; it never imports ``tpr_keras``. Its parts follow TF
-  Serving's seams: :mod:`serving.core.servable`, :mod:`serving.core.manager`, :mod:`serving.core.batching`,
-  :mod:`serving.core.tensors`, :mod:`serving.core.json_tensor`, :mod:`serving.model_server.grpc_service`,
-  :mod:`serving.model_server.rest_api`; :mod:`serving.fuzz` probes a running server with malformed
-  requests. ``serving/models.config`` serves the bAbI, math and entailment models from one
-  server.
-* :mod:`serving.client` (``python -m serving.client``) asks a server questions.
+  training commands export without importing ``serving``); this is the one module of
+  ``serving`` that imports ``tpr_keras``.
+* :mod:`serving.core`: the server's reusable core along TF Serving's seams (servables, the
+  manager, batching, request tensors); it imports no front end.
+* :mod:`serving.model_server` (``python -m serving.server``, kept in :mod:`serving.server`):
+  the flags, the gRPC and REST front ends and ``main``; it serves any SavedModel and never
+  imports ``tpr_keras``. ``serving/models.config`` serves the bAbI, math and entailment
+  models from one server.
+* :mod:`serving.client` (``python -m serving.client``) asks a server questions, without
+  TensorFlow.
+
+Imports go one way (client and core apart; model_server over core), without cycles
+(``tests/serving/test_layout_of_package.py``). The request fuzzer that probes a running
+server is test and bench code: ``bench/fuzz.py``.
 
 Nothing is imported here, so ``import serving.client`` does not pull in Keras.
 """

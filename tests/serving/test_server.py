@@ -518,21 +518,3 @@ def test_broken_version_is_reported_and_old_one_keeps_serving(tmp_path, version_
     assert fresh.servable("babi").version == 1
     manager.stop()
     fresh.stop()
-
-
-def test_server_and_client_import_nothing_from_tpr_keras_or_train():
-    """The server serves any SavedModel; stock TF Serving can replace it."""
-    import ast
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    names = [n for n in os.listdir(os.path.join(root, "serving"))
-             if n.endswith(".py") and not n.startswith("export")]
-    assert "server.py" in names and "manager.py" in names and "client.py" in names
-    for name in names:
-        with open(os.path.join(root, "serving", name), encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        modules |= {n.module for n in ast.walk(tree)
-                    if isinstance(n, ast.ImportFrom) and n.module}
-        bad = {m for m in modules if m.split(".")[0] in ("tpr_keras", "train", "keras")}
-        assert not bad and "serving.export" not in modules, (name, bad)
