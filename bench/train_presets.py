@@ -40,13 +40,15 @@ PRESETS = {
         "babi", "results/babi/all_tasks/tpr_rnn-seed{seed}",
         "TPR-RNN (Schlag & Schmidhuber 2018), all 20 bAbI tasks jointly, en-10k (task 3: the "
         "1,000 official questions available here); Appendix A all-tasks recipe and sizes",
-        ["-m", "train.babi", "--task", "all", "--checkpoint_every_steps", "2000",
-         "--verbose", "2"], (0, 1, 2)),
+        ["-m", "train.babi", "--task", "all", "--epochs", "50", "--checkpoint_every_steps",
+         "2000", "--verbose", "2"], (0, 1, 2)),
     "memn2n_babi_all_tasks": (
         "babi", "results/babi/all_tasks/memn2n-seed{seed}",
         "MemN2N (Sukhbaatar et al. 2015), PE LS RN, joint training on all 20 bAbI tasks, "
         "en-10k (task 3: 1,000 questions); §4 recipe, d = 50",
-        ["-m", "train.babi", "--task", "all", "--model", "memn2n", "--verbose", "2"], (0,)),
+        ["-m", "train.babi", "--task", "all", "--model", "memn2n", "--epochs", "20",
+         "--decay_every_epochs", "5", "--checkpoint_every_steps", "2000", "--verbose", "2"],
+        (0,)),
     "tpru32_entailment": (
         "entailment", "results/entailment/presets/tpru32_entailment",
         "BiDAF TPRU-32 (Tang, Smolensky & de Sa 2018, §5.2), d = 64, N(0, 1) embedding; "
@@ -168,6 +170,8 @@ def main(argv=None):
     parser.add_argument("--root", default=REPO,
                         help="the repository whose results/ and tpr_keras/presets/ --make fills")
     parser.add_argument("--presets", default=",".join(PRESETS))
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated seeds to train (default: every seed of a preset)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--max_train_minutes", type=float, default=None)
     parser.add_argument("--make", action="store_true",
@@ -184,7 +188,9 @@ def main(argv=None):
         for name in names:
             print(make(args, name))
         return 0
-    runs = [(n, s) for n in names for s in PRESETS[n][4] if finished(args, n, s) is None]
+    seeds = None if args.seeds is None else {int(s) for s in args.seeds.split(",")}
+    runs = [(n, s) for n in names for s in PRESETS[n][4]
+            if (seeds is None or s in seeds) and finished(args, n, s) is None]
     if args.dry_run:
         for name, seed in runs:
             print("python " + " ".join(command(args, name, seed)[1:]))

@@ -72,3 +72,11 @@ def test_make_from_a_run_its_time_budget_stopped_only_when_asked(tmp_path, capsy
     train_presets.main(base + ["--accept_time_budget"])
     out = capsys.readouterr().out
     assert "seed 0, the only finished seed, stopped by its time budget after 40 epochs" in out
+
+
+def test_seeds_picks_the_runs_to_train(tmp_path, capsys):
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 1.0)  # finished: never trained again
+    train_presets.main(args_for(tmp_path, "--dry_run", "--seeds", "1,2"))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("--seed=")[1].split()[0] for line in lines] == ["2"]
+    assert "train.babi --task all" in lines[0] and "memn2n" not in lines[0]

@@ -37,8 +37,13 @@ def test_tpr_rnn_recipes_are_appendix_a():
 
 
 def test_memn2n_recipe_is_section_4_2_on_a_mean_loss():
-    recipe = MemN2N.preset_recipe("all_tasks")
-    assert recipe["optimizer"] == "sgd" and recipe["decay_every_epochs"] == 25
+    recipe = MemN2N.preset_recipe("single_task")
+    assert recipe["optimizer"] == "sgd" and (recipe["decay_every_epochs"], recipe["epochs"]) == (
+        25, 100)
+    joint = MemN2N.preset_recipe("all_tasks")  # 10k examples per task: 20 epochs, halved every 5
+    assert (joint["decay_every_epochs"], joint["epochs"]) == (5, 20)
+    assert {k: v for k, v in joint.items() if k not in ("decay_every_epochs", "epochs")} == {
+        k: v for k, v in recipe.items() if k not in ("decay_every_epochs", "epochs")}
     # the paper's lr 0.01 and clip 40 on a batch-summed loss, for batch 32
     assert recipe["learning_rate"] == pytest.approx(0.01 * recipe["batch_size"])
     assert recipe["clip_norm"] * recipe["batch_size"] == pytest.approx(40.0)
