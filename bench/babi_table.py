@@ -74,38 +74,12 @@ def curve(history):
               f"{h['learning_rate']:.4g} | {h.get('examples_per_second', float('nan')):.0f} |")
 
 
-def plot_curve(history, path, title):
-    """Validation error against wall-clock minutes as a PNG (needs the ``analysis`` extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    timed = [h for h in history if "finished_at" in h and "valid_error_percent" in h]
-    start = timed[0]["finished_at"] - timed[0]["seconds"]
-    minutes = [(h["finished_at"] - start) / 60 for h in timed]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(minutes, [h["valid_error_percent"] for h in timed], marker=".")
-    ax.axhline(5.0, color="grey", linestyle="--", linewidth=1, label="5 %")
-    ax.set_xlabel("wall time (minutes)")
-    ax.set_ylabel("mean validation error (%)")
-    ax.set_ylim(bottom=0)
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--curve", action="store_true")
     parser.add_argument("--all_tasks", action="store_true",
                         help="the first run is one model over all tasks (Table 1 / Table 4)")
-    parser.add_argument("--plot", default=None,
-                        help="with --curve: also draw the validation error against wall time "
-                             "to this PNG (needs the analysis extra)")
     args = parser.parse_args()
     if args.all_tasks:
         with open(os.path.join(args.runs[0], "results.json")) as f:
@@ -113,8 +87,6 @@ def main():
         all_tasks_table(results)
         if args.curve:
             curve(results["history"])
-            if args.plot:
-                plot_curve(results["history"], args.plot, "TPR-RNN, all 20 bAbI tasks")
         return
     rows = []
     for run in args.runs:

@@ -2,6 +2,7 @@
 
     python bench/babi_table1.py                      # both models, Markdown on stdout
     python bench/babi_table1.py --model tpr_rnn      # one
+    python -m bench.babi_table1 --plot results/figures/babi-all-tasks-curve.png   # + the curves
 
 Reads ``results/babi/all_tasks/<model>-seed<N>/results.json`` (``<model>``: ``tpr_rnn`` or
 ``memn2n``), the ``results.json`` that ``python -m train.babi --task all`` writes to its
@@ -183,12 +184,54 @@ def source_text(source):
     return f"code at `{str(source)[:7]}`"
 
 
+def plot_curves(root, path, models=tuple(MODELS)):
+    """Mean validation error after each epoch against training hours (validation and
+    restarts excluded: the sum of the epochs' training time), one line per committed seed,
+    as a PNG at ``path`` (needs the ``analysis`` extra). Returns the number of lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    lines = 0
+    for model in models:
+        for seed, result in load_runs(root, model).items():
+            hours, x, y = 0.0, [], []
+            for epoch in result.get("history", []):
+                hours += epoch["seconds"] / 3600
+                if "valid_error_percent" in epoch:
+                    x.append(hours)
+                    y.append(epoch["valid_error_percent"])
+            if x:
+                ax.plot(x, y, marker=".", markersize=3, label=f"{MODELS[model]} seed {seed}")
+                lines += 1
+    if not lines:
+        plt.close(fig)
+        raise ValueError(f"no committed all-tasks run under {os.path.join(root, RESULTS)} "
+                         "has a per-epoch history")
+    ax.axhline(FAILED_ABOVE, color="grey", linestyle="--", linewidth=1, label="5 %")
+    ax.set_xlabel("training time (hours, 1 CPU thread)")
+    ax.set_ylabel("mean validation error over 20 tasks (%)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("bAbI, all 20 tasks, one model")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=list(MODELS), action="append",
                         help="tpr_rnn or memn2n (repeatable; default both)")
     parser.add_argument("--root", default=".", help="the repository root")
+    parser.add_argument("--plot", default=None,
+                        help="also draw every committed seed's validation curve to this PNG")
     args = parser.parse_args()
+    if args.plot:
+        plot_curves(args.root, args.plot, args.model or tuple(MODELS))
     for model in args.model or MODELS:
         print(f"## {MODELS[model]}\n\n{markdown(args.root, model)}")
 

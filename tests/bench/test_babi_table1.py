@@ -102,3 +102,16 @@ def test_the_paper_columns_are_the_cited_tables():
     assert babi_table1.MEMN2N_TABLE3[19] == 75.7
     assert sum(babi_table1.MEMN2N_TABLE3.values()) / 20 == pytest.approx(7.49)
     assert sum(v > 5 for v in babi_table1.MEMN2N_TABLE3.values()) == 6
+
+
+def test_plot_draws_each_seeds_validation_curve(tmp_path):
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match="no committed all-tasks run"):
+        babi_table1.plot_curves(str(tmp_path), str(tmp_path / "none.png"))
+    history = [{"epoch": e, "seconds": 1800.0, "valid_error_percent": 10.0 / e}
+               for e in range(1, 5)]
+    _write(tmp_path, "tpr_rnn", 0, [1.0] * 20, history=history)
+    _write(tmp_path, "tpr_rnn", 1, [1.0] * 20, history=history[:2])
+    path = tmp_path / "curve.png"
+    assert babi_table1.plot_curves(str(tmp_path), str(path)) == 2
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
