@@ -2,180 +2,291 @@
 
 A :class:`Batcher` wraps a signature's runner when its version loads (TF Serving's
 ``BatchingSession`` wraps the session the same way, in
-``tensorflow_serving/batching/batching_session.cc``): concurrent calls are merged along the
-batch axis, run once and split. It is stopped by the servable's ``close()``.
+``tensorflow_serving/batching/batching_session.cc``, over a ``SharedBatchScheduler`` queue):
+concurrent calls are merged along the batch axis, run once and split. It is stopped by the
+servable's ``close()``. Its parameters are :class:`BatchingParameters`
+(:mod:`serving.core.batching_config`, ``--batching_parameters_file``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import queue
-import re
+import collections
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import grpc
 import numpy as np
 
+from serving.core.batching_config import BatchingParameters
+from serving.core.deadline import check, exceeded, expired, remaining
+from serving.core.signature import Runner
 from serving.core.status import ServingError, invalid
 
-Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
-
-
-@dataclasses.dataclass
-class BatchingParameters:
-    """The fields of TF Serving's BatchingParameters this server uses."""
-
-    max_batch_size: int = 128
-    batch_timeout_micros: int = 0  # 0: batch what queued while the previous batch ran
-    num_batch_threads: int = 1
-    max_enqueued_batches: int = 100
-
-    @classmethod
-    def parse(cls, text: str) -> BatchingParameters:
-        """Reads TF Serving's text format (``max_batch_size { value: 32 }`` ...)."""
-        params = cls()
-        for field in dataclasses.fields(cls):
-            m = re.search(rf"\b{field.name}\s*\{{\s*value\s*:\s*(\d+)\s*\}}", text)
-            if m:
-                setattr(params, field.name, int(m.group(1)))
-        return params
+__all__ = ["Batcher", "BatchingParameters"]
 
 
 class _Task:
-    __slots__ = ("inputs", "size", "done", "result", "error")
+    """One request, or one piece of a request split across batches."""
 
-    def __init__(self, inputs: Mapping[str, np.ndarray], size: int) -> None:
+    __slots__ = ("inputs", "size", "deadline", "done", "result", "error")
+
+    def __init__(self, inputs: Mapping[str, np.ndarray], size: int,
+                 deadline: float | None) -> None:
         self.inputs = inputs
         self.size = size
+        self.deadline = deadline
         self.done = threading.Event()
         self.result: dict[str, np.ndarray] | None = None
         self.error: BaseException | None = None
 
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
 
-_STOP = object()
+
+class _Batch:
+    __slots__ = ("tasks", "rows", "opened")
+
+    def __init__(self) -> None:
+        self.tasks: list[_Task] = []
+        self.rows = 0
+        self.opened = time.monotonic()
+
+
+def batch_size(inputs: Mapping[str, np.ndarray]) -> int:
+    """The common dim 0 of ``inputs``; INVALID_ARGUMENT if they differ or one is a scalar."""
+    sizes = {v.shape[0] if v.ndim else None for v in inputs.values()}
+    if len(sizes) != 1 or None in sizes:
+        raise invalid("with batching, all inputs need the same batch size (dim 0); got "
+                      f"{({k: v.shape[0] if v.ndim else None for k, v in inputs.items()})}")
+    return sizes.pop()
 
 
 class Batcher:
     """A runner that merges concurrent calls along the batch axis.
 
-    A batch thread takes the first waiting request, waits up to ``batch_timeout_micros``
-    for more (up to ``max_batch_size`` rows), concatenates the inputs, calls the wrapped
-    runner once (all outputs) and splits the outputs. Requests larger than
-    ``max_batch_size`` run alone. If a merged call fails, its requests are retried one by
-    one, so one bad request cannot fail its neighbours. A full queue is RESOURCE_EXHAUSTED.
+    Requests queue in batches of at most ``execution_batch_size`` rows; a batch runs when it
+    is full, when a newer batch has been opened behind it, or ``batch_timeout_micros`` after
+    it was opened (0: as soon as a batch thread is free). At most ``max_enqueued_batches``
+    batches wait (else UNAVAILABLE, as TF Serving). A request larger than ``max_batch_size``
+    is INVALID_ARGUMENT; with ``enable_large_batch_splitting`` one larger than the room left
+    is split across batches and its outputs joined. ``allowed_batch_sizes`` pads a merged
+    batch to the next allowed size with copies of its first row; the padding rows' outputs
+    are dropped. Deadlines: an expired request leaves its wait with DEADLINE_EXCEEDED, and a
+    batch drops its expired requests before it runs (no model call for a batch of them).
+    If a merged call fails, its requests are retried one by one, so one bad request cannot
+    fail its neighbours.
     """
+
+    takes_deadline = True
 
     def __init__(self, runner: Runner, outputs: tuple[str, ...], params: BatchingParameters,
                  name: str = "") -> None:
         self._runner = runner
         self._outputs = outputs
         self._params = params
-        self._queue: queue.Queue = queue.Queue(
-            maxsize=params.max_enqueued_batches * params.max_batch_size)
+        self._limit = params.execution_batch_size
+        self._batches: collections.deque[_Batch] = collections.deque()
+        self._cond = threading.Condition()
         self._stopped = False
-        self._lock = threading.Lock()  # no put after stop(): the threads drain the queue
         self._threads = [threading.Thread(target=self._loop, daemon=True,
                                           name=f"batch-{name}-{i}")
-                         for i in range(max(1, params.num_batch_threads))]
+                         for i in range(params.num_batch_threads)]
         for t in self._threads:
             t.start()
 
-    def _call(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return self._runner(inputs, self._outputs)
+    # ---- requests -----------------------------------------------------------------------
 
-    def __call__(self, inputs: Mapping[str, np.ndarray],
-                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
-        result = self._batched(inputs)
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
+                 deadline: float | None = None) -> dict[str, np.ndarray]:
+        size = batch_size(inputs)
+        if size > self._params.max_batch_size:
+            raise invalid(f"Batch size {size} of the request is larger than the maximum batch "
+                          f"size {self._params.max_batch_size} (max_batch_size)")
+        check(deadline, "before the request was batched")
+        with self._cond:
+            tasks = None if self._stopped or size == 0 else self._enqueue(inputs, size, deadline)
+        if tasks is None:  # stopped (the version is closing), or nothing to batch
+            return self._select(self._runner(inputs, self._outputs), outputs)
+        parts = [self._wait(t, deadline) for t in tasks]
+        if len(parts) == 1:
+            return self._select(parts[0], outputs)
+        try:
+            return {k: np.concatenate([p[k] for p in parts]) for k in outputs}
+        except ValueError:  # outputs differ beyond dim 0 between batches: run it whole
+            check(deadline, "before the model ran")
+            return self._select(self._runner(inputs, self._outputs), outputs)
+
+    @staticmethod
+    def _select(result: dict[str, np.ndarray], outputs: tuple[str, ...]):
         return {k: result[k] for k in outputs}
 
-    def _batched(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        sizes = {v.shape[0] if v.ndim else None for v in inputs.values()}
-        if len(sizes) != 1 or None in sizes:
-            raise invalid("with batching, all inputs need the same batch size (dim 0); got "
-                          f"{({k: v.shape[0] if v.ndim else None for k, v in inputs.items()})}")
-        size = sizes.pop()
-        if size > self._params.max_batch_size or size == 0:
-            return self._call(inputs)
-        task = _Task(inputs, size)
-        with self._lock:
-            if self._stopped:
-                return self._call(inputs)
-            try:
-                self._queue.put_nowait(task)
-            except queue.Full:
-                raise ServingError(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                   "the batching queue is full") from None
-        task.done.wait()
+    @staticmethod
+    def _wait(task: _Task, deadline: float | None) -> dict[str, np.ndarray]:
+        if not task.done.wait(remaining(deadline)):
+            raise exceeded("while waiting in the batch queue")  # the batch will drop it
         if task.error is not None:
             raise task.error
         assert task.result is not None
         return task.result
 
-    def _loop(self) -> None:
-        carry: _Task | None = None
+    def _plan(self, size: int) -> list[tuple[int, bool]]:
+        """The pieces a request of ``size`` rows is queued as: (rows, opens a new batch)."""
+        room = self._limit - self._batches[-1].rows if self._batches else 0
+        if not self._params.enable_large_batch_splitting:
+            return [(size, size > room)]
+        plan, rest = [], size
+        if room > 0:
+            plan.append((min(rest, room), False))
+            rest -= plan[-1][0]
+        while rest > 0:
+            plan.append((min(rest, self._limit), True))
+            rest -= plan[-1][0]
+        return plan
+
+    def _enqueue(self, inputs: Mapping[str, np.ndarray], size: int,
+                 deadline: float | None) -> list[_Task]:
+        """Queues the request (holding the lock); UNAVAILABLE if the queue is full."""
+        plan = self._plan(size)
+        opened = sum(new for _, new in plan)
+        if len(self._batches) + opened > self._params.max_enqueued_batches:
+            self._drop_expired()
+            plan = self._plan(size)
+            opened = sum(new for _, new in plan)
+            if len(self._batches) + opened > self._params.max_enqueued_batches:
+                raise ServingError(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"The batch scheduling queue is full ({len(self._batches)} batches of up "
+                    f"to {self._limit} rows wait; max_enqueued_batches "
+                    f"{self._params.max_enqueued_batches})")
+        tasks, start = [], 0
+        for rows, new in plan:
+            piece = inputs if rows == size else {k: v[start:start + rows]
+                                                 for k, v in inputs.items()}
+            task = _Task(piece, rows, deadline)
+            if new:
+                self._batches.append(_Batch())
+            batch = self._batches[-1]
+            batch.tasks.append(task)
+            batch.rows += rows
+            tasks.append(task)
+            start += rows
+        self._cond.notify_all()
+        return tasks
+
+    def _drop_expired(self) -> None:
+        """Answers and removes the queued tasks whose deadline has passed (holding the lock)."""
+        for batch in self._batches:
+            for task in [t for t in batch.tasks if expired(t.deadline)]:
+                task.fail(exceeded("while waiting in the batch queue"))
+                batch.tasks.remove(task)
+                batch.rows -= task.size
+        kept = [b for b in self._batches if b.tasks]
+        if len(kept) < len(self._batches):
+            self._batches = collections.deque(kept)
+
+    # ---- batch threads ------------------------------------------------------------------
+
+    def _next_batch(self) -> _Batch | None:
+        """The next batch due to run (holding the lock; waits); None once stopped and empty."""
+        timeout = self._params.batch_timeout_micros / 1e6
         while True:
-            if carry is not None:
-                first, carry = carry, None
+            if self._batches:
+                first = self._batches[0]
+                wait = first.opened + timeout - time.monotonic()
+                if (wait <= 0 or first.rows >= self._limit or len(self._batches) > 1
+                        or self._stopped):
+                    return self._batches.popleft()
+                self._cond.wait(wait)
+            elif self._stopped:
+                return None
             else:
-                first = self._queue.get()
-                if first is _STOP:
-                    return
-            tasks, rows = [first], first.size
-            deadline = time.perf_counter() + self._params.batch_timeout_micros / 1e6
-            stop = False
-            while rows < self._params.max_batch_size:
-                try:
-                    left = deadline - time.perf_counter()
-                    task = self._queue.get_nowait() if left <= 0 else self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-                if task is _STOP:
-                    stop = True
-                    break
-                if rows + task.size > self._params.max_batch_size:
-                    carry = task
-                    break
-                tasks.append(task)
-                rows += task.size
-            self._execute(tasks)
-            if stop:
-                if carry is not None:
-                    self._execute_one(carry)
+                self._cond.wait()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                batch = self._next_batch()
+            if batch is None:
                 return
+            self._execute(batch.tasks)
 
     def _execute(self, tasks: list[_Task]) -> None:
-        if len(tasks) == 1:
-            self._execute_one(tasks[0])
-            return
+        live = []
+        for task in tasks:
+            if expired(task.deadline):
+                task.fail(exceeded("while waiting in the batch queue"))
+            elif not task.done.is_set():
+                live.append(task)
+        if not live:
+            return  # no model call for a batch of expired requests
         try:
-            merged = {k: np.concatenate([t.inputs[k] for t in tasks]) for k in tasks[0].inputs}
-            out = self._call(merged)
-            start = 0
-            for t in tasks:
-                t.result = {k: v[start:start + t.size] for k, v in out.items()}
-                start += t.size
-                t.done.set()
-        except Exception:  # noqa: BLE001 - retry one by one, each gets its own error
-            for t in tasks:
-                if not t.done.is_set():
-                    self._execute_one(t)
+            self._run(live)
+        except Exception as exc:  # noqa: BLE001 - retry one by one, each gets its own error
+            if len(live) == 1:
+                live[0].fail(exc)
+                return
+            for task in live:
+                if expired(task.deadline):
+                    task.fail(exceeded("while waiting in the batch queue"))
+                    continue
+                try:
+                    self._run([task])
+                except Exception as one:  # noqa: BLE001 - handed to the waiting request
+                    task.fail(one)
+        except BaseException as exc:  # noqa: BLE001 - never leave a request waiting
+            for task in live:
+                task.fail(exc)
+            raise
 
-    def _execute_one(self, task: _Task) -> None:
-        try:
-            task.result = self._call(task.inputs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
-            task.error = exc
-        task.done.set()
+    def _run(self, tasks: list[_Task]) -> None:
+        """One model call for ``tasks``: merged, padded to an allowed size, split back."""
+        merged = merge_inputs([t.inputs for t in tasks], self._params.pad_variable_length_inputs)
+        rows = sum(t.size for t in tasks)
+        padded = next((s for s in self._params.allowed_batch_sizes if s >= rows), rows)
+        if padded > rows:
+            merged = {k: np.concatenate([v, np.repeat(v[:1], padded - rows, axis=0)])
+                      for k, v in merged.items()}
+        out = self._runner(merged, self._outputs)
+        start = 0
+        for t in tasks:
+            t.result = {k: v[start:start + t.size] for k, v in out.items()}
+            start += t.size
+            t.done.set()
 
     def stop(self) -> None:
         """Runs what is queued, then ends the batch threads; later calls run unbatched."""
-        with self._lock:
+        with self._cond:
             if self._stopped:
                 return
             self._stopped = True
-        for _ in self._threads:
-            self._queue.put(_STOP)  # after every queued task (FIFO)
+            self._cond.notify_all()
         for t in self._threads:
             t.join(timeout=30)
+
+
+def merge_inputs(parts: list[Mapping[str, np.ndarray]],
+                 pad: bool = False) -> dict[str, np.ndarray]:
+    """Concatenates each input along dim 0. With ``pad`` (``pad_variable_length_inputs``),
+    inputs whose other dims differ are first padded to the largest, with copies of their
+    first element; without it, such inputs cannot be merged (ValueError)."""
+    if len(parts) == 1:
+        return dict(parts[0])
+    merged = {}
+    for key in parts[0]:
+        arrays = [p[key] for p in parts]
+        if pad and len({a.shape[1:] for a in arrays}) > 1:
+            target = np.max([a.shape[1:] for a in arrays], axis=0)
+            arrays = [_pad_to(a, tuple(target)) for a in arrays]
+        merged[key] = np.concatenate(arrays)
+    return merged
+
+
+def _pad_to(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if array.shape[1:] == shape:
+        return array
+    fill = array.flat[0] if array.size else np.zeros((), array.dtype)[()]
+    out = np.full((array.shape[0], *shape), fill, dtype=array.dtype)
+    out[(slice(None), *(slice(0, n) for n in array.shape[1:]))] = array
+    return out

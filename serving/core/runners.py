@@ -10,6 +10,7 @@ import numpy as np
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 
 from serving.core._tf import tf
+from serving.core.deadline import check
 from serving.core.signature import Runner
 
 #: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
@@ -80,21 +81,26 @@ class ChunkedRunner:
     otherwise turn one long story and a million empty ones, a few MB on the wire, into a
     million padded stories in one call. If the outputs of two chunks cannot be
     concatenated (a dimension other than the batch varies with the chunk's content), the
-    request runs whole.
+    request runs whole. A ``deadline`` that passes stops the chunks: no chunk starts after it.
     """
+
+    takes_deadline = True
 
     def __init__(self, runner: Runner, rows: int) -> None:
         self._runner = runner
         self._rows = rows
 
-    def __call__(self, inputs: Mapping[str, np.ndarray],
-                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
+                 deadline: float | None = None) -> dict[str, np.ndarray]:
         sizes = {v.shape[0] if v.ndim else -1 for v in inputs.values()}
         n = sizes.pop() if len(sizes) == 1 else -1
         if n <= self._rows:
             return self._runner(inputs, outputs)
-        parts = [self._runner({k: v[i:i + self._rows] for k, v in inputs.items()}, outputs)
-                 for i in range(0, n, self._rows)]
+        parts = []
+        for i in range(0, n, self._rows):
+            check(deadline, f"after {i} of {n} rows had run")
+            parts.append(self._runner({k: v[i:i + self._rows] for k, v in inputs.items()},
+                                      outputs))
         try:
             return {k: np.concatenate([part[k] for part in parts]) for k in outputs}
         except ValueError:

@@ -15,6 +15,7 @@ import grpc
 import numpy as np
 from tensorflow.core.protobuf import meta_graph_pb2
 
+from serving.core import deadline as deadline_module
 from serving.core._tf import tf
 from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
 
@@ -22,7 +23,9 @@ from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_s
 #: tpr_keras use too (the server imports nothing from tpr_keras).
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
-#: Maps input arrays and the requested output names to output arrays.
+#: Maps input arrays and the requested output names to output arrays. Runners with a true
+#: ``takes_deadline`` attribute (``Batcher``, ``ChunkedRunner``) also take a ``deadline=``
+#: keyword (:mod:`serving.core.deadline`), which :meth:`Signature.run` passes them.
 Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
 
 
@@ -53,15 +56,27 @@ class Signature:
     inputs: dict[str, TensorSpecInfo]
     outputs: dict[str, TensorSpecInfo]
 
-    def run(self, inputs: Mapping[str, np.ndarray],
-            outputs: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] = (),
+            deadline: float | None = None) -> dict[str, np.ndarray]:
         """Maps input arrays to output arrays (all outputs, or the names asked for); a
-        TensorFlow error keeps its code (TF and gRPC codes are equal)."""
+        TensorFlow error keeps its code (TF and gRPC codes are equal).
+
+        ``deadline`` (``time.monotonic()``; None: none): DEADLINE_EXCEEDED without running
+        the model if it has passed before the model call starts (in the batch queue too),
+        and DEADLINE_EXCEEDED instead of the outputs if it passed during the call.
+        """
+        names = tuple(outputs) or tuple(self.outputs)
+        deadline_module.check(deadline, "before the model ran")
         try:
-            return self.runner(inputs, tuple(outputs) or tuple(self.outputs))
+            if getattr(self.runner, "takes_deadline", False):
+                result = self.runner(inputs, names, deadline=deadline)
+            else:
+                result = self.runner(inputs, names)
         except tf.errors.OpError as exc:
             raise ServingError(CODE_BY_VALUE.get(exc.error_code, grpc.StatusCode.INTERNAL),
                                exc.message) from None
+        deadline_module.check(deadline, "while the model ran")
+        return result
 
     def expected_inputs(self) -> str:
         return ", ".join(f"{k} ({v.describe()})" for k, v in sorted(self.inputs.items()))

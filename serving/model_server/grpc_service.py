@@ -11,6 +11,12 @@ Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the
 spec picks a version (leased for the request), the signature, then inputs are checked
 against the SignatureDef (names, dtypes, shapes; :mod:`serving.core.tensors`) before any value
 is decoded, and ``output_filter`` picks the outputs.
+
+Deadlines: as TF Serving turns a call's gRPC deadline into the run's timeout, Predict passes
+``context.time_remaining()`` down as a deadline (:mod:`serving.core.deadline`): a request
+whose deadline passes while it waits (in the batch queue, for a handler) answers
+DEADLINE_EXCEEDED without running the model, and one that expires during the run answers
+DEADLINE_EXCEEDED too.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
+from serving.core.deadline import check, deadline_after
 from serving.core.manager import ModelManager
 from serving.core.stats import Stats
 from serving.core.status import ServingError, clip, invalid
@@ -69,7 +76,10 @@ class PredictionService:
         self._manager = manager
         self._stats = stats
 
-    def predict(self, request: predict_pb2.PredictRequest) -> predict_pb2.PredictResponse:
+    def predict(self, request: predict_pb2.PredictRequest,
+                deadline: float | None = None) -> predict_pb2.PredictResponse:
+        """``deadline``: ``time.monotonic()`` by which to answer (None: none)."""
+        check(deadline, "before the request was read")
         spec = request.model_spec
         servable = self._manager.lease(spec.name, _version_of(spec), spec.version_label)
         try:
@@ -82,7 +92,7 @@ class PredictionService:
                       for k, v in request.inputs.items()}
             check_batch(sig, inputs)
             started = time.perf_counter()
-            outputs = sig.run(inputs, names)
+            outputs = sig.run(inputs, names, deadline=deadline)
             model_time = time.perf_counter() - started
             response = predict_pb2.PredictResponse()
             response.model_spec.name = spec.name
@@ -145,10 +155,11 @@ def _unimplemented(method: str) -> Callable[[Any], Any]:
     return run
 
 
-def _method(api: str, request_cls, response_cls, fn: Callable[[Any], Any], stats: Stats,
+def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: Stats,
             timed: bool = False) -> grpc.RpcMethodHandler:
     """A unary method: decodes its own request (INVALID_ARGUMENT if it does not parse), maps
-    ServingError to its status, and anything unexpected to INTERNAL with one log line."""
+    ServingError to its status, and anything unexpected to INTERNAL with one log line.
+    ``timed`` (Predict): its handler time is recorded and ``fn`` gets the call's deadline."""
     message = request_cls.DESCRIPTOR.name
 
     def deserialize(data: bytes):
@@ -163,7 +174,10 @@ def _method(api: str, request_cls, response_cls, fn: Callable[[Any], Any], stats
             if isinstance(request, _Undecodable):
                 raise invalid(f"Could not parse the request bytes as a {message} "
                               f"({type(request.error).__name__}: {request.error})")
-            response = fn(request)
+            if timed:
+                response = fn(request, deadline=deadline_after(context.time_remaining()))
+            else:
+                response = fn(request)
         except ServingError as exc:
             stats.count(api, exc.code.name, exc.message)
             context.abort(exc.code, exc.message)
