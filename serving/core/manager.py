@@ -8,10 +8,17 @@ wanted; a new version is loaded completely (and warmed up) before it is publishe
 versions no longer wanted are removed from the table and closed. Requests hold a lease on
 the version they started on (:meth:`ModelManager.acquire`), so a request in flight during
 a swap finishes on the old version, whose session closes when that request returns.
+
+Models are independent: each has its own lock, and a poll loads the models in parallel
+(``num_load_threads``), so a slow model does not hold up the others. A model whose
+``base_path`` changes keeps serving the versions it loaded from the old path until a
+version from the new path is available. Version labels are checked when a config loads
+(:mod:`serving.core.version_labels`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import logging
@@ -29,6 +36,7 @@ from serving.core.batching import BatchingParameters
 from serving.core.runners import DEFAULT_MAX_ROWS
 from serving.core.servable import RUNTIMES, Servable
 from serving.core.status import ServingError
+from serving.core.version_labels import checked_labels
 from serving.core.warmup import warm_up
 
 log = logging.getLogger("serving.server")
@@ -45,12 +53,26 @@ class _VersionState:
 
 
 class _Model:
-    """One configured model: its loaded versions (copy-on-write dict) and their states."""
+    """One configured model: its loaded versions (copy-on-write dict), their states, its
+    checked version labels, and a lock held while it is polled or dropped."""
 
-    def __init__(self, config: model_server_config_pb2.ModelConfig) -> None:
+    def __init__(self, config: model_server_config_pb2.ModelConfig,
+                 servables: dict[int, Servable] | None = None) -> None:
         self.config = config
-        self.servables: dict[int, Servable] = {}  # replaced, never mutated
-        self.states: dict[int, _VersionState] = {}
+        self.servables: dict[int, Servable] = dict(servables or {})  # replaced, never mutated
+        self.states: dict[int, _VersionState] = {
+            v: _VersionState(_STATE.AVAILABLE) for v in self.servables}
+        self.labels: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.dropped = False
+
+    def version_path(self, version: int) -> str:
+        return os.path.join(self.config.base_path, str(version))
+
+    def fresh(self, version: int) -> bool:
+        """``version`` is loaded from the current base path (not kept from an old one)."""
+        servable = self.servables.get(version)
+        return servable is not None and servable.path == self.version_path(version)
 
 
 class ModelManager:
@@ -65,13 +87,19 @@ class ModelManager:
         session_config: ``ConfigProto`` for each version's session (thread pools).
         max_rows_per_call: Split larger requests of batchable signatures into calls of
             at most this many rows (None: never split; see ``ChunkedRunner``).
+        allow_version_labels_for_unavailable_models: TF Serving's flag: a new version label
+            may name a version that is not available yet (see
+            :mod:`serving.core.version_labels`); otherwise such a config is a ValueError.
+        num_load_threads: Models polled and loaded in parallel (<= 1: one after another).
     """
 
     def __init__(self, configs: Sequence[model_server_config_pb2.ModelConfig],
                  tags: Sequence[str] = ("serve",), batching: BatchingParameters | None = None,
                  max_num_load_retries: int = 5, runtime: str = "session",
                  session_config: tf.compat.v1.ConfigProto | None = None,
-                 max_rows_per_call: int | None = DEFAULT_MAX_ROWS) -> None:
+                 max_rows_per_call: int | None = DEFAULT_MAX_ROWS,
+                 allow_version_labels_for_unavailable_models: bool = False,
+                 num_load_threads: int = 4) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self._max_rows = max_rows_per_call
@@ -80,11 +108,18 @@ class ModelManager:
         self._session_config = session_config
         self._batching = batching
         self._max_retries = max_num_load_retries
+        self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
+        self._load_threads = num_load_threads
         self._models: dict[str, _Model] = {}
-        self._lock = threading.Lock()  # config changes and polls, never requests
+        self._lock = threading.Lock()  # swaps of the model table, never requests
+        self._config_lock = threading.Lock()  # one reload_config at a time
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.reload_config(configs)
+        try:
+            self.reload_config(configs)
+        except BaseException:
+            self.stop()
+            raise
 
     # ---- requests -----------------------------------------------------------------
 
@@ -101,7 +136,7 @@ class ModelManager:
         """``version``, or the version ``label`` names (NOT_FOUND if it names none)."""
         if not label:
             return version
-        labels = model.config.version_labels
+        labels = model.labels
         if label not in labels:
             raise ServingError(grpc.StatusCode.NOT_FOUND,
                                f"Unrecognized servable version label '{label}' of model "
@@ -177,7 +212,9 @@ class ModelManager:
     # ---- configuration and polling --------------------------------------------------
 
     def reload_config(self, configs: Sequence[model_server_config_pb2.ModelConfig]) -> None:
-        """Serves exactly ``configs``: new models are added, removed ones closed."""
+        """Serves exactly ``configs``: new models are added, removed ones closed, then the
+        version labels are checked (ValueError naming the model and label: that model keeps
+        its previous labels, everything else of the config applies, as in TF Serving)."""
         names = [c.name for c in configs]
         if len(set(names)) != len(names) or not all(names):
             raise ValueError(f"model names must be non-empty and unique, got {names}")
@@ -187,21 +224,43 @@ class ModelManager:
                                  f"'{c.model_platform}' (only 'tensorflow')")
             if not c.base_path:
                 raise ValueError(f"model '{c.name}': base_path is required")
-        with self._lock:
-            models = {}
-            for c in configs:
-                old = self._models.get(c.name)
-                if old is not None and old.config.base_path == c.base_path:
-                    old.config = c
-                    models[c.name] = old
-                else:
-                    models[c.name] = _Model(c)
-            dropped = [m for n, m in self._models.items() if models.get(n) is not m]
-            self._models = models
-        for m in dropped:
-            for s in m.servables.values():
-                s.close()
-        self.poll()
+        with self._config_lock:
+            with self._lock:
+                models, kept_servables = {}, set()
+                for c in configs:
+                    old = self._models.get(c.name)
+                    if old is not None and old.config.base_path == c.base_path:
+                        old.config = c
+                        models[c.name] = old
+                    elif old is not None:  # new base_path: serve the old versions meanwhile
+                        with old.lock:
+                            old.dropped = True
+                            models[c.name] = _Model(c, old.servables)
+                            models[c.name].labels = dict(old.labels)
+                        kept_servables.update(id(s) for s in old.servables.values())
+                    else:
+                        models[c.name] = _Model(c)
+                dropped = [m for n, m in self._models.items() if models.get(n) is not m]
+                self._models = models
+            for m in dropped:
+                with m.lock:
+                    m.dropped = True
+                    for s in m.servables.values():
+                        if id(s) not in kept_servables:
+                            s.close()
+            self.poll()
+            errors = []
+            for m in models.values():
+                with m.lock:
+                    try:
+                        m.labels = checked_labels(
+                            m.config.name, m.config.version_labels, m.labels,
+                            [v for v, s in m.servables.items() if m.fresh(v)],
+                            self._allow_unavailable_labels)
+                    except ValueError as exc:
+                        errors.append(str(exc))
+            if errors:
+                raise ValueError("; ".join(errors))
 
     def _aspired(self, model: _Model, on_disk: list[int]) -> list[int]:
         policy = model.config.model_version_policy
@@ -214,13 +273,26 @@ class ModelManager:
         return sorted(on_disk)[-n:]
 
     def poll(self) -> None:
-        """Lists every base path once; loads new versions, then unloads unwanted ones."""
+        """Lists every base path once; loads new versions, then unloads unwanted ones. Models
+        are polled in parallel (``num_load_threads``), each under its own lock."""
         with self._lock:
-            for model in list(self._models.values()):
-                try:
-                    self._poll_model(model)
-                except Exception:  # noqa: BLE001 - a bad model must not stop the others
-                    log.exception("polling model %s failed", model.config.name)
+            models = list(self._models.values())
+        if self._load_threads <= 1 or len(models) <= 1:
+            for model in models:
+                self._poll_locked(model)
+            return
+        with concurrent.futures.ThreadPoolExecutor(
+                min(self._load_threads, len(models)), thread_name_prefix="load") as pool:
+            list(pool.map(self._poll_locked, models))
+
+    def _poll_locked(self, model: _Model) -> None:
+        with model.lock:
+            if model.dropped:
+                return
+            try:
+                self._poll_model(model)
+            except Exception:  # noqa: BLE001 - a bad model must not stop the others
+                log.exception("polling model %s failed", model.config.name)
 
     def _poll_model(self, model: _Model) -> None:
         base = model.config.base_path
@@ -243,12 +315,14 @@ class ModelManager:
                     log.warning("model %s: no loadable version under %s", model.config.name,
                                 base)
                 return  # keep serving what is loaded rather than going dark
-            for version in sorted(set(aspired) - set(model.servables), reverse=True):
-                self._load(model, version, os.path.join(base, str(version)))
+            for version in sorted(v for v in aspired if not model.fresh(v))[::-1]:
+                self._load(model, version)
             if not any(self._gave_up(model, v) for v in aspired):
                 break
-        unwanted = set(model.servables) - set(aspired)
-        if unwanted and any(v in model.servables for v in aspired):
+        # Unwanted: not aspired, or kept from an old base_path. Dropped once an aspired
+        # version from the current path serves, never leaving the model without a version.
+        unwanted = {v for v in model.servables if v not in aspired or not model.fresh(v)}
+        if unwanted and any(model.fresh(v) for v in aspired):
             kept = {v: s for v, s in model.servables.items() if v not in unwanted}
             for v in unwanted:
                 model.states[v] = _VersionState(_STATE.UNLOADING)
@@ -263,13 +337,15 @@ class ModelManager:
     def _gave_up(self, model: _Model, version: int) -> bool:
         state = model.states.get(version)
         return state is not None and state.failures >= self._max_retries and (
-            version not in model.servables)
+            not model.fresh(version))
 
-    def _load(self, model: _Model, version: int, path: str) -> None:
-        name = model.config.name
+    def _load(self, model: _Model, version: int) -> None:
+        name, path = model.config.name, model.version_path(version)
         previous = model.states.get(version)
         failures = previous.failures if previous else 0
-        model.states[version] = _VersionState(_STATE.LOADING, failures=failures)
+        serving_old = version in model.servables  # the same number from an old base_path
+        if not serving_old:
+            model.states[version] = _VersionState(_STATE.LOADING, failures=failures)
         started = time.perf_counter()
         servable = None
         try:
@@ -283,12 +359,16 @@ class ModelManager:
             log.error("model %s: loading version %d failed (attempt %d of %d): %s",
                       name, version, failures, self._max_retries, exc)
             model.states[version] = _VersionState(
-                _STATE.END, grpc.StatusCode.UNKNOWN if failures >= self._max_retries
+                _STATE.AVAILABLE if serving_old else _STATE.END,
+                grpc.StatusCode.UNKNOWN if failures >= self._max_retries
                 else grpc.StatusCode.UNAVAILABLE, f"loading failed: {exc}", failures)
             return
         servables = dict(model.servables)
+        replaced = servables.get(version)
         servables[version] = servable
         model.servables = servables  # publish atomically
+        if replaced is not None:
+            replaced.close()  # now, or when its last request in flight returns
         model.states[version] = _VersionState(_STATE.AVAILABLE)
         log.info("model %s: version %d available (%s; loaded in %.2f s, %d warm-up requests)",
                  name, version, path, time.perf_counter() - started, warmed)
@@ -311,6 +391,9 @@ class ModelManager:
         if self._thread is not None:
             self._thread.join(timeout=60)
         with self._lock:
-            for m in self._models.values():
+            models = list(self._models.values())
+        for m in models:
+            with m.lock:
+                m.dropped = True
                 for s in m.servables.values():
                     s.close()
