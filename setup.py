@@ -24,6 +24,8 @@ setup(
         "absl-py>=2.1",
         "numpy>=2,<3",
         "grpcio>=1.60",
+        "grpcio-health-checking>=1.60",
+        "prometheus_client>=0.20",
         "protobuf>=5",
     ],
     extras_require={

@@ -11,6 +11,11 @@ a non-negative integer (400); the whole body must arrive within the read timeout
 (``--rest_api_timeout_in_ms``, TF Serving's flag; 408 otherwise), so a client that
 declares more than it sends cannot hold a handler thread; at most ``max_threads``
 requests run at once.
+
+With monitoring on, ``GET <path>`` answers the Prometheus page
+(:mod:`serving.model_server.monitoring`) and ``:predict``/``:classify``/``:regress`` requests
+are counted; with ``--rest_api_enable_cors_support`` every answer carries
+``Access-Control-Allow-Origin: *`` and ``OPTIONS`` (a CORS preflight) is answered 204.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from serving.core.manager import ModelManager
 from serving.core.stats import Stats
 from serving.core.status import HTTP_STATUS, ServingError, clip, invalid
 from serving.core.tensors import check_batch, validate_inputs
+from serving.model_server.monitoring import CONTENT_TYPE
 
 log = logging.getLogger("serving.server")
 
@@ -51,31 +57,49 @@ _STATUS_RE = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+)
 
 
 class RestApi:
-    """TF Serving's REST API over a ModelManager: ``handle`` returns (HTTP status, JSON)."""
+    """TF Serving's REST API over a ModelManager: ``handle`` returns (HTTP status, JSON).
 
-    def __init__(self, manager: ModelManager, stats: Stats) -> None:
+    ``metrics`` (a :class:`~serving.model_server.monitoring.Metrics`, optional) counts
+    ``:predict``/``:classify``/``:regress`` requests; ``metrics_path`` is where
+    :class:`HttpHandler` serves its page.
+    """
+
+    def __init__(self, manager: ModelManager, stats: Stats, metrics=None,
+                 metrics_path: str | None = None) -> None:
         self._manager = manager
         self._stats = stats
+        self.metrics = metrics
+        self.metrics_path = metrics_path if metrics is not None else None
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
         path = path.split("?", 1)[0]
-        api = ("REST predict" if method == "POST" and _PREDICT_RE.fullmatch(path) else
+        predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
+        api = ("REST predict" if predict else
                "REST metadata" if path.endswith("/metadata") else "REST status")
         started = time.perf_counter()
+        if predict and self.metrics is not None:
+            self.metrics.begin(predict.group(1), predict.group(4).lower())
+        status, code, doc = 200, "OK", None
         try:
             doc = self._dispatch(method, path, body)
         except ServingError as exc:
             self._stats.count(api, exc.code.name, exc.message)
-            return HTTP_STATUS.get(exc.code, 500), {"error": exc.message}
+            status, code, doc = HTTP_STATUS.get(exc.code, 500), exc.code.name, {
+                "error": exc.message}
         except Exception as exc:  # noqa: BLE001 - never crash a handler thread
             text = clip(f"internal error: {type(exc).__name__}: {exc}")
             log.error("%s: %s", api, text)
             self._stats.count(api, "INTERNAL")
-            return 500, {"error": text}
-        self._stats.count(api)
-        if api == "REST predict":
-            self._stats.times.append(time.perf_counter() - started)  # successes only
-        return 200, doc
+            status, code, doc = 500, "INTERNAL", {"error": text}
+        elapsed = time.perf_counter() - started
+        if predict and self.metrics is not None:
+            self.metrics.request(predict.group(1), code, predict.group(4).lower(), "REST",
+                                 elapsed)
+        if status == 200:
+            self._stats.count(api)
+            if api == "REST predict":
+                self._stats.times.append(elapsed)  # successes only
+        return status, doc
 
     def _dispatch(self, method: str, path: str, body: bytes) -> dict:
         m = _PREDICT_RE.fullmatch(path)
@@ -130,10 +154,14 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         super().setup()
 
     def _respond(self, status: int, doc: dict, close: bool = False) -> None:
-        data = json.dumps(doc).encode()
+        self._send(status, json.dumps(doc).encode(), "application/json", close)
+
+    def _send(self, status: int, data: bytes, content_type: str, close: bool = False) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        if self.server.cors:
+            self.send_header("Access-Control-Allow-Origin", "*")
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
@@ -221,6 +249,18 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
         if body is None:
             return
         self.connection.settimeout(self.server.read_timeout_s)
+        path = self.path.split("?", 1)[0]
+        if method == "GET" and self.api.metrics_path and path == self.api.metrics_path:
+            self._send(200, self.api.metrics.page(), CONTENT_TYPE)
+            return
+        if method == "OPTIONS" and self.server.cors:
+            self.send_response(204)
+            self.send_header("Access-Control-Allow-Origin", "*")
+            self.send_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+            self.send_header("Access-Control-Allow-Headers", "Content-Type")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         status, doc = self.api.handle(method, self.path, body)
         self._respond(status, doc)
 
@@ -246,12 +286,13 @@ class HttpServer(http.server.ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, address, api: RestApi, max_threads: int, max_body_bytes: int,
-                 read_timeout_s: float) -> None:
+                 read_timeout_s: float, cors: bool = False) -> None:
         handler = type("Handler", (HttpHandler,), {"api": api})
         super().__init__(address, handler)
         self._slots = threading.BoundedSemaphore(max_threads)
         self.max_body_bytes = max_body_bytes
         self.read_timeout_s = read_timeout_s
+        self.cors = cors
 
     def process_request(self, request, client_address):
         self._slots.acquire()  # back-pressure: at most max_threads requests at once

@@ -1,5 +1,6 @@
 """The gRPC (and optional REST) server around a :class:`~serving.core.manager.ModelManager`:
-:class:`ModelServer` binds the ports and wires the two front ends, ``ports``, ``stats()``."""
+:class:`ModelServer` binds the ports and wires the two front ends, ``ports``, ``stats()``,
+and optionally TLS, the gRPC health service and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import grpc
 from serving.core.manager import ModelManager
 from serving.core.stats import Stats
 from serving.model_server.grpc_service import add_services
+from serving.model_server.health import ModelHealth
+from serving.model_server.monitoring import Metrics, MetricsInterceptor, MetricsStats
 from serving.model_server.rest_api import HttpServer, RestApi
+from serving.model_server.tls import server_credentials
 
 #: Largest gRPC message and REST body, as tensorflow_model_server's default gRPC limit.
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -31,35 +35,59 @@ class ModelServer:
         max_message_bytes: Largest gRPC request/response and REST body, checked before
             anything is decoded.
         rest_api_timeout_s: The whole REST request must arrive within this time.
+        ssl_config: A checked ``SSLConfig`` (:func:`serving.model_server.tls.read_ssl_config`):
+            gRPC over TLS only, never plaintext.
+        grpc_socket_path: Also serve gRPC on this UNIX socket.
+        grpc_options: Extra gRPC server arguments (``--grpc_channel_arguments``).
+        health: Serve ``grpc.health.v1.Health`` (:mod:`serving.model_server.health`).
+        metrics_path: Serve Prometheus metrics at this REST path
+            (:mod:`serving.model_server.monitoring`); needs REST.
+        cors: Send CORS headers on REST answers (``--rest_api_enable_cors_support``).
     """
 
     def __init__(self, manager: ModelManager, port: int = 8500, rest_api_port: int | None = None,
                  host: str = "127.0.0.1", max_threads: int | None = None,
                  rest_api_num_threads: int | None = None,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 rest_api_timeout_s: float = 30.0) -> None:
+                 rest_api_timeout_s: float = 30.0, ssl_config=None, grpc_socket_path: str = "",
+                 grpc_options: list[tuple[str, int | str]] | None = None, health: bool = False,
+                 metrics_path: str | None = None, cors: bool = False) -> None:
         self.manager = manager
-        self._stats = Stats()
+        self.metrics = Metrics(manager) if metrics_path else None
+        self._stats = MetricsStats(self.metrics) if self.metrics else Stats()
         self.host = host
         cpus = os.cpu_count() or 1
         self.max_threads = max_threads or max(8, 4 * cpus)
         self._grpc = grpc.server(
             concurrent.futures.ThreadPoolExecutor(max_workers=self.max_threads,
                                                   thread_name_prefix="grpc"),
+            interceptors=[MetricsInterceptor(self.metrics)] if self.metrics else None,
             options=[("grpc.max_receive_message_length", max_message_bytes),
                      ("grpc.max_send_message_length", max_message_bytes),
-                     ("grpc.so_reuseport", 0)])
+                     ("grpc.so_reuseport", 0), *(grpc_options or [])])
         self.predictions = add_services(self._grpc, manager, self._stats)
-        self.port = self._grpc.add_insecure_port(f"{host}:{port}")
+        self.health = ModelHealth(self._grpc, manager) if health else None
+        address = f"{host}:{port}"
+        if ssl_config is not None:
+            self.port = self._grpc.add_secure_port(address, server_credentials(ssl_config))
+        else:
+            self.port = self._grpc.add_insecure_port(address)
         if self.port == 0:
-            raise OSError(f"cannot bind gRPC to {host}:{port}")
+            raise OSError(f"cannot bind gRPC to {address}")
+        if grpc_socket_path:
+            unix = f"unix:{os.path.abspath(grpc_socket_path)}"
+            bound = (self._grpc.add_secure_port(unix, server_credentials(ssl_config))
+                     if ssl_config is not None else self._grpc.add_insecure_port(unix))
+            if bound == 0:
+                raise OSError(f"cannot bind gRPC to {unix}")
         self._http: HttpServer | None = None
         self._http_thread: threading.Thread | None = None
         self.rest_api_port: int | None = None
         if rest_api_port is not None:
-            self._http = HttpServer((host, rest_api_port), RestApi(manager, self._stats),
+            self._http = HttpServer((host, rest_api_port),
+                                    RestApi(manager, self._stats, self.metrics, metrics_path),
                                     rest_api_num_threads or self.max_threads, max_message_bytes,
-                                    rest_api_timeout_s)
+                                    rest_api_timeout_s, cors)
             self.rest_api_port = self._http.server_address[1]
 
     @property
@@ -78,6 +106,8 @@ class ModelServer:
 
     def start(self) -> ModelServer:
         self._grpc.start()
+        if self.health is not None:
+            self.health.start()
         if self._http is not None:
             self._http_thread = threading.Thread(target=self._http.serve_forever,
                                                  kwargs={"poll_interval": 0.2},
@@ -87,7 +117,9 @@ class ModelServer:
 
     def stop(self, grace: float = 10.0) -> None:
         """Stops accepting requests, lets in-flight ones finish (up to ``grace`` s), then
-        closes every loaded version."""
+        closes every loaded version. The health service says NOT_SERVING from the start."""
+        if self.health is not None:
+            self.health.drain()
         done = self._grpc.stop(grace)
         if self._http is not None:
             if self._http_thread is not None:

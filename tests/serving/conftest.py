@@ -133,6 +133,12 @@ def model_config(name, base_path, **kwargs):
                                                model_platform="tensorflow", **kwargs)
 
 
+@pytest.fixture(scope="session")
+def make_model_config():
+    """:func:`model_config`, for test modules (conftest is not importable by name)."""
+    return model_config
+
+
 @pytest.fixture(scope="module")
 def server(export_base):
     manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
