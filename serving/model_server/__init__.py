@@ -20,6 +20,9 @@ It knows nothing about tpr-keras: any SavedModel with signatures can be served, 
   binds them.
 * :mod:`serving.model_server.flags` and :mod:`serving.model_server.model_config`: the
   flags and the ``--model_config_file`` format.
+* :mod:`serving.model_server.monitoring`, :mod:`serving.model_server.health` and
+  :mod:`serving.model_server.tls`: Prometheus metrics, the gRPC health service and gRPC
+  over TLS; :mod:`serving.model_server.config_protos`: their text config files.
 * :mod:`serving.model_server.main`: ``main``, which wires them.
 
 Semantics follow TF Serving: an empty signature name means ``serving_default``; an unset

@@ -4,6 +4,7 @@ then serve until SIGTERM/SIGINT (``python -m serving.server``)."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import logging
 import os
@@ -12,14 +13,18 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.core._tf import tf
 from serving.core.batching import BatchingParameters
 from serving.core.manager import ModelManager
-from serving.model_server.flags import parse_args
+from serving.model_server.config_protos import ConfigError
+from serving.model_server.flags import ignored_flags, parse_args
 from serving.model_server.model_config import read_model_config_file
+from serving.model_server.monitoring import read_monitoring_config
 from serving.model_server.server import ModelServer
+from serving.model_server.tls import read_ssl_config
 
 log = logging.getLogger("serving.server")
 
@@ -30,6 +35,55 @@ def _configs_from_args(args: argparse.Namespace) -> list[model_server_config_pb2
     return [model_server_config_pb2.ModelConfig(
         name=args.model_name, base_path=os.path.abspath(args.model_base_path),
         model_platform="tensorflow")]
+
+
+def version_text() -> str:
+    """What ``--version`` prints: this server's and TensorFlow's versions."""
+    try:
+        ours = importlib.metadata.version("tpr-keras")
+    except importlib.metadata.PackageNotFoundError:
+        ours = "unknown"
+    return f"TensorFlow ModelServer: tpr-keras {ours}\nTensorFlow Library: {tf.__version__}"
+
+
+def session_config(args: argparse.Namespace) -> tf.compat.v1.ConfigProto:
+    """Each session's ConfigProto: ``--tensorflow_session_config_file``, then the thread
+    flags (``--tensorflow_session_parallelism`` where the intra/inter flags are 0) and
+    ``--per_process_gpu_memory_fraction`` over it."""
+    config = tf.compat.v1.ConfigProto()
+    if args.tensorflow_session_config_file:
+        path = args.tensorflow_session_config_file
+        try:
+            with open(path, encoding="utf-8") as f:
+                text_format.Parse(f.read(), config)
+        except (OSError, UnicodeDecodeError, text_format.ParseError) as exc:
+            raise ConfigError(f"--tensorflow_session_config_file={path}: not a readable "
+                              f"text ConfigProto: {exc}") from None
+    both = args.tensorflow_session_parallelism
+    intra = args.tensorflow_intra_op_parallelism or both
+    inter = args.tensorflow_inter_op_parallelism or both
+    if intra:
+        config.intra_op_parallelism_threads = max(intra, 0)
+    if inter:
+        config.inter_op_parallelism_threads = inter
+    if args.per_process_gpu_memory_fraction:
+        config.gpu_options.per_process_gpu_memory_fraction = (
+            args.per_process_gpu_memory_fraction)
+    return config
+
+
+def grpc_channel_arguments(text: str) -> list[tuple[str, int | str]]:
+    """``--grpc_channel_arguments``: ``key=value,...``; an integer value is passed as one."""
+    out: list[tuple[str, int | str]] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--grpc_channel_arguments: {item!r} is not key=value")
+        try:
+            out.append((key, int(value)))
+        except ValueError:
+            out.append((key, value))
+    return out
 
 
 def _write_info(path: str, info: dict) -> None:
@@ -43,37 +97,68 @@ def _write_info(path: str, info: dict) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.version:
+        print(version_text(), flush=True)
+        return 0
     logging.basicConfig(level=args.verbosity.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.tensorflow_intra_op_parallelism:
-        tf.config.threading.set_intra_op_parallelism_threads(args.tensorflow_intra_op_parallelism)
-    if args.tensorflow_inter_op_parallelism > 0:
-        tf.config.threading.set_inter_op_parallelism_threads(args.tensorflow_inter_op_parallelism)
-    session_config = tf.compat.v1.ConfigProto(
-        intra_op_parallelism_threads=max(args.tensorflow_intra_op_parallelism, 0),
-        inter_op_parallelism_threads=args.tensorflow_inter_op_parallelism)
-    batching = None
-    if args.enable_batching:
-        batching = BatchingParameters()
-        if args.batching_parameters_file:
-            with open(args.batching_parameters_file, encoding="utf-8") as f:
-                batching = BatchingParameters.parse(f.read())
-        log.info("batching enabled: %s", batching)
+    ignored = ignored_flags(args)
+    if ignored:
+        log.warning("these tensorflow_model_server flags do not apply to this server and "
+                    "are ignored: %s", " ".join(ignored))
+    if args.model_config_file and "model_base_path" in args.given:
+        log.info("--model_config_file is set: --model_name and --model_base_path are ignored")
+    try:
+        try:
+            models = _configs_from_args(args)
+        except (OSError, ValueError, text_format.ParseError) as exc:
+            raise ConfigError(f"--model_config_file={args.model_config_file}: {exc}") from None
+        config = session_config(args)
+        channel_args = grpc_channel_arguments(args.grpc_channel_arguments)
+        metrics_path = (read_monitoring_config(args.monitoring_config_file)
+                        if args.monitoring_config_file else None)
+        ssl_config = read_ssl_config(args.ssl_config_file) if args.ssl_config_file else None
+        batching = None
+        if args.enable_batching:
+            batching = BatchingParameters()
+            if args.batching_parameters_file:
+                try:
+                    with open(args.batching_parameters_file, encoding="utf-8") as f:
+                        batching = BatchingParameters.parse(f.read())
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(f"--batching_parameters_file="
+                                      f"{args.batching_parameters_file}: {exc}") from None
+            log.info("batching enabled: %s", batching)
+    except ConfigError as exc:
+        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    if metrics_path and args.rest_api_port == 0:
+        log.warning("--monitoring_config_file: metrics are served on the REST port, and "
+                    "--rest_api_port is 0 (REST off)")
+    if config.intra_op_parallelism_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_parallelism_threads)
+    if config.inter_op_parallelism_threads > 0:
+        tf.config.threading.set_inter_op_parallelism_threads(config.inter_op_parallelism_threads)
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
 
-    manager = ModelManager(_configs_from_args(args), tags=args.saved_model_tags.split(","),
+    manager = ModelManager(models, tags=args.saved_model_tags.split(","),
                            batching=batching, max_num_load_retries=args.max_num_load_retries,
-                           runtime=args.servable_runtime, session_config=session_config,
+                           runtime=args.servable_runtime, session_config=config,
                            max_rows_per_call=args.max_rows_per_call or None)
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
     server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
                          host=args.bind_address, max_threads=args.grpc_max_threads or None,
                          rest_api_num_threads=args.rest_api_num_threads or None,
                          max_message_bytes=args.max_message_bytes,
-                         rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000).start()
+                         rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000,
+                         ssl_config=ssl_config, grpc_socket_path=args.grpc_socket_path,
+                         grpc_options=channel_args,
+                         health=args.enable_grpc_healthcheck_service,
+                         metrics_path=metrics_path,
+                         cors=args.rest_api_enable_cors_support).start()
     manager.start_polling(args.file_system_poll_wait_seconds)
     print(f"Running gRPC ModelServer at {args.bind_address}:{server.port} ...", file=sys.stderr,
           flush=True)
