@@ -1,7 +1,7 @@
 """Sentence encoder of TPR-RNN: word embeddings weighted by learned position vectors."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -16,9 +16,10 @@ class SentenceEncoder(keras.layers.Layer):
     Word id 0 is padding and contributes nothing: its embedding is masked out
     (the authors' code let the pad embedding leak into ``s``).
 
-    Implementation: only the real (non-pad) words are gathered, multiplied by
-    their position vectors and summed per sentence (a segment sum), so padded
-    word slots and padded sentences cost nothing, forward or backward.
+    Implementation: the pad row of the embedding table is zeroed before the
+    lookup, and every sentence is one dense sum over its word slots, in
+    ``keras.ops`` only (a fixed-shape computation that compiles under XLA and
+    ``jax.jit``).
 
     Args:
         vocabulary_size: number of word ids, including pad (0) and unknown.
@@ -29,8 +30,8 @@ class SentenceEncoder(keras.layers.Layer):
 
     Example:
     >>> encoder = SentenceEncoder(vocabulary_size=30, symbol_dim=30)
-    >>> encoder(np.array([[4, 7, 2, 0, 0]])).shape
-    TensorShape([1, 30])
+    >>> tuple(encoder(np.array([[4, 7, 2, 0, 0]])).shape)
+    (1, 30)
     """
 
     def __init__(
@@ -70,19 +71,13 @@ class SentenceEncoder(keras.layers.Layer):
         self.built = True
 
     def call(self, word_ids):
-        word_ids = tf.cast(word_ids, "int32")
-        slots = tf.shape(word_ids)[-1]
-        # Only real words are gathered: pad words (id 0) contribute nothing.
-        sentences = tf.reshape(word_ids, [-1, slots])
-        where = tf.where(sentences > 0)  # [words, 2]: (sentence, slot), int64
-        words = tf.gather(self.embedding.embeddings, tf.gather_nd(sentences, where))
-        positions = tf.gather(self.positions, where[:, 1])
-        summed = tf.math.unsorted_segment_sum(
-            words * positions, where[:, 0], tf.shape(sentences, out_type="int64")[0]
-        )
-        return tf.reshape(
-            summed, tf.concat([tf.shape(word_ids)[:-1], [self.symbol_dim]], axis=0)
-        )
+        word_ids = ops.cast(word_ids, "int32")
+        # The pad row of the table is zeroed, so pad words (id 0) contribute nothing
+        # and get no gradient; each sentence is then one dense weighted sum (eq. 5).
+        table = self.embedding.embeddings
+        not_pad = ops.expand_dims(ops.arange(self.vocabulary_size) > 0, -1)
+        words = ops.take(ops.where(not_pad, table, ops.zeros_like(table)), word_ids, axis=0)
+        return ops.sum(words * self.positions, axis=-2)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.symbol_dim,)

@@ -1,7 +1,7 @@
 """The TPR-RNN update module: the order-3 TPR memory of a story, as rank-1 factors."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from tpr_keras.layers.mlp import TanhMLP
 from tpr_keras.ops import factored
@@ -126,9 +126,9 @@ class TPRUpdate(keras.layers.Layer):
         parts = self.extract(sentences)
         slots = factored.operation_slots(self.operations, **parts)
         if mask is None:
-            keep = tf.ones(tf.shape(sentences)[:2], dtype=sentences.dtype)
+            keep = ops.ones(ops.shape(sentences)[:2], dtype=sentences.dtype)
         else:
-            keep = tf.cast(mask, sentences.dtype)
+            keep = ops.cast(mask, sentences.dtype)
         if self.implementation == "parallel":
             return factored.parallel_targets(slots, keep)
         return factored.recurrent_targets(slots, keep)

@@ -42,7 +42,7 @@ nothing to ``F`` and contributes nothing to any read.
 
 import collections
 
-import tensorflow as tf
+from keras import ops
 
 # The operation sets of Table 3, in slot order.
 OPERATIONS = {
@@ -121,11 +121,11 @@ def _read_coefficients(slots):
 
 def _stack_slots(slots, keep):
     """Sources (zeroed where ``keep`` is 0), relations and constants ``[B, T, K, ·]``."""
-    keep = tf.cast(keep, slots[0].source.dtype)[:, :, None]
-    sources = tf.stack([slot.source * keep for slot in slots], axis=2)
-    relations = tf.stack([slot.relation for slot in slots], axis=2)
-    constants = tf.stack(
-        [tf.zeros_like(s.source) if s.constant is None else s.constant for s in slots],
+    keep = ops.expand_dims(ops.cast(keep, slots[0].source.dtype), -1)
+    sources = ops.stack([slot.source * keep for slot in slots], axis=2)
+    relations = ops.stack([slot.relation for slot in slots], axis=2)
+    constants = ops.stack(
+        [ops.zeros_like(s.source) if s.constant is None else s.constant for s in slots],
         axis=2,
     )
     return sources, relations, constants
@@ -133,14 +133,22 @@ def _stack_slots(slots, keep):
 
 def _flatten_time_slots(tensor):
     """``[B, T, K, D]`` -> ``[B, T·K, D]`` (slot index ``t·K + k``)."""
-    shape = tf.shape(tensor)
-    return tf.reshape(tensor, [shape[0], shape[1] * shape[2], tensor.shape[-1]])
+    shape = ops.shape(tensor)
+    return ops.reshape(tensor, (shape[0], shape[1] * shape[2], tensor.shape[-1]))
+
+
+def _transpose(matrices):
+    """Swaps the last two axes of a batch of matrices."""
+    return ops.swapaxes(matrices, -1, -2)
 
 
 def parallel_targets(slots, keep):
     """All new targets of a story with one triangular solve (no loop over time).
 
-    Solves ``(I - A) n = c`` (module docstring) for the slots of every step.
+    Schlag & Schmidhuber (2018), eq. 4 and 6-14: solves ``(I - A) n = c``
+    (module docstring) for the slots of every step, with
+    ``keras.ops.solve_triangular`` (TensorFlow: ``tf.linalg.triangular_solve``;
+    JAX: ``jax.scipy.linalg.solve_triangular``).
 
     Args:
         slots: from :func:`operation_slots`, tensors ``[batch, T, ·]``.
@@ -149,24 +157,31 @@ def parallel_targets(slots, keep):
     Returns:
         Factors ``(sources, relations, targets)``, each ``[batch, T·K, ·]``,
         with ``F_T = Σ_j sources_j (x) relations_j (x) targets_j``.
+
+    Example:
+    >>> entity, relation = np.eye(4, dtype="float32"), np.eye(3, dtype="float32")
+    >>> e1, e2, r1 = entity[[[0, 0]]], entity[[[2, 3]]], relation[[[0, 0]]]
+    >>> factors = parallel_targets([write(e1, r1, e2)], np.ones((1, 2), "float32"))
+    >>> ops.convert_to_numpy(read(factors, e1[:, 0], r1[:, 0]))  # the 2nd write won
+    array([[0., 0., 0., 1.]], dtype=float32)
     """
     sources, relations, constants = _stack_slots(slots, keep)
     num_slots = len(slots)
     flat_sources = _flatten_time_slots(sources)
     flat_relations = _flatten_time_slots(relations)
     # Gram of every slot with every other: (s_i · s_j)(r_i · r_j), eq. 9/11/13.
-    gram = tf.matmul(flat_sources, flat_sources, transpose_b=True) * tf.matmul(
-        flat_relations, flat_relations, transpose_b=True
+    gram = ops.matmul(flat_sources, _transpose(flat_sources)) * ops.matmul(
+        flat_relations, _transpose(flat_relations)
     )
     # Only earlier steps are visible: all reads of step t use F_{t-1}.
-    size = tf.shape(gram)[-1]
-    step = tf.range(size) // num_slots
-    earlier = tf.cast(step[:, None] > step[None, :], gram.dtype)
+    size = ops.shape(gram)[-1]
+    step = ops.arange(size) // num_slots
+    earlier = ops.cast(ops.expand_dims(step, 1) > ops.expand_dims(step, 0), gram.dtype)
     gram = gram * earlier
     # Rows of A: each slot's target combines the reads of its step (matrix P).
     coefficients = _read_coefficients(slots)
-    shape = tf.shape(sources)
-    by_slot = tf.reshape(gram, [shape[0], shape[1], num_slots, size])
+    shape = ops.shape(sources)
+    by_slot = ops.reshape(gram, (shape[0], shape[1], num_slots, size))
     rows = []
     for k in range(num_slots):
         row = None
@@ -176,48 +191,65 @@ def parallel_targets(slots, keep):
             term = by_slot[:, :, l] * coefficient if coefficient != 1.0 else by_slot[:, :, l]
             row = term if row is None else row + term
         rows.append(row)
-    a = tf.reshape(tf.stack(rows, axis=2), [shape[0], size, size])
-    system = tf.eye(size, dtype=a.dtype) - a
-    targets = tf.linalg.triangular_solve(system, _flatten_time_slots(constants), lower=True)
+    a = ops.reshape(ops.stack(rows, axis=2), (shape[0], size, size))
+    system = ops.eye(size, dtype=a.dtype) - a
+    targets = ops.solve_triangular(system, _flatten_time_slots(constants), lower=True)
     return flat_sources, flat_relations, targets
 
 
 def recurrent_targets(slots, keep):
     """The same targets as :func:`parallel_targets`, by the recurrence over ``F``.
 
-    ``F_t = F_{t-1} + Σ_k s_tk (x) r_tk (x) n_tk`` (eq. 4, 6) as one
-    ``tf.scan``; per step, the K reads of ``F_{t-1}`` are one batched matmul
-    and the rank-K update another. This is the dense reference.
+    Schlag & Schmidhuber (2018), eq. 4 and 6: ``F_t = F_{t-1} + Σ_k s_tk (x)
+    r_tk (x) n_tk`` as one ``keras.ops.scan`` over the sentences; per step, the K reads of ``F_{t-1}`` (eq. 9, 11, 13)
+    are one batched matmul and the rank-K update another. This is the dense
+    reference.
 
     Args / Returns: as :func:`parallel_targets`.
+
+    Example:
+    >>> e = np.eye(4, dtype="float32")[[[0, 1]]]
+    >>> r = np.eye(3, dtype="float32")[[[0, 1]]]
+    >>> slots = operation_slots("write", e, e, r)
+    >>> [tuple(f.shape) for f in recurrent_targets(slots, np.ones((1, 2), "float32"))]
+    [(1, 2, 4), (1, 2, 3), (1, 2, 4)]
     """
     sources, relations, constants = _stack_slots(slots, keep)
-    coefficients = tf.constant(_read_coefficients(slots), dtype=sources.dtype)
+    coefficients = ops.convert_to_tensor(_read_coefficients(slots), dtype=sources.dtype)
     entity = sources.shape[-1]
     relation_dim = relations.shape[-1]
     num_slots = len(slots)
-    time_major = [tf.transpose(x, [1, 0, 2, 3]) for x in (sources, relations, constants)]
-    batch = tf.shape(sources)[0]
-    memory = tf.zeros([batch, entity, relation_dim * entity], dtype=sources.dtype)
+    # One time-major tensor [T, B, K, E + R + E]: Keras' TensorFlow scan cannot scan
+    # several inputs over an unknown number of steps.
+    time_major = ops.transpose(ops.concatenate([sources, relations, constants], -1),
+                               (1, 0, 2, 3))
+    batch = ops.shape(sources)[0]
+    memory = ops.zeros((batch, entity, relation_dim * entity), dtype=sources.dtype)
 
     def step(carry, inputs):
         memory, _ = carry
-        source, relation, constant = inputs  # [B, K, ·]
+        source = inputs[..., :entity]  # [B, K, ·]
+        relation = inputs[..., entity:entity + relation_dim]
+        constant = inputs[..., entity + relation_dim:]
         # Eq. 9, 11, 13: (source · F_{t-1}) over the source axis, then · relation.
-        by_relation = tf.reshape(
-            tf.matmul(source, memory), [-1, num_slots, relation_dim, entity]
+        by_relation = ops.reshape(
+            ops.matmul(source, memory), (-1, num_slots, relation_dim, entity)
         )
-        read = tf.reduce_sum(by_relation * relation[..., None], axis=2)  # [B, K, E]
-        new = constant + tf.einsum("kl,ble->bke", coefficients, read)
+        read = ops.sum(by_relation * ops.expand_dims(relation, -1), axis=2)  # [B, K, E]
+        new = constant + ops.einsum("kl,ble->bke", coefficients, read)
         # Σ_k source_k (x) relation_k (x) new_k as one batched matmul.
-        bound = tf.reshape(
-            relation[..., None] * new[:, :, None, :], [-1, num_slots, relation_dim * entity]
+        bound = ops.reshape(
+            ops.expand_dims(relation, -1) * ops.expand_dims(new, 2),
+            (-1, num_slots, relation_dim * entity),
         )
-        return memory + tf.matmul(source, bound, transpose_a=True), new
+        carry = (memory + ops.matmul(_transpose(source), bound), new)
+        # Keras' TensorFlow scan wants the per-step outputs shaped like the carry
+        # (as tf.scan, which this replaces, emitted its whole accumulator).
+        return carry, carry
 
-    initial = (memory, tf.zeros([batch, num_slots, entity], dtype=sources.dtype))
-    _, targets = tf.scan(step, tuple(time_major), initializer=initial)
-    targets = tf.transpose(targets, [1, 0, 2, 3])
+    initial = (memory, ops.zeros((batch, num_slots, entity), dtype=sources.dtype))
+    _, (_, targets) = ops.scan(step, initial, time_major)
+    targets = ops.transpose(targets, (1, 0, 2, 3))
     return (
         _flatten_time_slots(sources),
         _flatten_time_slots(relations),
@@ -228,7 +260,8 @@ def recurrent_targets(slots, keep):
 def read(factors, entity, relation):
     """``(F •34 e) •23 r`` from the factors of ``F``: ``Σ_j (e·s_j)(r·r_j) n_j``.
 
-    The read of eq. 9, 11, 13 and 17-19 without building ``F``.
+    Schlag & Schmidhuber (2018): the read of eq. 9, 11, 13 and 17-19 without
+    building ``F``.
 
     Args:
         factors: ``(sources [B, M, E], relations [B, M, R], targets [B, M, E])``.
@@ -237,13 +270,31 @@ def read(factors, entity, relation):
 
     Returns:
         ``[batch, entity]``.
+
+    Example:
+    >>> eye = np.eye(3, dtype="float32")[None]  # three terms s_j (x) r_j (x) n_j
+    >>> ops.convert_to_numpy(read((eye, eye, eye[:, ::-1]), eye[:, 0], eye[:, 0]))
+    array([[0., 0., 1.]], dtype=float32)
     """
     sources, relations, targets = factors
-    weights = tf.linalg.matvec(sources, entity) * tf.linalg.matvec(relations, relation)
-    return tf.linalg.matvec(targets, weights, transpose_a=True)
+    weights = _matvec(sources, entity) * _matvec(relations, relation)
+    return _matvec(_transpose(targets), weights)
+
+
+def _matvec(matrices, vectors):
+    """``[B, M, N] x [B, N] -> [B, M]`` as one batched matmul (``tf.linalg.matvec``'s form)."""
+    return ops.squeeze(ops.matmul(matrices, ops.expand_dims(vectors, -1)), -1)
 
 
 def to_dense(factors):
-    """``F = Σ_j s_j (x) r_j (x) n_j`` as a ``[batch, entity, relation, entity]`` tensor."""
+    """``F = Σ_j s_j (x) r_j (x) n_j`` as a ``[batch, entity, relation, entity]`` tensor.
+
+    Schlag & Schmidhuber (2018), eq. 4 and 6 summed over all steps.
+
+    Example:
+    >>> s, r = np.ones((1, 2, 3), "float32"), np.ones((1, 2, 4), "float32")
+    >>> tuple(to_dense((s, r, s)).shape)
+    (1, 3, 4, 3)
+    """
     sources, relations, targets = factors
-    return tf.einsum("bms,bmr,bmt->bsrt", sources, relations, targets)
+    return ops.einsum("bms,bmr,bmt->bsrt", sources, relations, targets)

@@ -19,7 +19,7 @@ sums the enabled operations into ``ΔF_t`` (eq. 6) and adds it to ``F_{t-1}``
 (eq. 4). All reads of one step use ``F_{t-1}``.
 """
 
-import tensorflow as tf
+from keras import ops
 
 
 def bind(filler, role):
@@ -32,7 +32,7 @@ def bind(filler, role):
     Returns:
         ``[batch, n, m]`` = ``filler r^T`` per example.
     """
-    return tf.einsum("bi,bj->bij", filler, role)
+    return ops.einsum("bi,bj->bij", filler, role)
 
 
 def bind3(source, relation, target):
@@ -46,7 +46,7 @@ def bind3(source, relation, target):
     Returns:
         ``[batch, entity, relation, entity]``.
     """
-    return tf.einsum("bs,br,bt->bsrt", source, relation, target)
+    return ops.einsum("bs,br,bt->bsrt", source, relation, target)
 
 
 def inner_product(a, b):
@@ -59,7 +59,7 @@ def inner_product(a, b):
     Returns:
         ``[batch]``.
     """
-    return tf.reduce_sum(a * b, axis=-1)
+    return ops.sum(a * b, axis=-1)
 
 
 def unbind(tpr, unbinding):
@@ -72,7 +72,7 @@ def unbind(tpr, unbinding):
     Returns:
         ``[batch, n]``, the filler bound to the role ``unbinding`` unbinds.
     """
-    return tf.einsum("bij,bj->bi", tpr, unbinding)
+    return ops.einsum("bij,bj->bi", tpr, unbinding)
 
 
 def unbind_entity(memory, entity):
@@ -87,7 +87,7 @@ def unbind_entity(memory, entity):
         layout of eq. 1 (target entities bound to relations), so that
         ``unbind(unbind_entity(F, e), r)`` is ``(F •34 e) •23 r``.
     """
-    return tf.einsum("bsrt,bs->btr", memory, entity)
+    return ops.einsum("bsrt,bs->btr", memory, entity)
 
 
 def unbind3(memory, entity, relation):
@@ -103,7 +103,7 @@ def unbind3(memory, entity, relation):
     Returns:
         ``[batch, entity]``.
     """
-    return tf.einsum("bsrt,bs,br->bt", memory, entity, relation)
+    return ops.einsum("bsrt,bs,br->bt", memory, entity, relation)
 
 
 def write(memory, e1, r1, e2):
