@@ -9,6 +9,7 @@ them (``bench/entailment_table1.py``, ``bench/babi_table1.py``,
 import argparse
 import json
 import os
+import re
 
 from bench import babi_table1, entailment_table1
 from tpr_keras.analysis import modules
@@ -248,6 +249,13 @@ def presets_block(root):
     return text
 
 
+def portable_command(command):
+    """A recorded command as a reader can run it from the repository root: the absolute
+    path of the checkout it ran in is left out of ``--flag=/abs/path/runs/...`` and
+    ``--flag=/abs/path/../shared/...`` (bench.train_presets runs from the root)."""
+    return re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
+
+
 def preset_block(name):
     """A generator of one preset's section: what it is, how it was trained, its table."""
     def block(root):
@@ -262,7 +270,7 @@ def preset_block(name):
                  f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
                  f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
                  f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
-                 "```bash", training["command"], "```", ""]
+                 "```bash", portable_command(training["command"]), "```", ""]
         if "accuracy_percent" in table:
             splits = list(table["accuracy_percent"])
             lines += ["| " + " | ".join(splits) + " |", "|" + "---:|" * len(splits),

@@ -112,3 +112,13 @@ def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tm
                    name="broken.md")
     done = subprocess.run([*command, str(broken)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 2 and "broken.md" in done.stderr
+
+
+def test_recorded_commands_are_shown_from_the_repository_root():
+    from bench.report_blocks import portable_command
+    ran = ("python -m train.babi --seed=0 --data_dir=/work/main/../shared/data/babi "
+           "--model_dir=/home/u/tpr-keras/runs/presets/x/seed0 --max_train_minutes=60")
+    assert portable_command(ran) == (
+        "python -m train.babi --seed=0 --data_dir=../shared/data/babi "
+        "--model_dir=runs/presets/x/seed0 --max_train_minutes=60")
+    assert portable_command("--data_dir ../shared/data/babi") == "--data_dir ../shared/data/babi"
