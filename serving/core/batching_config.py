@@ -2,8 +2,8 @@
 
 The message is ``tensorflow.serving.BatchingParameters``
 (``tensorflow_serving/servables/tensorflow/session_bundle_config.proto``); the pip package
-``tensorflow-serving-api`` does not ship that module, so its descriptor is declared here
-(same names, types and wrapper messages) and the file is read by ``google.protobuf.text_format``:
+``tensorflow-serving-api`` does not ship that module, so it is declared here
+(:mod:`serving.core.proto_types`; same names, types and wrapper messages) and the file is read by ``google.protobuf.text_format``:
 ``max_batch_size { value: 32 }``, ``allowed_batch_sizes: 8``, ``pad_variable_length_inputs:
 true``. A field the message does not have is an error naming the file and the field.
 """
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
-from google.protobuf import wrappers_pb2
+from google.protobuf import text_format, wrappers_pb2
 
-_FIELD = descriptor_pb2.FieldDescriptorProto
+from serving.core.proto_types import FIELD, message_classes
 
 #: (name, number, wrapper type or scalar type, repeated): the message's fields.
 _FIELDS = (
@@ -24,8 +23,8 @@ _FIELDS = (
     ("max_enqueued_batches", 3, ".google.protobuf.Int64Value", False),
     ("num_batch_threads", 4, ".google.protobuf.Int64Value", False),
     ("thread_pool_name", 5, ".google.protobuf.StringValue", False),
-    ("allowed_batch_sizes", 6, _FIELD.TYPE_INT64, True),
-    ("pad_variable_length_inputs", 7, _FIELD.TYPE_BOOL, False),
+    ("allowed_batch_sizes", 6, FIELD.TYPE_INT64, True),
+    ("pad_variable_length_inputs", 7, FIELD.TYPE_BOOL, False),
     ("enable_large_batch_splitting", 8, ".google.protobuf.BoolValue", False),
     ("max_execution_batch_size", 9, ".google.protobuf.Int64Value", False),
 )
@@ -37,22 +36,9 @@ def _message_class():
         return session_bundle_config_pb2.BatchingParameters
     except ImportError:
         pass
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(wrappers_pb2.DESCRIPTOR.serialized_pb)
-    file = descriptor_pb2.FileDescriptorProto(
-        name="serving/core/batching_parameters.proto", package="tensorflow.serving",
-        syntax="proto3", dependency=["google/protobuf/wrappers.proto"])
-    message = file.message_type.add(name="BatchingParameters")
-    for name, number, kind, repeated in _FIELDS:
-        field = message.field.add(name=name, number=number, label=(
-            _FIELD.LABEL_REPEATED if repeated else _FIELD.LABEL_OPTIONAL))
-        if isinstance(kind, str):
-            field.type, field.type_name = _FIELD.TYPE_MESSAGE, kind
-        else:
-            field.type = kind
-    pool.Add(file)
-    return message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters"))
+    return message_classes("serving/core/batching_parameters.proto", "tensorflow.serving",
+                           {"BatchingParameters": _FIELDS},
+                           [wrappers_pb2.DESCRIPTOR])["BatchingParameters"]
 
 
 #: ``tensorflow.serving.BatchingParameters``.

@@ -5,48 +5,24 @@ config files with one start-up error that names the file and the field.
 ``monitoring_config_pb2`` or ``ssl_config_pb2``, so the two messages are declared here
 with the same package, names, field numbers and types as
 ``tensorflow_serving/config/monitoring_config.proto`` and ``ssl_config.proto``, in a
-private descriptor pool (no clash should a later release ship them).
+private descriptor pool (:mod:`serving.core.proto_types`; no clash should a later release
+ship them).
 """
 
 from __future__ import annotations
 
-from google.protobuf import (
-    descriptor_pb2,
-    descriptor_pool,
-    message_factory,
-    text_format,
-)
+from google.protobuf import text_format
 
-_F = descriptor_pb2.FieldDescriptorProto
+from serving.core.proto_types import FIELD, message_classes
 
-
-def _file() -> descriptor_pb2.FileDescriptorProto:
-    f = descriptor_pb2.FileDescriptorProto(name="tpr_keras/serving_configs.proto",
-                                           package="tensorflow.serving", syntax="proto3")
-
-    def message(name: str, *fields: tuple[str, int, int, str]) -> None:
-        m = f.message_type.add(name=name)
-        for field, number, kind, type_name in fields:
-            fd = m.field.add(name=field, number=number, type=kind, label=_F.LABEL_OPTIONAL)
-            if type_name:
-                fd.type_name = type_name
-
-    message("PrometheusConfig", ("enable", 1, _F.TYPE_BOOL, ""),
-            ("path", 2, _F.TYPE_STRING, ""))
-    message("MonitoringConfig",
-            ("prometheus_config", 1, _F.TYPE_MESSAGE, ".tensorflow.serving.PrometheusConfig"))
-    message("SSLConfig", ("server_key", 1, _F.TYPE_STRING, ""),
-            ("server_cert", 2, _F.TYPE_STRING, ""), ("custom_ca", 3, _F.TYPE_STRING, ""),
-            ("client_verify", 4, _F.TYPE_BOOL, ""))
-    return f
-
-
-_POOL = descriptor_pool.DescriptorPool()
-_POOL.Add(_file())
-MonitoringConfig = message_factory.GetMessageClass(
-    _POOL.FindMessageTypeByName("tensorflow.serving.MonitoringConfig"))
-SSLConfig = message_factory.GetMessageClass(
-    _POOL.FindMessageTypeByName("tensorflow.serving.SSLConfig"))
+_CLASSES = message_classes("serving/model_server/config_protos.proto", "tensorflow.serving", {
+    "PrometheusConfig": [("enable", 1, FIELD.TYPE_BOOL), ("path", 2, FIELD.TYPE_STRING)],
+    "MonitoringConfig": [("prometheus_config", 1, ".tensorflow.serving.PrometheusConfig")],
+    "SSLConfig": [("server_key", 1, FIELD.TYPE_STRING), ("server_cert", 2, FIELD.TYPE_STRING),
+                  ("custom_ca", 3, FIELD.TYPE_STRING), ("client_verify", 4, FIELD.TYPE_BOOL)],
+})
+MonitoringConfig = _CLASSES["MonitoringConfig"]
+SSLConfig = _CLASSES["SSLConfig"]
 
 
 class ConfigError(ValueError):
