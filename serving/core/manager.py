@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import grpc
 from tensorflow_serving.apis import get_model_status_pb2
@@ -42,6 +42,10 @@ from serving.core.warmup import warm_up
 log = logging.getLogger("serving.server")
 
 _STATE = get_model_status_pb2.ModelVersionStatus.State
+
+#: ``on_load(name, version, path, ok, seconds)``: one attempt to load a SavedModel (its
+#: session and signatures; the warm-up replay is not part of it).
+LoadCallback = Callable[[str, int, str, bool, float], None]
 
 
 @dataclasses.dataclass
@@ -91,6 +95,12 @@ class ModelManager:
             may name a version that is not available yet (see
             :mod:`serving.core.version_labels`); otherwise such a config is a ValueError.
         num_load_threads: Models polled and loaded in parallel (<= 1: one after another).
+        model_warmup: Replay each version's warm-up requests before it serves
+            (``--enable_model_warmup``).
+        warmup_iterations: Run each warm-up request this many times
+            (``--num_request_iterations_for_warmup``).
+        on_load: Called after every attempt to load a version (:data:`LoadCallback`), in
+            the loading thread; the model server's metrics count loads with it.
     """
 
     def __init__(self, configs: Sequence[model_server_config_pb2.ModelConfig],
@@ -99,7 +109,8 @@ class ModelManager:
                  session_config: tf.compat.v1.ConfigProto | None = None,
                  max_rows_per_call: int | None = DEFAULT_MAX_ROWS,
                  allow_version_labels_for_unavailable_models: bool = False,
-                 num_load_threads: int = 4) -> None:
+                 num_load_threads: int = 4, model_warmup: bool = True,
+                 warmup_iterations: int = 1, on_load: LoadCallback | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self._max_rows = max_rows_per_call
@@ -110,6 +121,8 @@ class ModelManager:
         self._max_retries = max_num_load_retries
         self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
         self._load_threads = num_load_threads
+        self._warmup_iterations = warmup_iterations if model_warmup else 0
+        self._on_load = on_load
         self._models: dict[str, _Model] = {}
         self._lock = threading.Lock()  # swaps of the model table, never requests
         self._config_lock = threading.Lock()  # one reload_config at a time
@@ -349,9 +362,13 @@ class ModelManager:
         started = time.perf_counter()
         servable = None
         try:
-            servable = Servable(name, version, path, self._tags, self._runtime,
-                                self._session_config, self._batching, self._max_rows)
-            warmed = warm_up(servable)
+            try:
+                servable = Servable(name, version, path, self._tags, self._runtime,
+                                    self._session_config, self._batching, self._max_rows)
+            finally:
+                self._report_load(name, version, path, servable is not None,
+                                  time.perf_counter() - started)
+            warmed = warm_up(servable, self._warmup_iterations) if self._warmup_iterations else 0
         except Exception as exc:  # noqa: BLE001 - report in GetModelStatus, retry next poll
             if servable is not None:
                 servable.close()
@@ -372,6 +389,15 @@ class ModelManager:
         model.states[version] = _VersionState(_STATE.AVAILABLE)
         log.info("model %s: version %d available (%s; loaded in %.2f s, %d warm-up requests)",
                  name, version, path, time.perf_counter() - started, warmed)
+
+    def _report_load(self, name: str, version: int, path: str, ok: bool,
+                     seconds: float) -> None:
+        if self._on_load is None:
+            return
+        try:
+            self._on_load(name, version, path, ok, seconds)
+        except Exception:  # a metrics bug must not fail the load
+            log.exception("model %s: the load callback failed", name)
 
     def start_polling(self, interval_s: float) -> None:
         """Polls every ``interval_s`` seconds in a daemon thread (<= 0: never)."""

@@ -1,5 +1,6 @@
 """Replaying a version's warm-up requests before it serves (TF Serving's
-``saved_model_warmup.cc``)."""
+``saved_model_warmup.cc``): ``--enable_model_warmup`` turns it off, and
+``--num_request_iterations_for_warmup`` runs each request that many times."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from serving.core.servable import Servable
 from serving.core.tensors import check_batch, dtype_enum, tensor_proto_to_array, validate_inputs
 
 
-def warm_up(servable: Servable) -> int:
+def warm_up(servable: Servable, iterations: int = 1) -> int:
     """Replays TF Serving's warm-up file (PredictionLog TFRecords; reference:
-    tensorflow_serving/servables/tensorflow/saved_model_warmup.cc), if the export has one."""
+    tensorflow_serving/servables/tensorflow/saved_model_warmup.cc), if the export has one,
+    each request ``iterations`` times (at least once); returns the model calls made."""
     path = os.path.join(servable.path, WARMUP_PATH)
     if not os.path.exists(path):
         return 0
@@ -30,6 +32,7 @@ def warm_up(servable: Servable) -> int:
         validate_inputs(servable.name, sig, inputs, {k: dtype_enum(v) for k, v in inputs.items()},
                         {k: v.shape for k, v in inputs.items()})
         check_batch(sig, inputs)
-        sig.run(inputs)
-        count += 1
+        for _ in range(max(1, iterations)):
+            sig.run(inputs)
+            count += 1
     return count

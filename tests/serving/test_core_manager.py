@@ -37,7 +37,7 @@ class FakeServable:
 @pytest.fixture(autouse=True)
 def fake_servables(monkeypatch):
     monkeypatch.setattr(manager_module, "Servable", FakeServable)
-    monkeypatch.setattr(manager_module, "warm_up", lambda servable: 0)
+    monkeypatch.setattr(manager_module, "warm_up", lambda servable, iterations=1: 0)
     FakeServable.on_load = None
     yield
     FakeServable.on_load = None
@@ -187,4 +187,37 @@ def test_a_slow_model_does_not_hold_up_the_others(tmp_path):
         release.set()
         poll.join(30)
     assert manager.servable("slow").version == 2
+    manager.stop()
+
+
+def test_every_load_attempt_is_reported_with_its_outcome(tmp_path):
+    """``on_load`` (the model server's load metrics) hears of each attempt, failed or not,
+    with the version folder; a failing callback does not fail the load."""
+    base = versions(tmp_path / "m", 1, 2)
+    attempts = []
+
+    def fail_version_2(servable):
+        if servable.version == 2:
+            raise OSError("corrupt")
+
+    def on_load(name, version, path, ok, seconds):
+        attempts.append((name, version, path, ok))
+        assert seconds >= 0
+        raise RuntimeError("a broken metrics sink")
+
+    FakeServable.on_load = fail_version_2
+    manager = ModelManager([config("m", base)], max_num_load_retries=1, on_load=on_load)
+    assert manager.servable("m").version == 1  # version 2 gave up, latest fell back
+    assert attempts == [("m", 2, str(base / "2"), False), ("m", 1, str(base / "1"), True)]
+    manager.stop()
+
+
+@pytest.mark.parametrize("kwargs,expected", [({}, [1]), ({"warmup_iterations": 3}, [3]),
+                                             ({"model_warmup": False}, [])])
+def test_warm_up_follows_the_warmup_flags(tmp_path, monkeypatch, kwargs, expected):
+    calls = []
+    monkeypatch.setattr(manager_module, "warm_up",
+                        lambda servable, iterations=1: calls.append(iterations) or iterations)
+    manager = ModelManager([config("m", versions(tmp_path / "m", 1))], **kwargs)
+    assert manager.servable("m").version == 1 and calls == expected
     manager.stop()

@@ -2,6 +2,7 @@
 batcher that wraps a runner when the version loads, and an explicit, deterministic close."""
 
 import concurrent.futures
+import dataclasses
 import threading
 
 import numpy as np
@@ -68,6 +69,23 @@ def test_the_server_replays_the_warmup_request_the_exporter_wrote(version_dir):
     servable = Servable("babi", 1, version_dir)
     try:
         assert warm_up(servable) == 1
+    finally:
+        servable.close()
+
+
+def test_warm_up_runs_each_request_the_iterations_asked_for(version_dir):
+    """--num_request_iterations_for_warmup: each warm-up request runs that many times."""
+    servable = Servable("babi", 1, version_dir)
+    try:
+        sig = servable.signature("")
+        calls = []
+
+        def counting(inputs, outputs):
+            calls.append(len(next(iter(inputs.values()))))
+            return sig.runner(inputs, outputs)
+
+        servable.signatures[sig.name] = dataclasses.replace(sig, runner=counting)
+        assert warm_up(servable, iterations=3) == 3 and calls == [1, 1, 1]
     finally:
         servable.close()
 
