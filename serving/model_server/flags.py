@@ -25,12 +25,11 @@ _CPUS = os.cpu_count() or 1
 #: anyway: asking for any other value is reported by :func:`ignored_flags`.
 IGNORED: dict[str, object] = {
     "enable_per_model_batching_parameters": False,
-    "num_load_threads": 0, "num_unload_threads": 0,
+    "num_unload_threads": 0,
     "load_retry_interval_micros": 60_000_000,
     "flush_filesystem_caches": True,
     "use_alts_credentials": False,
     "platform_config_file": "",
-    "enable_model_warmup": True, "num_request_iterations_for_warmup": 0,
     "remove_unused_fields_from_bundle_metagraph": True,
     "prefer_tflite_model": False, "num_tflite_pools": _CPUS,
     "num_tflite_interpreters_per_pool": 1,
@@ -82,13 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rest_api_num_threads", default=0,
                    help="REST requests at once (0: --grpc_max_threads)")
     p.add_argument("--rest_api_timeout_in_ms", default=30_000,
-                   help="a REST request must arrive whole within this time (else 408)")
+                   help="deadline of a whole REST request: body not in by then 408, model "
+                        "not reached by then 504 (DEADLINE_EXCEEDED)")
     p.add_argument("--rest_api_enable_cors_support", default=False,
                    help="CORS headers on REST answers")
     p.add_argument("--enable_batching", default=False,
                    help="batch concurrent Predict calls of a signature")
     p.add_argument("--allow_version_labels_for_unavailable_models", default=False,
-                   help="accepted: labels may always name versions that are not loaded yet")
+                   help="a new version label may name a version that is not loaded yet")
     p.add_argument("--batching_parameters_file", default="",
                    help="TF Serving's text BatchingParameters")
     p.add_argument("--enable_per_model_batching_parameters", default=False, help="not applied here")
@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model_base_path", default="",
                    help="folder of the model's integer version folders")
     p.add_argument("--num_load_threads", default=0,
-                   help="not applied here (versions load one at a time)")
+                   help="models loaded in parallel (0: 4)")
     p.add_argument("--num_unload_threads", default=0, help="not applied here")
     p.add_argument("--max_num_load_retries", default=5,
                    help="attempts per version before it is failed")
@@ -133,8 +133,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--grpc_max_threads", default=0,
                    help="gRPC handler threads (0: max(8, 4 x CPUs))")
     p.add_argument("--enable_model_warmup", default=True,
-                   help="replay warm-up requests (always on here)")
-    p.add_argument("--num_request_iterations_for_warmup", default=0, help="not applied here")
+                   help="replay each version's assets.extra/tf_serving_warmup_requests "
+                        "before it serves")
+    p.add_argument("--num_request_iterations_for_warmup", default=0,
+                   help="run each warm-up request this many times (used only if > 0: "
+                        "else once, as TF Serving)")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     p.add_argument("--monitoring_config_file", default="",
                    help="text MonitoringConfig: Prometheus metrics on the REST port")

@@ -17,12 +17,12 @@ from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.core._tf import tf
-from serving.core.batching import BatchingParameters
+from serving.core.batching_config import BatchingParameters
 from serving.core.manager import ModelManager
-from serving.model_server.config_protos import ConfigError
+from serving.model_server.config_protos import ConfigError, read_text_proto
 from serving.model_server.flags import ignored_flags, parse_args
 from serving.model_server.model_config import read_model_config_file
-from serving.model_server.monitoring import read_monitoring_config
+from serving.model_server.monitoring import Metrics, read_monitoring_config
 from serving.model_server.server import ModelServer
 from serving.model_server.tls import read_ssl_config
 
@@ -52,13 +52,8 @@ def session_config(args: argparse.Namespace) -> tf.compat.v1.ConfigProto:
     ``--per_process_gpu_memory_fraction`` over it."""
     config = tf.compat.v1.ConfigProto()
     if args.tensorflow_session_config_file:
-        path = args.tensorflow_session_config_file
-        try:
-            with open(path, encoding="utf-8") as f:
-                text_format.Parse(f.read(), config)
-        except (OSError, UnicodeDecodeError, text_format.ParseError) as exc:
-            raise ConfigError(f"--tensorflow_session_config_file={path}: not a readable "
-                              f"text ConfigProto: {exc}") from None
+        config = read_text_proto(args.tensorflow_session_config_file,
+                                 tf.compat.v1.ConfigProto, "tensorflow_session_config_file")
     both = args.tensorflow_session_parallelism
     intra = args.tensorflow_intra_op_parallelism or both
     inter = args.tensorflow_inter_op_parallelism or both
@@ -84,6 +79,22 @@ def grpc_channel_arguments(text: str) -> list[tuple[str, int | str]]:
         except ValueError:
             out.append((key, value))
     return out
+
+
+def batching_parameters(args: argparse.Namespace) -> BatchingParameters | None:
+    """``--enable_batching`` with ``--batching_parameters_file`` (None: batching off)."""
+    if not args.enable_batching:
+        return None
+    path = args.batching_parameters_file
+    if not path:
+        return BatchingParameters()
+    try:
+        return BatchingParameters.from_file(path)
+    except OSError as exc:
+        raise ConfigError(f"--batching_parameters_file={path}: cannot read the file: "
+                          f"{exc.strerror or exc}") from None
+    except ValueError as exc:  # its message starts with the file's name
+        raise ConfigError(f"--batching_parameters_file={exc}") from None
 
 
 def _write_info(path: str, info: dict) -> None:
@@ -118,16 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics_path = (read_monitoring_config(args.monitoring_config_file)
                         if args.monitoring_config_file else None)
         ssl_config = read_ssl_config(args.ssl_config_file) if args.ssl_config_file else None
-        batching = None
-        if args.enable_batching:
-            batching = BatchingParameters()
-            if args.batching_parameters_file:
-                try:
-                    with open(args.batching_parameters_file, encoding="utf-8") as f:
-                        batching = BatchingParameters.parse(f.read())
-                except (OSError, ValueError) as exc:
-                    raise ConfigError(f"--batching_parameters_file="
-                                      f"{args.batching_parameters_file}: {exc}") from None
+        batching = batching_parameters(args)
+        if batching is not None:
             log.info("batching enabled: %s", batching)
     except ConfigError as exc:
         print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
@@ -144,10 +147,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
 
-    manager = ModelManager(models, tags=args.saved_model_tags.split(","),
-                           batching=batching, max_num_load_retries=args.max_num_load_retries,
-                           runtime=args.servable_runtime, session_config=config,
-                           max_rows_per_call=args.max_rows_per_call or None)
+    metrics = Metrics() if metrics_path else None  # before the manager: it counts loads
+    try:
+        manager = ModelManager(
+            models, tags=args.saved_model_tags.split(","), batching=batching,
+            max_num_load_retries=args.max_num_load_retries, runtime=args.servable_runtime,
+            session_config=config, max_rows_per_call=args.max_rows_per_call or None,
+            allow_version_labels_for_unavailable_models=(
+                args.allow_version_labels_for_unavailable_models),
+            num_load_threads=args.num_load_threads or 4,
+            model_warmup=args.enable_model_warmup,
+            warmup_iterations=max(args.num_request_iterations_for_warmup, 1),
+            on_load=metrics.saved_model_load if metrics is not None else None)
+    except ValueError as exc:  # the config's models or version labels
+        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
+        return 1
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
     server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
                          host=args.bind_address, max_threads=args.grpc_max_threads or None,
@@ -157,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          ssl_config=ssl_config, grpc_socket_path=args.grpc_socket_path,
                          grpc_options=channel_args,
                          health=args.enable_grpc_healthcheck_service,
-                         metrics_path=metrics_path,
+                         metrics_path=metrics_path, metrics=metrics,
                          cors=args.rest_api_enable_cors_support).start()
     manager.start_polling(args.file_system_poll_wait_seconds)
     print(f"Running gRPC ModelServer at {args.bind_address}:{server.port} ...", file=sys.stderr,

@@ -15,7 +15,16 @@ metrics come from ``tensorflow_serving/servables/tensorflow/util.cc``:
 * ``:tensorflow:serving:runtime_latency{model_name,API,runtime}``: the signature call
   (``runtime="TF1"``: a session run, as this server's default runtime);
 
-both histograms with TF Serving's buckets (10 us x 1.8^i, 33 bounds). This server adds
+both histograms with TF Serving's buckets (10 us x 1.8^i, 33 bounds). From TensorFlow's
+SavedModel loader (``tensorflow/cc/saved_model/loader.cc``), fed by the manager's
+``on_load`` callback (:meth:`Metrics.saved_model_load`):
+
+* ``:tensorflow:cc:saved_model:load_attempt_count{model_path,status}``: loads of each
+  version folder, ``status`` ``success`` or ``fail``;
+* ``:tensorflow:cc:saved_model:load_latency{model_path}``: a counter, the microseconds
+  spent in successful loads (the warm-up replay is not part of a load).
+
+This server adds
 ``:serving:model_version_available{model_name,version}`` (1 while a version is
 AVAILABLE), read from the manager at scrape time. Each :class:`Metrics` has its own
 ``prometheus_client.CollectorRegistry``; the page is written from that registry's
@@ -82,13 +91,16 @@ class Metrics:
     """Request and runtime metrics of one server, and their Prometheus page.
 
     Args:
-        manager: Optional; its models' version states are exported at scrape time.
+        manager: Optional; its models' version states are exported at scrape time (the
+            server sets it when the metrics are made before the manager).
     """
 
     def __init__(self, manager=None) -> None:
-        self._manager = manager
+        self.manager = manager
         self._lock = threading.Lock()
         self._requests: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._load_attempts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._load_micros: collections.Counter[tuple[str]] = collections.Counter()
         self._request_latency: dict[tuple[str, str, str], _Histogram] = {}
         self._runtime_latency: dict[tuple[str, str, str], _Histogram] = {}
         self._current = threading.local()
@@ -111,6 +123,14 @@ class Metrics:
             key = (model_name, api, "TF1")
             self._runtime_latency.setdefault(key, _Histogram()).add(seconds * 1e6)
 
+    def saved_model_load(self, name: str, version: int, path: str, ok: bool,
+                         seconds: float) -> None:
+        """One attempt to load the SavedModel in ``path`` (the manager's ``on_load``)."""
+        with self._lock:
+            self._load_attempts[(path, "success" if ok else "fail")] += 1
+            if ok:
+                self._load_micros[(path,)] += int(seconds * 1e6)
+
     def begin(self, model_name: str, api: str) -> None:
         """Names the request this thread handles, for :meth:`signature_call`."""
         self._current.request = (model_name, api)
@@ -127,27 +147,27 @@ class Metrics:
         """The metric families (``prometheus_client`` collector protocol)."""
         with self._lock:
             requests = dict(self._requests)
+            loads = {"load_attempt_count": (("model_path", "status"), dict(self._load_attempts)),
+                     "load_latency": (("model_path",), dict(self._load_micros))}
             latencies = [(n, {k: (list(h.counts), h.sum, h.count) for k, h in d.items()})
                          for n, d in (("request_latency", self._request_latency),
                                       ("runtime_latency", self._runtime_latency))]
-        name = ":tensorflow:serving:request_count"
-        family = Metric(name, "The total number of requests.", "counter")
-        for (model_name, status), n in sorted(requests.items()):
-            family.add_sample(name, {"model_name": model_name, "status": status}, n)
-        yield family
+        yield _counter(":tensorflow:serving:request_count", ("model_name", "status"), requests)
+        for short, (label_names, counts) in loads.items():
+            yield _counter(f":tensorflow:cc:saved_model:{short}", label_names, counts)
         for short, cells in latencies:
             third = "entrypoint" if short == "request_latency" else "runtime"
             yield _histogram(f":tensorflow:serving:{short}", ("model_name", "API", third),
                              cells)
-        if self._manager is not None:
+        if self.manager is not None:
             yield self._availability()
 
     def _availability(self) -> Metric:
         name = ":serving:model_version_available"
         family = Metric(name, "1 while a model version is AVAILABLE.", "gauge")
-        for model_name in self._manager.model_names:
+        for model_name in self.manager.model_names:
             try:
-                states = self._manager.status(model_name)
+                states = self.manager.status(model_name)
             except Exception:  # noqa: BLE001 - no versions yet, or removed meanwhile
                 states = []
             for s in states:
@@ -165,6 +185,13 @@ class Metrics:
                 lines.append(f"{s.name}{{{labels}}} {_number(s.value)}" if labels
                              else f"{s.name} {_number(s.value)}")
         return ("\n".join(lines) + "\n").encode()
+
+
+def _counter(name: str, label_names: tuple[str, ...], counts: dict) -> Metric:
+    family = Metric(name, "", "counter")
+    for key, n in sorted(counts.items()):
+        family.add_sample(name, dict(zip(label_names, key)), n)
+    return family
 
 
 def _histogram(name: str, label_names: tuple[str, ...], cells: dict) -> Metric:

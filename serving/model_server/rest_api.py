@@ -7,10 +7,14 @@ code (:data:`serving.core.status.HTTP_STATUS`), never 5xx for a malformed reques
 
 The HTTP layer bounds what one connection can cost: the body size is checked against
 the limit from ``Content-Length`` before anything is read (413); ``Content-Length`` must be
-a non-negative integer (400); the whole body must arrive within the read timeout
-(``--rest_api_timeout_in_ms``, TF Serving's flag; 408 otherwise), so a client that
-declares more than it sends cannot hold a handler thread; at most ``max_threads``
-requests run at once.
+a non-negative integer (400); at most ``max_threads`` requests run at once.
+
+``--rest_api_timeout_in_ms`` (TF Serving's flag, its REST requests' run timeout) is the
+deadline of the whole request, from the moment its headers are read: a body that has not
+arrived by then is 408, so a client that declares more than it sends cannot hold a handler
+thread; a request still waiting for the model (in the batch queue) when it passes answers
+DEADLINE_EXCEEDED, HTTP 504 as TF Serving's ``ToHTTPStatusCode``, without computing
+(:mod:`serving.core.deadline`).
 
 With monitoring on, ``GET <path>`` answers the Prometheus page
 (:mod:`serving.model_server.monitoring`) and ``:predict``/``:classify``/``:regress`` requests
@@ -34,6 +38,7 @@ import grpc
 from google.protobuf import json_format
 from tensorflow_serving.apis import get_model_status_pb2
 
+from serving.core.deadline import deadline_after, remaining
 from serving.core.json_tensor import (
     columns_for,
     json_to_array,
@@ -71,7 +76,10 @@ class RestApi:
         self.metrics = metrics
         self.metrics_path = metrics_path if metrics is not None else None
 
-    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict]:
+    def handle(self, method: str, path: str, body: bytes,
+               deadline: float | None = None) -> tuple[int, dict]:
+        """``deadline``: ``time.monotonic()`` by which a predict must have reached the model
+        (None: none)."""
         path = path.split("?", 1)[0]
         predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
         api = ("REST predict" if predict else
@@ -81,7 +89,7 @@ class RestApi:
             self.metrics.begin(predict.group(1), predict.group(4).lower())
         status, code, doc = 200, "OK", None
         try:
-            doc = self._dispatch(method, path, body)
+            doc = self._dispatch(method, path, body, deadline)
         except ServingError as exc:
             self._stats.count(api, exc.code.name, exc.message)
             status, code, doc = HTTP_STATUS.get(exc.code, 500), exc.code.name, {
@@ -101,14 +109,15 @@ class RestApi:
                 self._stats.times.append(elapsed)  # successes only
         return status, doc
 
-    def _dispatch(self, method: str, path: str, body: bytes) -> dict:
+    def _dispatch(self, method: str, path: str, body: bytes, deadline: float | None) -> dict:
         m = _PREDICT_RE.fullmatch(path)
         if method == "POST" and m:
             name, version, label, verb = m.groups()
             if verb.lower() != "predict":
                 raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
                                    f":{verb} is not implemented by this server; use :predict")
-            return self._predict(name, int(version) if version else None, label, body)
+            return self._predict(name, int(version) if version else None, label, body,
+                                 deadline)
         m = _STATUS_RE.fullmatch(path)
         if method == "GET" and m:
             name, version, label, metadata = m.groups()
@@ -125,7 +134,8 @@ class RestApi:
                                              always_print_fields_with_no_presence=True)
         raise invalid(f"Malformed request: {method} {path}")
 
-    def _predict(self, name: str, version: int | None, label: str | None, body: bytes) -> dict:
+    def _predict(self, name: str, version: int | None, label: str | None, body: bytes,
+                 deadline: float | None) -> dict:
         doc = parse_json(body)
         sig_name = signature_name(doc)
         with self._manager.acquire(name, version, label) as servable:
@@ -137,7 +147,7 @@ class RestApi:
             validate_inputs(name, sig, arrays, {}, {k: v.shape for k, v in arrays.items()})
             check_batch(sig, arrays)
             started = time.perf_counter()
-            outputs = sig.run(arrays)
+            outputs = sig.run(arrays, deadline=deadline)
             self._stats.model_times.append(time.perf_counter() - started)
             return response_json(outputs, batch)
 
@@ -187,14 +197,13 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             # answer with a status line and headers
         self._respond(code, {"error": message or explain or phrase}, close=True)
 
-    def _read_body(self, length: int) -> bytes | None:
-        """``length`` bytes within the read timeout, or None after answering 400/408."""
-        deadline = time.monotonic() + self.server.read_timeout_s
+    def _read_body(self, length: int, deadline: float | None) -> bytes | None:
+        """``length`` bytes by the request's ``deadline``, or None after answering 400/408."""
         chunks, got = [], 0
         try:
             while got < length:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                left = remaining(deadline)
+                if left is not None and left <= 0:
                     raise TimeoutError
                 self.connection.settimeout(left)
                 chunk = self.rfile.read1(min(length - got, 1 << 20))
@@ -228,6 +237,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             pass
 
     def _handle(self, method: str) -> None:
+        deadline = deadline_after(self.server.read_timeout_s)  # the whole request's
         if self.headers.get("Transfer-Encoding"):
             self._respond(411, {"error": "Transfer-Encoding is not supported; send the body "
                                          "with a Content-Length"}, close=True)
@@ -245,7 +255,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                                          f"{limit} bytes"}, close=True)
             self._discard_body(length)
             return
-        body = self._read_body(length) if length else b""
+        body = self._read_body(length, deadline) if length else b""
         if body is None:
             return
         self.connection.settimeout(self.server.read_timeout_s)
@@ -261,7 +271,7 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        status, doc = self.api.handle(method, self.path, body)
+        status, doc = self.api.handle(method, self.path, body, deadline)
         self._respond(status, doc)
 
     def do_GET(self) -> None:  # noqa: N802

@@ -42,6 +42,9 @@ class ModelServer:
         health: Serve ``grpc.health.v1.Health`` (:mod:`serving.model_server.health`).
         metrics_path: Serve Prometheus metrics at this REST path
             (:mod:`serving.model_server.monitoring`); needs REST.
+        metrics: The :class:`~serving.model_server.monitoring.Metrics` to serve there, when
+            they were made before the manager to count its loads (its ``on_load``:
+            ``Metrics.saved_model_load``); by default a new one.
         cors: Send CORS headers on REST answers (``--rest_api_enable_cors_support``).
     """
 
@@ -51,9 +54,14 @@ class ModelServer:
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  rest_api_timeout_s: float = 30.0, ssl_config=None, grpc_socket_path: str = "",
                  grpc_options: list[tuple[str, int | str]] | None = None, health: bool = False,
-                 metrics_path: str | None = None, cors: bool = False) -> None:
+                 metrics_path: str | None = None, cors: bool = False,
+                 metrics: Metrics | None = None) -> None:
         self.manager = manager
-        self.metrics = Metrics(manager) if metrics_path else None
+        if metrics is None and metrics_path:
+            metrics = Metrics()
+        if metrics is not None:
+            metrics.manager = manager
+        self.metrics = metrics if metrics_path else None
         self._stats = MetricsStats(self.metrics) if self.metrics else Stats()
         self.host = host
         cpus = os.cpu_count() or 1

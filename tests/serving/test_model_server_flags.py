@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from serving.core.manager import ModelManager
 from serving.model_server import main as server_main
 from serving.model_server.flags import IGNORED, ignored_flags, parse_args
 
@@ -116,6 +118,8 @@ def test_session_config_and_channel_arguments(tmp_path):
     ("ssl_config_file", "server_key: 'x'", "server_key"),
     ("tensorflow_session_config_file", "intra_op: 1", "intra_op"),
     ("batching_parameters_file", "max_batch_size { value: x }", "max_batch_size"),
+    ("batching_parameters_file", "max_batch_size { value: 8 } allowed_batch_size: 8",
+     "allowed_batch_size"),
 ])
 def test_malformed_config_file_is_one_start_up_error(tmp_path, capsys, flag, text, names):
     path = tmp_path / "bad.config"
@@ -123,8 +127,75 @@ def test_malformed_config_file_is_one_start_up_error(tmp_path, capsys, flag, tex
     extra = ["--enable_batching"] if flag == "batching_parameters_file" else []
     assert server_main.main(["--model_base_path=/m", f"--{flag}={path}", *extra]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"Failed to start server. Error: --{flag}=")
-    assert str(path) in err[0] and names in err[0]
+    assert len(err) == 1 and err[0].startswith(
+        f"Failed to start server. Error: --{flag}={path}: "), err
+    assert err[0].count(str(path)) == 1 and names in err[0]
+
+
+def test_flags_applied_since_issue_35_are_not_warned_about():
+    args = parse_args(["--model_base_path=/m", "--num_load_threads=8",
+                       "--enable_model_warmup=false", "--num_request_iterations_for_warmup=3",
+                       "--allow_version_labels_for_unavailable_models"])
+    assert ignored_flags(args) == []
+
+
+def run_until_serving(argv, info):
+    """``main(argv)`` in this (the main) thread, sent SIGTERM once it has written ``info``
+    (never if it returns first); pytest's signal handlers are restored afterwards."""
+    done = threading.Event()
+
+    def stop_when_serving():
+        deadline = time.monotonic() + 300
+        while not done.is_set() and time.monotonic() < deadline:
+            if info.exists():
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.1)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    threading.Thread(target=stop_when_serving, daemon=True).start()
+    try:
+        return server_main.main(argv)
+    finally:
+        done.set()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def test_labels_of_unavailable_versions_need_the_flag(export_base, tmp_path, capsys,
+                                                      monkeypatch):
+    """TF Serving refuses a config whose label names a version that is not available,
+    unless --allow_version_labels_for_unavailable_models; the manager gets the flags."""
+    made = []
+
+    class Recording(ModelManager):
+        def __init__(self, *args, **kwargs):
+            made.append(kwargs)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(server_main, "ModelManager", Recording)
+    config = tmp_path / "models.config"
+    config.write_text(f'model_config_list {{ config {{ name: "babi" base_path: '
+                      f'"{export_base}/babi" model_platform: "tensorflow" '
+                      f'version_labels {{ key: "canary" value: 2 }} }} }}')
+    info = tmp_path / "server.json"
+    argv = [f"--model_config_file={config}", "--port=0", "--bind_address=127.0.0.1",
+            "--file_system_poll_wait_seconds=0", f"--server_info_file={info}"]
+    assert run_until_serving(argv, info) == 1 and not info.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("Failed to start server. Error: ") and \
+        "'canary' names version 2" in err[-1], err
+    assert made[-1]["allow_version_labels_for_unavailable_models"] is False
+    assert made[-1]["num_load_threads"] == 4  # TF Serving's 0: still parallel here
+    assert (made[-1]["model_warmup"], made[-1]["warmup_iterations"]) == (True, 1)
+
+    assert run_until_serving([*argv, "--allow_version_labels_for_unavailable_models",
+                              "--num_load_threads=2", "--enable_model_warmup=false",
+                              "--num_request_iterations_for_warmup=3"], info) == 0
+    assert json.loads(info.read_text())["models"] == ["babi"]
+    assert made[-1]["allow_version_labels_for_unavailable_models"] is True
+    assert made[-1]["num_load_threads"] == 2
+    assert (made[-1]["model_warmup"], made[-1]["warmup_iterations"]) == (False, 3)
 
 
 def test_tf_serving_command_line_starts_a_server(export_base, tmp_path):
@@ -164,6 +235,10 @@ def test_tf_serving_command_line_starts_a_server(export_base, tmp_path):
                                     timeout=30) as response:
             page = response.read().decode()
         assert ':tensorflow:serving:request_count{model_name="babi",status="OK"} 1' in page
+        version = os.path.join(export_base, "babi", "1")
+        assert (f':tensorflow:cc:saved_model:load_attempt_count{{model_path="{version}",'
+                'status="success"} 1') in page
+        assert f':tensorflow:cc:saved_model:load_latency{{model_path="{version}"}} ' in page
         with grpc.insecure_channel(f"127.0.0.1:{ports['grpc']}") as channel:
             status = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=10).status

@@ -115,3 +115,31 @@ def test_requests_are_counted_by_model_status_api_and_entrypoint(monitored):
     assert ':serving:model_version_available{model_name="babi",version="1"} 1' in after
     # The server's own statistics still count every request.
     assert monitored.stats()["requests"]["gRPC Predict"] >= 2
+
+
+def test_saved_model_loads_are_counted_as_tensorflow_counts_them(export_base, make_model_config):
+    """TensorFlow's loader metrics (tensorflow/cc/saved_model/loader.cc), fed by the
+    manager's on_load: attempts by version folder and outcome, microseconds of successes."""
+    metrics = Metrics()
+    manager = ModelManager([make_model_config("babi", os.path.join(export_base, "babi"))],
+                           on_load=metrics.saved_model_load)
+    server = ModelServer(manager, port=0, rest_api_port=0, metrics_path=PATH,
+                         metrics=metrics).start()
+    try:
+        lines = scrape(server)
+    finally:
+        server.stop(grace=1)
+    version = os.path.join(export_base, "babi", "1")
+    assert "# TYPE :tensorflow:cc:saved_model:load_attempt_count counter" in lines
+    assert "# TYPE :tensorflow:cc:saved_model:load_latency counter" in lines
+    assert (f':tensorflow:cc:saved_model:load_attempt_count{{model_path="{version}",'
+            'status="success"} 1') in lines
+    latency = [line for line in lines if line.startswith(
+        f':tensorflow:cc:saved_model:load_latency{{model_path="{version}"}} ')]
+    assert len(latency) == 1 and int(latency[0].split()[-1]) > 0
+    assert ':serving:model_version_available{model_name="babi",version="1"} 1' in lines
+    metrics.saved_model_load("m", 2, "/nope/2", False, 0.5)
+    page = metrics.page().decode().splitlines()
+    assert ':tensorflow:cc:saved_model:load_attempt_count{model_path="/nope/2",' \
+           'status="fail"} 1' in page
+    assert not any('load_latency{model_path="/nope/2"' in line for line in page)
