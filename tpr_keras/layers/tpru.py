@@ -1,7 +1,9 @@
 """The TPRU recurrent layer: a sequence of TPRUCell steps with the per-step work minimised."""
 
 import keras
+import tensorflow as tf
 from keras import ops
+from keras.src import backend  # backend.rnn: the loop keras.layers.RNN itself runs
 
 from tpr_keras.layers.tpru_cell import TPRUCell
 
@@ -25,15 +27,13 @@ class TPRU(keras.layers.RNN):
     ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights live in ``self.cell`` (a
     :class:`TPRUCell`), so the parameters and their names are the cell's.
 
-    The steps run in the loop ``keras.layers.RNN`` itself runs (a
-    ``tf.while_loop`` over TensorArrays on TensorFlow, ``lax.scan`` on JAX,
-    a Python loop with ``unroll=True``), driving a weightless cell that does only
-    the per-step work above; the mask travels with the inputs and is applied in
-    that cell, with Keras' masking semantics. Values and gradients equal
-    ``keras.layers.RNN(TPRUCell)``'s, also under ``jit_compile=True``
-    (tested on TensorFlow). ``keras.ops.scan`` is not used: Keras' TensorFlow
-    scan sets no ``maximum_iterations``, so its gradient does not compile with
-    XLA.
+    The class attribute ``loop`` picks what runs the steps: ``"while"`` (the
+    default, a hand-written ``tf.while_loop`` that carries only the state, and
+    the outputs only when ``return_sequences``), ``"keras"``
+    (``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs; always used
+    with ``unroll=True``) or ``"scan"`` (``tf.scan``). All three compute the
+    same values and gradients, with Keras' masking semantics, also under
+    ``jit_compile=True`` (tested). It is not part of the config.
 
     Args:
         units: d, the width of the binding complex (state and output).
@@ -46,8 +46,8 @@ class TPRU(keras.layers.RNN):
 
     Example:
     >>> layer = TPRU(16, num_roles=8, seed=0, return_sequences=True)
-    >>> tuple(layer(np.zeros((2, 5, 4), "float32")).shape)
-    (2, 5, 16)
+    >>> layer(np.zeros((2, 5, 4), "float32")).shape
+    TensorShape([2, 5, 16])
     """
 
     def __init__(
@@ -81,9 +81,9 @@ class TPRU(keras.layers.RNN):
             **kwargs,
         )
 
-    #: What runs the steps; "keras" (``keras.layers.RNN``'s loop) is the only one
-    #: left since the layer is written in ``keras.ops`` (see the class docstring).
-    loop = "keras"
+    #: What runs the steps: "while", "keras" or "scan" (see the class docstring;
+    #: bench/entailment_bench.py compares them). ``unroll=True`` always uses "keras".
+    loop = "while"
 
     def _hoisted(self, sequences):
         """Everything that does not depend on the step, for all steps at once.
@@ -122,20 +122,30 @@ class TPRU(keras.layers.RNN):
             initial_state = initial_state[0]
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
-        if self.loop not in LOOPS:
-            raise ValueError(f"Unknown TPRU loop {self.loop!r}; expected one of {LOOPS}.")
         f_x, g_x, step = self._hoisted(sequences)
-        parts = [f_x, g_x]
-        if mask is not None:
-            parts.append(ops.expand_dims(ops.cast(mask, f_x.dtype), -1))
-        cell = _HoistedStep(step, self.units, self.cell.num_roles, mask is not None,
-                            self.zero_output_for_mask, dtype=self.dtype_policy,
-                            name="tpru_step")
-        loop = keras.layers.RNN(cell, return_sequences=self.return_sequences,
-                                go_backwards=self.go_backwards, unroll=self.unroll)
-        # The mask is part of the inputs, so the loop itself runs unmasked.
-        return loop.inner_loop(ops.concatenate(parts, axis=-1), [initial_state], None,
-                               training=training)
+        if self.loop == "keras" or self.unroll:
+            n = self.cell.num_roles
+
+            def keras_step(inputs, states):  # backend.rnn's masking wants one input tensor
+                b = step(inputs[:, :n], inputs[:, n:], states[0])
+                return b, [b]
+
+            return backend.rnn(
+                keras_step,
+                ops.concatenate([f_x, g_x], axis=-1),
+                [initial_state],
+                go_backwards=self.go_backwards,
+                mask=mask,
+                unroll=self.unroll,
+                input_length=sequences.shape[1],
+                zero_output_for_mask=self.zero_output_for_mask,
+                return_all_outputs=self.return_sequences,
+            )
+        if self.loop not in ("while", "scan"):
+            raise ValueError(f"Unknown TPRU loop {self.loop!r}.")
+        return _tf_loop(step, f_x, g_x, initial_state, mask, self.go_backwards,
+                        self.return_sequences, self.zero_output_for_mask,
+                        scan=self.loop == "scan")
 
     @property
     def units(self):
@@ -155,41 +165,49 @@ class TPRU(keras.layers.RNN):
         return cls(**config)
 
 
-#: The values of :attr:`TPRU.loop`.
-LOOPS = ("keras",)
+def _tf_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
+             scan=False):
+    """The recurrence as one ``tf.while_loop`` (or ``tf.scan``) over time-major inputs.
 
-
-class _HoistedStep(keras.layers.Layer):
-    """The per-step work of :class:`TPRU` as a weightless RNN cell (eqs. 2-7, recurrent side).
-
-    Its input at step t is ``[f_x_t; g_x_t]`` (and a last 0/1 column when
-    ``masked``), the input-side terms :meth:`TPRU._hoisted` computed for every
-    step; ``step(f_x_t, g_x_t, b_prev)`` does the rest. A masked step keeps the
-    state and outputs it (or zeros when ``zero_output_for_mask``), as
-    ``keras.layers.RNN`` does with a mask.
-
-    Args:
-        step: ``(f_x_t, g_x_t, b_prev) -> b_t`` from :meth:`TPRU._hoisted`.
-        units: d, the state width.
-        num_roles: N, the width of ``f_x_t``.
-        masked: whether the inputs end with the mask column.
-        zero_output_for_mask: output zeros (not the kept state) at masked steps.
+    Same contract as ``keras.src.backend.rnn``: returns ``(last_output, outputs,
+    [state])``, ``outputs`` in processing order (reversed when ``go_backwards``) and
+    ``[B, 1, d]`` when not ``return_sequences``; a masked step keeps the state and
+    outputs it (or zeros when ``zero_output_for_mask``).
     """
+    elems = [tf.transpose(f_x, [1, 0, 2]), tf.transpose(g_x, [1, 0, 2])]
+    if mask is not None:
+        elems.append(tf.expand_dims(tf.transpose(tf.cast(mask, "bool")), -1))
+    if go_backwards:
+        elems = [tf.reverse(e, [0]) for e in elems]
 
-    def __init__(self, step, units, num_roles, masked, zero_output_for_mask, **kwargs):
-        super().__init__(**kwargs)
-        self.step = step
-        self.state_size = self.output_size = units
-        self.num_roles = num_roles
-        self.masked = masked
-        self.zero_output_for_mask = zero_output_for_mask
+    def masked_step(b_prev, elem):
+        b = step(elem[0], elem[1], b_prev)
+        if mask is None:
+            return b, b
+        b = tf.where(elem[2], b, b_prev)
+        return b, (tf.where(elem[2], b, tf.zeros_like(b)) if zero_output_for_mask else b)
 
-    def call(self, inputs, states):
-        n, d = self.num_roles, self.state_size
-        b_prev = states[0] if isinstance(states, (list, tuple)) else states
-        b = self.step(inputs[:, :n], inputs[:, n:n + d], b_prev)
-        if not self.masked:
-            return b, [b]
-        keep = inputs[:, n + d:] > 0
-        b = ops.where(keep, b, b_prev)
-        return (ops.where(keep, b, ops.zeros_like(b)) if self.zero_output_for_mask else b), [b]
+    if scan:
+        def scan_fn(carry, elem):
+            return masked_step(carry[0], elem)
+
+        b_seq, out_seq = tf.scan(scan_fn, tuple(elems), initializer=(b0, b0))
+        state, last = b_seq[-1], out_seq[-1]
+        outputs = tf.transpose(out_seq, [1, 0, 2]) if return_sequences else last[:, None]
+        return last, outputs, [state]
+
+    steps = tf.shape(elems[0])[0]
+    tensor_arrays = [tf.TensorArray(e.dtype, size=steps).unstack(e) for e in elems]
+    # Outputs are collected only when returned: an unwritten TensorArray in the loop
+    # would break the gradient under XLA.
+    out_ta = [tf.TensorArray(b0.dtype, size=steps)] if return_sequences else []
+
+    def body(t, b_prev, last, *out_ta):
+        b, out = masked_step(b_prev, [ta.read(t) for ta in tensor_arrays])
+        return (t + 1, b, out) + tuple(ta.write(t, out) for ta in out_ta)
+
+    _, state, last, *out_ta = tf.while_loop(
+        lambda t, *_: t < steps, body, (tf.constant(0), b0, tf.zeros_like(b0), *out_ta),
+        maximum_iterations=steps)
+    outputs = tf.transpose(out_ta[0].stack(), [1, 0, 2]) if return_sequences else last[:, None]
+    return last, outputs, [state]
