@@ -16,9 +16,11 @@ from serving.model_server.server import ModelServer
 
 from tensorflow_serving.config import model_server_config_pb2
 
-#: Small limits, so that the oversize and short-body cases are cheap.
+#: Small limits, so that the oversize and short-body cases are cheap. The REST timeout is
+#: also each REST request's deadline (TF Serving's run timeout: 504 once past it), so it must
+#: leave a valid long story time to run on a loaded 2-core machine.
 MAX_BYTES = 1 << 20
-READ_TIMEOUT_S = 0.5
+READ_TIMEOUT_S = 3.0
 
 
 def model_config(name, base_path):
