@@ -66,6 +66,11 @@ PRESETS = {
 }
 
 
+#: Served model names other than the task's (one server serves every preset, so two bAbI
+#: presets need two names; serving/models.config lists them).
+MODEL_NAMES = {"memn2n_babi_all_tasks": "memn2n"}
+
+
 def run_folder(args, name, seed):
     return os.path.join(args.runs, name, f"seed{seed}")
 
@@ -151,6 +156,7 @@ def make(args, name):
            f"--data_dir={os.path.join(args.data_root, data)}",
            f"--description={description}{label}",
            f"--results_json={keep.format(seed=best)}/results.json", "--overwrite",
+           *([f"--model_name={MODEL_NAMES[name]}"] if name in MODEL_NAMES else []),
            # used when results.json predates recording its command line
            "--command=python " + " ".join(command(args, name, best)[1:])]
     if args.dry_run:

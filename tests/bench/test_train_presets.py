@@ -80,3 +80,21 @@ def test_seeds_picks_the_runs_to_train(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("--seed=")[1].split()[0] for line in lines] == ["2"]
     assert "train.babi --task all" in lines[0] and "memn2n" not in lines[0]
+
+
+def test_every_preset_has_its_own_served_name_in_models_config(tmp_path, monkeypatch):
+    import pathlib
+    import re
+    fake_run(tmp_path, "memn2n_babi_all_tasks", 0, 1.0)
+    calls = []
+    monkeypatch.setattr(train_presets.subprocess, "call",
+                        lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
+    train_presets.main(args_for(tmp_path, "--make", "--presets", "memn2n_babi_all_tasks"))
+    assert "--model_name=memn2n" in calls[0]
+    # the task's name for the others, and one models.config entry per served name
+    served = {train_presets.MODEL_NAMES.get(n, {"babi": "babi", "entailment": "entailment",
+                                                "mathematics": "math"}[p[0]])
+              for n, p in train_presets.PRESETS.items()}
+    assert len(served) == len(train_presets.PRESETS)
+    config = (pathlib.Path(train_presets.REPO) / "serving" / "models.config").read_text()
+    assert served == set(re.findall(r'name: "(\w+)"', config))
