@@ -1,5 +1,6 @@
 """The checked-in serving/models.config: one ``python -m serving.server`` process serves the
-bAbI, math and entailment models, and each answers through serving.client."""
+bAbI (TPR-RNN and MemN2N), math and entailment models, and each answers through
+serving.client."""
 
 import json
 import os
@@ -17,7 +18,8 @@ import tensorflow as tf
 from serving.client import BabiClient, EntailmentClient, MathClient
 from tpr_keras.models.tp_transformer import export_math_model
 from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.models import PlainEntailmentModel, TPTransformer
+from tpr_keras.models import MemN2N, PlainEntailmentModel, TPTransformer
+from tpr_keras.models.babi import export_babi_model
 from tpr_keras.models.entailment import export_entailment_model
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -27,10 +29,14 @@ PAIRS = [("(a&b)", "a"), ("a", "(a&b)")]
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, export_base):
+def runs(tmp_path_factory, export_base, task1):
     """A folder laid out as ``python -m train.export --preset ...`` leaves the repository root."""
     root = tmp_path_factory.mktemp("repo")
     shutil.copytree(os.path.join(export_base, "babi"), root / "exports/babi")
+    tf.keras.utils.set_random_seed(2)
+    memn2n = MemN2N.from_preset("single_task", vocabulary_size=len(task1.vocab),
+                                max_words=task1.max_words)
+    export_babi_model(memn2n, task1.vocab, root / "exports", "memn2n")
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
     tf.keras.utils.set_random_seed(0)
     math_model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
@@ -56,7 +62,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
             time.sleep(0.2)
         assert info.exists(), proc.stderr.read()[-3000:] if proc.poll() is not None else "slow"
         started = json.loads(info.read_text())
-        assert started["models"] == ["babi", "entailment", "math"]
+        assert started["models"] == ["babi", "entailment", "math", "memn2n"]
         grpc_at = f"127.0.0.1:{started['ports']['grpc']}"
         rest_at = f"127.0.0.1:{started['ports']['rest']}"
 
@@ -69,6 +75,12 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         assert [a.answer for a in answers] == [a.decode() for a in want["answer"].numpy()]
         rest = BabiClient(rest_at, "babi", rest=True).ask(task1.stories[0], task1.questions[0])
         assert rest.answer == answers[0].answer
+        memn2n = tf.saved_model.load(str(runs / "exports/memn2n/1"))
+        want = memn2n.signatures["serving_default"](
+            story=tf.constant(task1.stories[:3]), question=tf.constant(task1.questions[:3]))
+        with BabiClient(grpc_at, "memn2n") as client:
+            answers = client.ask_batch(task1.stories[:3], task1.questions[:3])
+        assert [a.answer for a in answers] == [a.decode() for a in want["answer"].numpy()]
 
         math = tf.saved_model.load(str(runs / "exports/math/1"))
         want = math.signatures["serving_default"](question=tf.constant(QUESTIONS))
@@ -92,5 +104,5 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
             proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     stats = json.loads(info.read_text())["stats"]
-    assert stats["requests"]["gRPC Predict"] == 3 and stats["requests"]["REST predict"] == 1
+    assert stats["requests"]["gRPC Predict"] == 4 and stats["requests"]["REST predict"] == 1
     assert stats["errors"] == {}
