@@ -19,7 +19,7 @@ import grpc
 import numpy as np
 
 from serving.core.batching_config import BatchingParameters
-from serving.core.deadline import check, exceeded, expired, remaining
+from serving.core.deadline import call, check, exceeded, expired, latest, remaining
 from serving.core.signature import Runner
 from serving.core.status import ServingError, invalid
 
@@ -108,7 +108,7 @@ class Batcher:
         with self._cond:
             tasks = None if self._stopped or size == 0 else self._enqueue(inputs, size, deadline)
         if tasks is None:  # stopped (the version is closing), or nothing to batch
-            return self._select(self._runner(inputs, self._outputs), outputs)
+            return self._select(call(self._runner, inputs, self._outputs, deadline), outputs)
         parts = [self._wait(t, deadline) for t in tasks]
         if len(parts) == 1:
             return self._select(parts[0], outputs)
@@ -116,7 +116,7 @@ class Batcher:
             return {k: np.concatenate([p[k] for p in parts]) for k in outputs}
         except ValueError:  # outputs differ beyond dim 0 between batches: run it whole
             check(deadline, "before the model ran")
-            return self._select(self._runner(inputs, self._outputs), outputs)
+            return self._select(call(self._runner, inputs, self._outputs, deadline), outputs)
 
     @staticmethod
     def _select(result: dict[str, np.ndarray], outputs: tuple[str, ...]):
@@ -248,7 +248,7 @@ class Batcher:
         if padded > rows:
             merged = {k: np.concatenate([v, np.repeat(v[:1], padded - rows, axis=0)])
                       for k, v in merged.items()}
-        out = self._runner(merged, self._outputs)
+        out = call(self._runner, merged, self._outputs, latest(t.deadline for t in tasks))
         start = 0
         for t in tasks:
             t.result = {k: v[start:start + t.size] for k, v in out.items()}

@@ -1,15 +1,20 @@
 """Request deadlines: a point on ``time.monotonic()``'s clock, or None for no deadline.
 
-TF Serving turns a gRPC deadline into the run's timeout; here a deadline bounds the wait
-in the batch queue and the start of every model call: a request whose deadline has passed
-before its model call starts answers DEADLINE_EXCEEDED without computing, and one whose
-deadline passed during the call answers DEADLINE_EXCEEDED too (its outputs are dropped).
+TF Serving turns a gRPC deadline into the run's timeout (``RunOptions.timeout_in_ms``); so
+does this server. A deadline bounds the wait in the batch queue, the start of every model
+call and the model run itself: a request whose deadline has passed before its model call
+starts answers DEADLINE_EXCEEDED without computing; in the ``session`` runtime (the default,
+TF Serving's) a run still going at the deadline is cancelled by TensorFlow and answers
+DEADLINE_EXCEEDED, so no work continues after it. The ``tf2`` runtime cannot cancel a
+started ``tf.function``: its outputs are dropped instead. A batch runs until the latest
+deadline of the requests in it, as TF Serving's batching session does.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 
 import grpc
 
@@ -43,3 +48,32 @@ def check(deadline: float | None, when: str) -> None:
     """DEADLINE_EXCEEDED if ``deadline`` has passed; ``when`` says where (for the message)."""
     if expired(deadline):
         raise exceeded(when)
+
+
+def timeout_ms(deadline: float | None) -> int | None:
+    """``RunOptions.timeout_in_ms`` for a run that must end by ``deadline`` (None: none);
+    DEADLINE_EXCEEDED if it has already passed."""
+    if deadline is None:
+        return None
+    ms = math.ceil((deadline - time.monotonic()) * 1000)
+    if ms <= 0:
+        raise exceeded("before the model ran")
+    return ms
+
+
+def latest(deadlines: Iterable[float | None]) -> float | None:
+    """The deadline of a batch: the latest of its requests' (None if any has none)."""
+    out = -math.inf
+    for d in deadlines:
+        if d is None:
+            return None
+        out = max(out, d)
+    return None if out == -math.inf else out
+
+
+def call(runner, inputs, outputs, deadline: float | None):
+    """``runner(inputs, outputs)``, passing ``deadline=`` to runners that take it (those
+    with a true ``takes_deadline`` attribute)."""
+    if getattr(runner, "takes_deadline", False):
+        return runner(inputs, outputs, deadline=deadline)
+    return runner(inputs, outputs)

@@ -10,7 +10,7 @@ import numpy as np
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 
 from serving.core._tf import tf
-from serving.core.deadline import check
+from serving.core.deadline import call, check, exceeded, timeout_ms
 from serving.core.signature import Runner
 
 #: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
@@ -25,7 +25,14 @@ class SessionRunner:
     gets one callable made from ``CallableOptions`` (what ``Session::MakeCallable`` does in
     C++): a call hands the arrays straight to the runtime, without ``Session.run``'s
     per-call parsing of feeds and fetches.
+
+    A call with a ``deadline`` runs with ``RunOptions.timeout_in_ms`` set to the time left,
+    as TF Serving runs it: TensorFlow cancels the step at the deadline (a ``while`` loop
+    stops between iterations) and the call answers DEADLINE_EXCEEDED. Such calls go through
+    ``Session.run``, since a callable's run options are fixed when it is made.
     """
+
+    takes_deadline = True
 
     def __init__(self, session: tf.compat.v1.Session, sdef: meta_graph_pb2.SignatureDef) -> None:
         self._session = session
@@ -48,8 +55,17 @@ class SessionRunner:
         options.fetch.extend(fetches)
         return make(options)
 
-    def __call__(self, inputs: Mapping[str, np.ndarray],
-                 outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
+                 deadline: float | None = None) -> dict[str, np.ndarray]:
+        timeout = timeout_ms(deadline)
+        if timeout is not None:
+            feeds = {n: inputs[k] for n, k in zip(self._feeds, self._input_names)}
+            try:
+                values = self._session.run([self._output_tensor[k] for k in outputs], feeds,
+                                           options=config_pb2.RunOptions(timeout_in_ms=timeout))
+            except tf.errors.DeadlineExceededError:
+                raise exceeded("while the model ran (the run was cancelled)") from None
+            return dict(zip(outputs, values))
         fn = self._callables.get(outputs)
         if fn is None:
             with self._lock:
@@ -81,7 +97,8 @@ class ChunkedRunner:
     otherwise turn one long story and a million empty ones, a few MB on the wire, into a
     million padded stories in one call. If the outputs of two chunks cannot be
     concatenated (a dimension other than the batch varies with the chunk's content), the
-    request runs whole. A ``deadline`` that passes stops the chunks: no chunk starts after it.
+    request runs whole. A ``deadline`` that passes stops the chunks: no chunk starts after it,
+    and each chunk runs under it.
     """
 
     takes_deadline = True
@@ -95,13 +112,13 @@ class ChunkedRunner:
         sizes = {v.shape[0] if v.ndim else -1 for v in inputs.values()}
         n = sizes.pop() if len(sizes) == 1 else -1
         if n <= self._rows:
-            return self._runner(inputs, outputs)
+            return call(self._runner, inputs, outputs, deadline)
         parts = []
         for i in range(0, n, self._rows):
             check(deadline, f"after {i} of {n} rows had run")
-            parts.append(self._runner({k: v[i:i + self._rows] for k, v in inputs.items()},
-                                      outputs))
+            parts.append(call(self._runner, {k: v[i:i + self._rows] for k, v in inputs.items()},
+                              outputs, deadline))
         try:
             return {k: np.concatenate([part[k] for part in parts]) for k in outputs}
         except ValueError:
-            return self._runner(inputs, outputs)
+            return call(self._runner, inputs, outputs, deadline)

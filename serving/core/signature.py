@@ -24,8 +24,8 @@ from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_s
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 #: Maps input arrays and the requested output names to output arrays. Runners with a true
-#: ``takes_deadline`` attribute (``Batcher``, ``ChunkedRunner``) also take a ``deadline=``
-#: keyword (:mod:`serving.core.deadline`), which :meth:`Signature.run` passes them.
+#: ``takes_deadline`` attribute (``SessionRunner``, ``Batcher``, ``ChunkedRunner``) also take
+#: a ``deadline=`` keyword (:mod:`serving.core.deadline`), which :meth:`Signature.run` passes.
 Runner = Callable[[Mapping[str, np.ndarray], tuple[str, ...]], dict[str, np.ndarray]]
 
 
@@ -62,16 +62,14 @@ class Signature:
         TensorFlow error keeps its code (TF and gRPC codes are equal).
 
         ``deadline`` (``time.monotonic()``; None: none): DEADLINE_EXCEEDED without running
-        the model if it has passed before the model call starts (in the batch queue too),
-        and DEADLINE_EXCEEDED instead of the outputs if it passed during the call.
+        the model if it has passed before the model call starts (in the batch queue too);
+        a session run still going at the deadline is cancelled (``SessionRunner``), and
+        any other call that ends after it answers DEADLINE_EXCEEDED instead of its outputs.
         """
         names = tuple(outputs) or tuple(self.outputs)
         deadline_module.check(deadline, "before the model ran")
         try:
-            if getattr(self.runner, "takes_deadline", False):
-                result = self.runner(inputs, names, deadline=deadline)
-            else:
-                result = self.runner(inputs, names)
+            result = deadline_module.call(self.runner, inputs, names, deadline)
         except tf.errors.OpError as exc:
             raise ServingError(CODE_BY_VALUE.get(exc.error_code, grpc.StatusCode.INTERNAL),
                                exc.message) from None

@@ -15,8 +15,8 @@ is decoded, and ``output_filter`` picks the outputs.
 Deadlines: as TF Serving turns a call's gRPC deadline into the run's timeout, Predict passes
 ``context.time_remaining()`` down as a deadline (:mod:`serving.core.deadline`): a request
 whose deadline passes while it waits (in the batch queue, for a handler) answers
-DEADLINE_EXCEEDED without running the model, and one that expires during the run answers
-DEADLINE_EXCEEDED too.
+DEADLINE_EXCEEDED without running the model, and a run still going at the deadline is
+cancelled (``RunOptions.timeout_in_ms``) and answers DEADLINE_EXCEEDED.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ a non-negative integer (400); at most ``max_threads`` requests run at once.
 deadline of the whole request, from the moment its headers are read: a body that has not
 arrived by then is 408, so a client that declares more than it sends cannot hold a handler
 thread; a request still waiting for the model (in the batch queue) when it passes answers
-DEADLINE_EXCEEDED, HTTP 504 as TF Serving's ``ToHTTPStatusCode``, without computing
-(:mod:`serving.core.deadline`).
+DEADLINE_EXCEEDED, HTTP 504 as TF Serving's ``ToHTTPStatusCode``, without computing, and a
+run still going then is cancelled and answers 504 too (:mod:`serving.core.deadline`).
 
 With monitoring on, ``GET <path>`` answers the Prometheus page
 (:mod:`serving.model_server.monitoring`) and ``:predict``/``:classify``/``:regress`` requests
