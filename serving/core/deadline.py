@@ -5,7 +5,7 @@ does this server. A deadline bounds the wait in the batch queue, the start of ev
 call and the model run itself: a request whose deadline has passed before its model call
 starts answers DEADLINE_EXCEEDED without computing; in the ``session`` runtime (the default,
 TF Serving's) a run still going at the deadline is cancelled by TensorFlow and answers
-DEADLINE_EXCEEDED, so no work continues after it. The ``tf2`` runtime cannot cancel a
+DEADLINE_EXCEEDED, so no work continues after it. The ``function`` runtime cannot cancel a
 started ``tf.function``: its outputs are dropped instead. A batch runs until the latest
 deadline of the requests in it, as TF Serving's batching session does.
 """
