@@ -3,15 +3,20 @@ chunks of at most ``rows`` rows."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 
 import numpy as np
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 
 from serving.core._tf import tf
+
 from serving.core.deadline import call, check, exceeded, timeout_ms
 from serving.core.signature import Runner
+
+try:  # TF_SessionRun's Python binding: not public API, so optional (else Session.run)
+    from tensorflow.python.client import pywrap_tf_session as tf_session
+except ImportError:  # pragma: no cover - depends on the TensorFlow build
+    tf_session = None
 
 #: Rows per signature call for batchable signatures (``ChunkedRunner``): a bAbI batch of 128
 #: stories padded to 70 sentences costs about 50 MB in the model (results/serving.md).
@@ -21,15 +26,13 @@ DEFAULT_MAX_ROWS = 128
 class SessionRunner:
     """Runs one SignatureDef in a ``tf.compat.v1.Session``, as ``tensorflow_model_server`` does.
 
-    Feeds and fetches are the SignatureDef's tensor names. Each set of requested outputs
-    gets one callable made from ``CallableOptions`` (what ``Session::MakeCallable`` does in
-    C++): a call hands the arrays straight to the runtime, without ``Session.run``'s
-    per-call parsing of feeds and fetches.
-
-    A call with a ``deadline`` runs with ``RunOptions.timeout_in_ms`` set to the time left,
-    as TF Serving runs it: TensorFlow cancels the step at the deadline (a ``while`` loop
-    stops between iterations) and the call answers DEADLINE_EXCEEDED. Such calls go through
-    ``Session.run``, since a callable's run options are fixed when it is made.
+    Feeds and fetches are the SignatureDef's tensors, resolved once; a call hands the arrays
+    straight to ``TF_SessionRun`` (the step ``Session.run`` ends in, without its per-call
+    parsing of feeds and fetches), with ``RunOptions.timeout_in_ms`` set to the time left
+    when the call has a ``deadline``, as TF Serving runs it: TensorFlow cancels the step at
+    the deadline (a ``while`` loop stops between iterations) and the call answers
+    DEADLINE_EXCEEDED. One path for calls with and without a deadline, so they share the
+    session's executor per set of outputs, and a warm-up warms both.
     """
 
     takes_deadline = True
@@ -39,41 +42,41 @@ class SessionRunner:
         self._input_names = sorted(sdef.inputs)
         self._feeds = [sdef.inputs[k].name for k in self._input_names]
         self._output_tensor = {k: v.name for k, v in sdef.outputs.items()}
-        self._callables: dict[tuple[str, ...], Callable[..., list[np.ndarray]]] = {}
-        self._lock = threading.Lock()
-
-    def _make_callable(self, outputs: tuple[str, ...]) -> Callable[..., list[np.ndarray]]:
-        fetches = [self._output_tensor[k] for k in outputs]
-        make = getattr(self._session, "_make_callable_from_options", None)
-        if make is None:  # not in this TensorFlow: the public, slower path
-            graph = self._session.graph
-            return self._session.make_callable(
-                [graph.get_tensor_by_name(n) for n in fetches],
-                [graph.get_tensor_by_name(n) for n in self._feeds])
-        options = config_pb2.CallableOptions()
-        options.feed.extend(self._feeds)
-        options.fetch.extend(fetches)
-        return make(options)
+        graph = session.graph
+        self._run_raw = getattr(session, "_call_tf_sessionrun", None)
+        as_output = getattr(tf.Tensor, "_as_tf_output", None)
+        if self._run_raw is None or as_output is None or tf_session is None:  # not here
+            self._run_raw = None
+            return
+        self._raw_feeds = [graph.get_tensor_by_name(n)._as_tf_output() for n in self._feeds]
+        self._raw_fetch = {k: graph.get_tensor_by_name(n)._as_tf_output()
+                           for k, n in self._output_tensor.items()}
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
                  deadline: float | None = None) -> dict[str, np.ndarray]:
         timeout = timeout_ms(deadline)
-        if timeout is not None:
-            feeds = {n: inputs[k] for n, k in zip(self._feeds, self._input_names)}
-            try:
-                values = self._session.run([self._output_tensor[k] for k in outputs], feeds,
-                                           options=config_pb2.RunOptions(timeout_in_ms=timeout))
-            except tf.errors.DeadlineExceededError:
-                raise exceeded("while the model ran (the run was cancelled)") from None
-            return dict(zip(outputs, values))
-        fn = self._callables.get(outputs)
-        if fn is None:
-            with self._lock:
-                fn = self._callables.get(outputs)
-                if fn is None:
-                    fn = self._make_callable(outputs)
-                    self._callables = {**self._callables, outputs: fn}
-        return dict(zip(outputs, fn(*[inputs[k] for k in self._input_names])))
+        options = None if timeout is None else config_pb2.RunOptions(timeout_in_ms=timeout)
+        arrays = [inputs[k] for k in self._input_names]
+        try:
+            if self._run_raw is None:  # the public, slower path
+                values = self._session.run([self._output_tensor[k] for k in outputs],
+                                           dict(zip(self._feeds, arrays)), options=options)
+            else:
+                values = self._run(arrays, outputs, options)
+        except tf.errors.DeadlineExceededError:
+            raise exceeded("while the model ran (the run was cancelled)") from None
+        return dict(zip(outputs, values))
+
+    def _run(self, arrays: list[np.ndarray], outputs: tuple[str, ...],
+             options: config_pb2.RunOptions | None) -> list[np.ndarray]:
+        buffer = (None if options is None
+                  else tf_session.TF_NewBufferFromString(options.SerializeToString()))
+        try:
+            return self._run_raw(buffer, dict(zip(self._raw_feeds, arrays)),
+                                 [self._raw_fetch[k] for k in outputs], [], None)
+        finally:
+            if buffer is not None:
+                tf_session.TF_DeleteBuffer(buffer)
 
 
 class FunctionRunner:

@@ -19,6 +19,7 @@ from serving.core import deadline as deadline_module
 from serving.core.batching import BatchingParameters
 from serving.core.deadline import deadline_after
 from serving.core.manager import ModelManager
+from serving.core.runners import SessionRunner
 from serving.core.servable import Servable
 from serving.core.status import ServingError
 from serving.model_server.server import ModelServer
@@ -75,10 +76,16 @@ def assert_stopped(read, below):
     assert 0 < first < below
 
 
-def test_a_run_past_its_deadline_is_cancelled(counter_base):
+@pytest.mark.parametrize("path", ["TF_SessionRun", "Session.run"])
+def test_a_run_past_its_deadline_is_cancelled(counter_base, path):
+    """Both of SessionRunner's paths: its own, and Session.run where TensorFlow lacks the
+    binding it uses."""
     servable = Servable("counter", 1, str(counter_base / "1"))
     try:
         sig = servable.signature("")
+        assert isinstance(sig.runner, SessionRunner)
+        if path == "Session.run":
+            sig.runner._run_raw = None
         started = time.monotonic()
         with pytest.raises(ServingError) as err:
             sig.run({"n": np.array([LONG])}, deadline=deadline_after(0.3))
