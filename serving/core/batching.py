@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import grpc
 import numpy as np
 
+from serving.core.batch_scheduler import BatchScheduler
 from serving.core.batching_config import BatchingParameters
 from serving.core.deadline import call, check, exceeded, expired, latest, remaining
 from serving.core.signature import Runner
@@ -75,6 +76,9 @@ class Batcher:
     batch to the next allowed size with copies of its first row; the padding rows' outputs
     are dropped. Deadlines: an expired request leaves its wait with DEADLINE_EXCEEDED, and a
     batch drops its expired requests before it runs (no model call for a batch of them).
+    The batches run in the threads of ``scheduler`` (:mod:`serving.core.batch_scheduler`),
+    shared with other batchers as TF Serving's pool is, or in ``num_batch_threads`` threads
+    of the batcher's own when it is None.
     If a merged call fails, its requests are retried one by one, so one bad request cannot
     fail its neighbours.
     """
@@ -82,19 +86,21 @@ class Batcher:
     takes_deadline = True
 
     def __init__(self, runner: Runner, outputs: tuple[str, ...], params: BatchingParameters,
-                 name: str = "") -> None:
+                 name: str = "", scheduler: BatchScheduler | None = None) -> None:
         self._runner = runner
         self._outputs = outputs
         self._params = params
         self._limit = params.execution_batch_size
         self._batches: collections.deque[_Batch] = collections.deque()
-        self._cond = threading.Condition()
+        self._running = 0  # batches popped by a batch thread and not finished
         self._stopped = False
-        self._threads = [threading.Thread(target=self._loop, daemon=True,
-                                          name=f"batch-{name}-{i}")
-                         for i in range(params.num_batch_threads)]
-        for t in self._threads:
-            t.start()
+        # Without a shared scheduler (a ModelManager's), the batcher has threads of its own.
+        self._own_scheduler = scheduler is None
+        if scheduler is None:
+            scheduler = BatchScheduler(params.num_batch_threads, f"batch-{name}")
+        self._scheduler = scheduler
+        self._cond = scheduler.cond
+        scheduler.add(self)
 
     # ---- requests -----------------------------------------------------------------------
 
@@ -106,7 +112,8 @@ class Batcher:
                           f"size {self._params.max_batch_size} (max_batch_size)")
         check(deadline, "before the request was batched")
         with self._cond:
-            tasks = None if self._stopped or size == 0 else self._enqueue(inputs, size, deadline)
+            stopped = self._stopped or self._scheduler.stopped
+            tasks = None if stopped or size == 0 else self._enqueue(inputs, size, deadline)
         if tasks is None:  # stopped (the version is closing), or nothing to batch
             return self._select(call(self._runner, inputs, self._outputs, deadline), outputs)
         parts = [self._wait(t, deadline) for t in tasks]
@@ -188,29 +195,30 @@ class Batcher:
 
     # ---- batch threads ------------------------------------------------------------------
 
-    def _next_batch(self) -> _Batch | None:
-        """The next batch due to run (holding the lock; waits); None once stopped and empty."""
-        timeout = self._params.batch_timeout_micros / 1e6
-        while True:
-            if self._batches:
-                first = self._batches[0]
-                wait = first.opened + timeout - time.monotonic()
-                if (wait <= 0 or first.rows >= self._limit or len(self._batches) > 1
-                        or self._stopped):
-                    return self._batches.popleft()
-                self._cond.wait(wait)
-            elif self._stopped:
-                return None
-            else:
-                self._cond.wait()
+    def due_in(self) -> float | None:
+        """Seconds until the first batch is due (<= 0: now), None if none waits (holding
+        the lock). Due: full, a newer batch opened behind it, ``batch_timeout_micros`` since
+        it opened, or the batcher is stopping."""
+        if not self._batches:
+            return None
+        first = self._batches[0]
+        if first.rows >= self._limit or len(self._batches) > 1 or self._stopped:
+            return 0.0
+        return first.opened + self._params.batch_timeout_micros / 1e6 - time.monotonic()
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                batch = self._next_batch()
-            if batch is None:
-                return
+    def pop(self) -> _Batch:
+        """The first batch, taken by a batch thread (holding the lock)."""
+        self._running += 1
+        return self._batches.popleft()
+
+    def execute(self, batch: _Batch) -> None:
+        """Runs a popped batch (in a batch thread, without the lock)."""
+        try:
             self._execute(batch.tasks)
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
 
     def _execute(self, tasks: list[_Task]) -> None:
         live = []
@@ -255,15 +263,25 @@ class Batcher:
             start += t.size
             t.done.set()
 
-    def stop(self) -> None:
-        """Runs what is queued, then ends the batch threads; later calls run unbatched."""
+    def stop(self, timeout: float = 30.0) -> None:
+        """Runs what is queued (the batch threads take it at once), waits up to ``timeout``
+        for it, and leaves the scheduler; later calls run unbatched."""
         with self._cond:
             if self._stopped:
                 return
             self._stopped = True
             self._cond.notify_all()
-        for t in self._threads:
-            t.join(timeout=30)
+            end = time.monotonic() + timeout
+            while ((self._batches or self._running) and time.monotonic() < end
+                   and not self._scheduler.stopped):
+                self._cond.wait(end - time.monotonic())
+            left = list(self._batches)  # no thread will take them: run them here
+            self._batches.clear()
+        for batch in left:
+            self._execute(batch.tasks)
+        self._scheduler.remove(self)
+        if self._own_scheduler:
+            self._scheduler.stop()
 
 
 def merge_inputs(parts: list[Mapping[str, np.ndarray]],

@@ -32,6 +32,7 @@ from tensorflow_serving.apis import get_model_status_pb2
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.core._tf import tf
+from serving.core.batch_scheduler import BatchScheduler
 from serving.core.batching import BatchingParameters
 from serving.core.runners import DEFAULT_MAX_ROWS
 from serving.core.servable import RUNTIMES, Servable
@@ -85,7 +86,9 @@ class ModelManager:
     Args:
         configs: The models (TF Serving ``ModelConfig`` protos).
         tags: MetaGraph tags to load (``serve``).
-        batching: If set, each loaded version's batchable signatures are batched.
+        batching: If set, each loaded version's batchable signatures are batched, all in
+            one pool of ``num_batch_threads`` threads named ``thread_pool_name`` (TF
+            Serving's shared batch scheduler).
         max_num_load_retries: Attempts to load a version before giving up on it.
         runtime: How versions run their signatures (see ``Servable``).
         session_config: ``ConfigProto`` for each version's session (thread pools).
@@ -118,6 +121,8 @@ class ModelManager:
         self._runtime = runtime
         self._session_config = session_config
         self._batching = batching
+        self._batch_scheduler = (None if batching is None else BatchScheduler(
+            batching.num_batch_threads, batching.thread_pool_name))
         self._max_retries = max_num_load_retries
         self._allow_unavailable_labels = allow_version_labels_for_unavailable_models
         self._load_threads = num_load_threads
@@ -364,7 +369,8 @@ class ModelManager:
         try:
             try:
                 servable = Servable(name, version, path, self._tags, self._runtime,
-                                    self._session_config, self._batching, self._max_rows)
+                                    self._session_config, self._batching, self._max_rows,
+                                    self._batch_scheduler)
             finally:
                 self._report_load(name, version, path, servable is not None,
                                   time.perf_counter() - started)
@@ -423,3 +429,5 @@ class ModelManager:
                 m.dropped = True
                 for s in m.servables.values():
                     s.close()
+        if self._batch_scheduler is not None:  # after the batchers: what they hold runs
+            self._batch_scheduler.stop()

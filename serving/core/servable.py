@@ -28,6 +28,7 @@ from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
 
 from serving.core._tf import tf
+from serving.core.batch_scheduler import BatchScheduler
 from serving.core.batching import Batcher, BatchingParameters
 from serving.core.runners import ChunkedRunner, FunctionRunner, SessionRunner
 from serving.core.signature import DEFAULT_SIGNATURE, Runner, Signature, TensorSpecInfo
@@ -54,6 +55,8 @@ class Servable:
         session_config: ``ConfigProto`` for the session (thread pools).
         batching: If set, each batchable signature's runner is wrapped in a
             :class:`~serving.core.batching.Batcher` with these parameters.
+        batch_scheduler: The batch threads the batchers share (a ModelManager's, one for
+            all models as in TF Serving); None: each batcher has its own.
         max_rows_per_call: If set, a batchable signature runs at most this many rows per
             call (:class:`ChunkedRunner`); larger requests are split.
     """
@@ -62,7 +65,8 @@ class Servable:
                  runtime: str = "session",
                  session_config: tf.compat.v1.ConfigProto | None = None,
                  batching: BatchingParameters | None = None,
-                 max_rows_per_call: int | None = None) -> None:
+                 max_rows_per_call: int | None = None,
+                 batch_scheduler: BatchScheduler | None = None) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
         self.name = name
@@ -106,7 +110,8 @@ class Servable:
                 sig = dataclasses.replace(sig, runner=ChunkedRunner(sig.runner,
                                                                     max_rows_per_call))
             if batching is not None and sig.batchable:
-                batcher = Batcher(sig.runner, tuple(outputs), batching, f"{name}-{key}")
+                batcher = Batcher(sig.runner, tuple(outputs), batching, f"{name}-{key}",
+                                  batch_scheduler)
                 self._batchers.append(batcher)
                 sig = dataclasses.replace(sig, runner=batcher)
             self.signatures[key] = sig
