@@ -1,9 +1,11 @@
 """tpr_keras.ops.masking: one masked-logit value per dtype, used by every masked softmax."""
 
+import warnings
+
 import numpy as np
 from keras import ops
 
-from tpr_keras.ops.masking import MASK_VALUE, MASK_VALUE_FLOAT16, mask_value
+from tpr_keras.ops.masking import MASK_VALUE, MASK_VALUE_FLOAT16, mask_value, softmax
 
 
 def test_mask_value_per_dtype():
@@ -38,3 +40,13 @@ def test_layers_and_models_use_the_shared_value():
     assert entailment.mask_value is mask_value and tp_transformer.MASK_VALUE == MASK_VALUE
     for module in (memn2n, tp_attention, entailment, tp_transformer):
         assert not {"_large_negative", "_mask_value", "_NEG", "_NEG_INF"} & set(vars(module))
+
+
+def test_softmax_is_keras_softmax_and_exactly_one_over_one_key():
+    x = ops.convert_to_tensor(np.random.default_rng(0).normal(size=(2, 3, 5)), "float32")
+    np.testing.assert_allclose(ops.convert_to_numpy(softmax(x)),
+                               ops.convert_to_numpy(ops.softmax(x)), atol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # keras.ops.softmax warns over an axis of size 1
+        one = ops.convert_to_numpy(softmax(x[..., :1] * 1e3))
+    assert one.shape == (2, 3, 1) and (one == 1.0).all()

@@ -3,10 +3,9 @@
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
-from tpr_keras.ops.masking import mask_value
+from tpr_keras.ops.masking import mask_value, softmax
 
 #: The values of ``TPMultiHeadAttention(attention_form=...)``.
 ATTENTION_FORMS = ("einsum", "matmul")
@@ -197,7 +196,7 @@ class TPMultiHeadAttention(keras.layers.Layer):
             if len(mask.shape) == 3:
                 mask = ops.expand_dims(mask, 1)
             scores = ops.where(mask, scores, ops.cast(mask_value(scores.dtype), scores.dtype))
-        weights = tf.nn.softmax(scores, axis=-1)  # eq. 3 (ops.softmax warns when Tk = 1)
+        weights = softmax(scores, axis=-1)  # eq. 3
         dropped = self.attention_dropout(weights, training=training)
         filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2
         bound = filler * r if (self.use_role and r is not None) else filler  # eq. 4, ⊙

@@ -27,3 +27,15 @@ def mask_value(dtype):
     if keras.backend.standardize_dtype(dtype) == "float16":
         return MASK_VALUE_FLOAT16
     return MASK_VALUE
+
+
+def softmax(x, axis=-1):
+    """``keras.ops.softmax`` over ``axis``, without its warning for an axis of size 1.
+
+    TP-Transformer's first decoding step attends over one key (eq. 3 with ``Tk = 1``);
+    the softmax of one logit is exactly 1, which this returns (``ones_like``) when the
+    axis's size is known to be 1, so no backend op and no warning are spent on it.
+    """
+    if x.shape[axis] == 1:
+        return keras.ops.ones_like(x)
+    return keras.ops.softmax(x, axis=axis)

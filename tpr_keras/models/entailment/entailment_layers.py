@@ -13,7 +13,6 @@
 import numpy as np  # noqa: F401  (the doctests use it)
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tpr_keras.layers.tpru import TPRU
@@ -257,12 +256,15 @@ class PairToBatch(keras.layers.Layer):
     @staticmethod
     def _pad_time(x, length):
         rank = len(x.shape)
-        paddings = [[0, 0], [0, length - tf.shape(x)[1]]] + [[0, 0]] * (rank - 2)
-        return tf.pad(x, paddings)
+        paddings = [[0, 0], [0, length - ops.shape(x)[1]]] + [[0, 0]] * (rank - 2)
+        return ops.pad(x, paddings)
 
     def call(self, inputs, mask=None):
         a, b = inputs
-        length = tf.maximum(tf.shape(a)[1], tf.shape(b)[1])
+        la, lb = ops.shape(a)[1], ops.shape(b)[1]
+        # Static lengths (JAX always, TF when known) stay Python ints, so the padding is static.
+        length = max(la, lb) if isinstance(la, int) and isinstance(lb, int) else \
+            ops.maximum(la, lb)
         return ops.concatenate([self._pad_time(a, length), self._pad_time(b, length)], axis=0)
 
     def compute_mask(self, inputs, mask=None):
