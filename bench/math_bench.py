@@ -198,8 +198,9 @@ def decode_rates(data, module, preset, decode_batch, seconds):
                                           use_role=use_role)
         spec = tf.TensorSpec([None, None], tf.int32)
         cached = tf.function(lambda s: model.greedy_decode(s, max_length=31)[0],
-                             input_signature=[spec])
-        beam = tf.function(lambda s: model.beam_search(s, 4, 31)[0], input_signature=[spec])
+                             input_signature=[spec], autograph=False)
+        beam = tf.function(lambda s: model.beam_search(s, 4, 31)[0], input_signature=[spec],
+                           autograph=False)
         uncached = lambda s: model.greedy_decode(s, max_length=31, use_cache=False)[0]  # noqa: E731
         row = {}
         for key, fn in (("greedy_cached", cached), ("greedy_uncached", uncached),

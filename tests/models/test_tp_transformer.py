@@ -218,7 +218,8 @@ def test_compute_fn_with_xla_gives_the_same_loss_and_gradients():
                                       [4, 4, 4, END_ID]], "int32")}
     results = []
     for jit in (False, True):
-        compute = sequence_compute_fn(jit_compile=jit)
+        compute = tf.function(sequence_compute_fn(), jit_compile=True) if jit else \
+            sequence_compute_fn()
         with tf.GradientTape() as tape:
             out = compute(model, features, labels, True)
             loss = tf.reduce_sum(out["loss"])

@@ -123,7 +123,7 @@ def greedy_scorer(model, max_length: int):
     evaluation, so 71 splits cost one trace, not 71.
     """
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2, autograph=False)
     def correct(source, target_out):
         ids, _ = model.greedy_decode(source, max_length=max_length)
         width = tf.shape(ids)[1]

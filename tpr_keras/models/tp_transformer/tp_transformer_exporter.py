@@ -52,8 +52,9 @@ class MathServingModule(tf.Module):
             out, log_prob = model.beam_search(ids, beam_size, max_length)
             return {"answer": chars.decode(out), "log_prob": log_prob}
 
-        self.serve = tf.function(serve, input_signature=spec)
-        self.beam = tf.function(beam, input_signature=spec)
+        # The decoders' loops are keras.ops.while_loop already: no autograph.
+        self.serve = tf.function(serve, input_signature=spec, autograph=False)
+        self.beam = tf.function(beam, input_signature=spec, autograph=False)
         captured = {id(v): v for f in (self.serve, self.beam)
                     for v in f.get_concrete_function().variables}
         self.captured_variables = list(captured.values())

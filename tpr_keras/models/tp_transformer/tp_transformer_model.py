@@ -1,7 +1,6 @@
 """TP-Transformer (Schlag et al. 2019) and its Transformer baseline, with in-graph decoding."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
@@ -20,6 +19,16 @@ PAD_ID, UNK_ID, START_ID, END_ID = (
 )
 
 
+def take_rows(x, index):
+    """``x[b, index[b, k], ...]``: ``[B, N, ...]`` (static beyond ``B``) by ``int32[B, K]``
+    -> ``[B, K, ...]``, as one gather along a flattened first axis (``tf.gather`` with
+    ``batch_dims=1``; ``keras.ops.take_along_axis`` costs far more per decoding step)."""
+    n, k = x.shape[1], index.shape[1]
+    rows = ops.arange(ops.shape(x)[0], dtype="int32")[:, None] * n + index
+    flat = ops.reshape(x, (-1, *x.shape[2:]))
+    return ops.reshape(ops.take(flat, ops.reshape(rows, (-1,)), axis=0), (-1, k, *x.shape[2:]))
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPTransformer(PresetMixin, keras.Model):
     """Encoder-decoder TP-Transformer for character-level seq2seq, §2.
@@ -36,11 +45,10 @@ class TPTransformer(PresetMixin, keras.Model):
     masked in every attention over it; the decoder self-attention is causal.
 
     Decoding (in-graph, usable in a ``tf.function`` with an unknown batch size):
-    :meth:`greedy_decode` (key/value cache, one ``tf.while_loop``) and
+    :meth:`greedy_decode` (key/value cache, one ``keras.ops.while_loop``) and
     :meth:`beam_search`. Outputs exclude the start symbol, include the end symbol
-    and hold ``pad_id`` after it. They use explicit TF control flow and are marked
-    ``do_not_convert`` for autograph (they already use TF control flow, so autograph
-    would only add tracing work).
+    and hold ``pad_id`` after it. Their control flow is the backend's loop op, so a
+    ``tf.function`` around them needs no autograph (``autograph=False``).
 
     Where this differs from the paper or the authors' code:
 
@@ -217,7 +225,6 @@ class TPTransformer(PresetMixin, keras.Model):
         return cls(**config)
 
     # ----------------------------------------------------------- analysis
-    @tf.autograph.experimental.do_not_convert
     def encode(self, source, training=False):
         """Encoder states ``[B, Ls, d]`` and the source validity mask ``[B, Ls]``."""
         source = ops.convert_to_tensor(source, "int32")
@@ -227,7 +234,6 @@ class TPTransformer(PresetMixin, keras.Model):
             x = layer(x, valid, training=training)
         return x, valid
 
-    @tf.autograph.experimental.do_not_convert
     def attention_details(self, inputs):
         """Attention weights and role vectors of every layer, for analysis.
 
@@ -259,15 +265,15 @@ class TPTransformer(PresetMixin, keras.Model):
         encoded, valid = self.encode(source)
         kv = [layer.encoder_key_value(encoded) for layer in self.decoder_layers]
         if repeats > 1:  # [B, ...] -> [B * K, ...], each row repeated K times.
-            kv = [tuple(tf.repeat(t, repeats, axis=0) for t in pair) for pair in kv]
-            valid = tf.repeat(valid, repeats, axis=0)
+            kv = [tuple(ops.repeat(t, repeats, axis=0) for t in pair) for pair in kv]
+            valid = ops.repeat(valid, repeats, axis=0)
         return kv, valid
 
     def _zero_caches(self, rows, length):
         key_dim = self.model_dim // self.num_heads
-        shape = tf.stack([rows, self.num_heads, length, key_dim])
         dtype = self.embedding.compute_dtype
-        return [tf.zeros(shape, dtype) for _ in range(2 * self.num_decoder_layers)]
+        return [ops.zeros((rows, self.num_heads, length, key_dim), dtype)
+                for _ in range(2 * self.num_decoder_layers)]
 
     def _step_log_probs(self, tokens, position, caches, kv, valid):
         """One cached decoder step: ``[R]`` tokens at ``position`` -> ``[R, V]`` log-probs."""
@@ -276,19 +282,30 @@ class TPTransformer(PresetMixin, keras.Model):
         for i, layer in enumerate(self.decoder_layers):
             x, key, value = layer.step(x, position, caches[2 * i], caches[2 * i + 1], kv[i], valid)
             new_caches += [key, value]
-        logits = tf.cast(self.embedding(x, reverse=True)[:, 0], tf.float32)
-        return tf.nn.log_softmax(logits, axis=-1), new_caches
+        logits = ops.cast(self.embedding(x, reverse=True)[:, 0], "float32")
+        return ops.log_softmax(logits, axis=-1), new_caches
 
-    @tf.autograph.experimental.do_not_convert
+    def _greedy_pick(self, log_probs, finished, log_prob):
+        """The most probable symbol of each row (``pad_id`` once finished), the summed
+        log-probability and the finished flags after it."""
+        chosen = ops.cast(ops.argmax(log_probs, axis=-1), "int32")
+        chosen = ops.where(finished, self.pad_id, chosen)
+        gained = take_rows(log_probs, chosen[:, None])[:, 0]
+        log_prob = log_prob + ops.where(finished, 0.0, gained)
+        finished = ops.logical_or(finished, ops.equal(chosen, self.end_id))
+        return chosen, log_prob, finished
+
     def greedy_decode(self, source, max_length=None, use_cache=True):
         """Greedy decoding (§2.3): the most probable symbol at every step.
 
         With ``use_cache=True`` (default) the encoder runs once and the decoder runs
-        one position per step inside a single ``tf.while_loop``, reading earlier
+        one position per step inside a single ``keras.ops.while_loop``, reading earlier
         positions from fixed-size key/value caches (static shapes; the batch size may
         be unknown), stopping when every row has produced the end symbol. With
         ``use_cache=False`` it re-runs the full decoder on the growing prefix at each
-        step in a Python loop (the slow reference used by the tests).
+        step in a Python loop (the slow reference used by the tests). Inside a
+        ``tf.function``, trace it with ``autograph=False``: its control flow is the
+        loop op already.
 
         Args:
             source: ``int32[B, Ls]`` question ids, ``pad_id``-padded.
@@ -301,65 +318,55 @@ class TPTransformer(PresetMixin, keras.Model):
             included, then ``pad_id``) and the sum of their log-probabilities.
         """
         length = int(max_length or self.max_decode_length)
-        source = tf.convert_to_tensor(source, tf.int32)
+        source = ops.convert_to_tensor(source, "int32")
         if not use_cache:
             return self._greedy_uncached(source, length)
-        batch = tf.shape(source)[0]
+        batch = ops.shape(source)[0]
         kv, valid = self._decoder_state(source)
-        steps = tf.range(length)
+        steps = ops.arange(length, dtype="int32")
 
         def cond(t, tokens, finished, log_prob, ids, caches):
-            return tf.logical_and(t < length, tf.logical_not(tf.reduce_all(finished)))
+            return ops.logical_and(t < length, ops.logical_not(ops.all(finished)))
 
         def body(t, tokens, finished, log_prob, ids, caches):
             log_probs, caches = self._step_log_probs(tokens, t, caches, kv, valid)
-            chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-            chosen = tf.where(finished, self.pad_id, chosen)
-            gained = tf.gather(log_probs, chosen, batch_dims=1)
-            log_prob += tf.where(finished, 0.0, gained)
-            ids = tf.where(tf.equal(steps, t)[None, :], chosen[:, None], ids)
-            finished = tf.logical_or(finished, tf.equal(chosen, self.end_id))
+            chosen, log_prob, finished = self._greedy_pick(log_probs, finished, log_prob)
+            ids = ops.where(ops.equal(steps, t)[None, :], chosen[:, None], ids)
             return t + 1, chosen, finished, log_prob, ids, caches
 
         initial = (
-            tf.constant(0),
-            tf.fill([batch], self.start_id),
-            tf.zeros([batch], tf.bool),
-            tf.zeros([batch], tf.float32),
-            tf.fill([batch, length], self.pad_id),
+            ops.convert_to_tensor(0, "int32"),
+            ops.full((batch,), self.start_id, "int32"),
+            ops.zeros((batch,), "bool"),
+            ops.zeros((batch,), "float32"),
+            ops.full((batch, length), self.pad_id, "int32"),
             self._zero_caches(batch, length),
         )
-        _, _, _, log_prob, ids, _ = tf.while_loop(
-            cond, body, initial, maximum_iterations=length
-        )
+        _, _, _, log_prob, ids, _ = ops.while_loop(cond, body, initial,
+                                                   maximum_iterations=length)
         return ids, log_prob
 
     def _greedy_uncached(self, source, length):
-        batch = tf.shape(source)[0]
-        prefix = tf.fill([batch, 1], self.start_id)
-        finished = tf.zeros([batch], tf.bool)
-        log_prob = tf.zeros([batch], tf.float32)
+        batch = ops.shape(source)[0]
+        prefix = ops.full((batch, 1), self.start_id, "int32")
+        finished = ops.zeros((batch,), "bool")
+        log_prob = ops.zeros((batch,), "float32")
         outputs = []
         for _ in range(length):  # Python loop: reference implementation only.
             logits = self({"source": source, "target_in": prefix}, training=False)
-            log_probs = tf.nn.log_softmax(tf.cast(logits[:, -1], tf.float32), axis=-1)
-            chosen = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-            chosen = tf.where(finished, self.pad_id, chosen)
-            gained = tf.gather(log_probs, chosen, batch_dims=1)
-            log_prob += tf.where(finished, 0.0, gained)
-            finished = tf.logical_or(finished, tf.equal(chosen, self.end_id))
+            log_probs = ops.log_softmax(ops.cast(logits[:, -1], "float32"), axis=-1)
+            chosen, log_prob, finished = self._greedy_pick(log_probs, finished, log_prob)
             outputs.append(chosen)
-            prefix = tf.concat([prefix, chosen[:, None]], axis=1)
-        return tf.stack(outputs, axis=1), log_prob
+            prefix = ops.concatenate([prefix, chosen[:, None]], axis=1)
+        return ops.stack(outputs, axis=1), log_prob
 
     @staticmethod
     def length_penalty(length, alpha):
         """GNMT length penalty ``((5 + length) / 6) ** alpha`` (Wu et al. 2016)."""
-        return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+        return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
 
-    @tf.autograph.experimental.do_not_convert
     def beam_search(self, source, beam_size=4, max_length=None, alpha=0.6, return_all=False):
-        """Beam search over the cached decoder, in one ``tf.while_loop``.
+        """Beam search over the cached decoder, in one ``keras.ops.while_loop``.
 
         ``beam_size`` hypotheses per row. At each step every live hypothesis is
         extended by every symbol; a finished one (it produced the end symbol) only
@@ -387,63 +394,61 @@ class TPTransformer(PresetMixin, keras.Model):
         length = int(max_length or self.max_decode_length)
         vocab = self.vocabulary_size
         alpha = float(alpha)
-        source = tf.convert_to_tensor(source, tf.int32)
-        batch = tf.shape(source)[0]
+        source = ops.convert_to_tensor(source, "int32")
+        batch = ops.shape(source)[0]
         kv, valid = self._decoder_state(source, repeats=beams)
-        steps = tf.range(length)
-        pad_only = tf.where(tf.equal(tf.range(vocab), self.pad_id), 0.0, MASK_VALUE)  # [V]
-
-        def gather_beams(x, index):  # x: [B * K, ...] -> reordered by index [B, K].
-            shape = tf.shape(x)
-            grouped = tf.reshape(x, tf.concat([[batch, beams], shape[1:]], axis=0))
-            return tf.reshape(tf.gather(grouped, index, batch_dims=1), shape)
+        steps = ops.arange(length, dtype="int32")
+        pad_only = ops.where(ops.equal(ops.arange(vocab), self.pad_id), 0.0, MASK_VALUE)  # [V]
+        def pick_rows(x, index):  # x: [B * K, ...] -> reordered by index [B, K].
+            grouped = ops.reshape(x, (-1, beams, *x.shape[1:]))
+            return ops.reshape(take_rows(grouped, index), (-1, *x.shape[1:]))
 
         def cond(t, tokens, seqs, scores, lengths, finished, caches):
-            return tf.logical_and(t < length, tf.logical_not(tf.reduce_all(finished)))
+            return ops.logical_and(t < length, ops.logical_not(ops.all(finished)))
 
         def body(t, tokens, seqs, scores, lengths, finished, caches):
             log_probs, caches = self._step_log_probs(tokens, t, caches, kv, valid)
-            log_probs = tf.reshape(log_probs, [batch, beams, vocab])
-            log_probs = tf.where(finished[:, :, None], pad_only, log_probs)
+            log_probs = ops.reshape(log_probs, (batch, beams, vocab))
+            log_probs = ops.where(finished[:, :, None], pad_only, log_probs)
             candidates = scores[:, :, None] + log_probs  # [B, K, V]
-            new_lengths = tf.where(finished, lengths, t + 1)  # [B, K]
+            new_lengths = ops.where(finished, lengths, t + 1)  # [B, K]
             normalised = candidates / self.length_penalty(new_lengths, alpha)[:, :, None]
-            _, index = tf.math.top_k(tf.reshape(normalised, [batch, beams * vocab]), beams)
+            _, index = ops.top_k(ops.reshape(normalised, (batch, beams * vocab)), beams)
+            index = ops.cast(index, "int32")
             origin = index // vocab  # [B, K] beam each survivor extends
             symbol = index % vocab
-            scores = tf.gather(tf.reshape(candidates, [batch, beams * vocab]), index, batch_dims=1)
-            lengths = tf.gather(new_lengths, origin, batch_dims=1)
-            seqs = tf.gather(seqs, origin, batch_dims=1)
-            seqs = tf.where(tf.equal(steps, t)[None, None, :], symbol[:, :, None], seqs)
-            finished = tf.logical_or(
-                tf.gather(finished, origin, batch_dims=1), tf.equal(symbol, self.end_id)
-            )
-            caches = [gather_beams(c, origin) for c in caches]
-            return t + 1, tf.reshape(symbol, [-1]), seqs, scores, lengths, finished, caches
+            scores = take_rows(ops.reshape(candidates, (batch, beams * vocab, 1)), index)[..., 0]
+            lengths = take_rows(new_lengths[:, :, None], origin)[..., 0]
+            seqs = take_rows(seqs, origin)
+            seqs = ops.where(ops.equal(steps, t)[None, None, :], symbol[:, :, None], seqs)
+            finished = ops.logical_or(take_rows(finished[:, :, None], origin)[..., 0],
+                                      ops.equal(symbol, self.end_id))
+            caches = [pick_rows(c, origin) for c in caches]
+            return t + 1, ops.reshape(symbol, (-1,)), seqs, scores, lengths, finished, caches
 
-        first = tf.concat([tf.zeros([1]), tf.fill([beams - 1], MASK_VALUE)], axis=0)
+        first = ops.concatenate([ops.zeros((1,)), ops.full((beams - 1,), MASK_VALUE)], axis=0)
         initial = (
-            tf.constant(0),
-            tf.fill([batch * beams], self.start_id),
-            tf.fill([batch, beams, length], self.pad_id),
-            tf.tile(first[None, :], [batch, 1]),  # only beam 0 is live at t = 0
-            tf.zeros([batch, beams], tf.int32),
-            tf.zeros([batch, beams], tf.bool),
+            ops.convert_to_tensor(0, "int32"),
+            ops.full((batch * beams,), self.start_id, "int32"),
+            ops.full((batch, beams, length), self.pad_id, "int32"),
+            ops.tile(first[None, :], (batch, 1)),  # only beam 0 is live at t = 0
+            ops.zeros((batch, beams), "int32"),
+            ops.zeros((batch, beams), "bool"),
             self._zero_caches(batch * beams, length),
         )
-        _, _, seqs, scores, lengths, _, _ = tf.while_loop(
-            cond, body, initial, maximum_iterations=length
-        )
+        _, _, seqs, scores, lengths, _, _ = ops.while_loop(cond, body, initial,
+                                                           maximum_iterations=length)
         normalised = scores / self.length_penalty(lengths, alpha)
-        _, order = tf.math.top_k(normalised, beams)
-        seqs = tf.gather(seqs, order, batch_dims=1)
-        scores = tf.gather(scores, order, batch_dims=1)
+        _, order = ops.top_k(normalised, beams)
+        order = ops.cast(order, "int32")
+        seqs = take_rows(seqs, order)
+        scores = take_rows(scores[:, :, None], order)[..., 0]
         if return_all:
             return seqs, scores
         return seqs[:, 0], scores[:, 0]
 
 
-def sequence_compute_fn(pad_id=PAD_ID, reduction="sum", jit_compile=False):
+def sequence_compute_fn(pad_id=PAD_ID, reduction="sum"):
     """A ``compute_fn`` for :class:`tpr_keras.training.Trainer` (teacher forcing).
 
     Per example: ``loss`` = token cross-entropy over the non-pad positions of
@@ -451,29 +456,25 @@ def sequence_compute_fn(pad_id=PAD_ID, reduction="sum", jit_compile=False):
     is then the authors' per-token mean times the mean answer length) or averaged
     (``"mean"``); ``correct`` = 1 when the argmax of every non-pad position equals
     the target, end symbol included (exact match of the whole answer under teacher
-    forcing; the greedy exact match is a separate evaluation).
-
-    ``jit_compile=True`` compiles the forward pass and the loss with XLA (and
-    with them their gradient, when the Trainer differentiates through them);
-    XLA compiles once per distinct batch shape.
+    forcing; the greedy exact match is a separate evaluation). In ``keras.ops``, in
+    float32 whatever the model's compute dtype; a caller may compile it (XLA:
+    ``tf.function(compute, jit_compile=True)``).
     """
     if reduction not in ("sum", "mean"):
         raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
 
     def compute(model, features, labels, training):
-        logits = tf.cast(model(features, training=training), tf.float32)
-        target = tf.cast(labels["target_out"], tf.int32)
-        real = tf.not_equal(target, pad_id)
-        weights = tf.cast(real, tf.float32)
-        tokens = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target, logits=logits)
-        loss = tf.reduce_sum(tokens * weights, axis=-1)
+        logits = ops.cast(model(features, training=training), "float32")
+        target = ops.cast(labels["target_out"], "int32")
+        real = ops.not_equal(target, pad_id)
+        weights = ops.cast(real, "float32")
+        tokens = ops.sparse_categorical_crossentropy(target, logits, from_logits=True)
+        loss = ops.sum(tokens * weights, axis=-1)
         if reduction == "mean":
-            loss = loss / tf.maximum(tf.reduce_sum(weights, axis=-1), 1.0)
-        prediction = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        match = tf.logical_or(tf.equal(prediction, target), tf.logical_not(real))
-        correct = tf.cast(tf.reduce_all(match, axis=-1), tf.float32)
+            loss = loss / ops.maximum(ops.sum(weights, axis=-1), 1.0)
+        prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
+        correct = ops.cast(ops.all(match, axis=-1), "float32")
         return {"loss": loss, "correct": correct}
 
-    if jit_compile:
-        return tf.function(compute, jit_compile=True)
     return compute
