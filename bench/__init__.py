@@ -1,2 +1,2 @@
-"""Benchmarks and result reports: scripts run as ``python bench/<name>.py``; ``python -m
-bench.report`` regenerates the tables of ``results/*.md``."""
+"""Benchmarks and result reports, run from the repository root as ``python -m bench.<name>``;
+``python -m bench.report`` regenerates the tables of ``results/*.md``."""

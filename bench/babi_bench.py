@@ -1,8 +1,8 @@
 """Training and inference throughput of the bAbI models, side by side.
 
-    python bench/babi_bench.py --task all --preset all_tasks --batch_size 32 --seconds 20
-    python bench/babi_bench.py --task 1 --preset all_tasks_code --batch_size 128
-    python bench/babi_bench.py --task 1 --preset single_task --models tpr_rnn,memn2n
+    python -m bench.babi_bench --task all --preset all_tasks --batch_size 32 --seconds 20
+    python -m bench.babi_bench --task 1 --preset all_tasks_code --batch_size 128
+    python -m bench.babi_bench --task 1 --preset single_task --models tpr_rnn,memn2n
 
 Each model runs in its own subprocess, one after the other, so that its peak
 RSS is its own: TPR-RNN once per ``--implementations`` entry (the parallel
@@ -29,7 +29,6 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from tpr_keras import runtime  # noqa: E402

@@ -1,6 +1,6 @@
 """Serve an exported bAbI model and ask it one test question of every task over gRPC.
 
-    python bench/babi_serving_check.py runs/babi-all/export/babi [--data_dir ../shared/data/babi]
+    python -m bench.babi_serving_check runs/babi-all/export/babi [--data_dir ../shared/data/babi]
         [--index 0] [--tasks 1,2,...] [--json FILE]
 
 MODEL_BASE_PATH is the ``<export_dir>/<model_name>`` folder that ``train.babi`` prints (integer
@@ -13,9 +13,7 @@ to the gold one. Exits 1 if the server cannot be reached or a request fails.
 import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402

@@ -1,7 +1,7 @@
 """bAbI Table 1 (all 20 tasks, one model) from the committed all-tasks runs, beside the papers.
 
-    python bench/babi_table1.py                      # both models, Markdown on stdout
-    python bench/babi_table1.py --model tpr_rnn      # one
+    python -m bench.babi_table1                      # both models, Markdown on stdout
+    python -m bench.babi_table1 --model tpr_rnn      # one
     python -m bench.babi_table1 --plot results/figures/babi-all-tasks-curve.png   # + the curves
 
 Reads ``results/babi/all_tasks/<model>-seed<N>/results.json`` (``<model>``: ``tpr_rnn`` or
@@ -28,10 +28,8 @@ import json
 import math
 import os
 import re
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.babi_table import PAPER_TABLE4  # noqa: E402  (also as python bench/babi_table1.py)
+from bench.babi_table import PAPER_TABLE4  # noqa: E402
 
 TASKS = tuple(range(1, 21))
 FAILED_ABOVE = 5.0

@@ -1,6 +1,6 @@
 """Training throughput of the entailment encoders (TPRU variants, LSTM, GRU), side by side.
 
-    python bench/entailment_bench.py --cell tpru,tpru_keras,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
+    python -m bench.entailment_bench --cell tpru,tpru_keras,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
         --roles 32 --dim 64 --seconds 5 --repeats 7 --data_dir ../shared/data/entailment \\
         --json entailment_bench.json
 
@@ -41,7 +41,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 

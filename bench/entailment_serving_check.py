@@ -1,6 +1,6 @@
 """Serve an exported entailment model and score it over gRPC on the dataset's files.
 
-    python bench/entailment_serving_check.py RUN_DIR [--data_dir ../shared/data/entailment]
+    python -m bench.entailment_serving_check RUN_DIR [--data_dir ../shared/data/entailment]
         [--splits validate,test_easy,...] [--batch 500] [--json FILE]
 
 RUN_DIR is a ``train.entailment --model_dir``: its ``export/entailment/<version>/`` (the
@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402

@@ -1,7 +1,7 @@
 """TP-Transformer throughput: training configurations side by side, and decoding.
 
-    python bench/math_bench.py --data_dir ../shared/data/mathematics --json bench.json
-    python bench/math_bench.py --configs baseline,jit_fixed,matmul --repeats 3 --seconds 8
+    python -m bench.math_bench --data_dir ../shared/data/mathematics --json bench.json
+    python -m bench.math_bench --configs baseline,jit_fixed,matmul --repeats 3 --seconds 8
 
 Training (every row): examples/s, target tokens/s (non-pad ``target_out`` symbols) and the
 peak resident memory while that configuration ran, for one optimizer step (forward, backward,
@@ -40,11 +40,9 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402

@@ -7,7 +7,7 @@ script runs in a separate environment that has it, and imports nothing from tpr-
 
     python3 -m venv /tmp/mdgen
     /tmp/mdgen/bin/pip install 'numpy==1.23.5' 'sympy==1.4' 'mathematics_dataset==1.0.1'
-    /tmp/mdgen/bin/python bench/math_heldout_sample.py --out /tmp/heldout --seed 7 \\
+    /tmp/mdgen/bin/python -m bench.math_heldout_sample --out /tmp/heldout --seed 7 \\
         [--regimes interpolate,extrapolate] [--per_module 1000] [--filter place_value] \\
         [--train_dir ../shared/data/mathematics]
 

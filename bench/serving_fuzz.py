@@ -1,7 +1,7 @@
 """Randomized probe of ``python -m serving.server``: thousands of valid and malformed requests.
 
-    python bench/serving_fuzz.py --model_base_path /tmp/export/babi --requests 10000 --threads 16
-    python bench/serving_fuzz.py ... --json fuzz.json --seed 3
+    python -m bench.serving_fuzz --model_base_path /tmp/export/babi --requests 10000 --threads 16
+    python -m bench.serving_fuzz ... --json fuzz.json --seed 3
 
 Starts the server as a subprocess on loopback (free ports, read back from its
 ``--server_info_file``), takes each pool question's answer with one plain request, then
@@ -31,7 +31,6 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from bench import fuzz  # noqa: E402

@@ -1,6 +1,6 @@
 """How much slower is one signature call when the CPU was idle (or busy) just before it?
 
-    taskset -c 0 python bench/serving_idle_gap.py --model_dir /tmp/export/babi/1
+    taskset -c 0 python -m bench.serving_idle_gap --model_dir /tmp/export/babi/1
 
 Loads the version with the server's own ``Servable`` (Session runtime, one intra-op thread,
 ops in the caller's thread) and calls ``serving_default`` at batch 1 on task-1 test stories,
@@ -26,7 +26,6 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402

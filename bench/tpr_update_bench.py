@@ -1,6 +1,6 @@
 """The TPR-RNN recurrence step: 3-operand einsums vs batched matmuls, side by side.
 
-    python bench/tpr_update_bench.py [--batch 128 --sentences 70]
+    python -m bench.tpr_update_bench [--batch 128 --sentences 70]
 
 Runs the same order-3 update (read K slots from F_{t-1}, write a rank-K sum; eq. 9-14) over a
 ``tf.foldl`` in both formulations, checks that they agree, and prints forward+backward
