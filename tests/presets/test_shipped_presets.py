@@ -13,16 +13,11 @@ from tpr_keras.presets import load_preset, shipped_presets
 from tpr_keras.training import evaluation
 
 PRESETS = sorted(shipped_presets())
-#: Issue #33's presets whose training runs have not finished yet: strict, so shipping one
-#: makes this test fail until its name leaves the set.
-PENDING = {"tp_transformer_math_focus"}
 REQUIRED = ("task", "model_name", "description", "headline", "training", "data", "evaluation",
             "evaluation_sample", "evaluation_options", "files", "format_version")
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(n in PENDING, reason="training run pending",
-                                            strict=True)) for n in PRESET_NAMES])
+@pytest.mark.parametrize("name", PRESET_NAMES)
 def test_every_named_preset_ships(name):
     assert name in PRESETS
 
