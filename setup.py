@@ -32,6 +32,8 @@ setup(
         "test": ["pytest>=8"],
         # the papers' figures (tpr_keras.analysis): plots and hierarchical clustering
         "analysis": ["matplotlib>=3.8", "scipy>=1.11"],
+        # Keras' JAX backend on the CPU, for the tests that run a model there
+        "jax": ["jax[cpu]>=0.6"],
     },
     license="Apache-2.0",
 )
