@@ -24,6 +24,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,19 +133,65 @@ def mean_valid_error(results):
     return 100.0 - results["summary"]["interpolate"]["mean"]
 
 
+def committed(args, name, seed):
+    """The seed's results.json kept in the repository (``--root``), else None."""
+    path = os.path.join(args.root, PRESETS[name][1].format(seed=seed), "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def keep_results(args, name, seed):
+    """Copies the run's results.json into the repository (``--root``)."""
+    target = os.path.join(args.root, PRESETS[name][1].format(seed=seed), "results.json")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
+
+
+def relabel(args, name, best, seeds):
+    """The preset's description names the seeds it was chosen from: ``seed B of [...]``.
+    Refuses (SystemExit) if the shipped preset is not seed ``best``."""
+    path = os.path.join(args.root, "tpr_keras", "presets", name, "metadata.json")
+    with open(path) as f:
+        metadata = json.load(f)
+    if metadata["training"].get("seed") != best:
+        raise SystemExit(f"{name}: seed {best} has the lowest mean validation error but the "
+                         f"shipped preset is seed {metadata['training'].get('seed')}: make it "
+                         f"where seed {best}'s run folder is")
+    metadata["description"] = re.sub(r"seed \d+ of \[[^\]]*\]", f"seed {best} of {seeds}",
+                                     metadata["description"])
+    with open(path, "w") as f:
+        json.dump(metadata, f, indent=1, default=str)
+        f.write("\n")
+
+
 def make(args, name):
     """Keeps the ended runs' results.json and writes the preset from the best one (a run
     stopped by its time budget counts with ``--accept_time_budget``; the description says
-    how each run stopped)."""
+    how each run stopped). Seeds whose runs are not on this machine take part through their
+    committed results.json: if one of them is the best, the preset (made from it where its
+    run was) is left as it is."""
     data, keep, description, _, seeds = PRESETS[name]
     look = ended if args.accept_time_budget else finished
     done = {seed: look(args, name, seed) for seed in seeds}
     done = {seed: r for seed, r in done.items() if r is not None}
     if not done:
         return f"{name}: no finished run"
-    best = min(done, key=lambda seed: mean_valid_error(done[seed]))
-    label = (f"; seed {best} of {sorted(done)}, lowest mean validation error"
-             if len(done) > 1 else f"; seed {best}, the only finished seed")
+    # Seeds trained on another machine count through their committed results.json.
+    pool = {seed: committed(args, name, seed) for seed in seeds if seed not in done}
+    pool = {**{seed: r for seed, r in pool.items() if r is not None}, **done}
+    best = min(pool, key=lambda seed: mean_valid_error(pool[seed]))
+    if best not in done:
+        if not args.dry_run:
+            for seed in done:
+                keep_results(args, name, seed)
+            relabel(args, name, best, sorted(pool))
+        return (f"{name}: seed {best} keeps the preset (lowest mean validation error of seeds "
+                f"{sorted(pool)}; its run is not here, its committed results.json is); kept "
+                f"the results.json of seed(s) {sorted(done)}")
+    label = (f"; seed {best} of {sorted(pool)}, lowest mean validation error"
+             if len(pool) > 1 else f"; seed {best}, the only finished seed")
     stop = {"time_budget": "stopped by its time budget", "early_stopping":
             "stopped early on validation", "epochs": "at its epoch cap",
             "steps": "at its step budget"}.get(done[best].get("stopped"),
@@ -162,9 +209,7 @@ def make(args, name):
     if args.dry_run:
         return " ".join(cmd[1:])
     for seed in done:
-        target = os.path.join(args.root, keep.format(seed=seed), "results.json")
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
+        keep_results(args, name, seed)
     code = subprocess.call(cmd, cwd=REPO)
     return f"{name}: preset from seed {best}, exit {code}"
 

@@ -59,6 +59,42 @@ def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(
         "config"]["seed"] == 1
 
 
+def test_make_counts_seeds_trained_elsewhere_by_their_committed_results(
+        tmp_path, monkeypatch):
+    """A fresh machine holds only the new seed's run: the committed seeds still take part,
+    and a better committed seed keeps the preset (it is not overwritten by the new run)."""
+    kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
+    for seed, valid in ((0, 0.8), (1, 3.0)):
+        (kept / f"tpr_rnn-seed{seed}").mkdir(parents=True)
+        (kept / f"tpr_rnn-seed{seed}" / "results.json").write_text(json.dumps(
+            {"valid_error_percent": {"1": valid}, "stopped": "epochs", "epochs": 50}))
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 2.0, stopped="epochs")
+    preset = tmp_path / "repo" / "tpr_keras" / "presets" / "tpr_rnn_babi_all_tasks"
+    preset.mkdir(parents=True)
+    metadata = {"description": "TPR-RNN; seed 0 of [0, 1], lowest mean validation error",
+                "training": {"seed": 0}}
+    (preset / "metadata.json").write_text(json.dumps(metadata))
+    calls = []
+    monkeypatch.setattr(train_presets.subprocess, "call",
+                        lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
+    args = args_for(tmp_path, "--make", "--presets", "tpr_rnn_babi_all_tasks")
+    assert train_presets.main(args) == 0
+    assert calls == []  # seed 0 (0.8 %) beats the new seed 2 (2.0 %): no new preset
+    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1", "tpr_rnn-seed2"]
+    assert json.loads((preset / "metadata.json").read_text())["description"] == \
+        "TPR-RNN; seed 0 of [0, 1, 2], lowest mean validation error"
+    # The shipped preset must be that seed: else rebuild it where the seed's run is.
+    (preset / "metadata.json").write_text(json.dumps({**metadata, "training": {"seed": 1}}))
+    with pytest.raises(SystemExit, match="shipped preset is seed 1"):
+        train_presets.main(args)
+    # A new seed better than every committed one becomes the preset.
+    (kept / "tpr_rnn-seed0" / "results.json").write_text(json.dumps(
+        {"valid_error_percent": {"1": 9.0}, "stopped": "epochs", "epochs": 50}))
+    assert train_presets.main(args) == 0
+    [out] = calls
+    assert "seed 2 of [0, 1, 2], lowest mean validation error" in out
+
+
 def test_unknown_preset_is_a_usage_error(tmp_path):
     with pytest.raises(SystemExit):
         train_presets.main(args_for(tmp_path, "--presets", "nope"))
