@@ -252,8 +252,10 @@ def presets_block(root):
 def portable_command(command):
     """A recorded command as a reader can run it from the repository root: the absolute
     path of the checkout it ran in is left out of ``--flag=/abs/path/runs/...`` and
-    ``--flag=/abs/path/../shared/...`` (bench.train_presets runs from the root)."""
-    return re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
+    ``--flag=/abs/path/../shared/...`` (bench.train_presets runs from the root), and a bench
+    script recorded as ``python bench/NAME.py`` runs as ``python -m bench.NAME``."""
+    command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
+    return re.sub(r"python bench/(\w+)\.py", r"python -m bench.\1", command)
 
 
 def preset_block(name):
@@ -314,6 +316,30 @@ def presets_served_block(root):
     return "\n".join(lines)
 
 
+# -------------------------------------------------------------------------- serving
+def serving_batching_block(root):
+    """``bench/serving_batching.py``: QPS and latency without and with batching."""
+    bench = _load(root, "results", "bench", "serving-batching.json")
+    lines = ["| clients | batching | QPS (each run) | client p50 ms | client p99 ms | server "
+             "p50 / p99 ms | errors | server peak RSS MiB | QPS / unbatched |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    unbatched = {r["clients"]: r["qps"] for r in bench["rows"] if r["config"] == "unbatched"}
+    for r in bench["rows"]:
+        each = ", ".join(f"{run['qps']:,.0f}" for run in r["runs"])
+        lines.append(f"| {r['clients']} | {'on' if r['config'] == 'batched' else 'off'} | "
+                     f"{r['qps']:,.0f} ({each}) | {r['client_p50_ms']:.2f} | "
+                     f"{r['client_p99_ms']:.2f} | {r['server_handler_p50_ms']:.2f} / "
+                     f"{r['server_handler_p99_ms']:.2f} | {r['errors']} | "
+                     f"{r['peak_rss_mib_server']:.0f} | {r['qps'] / unbatched[r['clients']]:.2f} |")
+    params = " ".join(line.strip() for line in bench["batching_parameters"].splitlines())
+    lines += ["", f"`{portable_command(bench['command'])}`: means of two runs per row (order "
+              f"off, on, on, off), {bench['seconds']:g} s of load per run, batch "
+              f"{bench['batch']} per request, {bench['cpus']} CPUs "
+              f"({bench['machine']}), load average {bench['load_average_start']:.1f} at the "
+              f"start; batching parameters `{params}`."]
+    return "\n".join(lines)
+
+
 BLOCKS = {
     "presets": presets_block,
     "presets-served": presets_served_block,
@@ -330,4 +356,5 @@ BLOCKS = {
     "math-focus-seeds": math_focus_seeds_block,
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
+    "serving-batching": serving_batching_block,
 }

@@ -1,9 +1,9 @@
 """Load benchmark of ``python -m serving.server`` with the in-process call as baseline.
 
-    python bench/serving_bench.py --model_base_path /tmp/export/babi --clients 1 --seconds 10
-    python bench/serving_bench.py --keras_model runs/babi-task1/export/model.keras ...
-    python bench/serving_bench.py ... --swap          # a new version appears mid-run
-    python bench/serving_bench.py ... --server_args="--enable_batching"
+    python -m bench.serving_bench --model_base_path /tmp/export/babi --clients 1 --seconds 10
+    python -m bench.serving_bench --keras_model runs/babi-task1/export/model.keras ...
+    python -m bench.serving_bench ... --swap          # a new version appears mid-run
+    python -m bench.serving_bench ... --server_args="--enable_batching"
 
 1. Baselines, the latest version called in this process at the request batch size
    (p50/p99 per call), ``--baseline_seconds`` each:
@@ -38,6 +38,7 @@ import collections
 import json
 import os
 import queue
+import resource
 import shutil
 import signal
 import subprocess
@@ -47,7 +48,6 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import grpc  # noqa: E402
@@ -357,6 +357,10 @@ def main():
             proc.wait(timeout=120)
         with open(info_file, encoding="utf-8") as f:
             server_stats = json.load(f).get("stats", {})  # ModelServer.stats() at shutdown
+        # Peak resident memory: the server (the largest child waited for) and this process.
+        server_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        bench_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS: server {server_rss:.0f} MiB, benchmark process {bench_rss:.0f} MiB")
 
         times = [t for ts, _, _ in out for t in ts]
         errors = sum((e for _, e, _ in out), collections.Counter())
@@ -392,7 +396,9 @@ def main():
                            "ratios": ratios,
                            "paced_gap_ms": float(np.median(gaps) * 1e3) if gaps else None,
                            "versions": dict(versions), "swapped_to": swapped_to,
-                           "server_args": args.server_args, "pin": args.pin}, f, indent=1)
+                           "server_args": args.server_args, "pin": args.pin,
+                           "peak_rss_mib_server": server_rss,
+                           "peak_rss_mib_bench": bench_rss}, f, indent=1)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
