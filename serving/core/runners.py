@@ -44,13 +44,14 @@ class SessionRunner:
         self._output_tensor = {k: v.name for k, v in sdef.outputs.items()}
         graph = session.graph
         self._run_raw = getattr(session, "_call_tf_sessionrun", None)
-        as_output = getattr(tf.Tensor, "_as_tf_output", None)
-        if self._run_raw is None or as_output is None or tf_session is None:  # not here
+        try:  # the graph tensors' C handles (TF_Output), as Session.run passes them
+            self._raw_feeds = [graph.get_tensor_by_name(n)._as_tf_output() for n in self._feeds]
+            self._raw_fetch = {k: graph.get_tensor_by_name(n)._as_tf_output()
+                               for k, n in self._output_tensor.items()}
+        except AttributeError:  # not in this TensorFlow
             self._run_raw = None
-            return
-        self._raw_feeds = [graph.get_tensor_by_name(n)._as_tf_output() for n in self._feeds]
-        self._raw_fetch = {k: graph.get_tensor_by_name(n)._as_tf_output()
-                           for k, n in self._output_tensor.items()}
+        if tf_session is None:
+            self._run_raw = None
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
                  deadline: float | None = None) -> dict[str, np.ndarray]:
