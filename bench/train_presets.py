@@ -133,9 +133,14 @@ def mean_valid_error(results):
     return 100.0 - results["summary"]["interpolate"]["mean"]
 
 
+def kept_path(args, name, seed):
+    """Where the seed's results.json is kept in the repository (``--root``)."""
+    return os.path.join(args.root, PRESETS[name][1].format(seed=seed), "results.json")
+
+
 def committed(args, name, seed):
-    """The seed's results.json kept in the repository (``--root``), else None."""
-    path = os.path.join(args.root, PRESETS[name][1].format(seed=seed), "results.json")
+    """The seed's results.json kept in the repository, else None."""
+    path = kept_path(args, name, seed)
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -144,7 +149,7 @@ def committed(args, name, seed):
 
 def keep_results(args, name, seed):
     """Copies the run's results.json into the repository (``--root``)."""
-    target = os.path.join(args.root, PRESETS[name][1].format(seed=seed), "results.json")
+    target = kept_path(args, name, seed)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     shutil.copyfile(os.path.join(run_folder(args, name, seed), "results.json"), target)
 

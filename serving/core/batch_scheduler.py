@@ -52,10 +52,6 @@ class BatchScheduler:
             t.start()
 
     @property
-    def num_threads(self) -> int:
-        return len(self._threads)
-
-    @property
     def stopped(self) -> bool:
         return self._stopped
 

@@ -63,12 +63,8 @@ def timeout_ms(deadline: float | None) -> int | None:
 
 def latest(deadlines: Iterable[float | None]) -> float | None:
     """The deadline of a batch: the latest of its requests' (None if any has none)."""
-    out = -math.inf
-    for d in deadlines:
-        if d is None:
-            return None
-        out = max(out, d)
-    return None if out == -math.inf else out
+    deadlines = list(deadlines)
+    return None if not deadlines or None in deadlines else max(deadlines)
 
 
 def call(runner, inputs, outputs, deadline: float | None):

@@ -9,7 +9,6 @@ import numpy as np
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 
 from serving.core._tf import tf
-
 from serving.core.deadline import call, check, exceeded, timeout_ms
 from serving.core.signature import Runner
 
@@ -42,16 +41,18 @@ class SessionRunner:
         self._input_names = sorted(sdef.inputs)
         self._feeds = [sdef.inputs[k].name for k in self._input_names]
         self._output_tensor = {k: v.name for k, v in sdef.outputs.items()}
-        graph = session.graph
-        self._run_raw = getattr(session, "_call_tf_sessionrun", None)
-        try:  # the graph tensors' C handles (TF_Output), as Session.run passes them
+        # TF_SessionRun on the graph tensors' C handles (TF_Output), as Session.run calls
+        # it; where this TensorFlow lacks any of it, Session.run itself (None).
+        self._run_raw = None
+        try:
+            graph = session.graph
             self._raw_feeds = [graph.get_tensor_by_name(n)._as_tf_output() for n in self._feeds]
             self._raw_fetch = {k: graph.get_tensor_by_name(n)._as_tf_output()
                                for k, n in self._output_tensor.items()}
-        except AttributeError:  # not in this TensorFlow
-            self._run_raw = None
-        if tf_session is None:
-            self._run_raw = None
+            if tf_session is not None:
+                self._run_raw = session._call_tf_sessionrun
+        except AttributeError:
+            pass
 
     def __call__(self, inputs: Mapping[str, np.ndarray], outputs: tuple[str, ...],
                  deadline: float | None = None) -> dict[str, np.ndarray]:
