@@ -68,7 +68,7 @@ def count(servable):
 def assert_stopped(read, below):
     """The count stops moving (nothing runs any more) and is below ``below``. TensorFlow
     cancels the step when the run's timeout fires, which can come a little after the client
-    stopped waiting: the count gets 2 s to settle (an uncancelled run would move for hours)."""
+    stopped waiting: the count gets 2 s to settle (an uncancelled run moves for tens of seconds)."""
     time.sleep(2.0)
     first = read()
     time.sleep(0.5)
