@@ -5,11 +5,11 @@ each without batching and with ``--enable_batching`` and a parameters file, run 
         --json results/bench/serving-batching.json
 
 For each client count the two configurations run in the order off, on, on, off, so both see
-the same machine and neither always runs first; every run is a full ``serving_bench`` (server subprocess on loopback, official
-stubs, in-process baselines interleaved with the load). Prints QPS, examples/s, p50/p99
-client latency and the server's peak RSS per run, and the batched/unbatched ratios of the
-means of each configuration's two runs;
-``--json`` keeps all of it with the command, the parameters file and the machine.
+the same machine and neither always runs first; every run is a full ``serving_bench`` (server
+subprocess on loopback, official stubs, in-process baselines interleaved with the load).
+Prints QPS, examples/s, p50/p99 client latency and the server's peak RSS per run, and the
+batched/unbatched ratios of the means of each configuration's two runs; ``--json`` keeps all
+of it with the command, the parameters file and the machine.
 ``bench.report`` turns that file into the table of ``results/serving.md``.
 """
 
