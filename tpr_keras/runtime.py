@@ -27,3 +27,43 @@ def limit_malloc_arenas(count=2):
         return bool(libc.mallopt(_M_ARENA_MAX, int(count)))
     except (OSError, AttributeError):  # musl or another libc
         return False
+
+
+_XLA_TRIANGULAR_SOLVE = []  # set once use_xla_triangular_solve has registered the lowering
+
+
+def use_xla_triangular_solve():
+    """Lowers JAX's triangular solves on the CPU to XLA's own TriangularSolve.
+
+    jaxlib lowers ``jax.lax.linalg.triangular_solve`` on the CPU to a batched LAPACK
+    ``trsm`` call, which deadlocked inside Keras ``fit`` on a 2-core machine with
+    jaxlib 0.10 (15 of 20 short TPR-RNN runs froze: the forward and the gradient solves
+    each held one of the two pool threads; not reproduced in 12 runs with jaxlib
+    0.10.2). XLA's TriangularSolve has no such pool and gives the same values
+    (TPR-RNN's parallel memory, ``ops.factored``, agrees with TensorFlow to 1e-5
+    through it, ``tests/models/test_jax_backend.py``), at the same speed on TPR-RNN. This registers it for the CPU, through JAX's
+    public lowering API; every JAX program of the process then uses it. Real matrices
+    only (the conjugating variants raise). Returns False when JAX is not installed.
+    """
+    if _XLA_TRIANGULAR_SOLVE:
+        return True
+    try:
+        from jax.extend.mlir import ir
+        from jax.extend.mlir.dialects import stablehlo
+        from jax.interpreters import mlir
+        from jax.lax import linalg
+    except ImportError:
+        return False
+
+    def lowering(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+        if conjugate_a:
+            raise NotImplementedError("use_xla_triangular_solve: real matrices only")
+        solved = stablehlo.triangular_solve(
+            a, b, ir.BoolAttr.get(left_side), ir.BoolAttr.get(lower),
+            ir.BoolAttr.get(unit_diagonal),
+            stablehlo.TransposeAttr.get("TRANSPOSE" if transpose_a else "NO_TRANSPOSE"))
+        return [solved]
+
+    mlir.register_lowering(linalg.triangular_solve_p, lowering, platform="cpu")
+    _XLA_TRIANGULAR_SOLVE.append(True)
+    return True

@@ -1,4 +1,6 @@
-"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell), in each of its loops."""
+"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell), in each of its
+TensorFlow loops and unrolled (its ``keras.ops.scan`` loop, the default off TensorFlow, is
+compared with TensorFlow on JAX in tests/models/test_jax_backend.py)."""
 
 import keras
 import numpy as np
@@ -8,10 +10,10 @@ import tensorflow as tf
 from tpr_keras.layers import TPRUCell
 from tpr_keras.layers.tpru import TPRU
 
-LOOPS = ("while", "keras", "scan")
+LOOPS = ("while", "scan")
 
 
-def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="keras"):
+def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="while"):
     fast = TPRU(units, num_roles=roles, seed=3, return_sequences=return_sequences,
                 go_backwards=go_backwards)
     fast.loop = loop
@@ -107,4 +109,19 @@ def test_keras_round_trip(tmp_path):
     loaded = keras.models.load_model(path)
     np.testing.assert_array_equal(loaded(x), model(x))
     assert loaded.get_layer("tpru").get_config() == model.get_layer("tpru").get_config()
-    assert loaded.get_layer("tpru").loop == TPRU.loop == "while"
+    assert loaded.get_layer("tpru").loop == TPRU.loop == "auto"
+
+
+@pytest.mark.parametrize("return_sequences", [False, True])
+def test_unrolled_equals_the_generic_rnn_with_masks(return_sequences):
+    fast, slow, x = pair(return_sequences)
+    fast.unroll = True
+    mask = np.arange(7)[None] < np.array([[7], [4], [1]])
+    np.testing.assert_allclose(fast(x, mask=mask), slow(x, mask=mask), rtol=1e-5, atol=1e-6)
+
+
+def test_an_unknown_loop_is_a_named_error():
+    layer = TPRU(6, num_roles=5, seed=3)
+    layer.loop = "fast"
+    with pytest.raises(ValueError, match="Unknown TPRU loop 'fast': choose auto, ops"):
+        layer(np.zeros((1, 3, 4), "float32"))

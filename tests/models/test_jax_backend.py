@@ -1,6 +1,7 @@
-"""The models whose code is ``keras.ops`` only, on the JAX backend: the same weights give
-TensorFlow's logits (<= 1e-5), TPTransformer the same greedy and beam answers eagerly and
-under ``jax.jit``, and ``fit`` trains each with a jit-compiled step. The JAX side runs in a
+"""Every model family on the JAX backend: the same weights give TensorFlow's logits
+(<= 1e-5), TPTransformer the same greedy and beam answers eagerly and under ``jax.jit``,
+and ``fit`` trains each with a jit-compiled step (TPR-RNN through its triangular solve,
+the entailment model through TPRU's ``keras.ops.scan`` loop, masked). The JAX side runs in a
 subprocess (the backend is chosen before Keras is imported); skipped where jax is not
 installed (the ``jax`` extra)."""
 
@@ -14,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 
-from tpr_keras.models import MemN2N, TPTransformer
+from tpr_keras.models import TPRRNN, MemN2N, PlainEntailmentModel, TPTransformer
 
 pytest.importorskip("jax")
 
@@ -48,6 +49,9 @@ JAX_SIDE = textwrap.dedent("""
             jax.jit(lambda s: model.beam_search(s, 3, 7)[0])(source)).tolist()
 
     def loss(y_true, y_pred):  # per example: one answer token, or a pad-masked answer
+        if y_pred.shape[-1] == 1:  # one logit: binary
+            return ops.binary_crossentropy(ops.cast(ops.reshape(y_true, (-1, 1)), "float32"),
+                                           y_pred, from_logits=True)[:, 0]
         tokens = ops.sparse_categorical_crossentropy(y_true, y_pred, from_logits=True)
         if len(y_true.shape) == 1:
             return tokens
@@ -107,4 +111,32 @@ def test_memn2n_on_jax_matches_tensorflow_and_trains(tmp_path):
     logits = keras.ops.convert_to_numpy(model(data))
 
     out = run_on_jax(model, data, rng.integers(1, 20, size=(8,)).astype("int32"), tmp_path)
+    np.testing.assert_allclose(np.array(out["logits"]), logits, atol=1e-5)
+
+
+def test_tpr_rnn_on_jax_matches_tensorflow_and_trains(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    rng = np.random.default_rng(0)
+    story = rng.integers(1, 20, size=(8, 5, 6)).astype("int32")
+    story[:3, 3:] = 0  # short stories: padded sentences
+    data = {"story": story, "question": rng.integers(1, 20, size=(8, 6)).astype("int32")}
+    logits = keras.ops.convert_to_numpy(model(data))
+
+    out = run_on_jax(model, data, rng.integers(1, 20, size=(8,)).astype("int32"), tmp_path)
+    np.testing.assert_allclose(np.array(out["logits"]), logits, atol=1e-5)
+
+
+def test_entailment_model_on_jax_matches_tensorflow_and_trains(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = PlainEntailmentModel(vocabulary_size=40, units=8, cell="tpru", num_roles=4, seed=0)
+    rng = np.random.default_rng(0)
+    a = rng.integers(1, 40, size=(8, 7)).astype("int32")
+    b = rng.integers(1, 40, size=(8, 5)).astype("int32")
+    a[:4, 4:] = 0  # masked steps
+    b[2:5, 3:] = 0
+    data = {"a": a, "b": b}
+    logits = keras.ops.convert_to_numpy(model(data))
+
+    out = run_on_jax(model, data, rng.integers(0, 2, size=(8,)).astype("int32"), tmp_path)
     np.testing.assert_allclose(np.array(out["logits"]), logits, atol=1e-5)

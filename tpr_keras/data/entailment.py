@@ -23,7 +23,6 @@ import dataclasses
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from tpr_keras.data.errors import DataFormatError
 from tpr_keras.data.sources import DataSource, find_data_dir
@@ -270,6 +269,8 @@ def permute_variables(a, b, seed=None):
     Returns:
         `(a', b')` with the same shapes and dtypes.
     """
+    import tensorflow as tf
+
     a = tf.convert_to_tensor(a)
     b = tf.convert_to_tensor(b)
     single = a.shape.rank == 1
@@ -326,6 +327,8 @@ def make_dataset(
         Dataset of `({"a": int32[batch, La], "b": int32[batch, Lb]},
         float32[batch, 1])`, 0 = padding.
     """
+    import tensorflow as tf
+
     a_ids, a_splits = encode_many(data.a)
     b_ids, b_splits = encode_many(data.b)
     a = tf.RaggedTensor.from_row_splits(a_ids, a_splits, validate=False)

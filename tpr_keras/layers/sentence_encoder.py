@@ -74,9 +74,9 @@ class SentenceEncoder(keras.layers.Layer):
         word_ids = ops.cast(word_ids, "int32")
         # The pad row of the table is zeroed, so pad words (id 0) contribute nothing
         # and get no gradient; each sentence is then one dense weighted sum (eq. 5).
-        table = self.embedding.embeddings
+        table = ops.convert_to_tensor(self.embedding.embeddings)
         not_pad = ops.expand_dims(ops.arange(self.vocabulary_size) > 0, -1)
-        words = ops.take(ops.where(not_pad, table, ops.zeros_like(table)), word_ids, axis=0)
+        words = ops.take(ops.where(not_pad, table, 0.0), word_ids, axis=0)
         return ops.sum(words * self.positions, axis=-2)
 
     def compute_output_shape(self, input_shape):

@@ -1,9 +1,7 @@
 """The TPRU recurrent layer: a sequence of TPRUCell steps with the per-step work minimised."""
 
 import keras
-import tensorflow as tf
 from keras import ops
-from keras.src import backend  # backend.rnn: the loop keras.layers.RNN itself runs
 
 from tpr_keras.layers.tpru_cell import TPRUCell
 
@@ -27,13 +25,19 @@ class TPRU(keras.layers.RNN):
     ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights live in ``self.cell`` (a
     :class:`TPRUCell`), so the parameters and their names are the cell's.
 
-    The class attribute ``loop`` picks what runs the steps: ``"while"`` (the
-    default, a hand-written ``tf.while_loop`` that carries only the state, and
-    the outputs only when ``return_sequences``), ``"keras"``
-    (``keras.src.backend.rnn``, the loop ``keras.layers.RNN`` runs; always used
-    with ``unroll=True``) or ``"scan"`` (``tf.scan``). All three compute the
-    same values and gradients, with Keras' masking semantics, also under
-    ``jit_compile=True`` (tested). It is not part of the config.
+    The class attribute ``loop`` picks what runs the steps: ``"ops"``
+    (``keras.ops.scan``, every backend; the default off TensorFlow), and on
+    TensorFlow ``"while"`` (its default: a hand-written ``tf.while_loop`` that
+    carries only the state, and the outputs only when ``return_sequences``) or
+    ``"scan"`` (``tf.scan``). ``"auto"`` (the default) picks ``"while"`` on
+    TensorFlow and ``"ops"`` elsewhere: Keras' TensorFlow ``scan`` runs one
+    iteration at a time (``parallel_iterations=1``) and keeps the carry in a
+    ``TensorArray``, and it was 1.16x Keras' LSTM time per pair against 0.99x for
+    the while loop (``bench.entailment_bench``), so on TensorFlow the loop is
+    TensorFlow's own (imported only there). ``unroll=True`` unrolls the steps in
+    Python over the static length. All compute the same values and gradients,
+    with Keras' masking semantics, also compiled (tested). It is not part of the
+    config.
 
     Args:
         units: d, the width of the binding complex (state and output).
@@ -81,9 +85,9 @@ class TPRU(keras.layers.RNN):
             **kwargs,
         )
 
-    #: What runs the steps: "while", "keras" or "scan" (see the class docstring;
-    #: bench/entailment_bench.py compares them). ``unroll=True`` always uses "keras".
-    loop = "while"
+    #: What runs the steps: "auto", "ops", "while" or "scan" (see the class docstring;
+    #: bench/entailment_bench.py compares them).
+    loop = "auto"
 
     def _hoisted(self, sequences):
         """Everything that does not depend on the step, for all steps at once.
@@ -123,29 +127,20 @@ class TPRU(keras.layers.RNN):
         if isinstance(mask, (list, tuple)):
             mask = mask[0]
         f_x, g_x, step = self._hoisted(sequences)
-        if self.loop == "keras" or self.unroll:
-            n = self.cell.num_roles
-
-            def keras_step(inputs, states):  # backend.rnn's masking wants one input tensor
-                b = step(inputs[:, :n], inputs[:, n:], states[0])
-                return b, [b]
-
-            return backend.rnn(
-                keras_step,
-                ops.concatenate([f_x, g_x], axis=-1),
-                [initial_state],
-                go_backwards=self.go_backwards,
-                mask=mask,
-                unroll=self.unroll,
-                input_length=sequences.shape[1],
-                zero_output_for_mask=self.zero_output_for_mask,
-                return_all_outputs=self.return_sequences,
-            )
-        if self.loop not in ("while", "scan"):
-            raise ValueError(f"Unknown TPRU loop {self.loop!r}.")
-        return _tf_loop(step, f_x, g_x, initial_state, mask, self.go_backwards,
-                        self.return_sequences, self.zero_output_for_mask,
-                        scan=self.loop == "scan")
+        loop = self.loop
+        if loop == "auto":
+            loop = "while" if keras.backend.backend() == "tensorflow" else "ops"
+        args = (step, f_x, g_x, initial_state, mask, self.go_backwards,
+                self.return_sequences, self.zero_output_for_mask)
+        if self.unroll or loop == "ops":
+            return _ops_loop(*args, unroll=self.unroll)
+        if loop not in ("while", "scan"):
+            raise ValueError(f"Unknown TPRU loop {self.loop!r}: choose auto, ops, while "
+                             "or scan.")
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(f"TPRU loop {loop!r} is TensorFlow's; Keras runs on "
+                             f"{keras.backend.backend()}: use 'ops' or 'auto'.")
+        return _tf_loop(*args, scan=loop == "scan")
 
     @property
     def units(self):
@@ -169,11 +164,13 @@ def _tf_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_outp
              scan=False):
     """The recurrence as one ``tf.while_loop`` (or ``tf.scan``) over time-major inputs.
 
-    Same contract as ``keras.src.backend.rnn``: returns ``(last_output, outputs,
+    Same contract as the loop of ``keras.layers.RNN``: returns ``(last_output, outputs,
     [state])``, ``outputs`` in processing order (reversed when ``go_backwards``) and
     ``[B, 1, d]`` when not ``return_sequences``; a masked step keeps the state and
     outputs it (or zeros when ``zero_output_for_mask``).
     """
+    import tensorflow as tf  # only on the TensorFlow backend
+
     elems = [tf.transpose(f_x, [1, 0, 2]), tf.transpose(g_x, [1, 0, 2])]
     if mask is not None:
         elems.append(tf.expand_dims(tf.transpose(tf.cast(mask, "bool")), -1))
@@ -210,4 +207,38 @@ def _tf_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_outp
         lambda t, *_: t < steps, body, (tf.constant(0), b0, tf.zeros_like(b0), *out_ta),
         maximum_iterations=steps)
     outputs = tf.transpose(out_ta[0].stack(), [1, 0, 2]) if return_sequences else last[:, None]
+    return last, outputs, [state]
+
+
+def _ops_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
+              unroll=False):
+    """The recurrence in ``keras.ops.scan`` (any backend), or unrolled in Python over the
+    static length with ``unroll``; the same contract as :func:`_tf_loop`."""
+    elems = [ops.transpose(f_x, [1, 0, 2]), ops.transpose(g_x, [1, 0, 2])]
+    if mask is not None:
+        elems.append(ops.expand_dims(ops.transpose(ops.cast(mask, "bool")), -1))
+    if go_backwards:
+        elems = [ops.flip(e, axis=0) for e in elems]
+
+    def masked_step(b_prev, elem):
+        b = step(elem[0], elem[1], b_prev)
+        if mask is None:
+            return b, b
+        b = ops.where(elem[2], b, b_prev)
+        return b, (ops.where(elem[2], b, 0.0) if zero_output_for_mask else b)
+
+    if unroll:
+        state, outs = b0, []
+        for t in range(elems[0].shape[0]):
+            state, out = masked_step(state, [e[t] for e in elems])
+            outs.append(out)
+        outs = ops.stack(outs)
+        last = outs[-1]
+    else:
+        def scan_fn(carry, elem):
+            b, out = masked_step(carry[0], elem)
+            return (b, out), (out if return_sequences else None)
+
+        (state, last), outs = ops.scan(scan_fn, (b0, ops.zeros_like(b0)), tuple(elems))
+    outputs = ops.transpose(outs, [1, 0, 2]) if return_sequences else last[:, None]
     return last, outputs, [state]

@@ -42,7 +42,10 @@ nothing to ``F`` and contributes nothing to any read.
 
 import collections
 
+import keras
 from keras import ops
+
+from tpr_keras import runtime
 
 # The operation sets of Table 3, in slot order.
 OPERATIONS = {
@@ -148,7 +151,8 @@ def parallel_targets(slots, keep):
     Schlag & Schmidhuber (2018), eq. 4 and 6-14: solves ``(I - A) n = c``
     (module docstring) for the slots of every step, with
     ``keras.ops.solve_triangular`` (TensorFlow: ``tf.linalg.triangular_solve``;
-    JAX: ``jax.scipy.linalg.solve_triangular``).
+    JAX: ``jax.scipy.linalg.solve_triangular``, lowered on the CPU to XLA's
+    TriangularSolve by :func:`tpr_keras.runtime.use_xla_triangular_solve`).
 
     Args:
         slots: from :func:`operation_slots`, tensors ``[batch, T, ·]``.
@@ -193,6 +197,8 @@ def parallel_targets(slots, keep):
         rows.append(row)
     a = ops.reshape(ops.stack(rows, axis=2), (shape[0], size, size))
     system = ops.eye(size, dtype=a.dtype) - a
+    if keras.backend.backend() == "jax":  # see runtime.use_xla_triangular_solve
+        runtime.use_xla_triangular_solve()
     targets = ops.solve_triangular(system, _flatten_time_slots(constants), lower=True)
     return flat_sources, flat_relations, targets
 

@@ -12,13 +12,27 @@ ids, so they share one preprocessor and one exporter:
   signatures; :func:`export_babi_model` publishes it in TF Serving's layout.
 """
 
-from tpr_keras.models.babi.babi_exporter import (  # noqa: F401
-    DEFAULT_TOP_K,
-    SIGNATURE_KEY,
-    TOKENIZE_SIGNATURE_KEY,
-    BabiServingModule,
-    export_babi_model,
-    save_babi_servable,
-)
 from tpr_keras.models.babi.babi_inputs import babi_inputs  # noqa: F401
-from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer, join_story  # noqa: F401
+
+# TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
+# so the models load on a machine with Keras and JAX alone.
+_TENSORFLOW_EXPORTS = {
+    "DEFAULT_TOP_K": "babi_exporter",
+    "SIGNATURE_KEY": "babi_exporter",
+    "TOKENIZE_SIGNATURE_KEY": "babi_exporter",
+    "BabiServingModule": "babi_exporter",
+    "export_babi_model": "babi_exporter",
+    "save_babi_servable": "babi_exporter",
+    "BabiTokenizer": "babi_tokenizer",
+    "join_story": "babi_tokenizer",
+}
+
+
+def __getattr__(name):
+    if name not in _TENSORFLOW_EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

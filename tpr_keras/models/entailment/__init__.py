@@ -10,11 +10,6 @@
 * :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout.
 """
 
-from tpr_keras.models.entailment.entailment_exporter import (  # noqa: F401
-    EntailmentServingModule,
-    export_entailment_model,
-    save_entailment_servable,
-)
 from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
     BatchToPair,
     BiDAFAttention,
@@ -31,4 +26,22 @@ from tpr_keras.models.entailment.entailment_presets import (  # noqa: F401
     PLAIN_PRESETS,
     resolve_recipe,
 )
-from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer  # noqa: F401
+
+# TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
+# so the models load on a machine with Keras and JAX alone.
+_TENSORFLOW_EXPORTS = {
+    "EntailmentServingModule": "entailment_exporter",
+    "export_entailment_model": "entailment_exporter",
+    "save_entailment_servable": "entailment_exporter",
+    "EntailmentTokenizer": "entailment_tokenizer",
+}
+
+
+def __getattr__(name):
+    if name not in _TENSORFLOW_EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -10,12 +10,6 @@ preprocessor, exporter.
 * :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout.
 """
 
-from tpr_keras.models.tp_transformer.tp_transformer_exporter import (  # noqa: F401
-    BEAM_SIGNATURE_KEY,
-    MathServingModule,
-    export_math_model,
-    save_math_servable,
-)
 from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     END_ID,
     MASK_VALUE,
@@ -31,4 +25,23 @@ from tpr_keras.models.tp_transformer.tp_transformer_presets import (  # noqa: F4
     auto_preset,
     resolve_preset,
 )
-from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer  # noqa: F401
+
+# TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
+# so the models load on a machine with Keras and JAX alone.
+_TENSORFLOW_EXPORTS = {
+    "BEAM_SIGNATURE_KEY": "tp_transformer_exporter",
+    "MathServingModule": "tp_transformer_exporter",
+    "export_math_model": "tp_transformer_exporter",
+    "save_math_servable": "tp_transformer_exporter",
+    "MathTokenizer": "tp_transformer_tokenizer",
+}
+
+
+def __getattr__(name):
+    if name not in _TENSORFLOW_EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -18,7 +18,6 @@ bound; ``max_train_minutes`` as a wall-clock guard).
 flags given on the command line into the concrete preset and recipe.
 """
 
-import tensorflow as tf
 
 from tpr_keras.models.presets import Preset, has_gpu
 
@@ -109,6 +108,8 @@ def resolve_preset(preset, devices=None, use_role=True, **overrides):
     """
     if preset == "auto":
         if devices is None:
+            import tensorflow as tf
+
             devices = tf.config.list_physical_devices()
         preset = auto_preset(devices, use_role=use_role)
     if preset not in PRESETS:
