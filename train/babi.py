@@ -21,6 +21,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from tpr_keras import cli  # noqa: E402
 from tpr_keras.training import flags as train_flags  # noqa: E402
+from tpr_keras.training.outputs import export_in_tensorflow  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -150,12 +151,13 @@ def main(argv):
     del argv
     if FLAGS.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
         logging.set_verbosity(logging.WARNING)
-    tf = cli.import_tensorflow()
+    on_jax = train_flags.keras_backend() == "jax"
+    tf = None if on_jax else cli.import_tensorflow()
     import keras
 
     from tpr_keras.data import babi
     from tpr_keras.models import TPRRNN, MemN2N
-    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
+    from tpr_keras.training import (TrainConfig, get_optimizer, save_run,
                                     sparse_classification, training_time_line)
 
     tasks = parse_tasks(FLAGS.task)
@@ -172,8 +174,12 @@ def main(argv):
         raise app.UsageError(f"--preset {preset} is a TPR-RNN preset; MemN2N has "
                              f"{sorted(MemN2N.presets)}.")
 
-    strategy = train_flags.setup(global_batch=hp["batch_size"])
-    replicas = strategy.num_replicas_in_sync
+    if on_jax:
+        strategy, replicas = None, 1
+        train_flags.setup_jax(global_batch=hp["batch_size"])
+    else:
+        strategy = train_flags.setup(global_batch=hp["batch_size"])
+        replicas = strategy.num_replicas_in_sync
     config = TrainConfig(
         learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
         clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
@@ -218,8 +224,16 @@ def main(argv):
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
         return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
 
-    trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
-                      FLAGS.model_dir, strategy=strategy)
+    if on_jax:
+        from tpr_keras.training import JaxTrainer
+
+        trainer = JaxTrainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
+                             FLAGS.model_dir)
+    else:
+        from tpr_keras.training import Trainer
+
+        trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
+                          FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
     if memn2n and FLAGS.linear_start:
         trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
@@ -231,7 +245,15 @@ def main(argv):
         print(f"TPR-RNN ({preset}, operations={FLAGS.operations}): "
               f"{trainer.model.count_params():,} parameters.")
 
-    if trainer.host_only:
+    eval_batch = max(hp["batch_size"], 256)
+    bucket_width = FLAGS.bucket_width or None
+    if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
+        train_batches = babi.NumpyBatches(data.train, hp["batch_size"], shuffle=True,
+                                          seed=FLAGS.seed, bucket_width=bucket_width)
+        train_fn = train_batches.batches
+        valid_ds, test_ds = (babi.NumpyBatches(split, eval_batch, bucket_width=bucket_width)
+                             for split in (data.valid, data.test))
+    elif trainer.host_only:
         # One pipeline for every epoch, the epoch's order chosen through a variable:
         # building and tracing a pipeline per epoch is a visible share of a short epoch.
         epoch_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -248,11 +270,11 @@ def main(argv):
                                      seed=FLAGS.seed * 100_003 + epoch,
                                      bucket_width=FLAGS.bucket_width or None)
 
-    eval_batch = max(hp["batch_size"], 256)
-    valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False,
-                                 bucket_width=FLAGS.bucket_width or None)
-    test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False,
-                                bucket_width=FLAGS.bucket_width or None)
+    if not on_jax:
+        valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False,
+                                     bucket_width=bucket_width)
+        test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False,
+                                    bucket_width=bucket_width)
     steps_per_epoch = -(-len(data.train) // hp["batch_size"])
 
     started = time.time()
@@ -299,25 +321,33 @@ def main(argv):
                    "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
                    "max_story_sentences": {str(t): n for t, n in
                                            data.stats["max_story_sentences"].items()},
-                   "strategy": type(strategy).__name__, "replicas": replicas,
+                   "backend": keras.backend.backend(),
+                   "strategy": type(strategy).__name__ if strategy else None,
+                   "replicas": replicas,
                    "parameters": trainer.model.count_params(), **hp},
     }
-    if is_chief(strategy):
+    if trainer.chief:
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
                          data.vocab.save)
         export_dir = os.path.dirname(saved)
         print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; model: {saved}")
-        # String-in/string-out SavedModel for TF Serving, from the saved file so that no
-        # distribution-strategy variables end up in it.
-        from tpr_keras.models.babi import export_babi_model
         limits = set(data.stats["max_story_sentences"].values())
-        served = export_babi_model(
-            keras.models.load_model(saved), data.vocab,
-            export_dir, FLAGS.model_name,
-            max_story_sentences=None if None in limits else max(limits))
-        print(f"SavedModel for TF Serving: {served} (serve with python -m serving.server "
-              f"--model_name={FLAGS.model_name} "
-              f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
+        limit = None if None in limits else max(limits)
+        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
+            served = export_in_tensorflow(saved, export_dir, FLAGS.model_name,
+                                          max_story_sentences=limit or 0)
+        else:
+            # String-in/string-out SavedModel for TF Serving, from the saved file so that
+            # no distribution-strategy variables end up in it.
+            from tpr_keras.models.babi import export_babi_model
+
+            served = export_babi_model(keras.models.load_model(saved), data.vocab,
+                                       export_dir, FLAGS.model_name,
+                                       max_story_sentences=limit)
+        if served:
+            print(f"SavedModel for TF Serving: {served} (serve with python -m "
+                  f"serving.server --model_name={FLAGS.model_name} "
+                  f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
     if loop_rate is not None:
         line = (f"Training loop: {loop_rate:.0f} examples/s (steady state: epochs after the "
                 f"first; validation and end-of-epoch checkpoints excluded)")

@@ -8,8 +8,9 @@ answers without it.
 import importlib
 
 _EXPORTS = {
-    "Trainer": "loop", "TrainConfig": "loop", "binary_classification": "loop",
-    "is_chief": "loop", "sparse_classification": "loop",
+    "Trainer": "loop", "TrainConfig": "config", "EpochLoop": "epoch_loop",
+    "JaxTrainer": "jax_trainer", "binary_classification": "losses",
+    "is_chief": "loop", "sparse_classification": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",

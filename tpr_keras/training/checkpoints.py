@@ -13,10 +13,24 @@ import os
 import warnings
 
 import numpy as np
-import tensorflow as tf
+
+from tpr_keras.training.host_checkpoints import read_host_checkpoint_state
 
 from tpr_keras.training.early_stopping import stop_reason
 from tpr_keras.training.state import OPTIONAL_FIELDS
+
+
+class _LazyTensorFlow:
+    """``tensorflow``, imported on first use: :func:`finished_run` also serves JAX runs
+    (``host_checkpoints``) on machines without TensorFlow."""
+
+    def __getattr__(self, name):
+        import tensorflow
+
+        return getattr(tensorflow, name)
+
+
+tf = _LazyTensorFlow()
 
 def variables_by_position(variables):
     """``{"v00012": variable}``: variables keyed by their position.
@@ -105,6 +119,8 @@ def read_checkpoint_state(model_dir):
     """The counters of the latest checkpoint in ``<model_dir>/checkpoints`` (no model
     needed), as ``{"global_step", "epoch", "best_error", "bad_validations"}``; None
     without a checkpoint."""
+    if not os.path.exists(os.path.join(model_dir, "checkpoints", "checkpoint")):
+        return None
     latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
     if latest is None:
         return None
@@ -131,7 +147,7 @@ def finished_run(model_dir, config):
     path = os.path.join(model_dir, "results.json")
     if not os.path.exists(path):
         return None
-    state = read_checkpoint_state(model_dir)
+    state = read_checkpoint_state(model_dir) or read_host_checkpoint_state(model_dir)
     if state is None:
         return None
     try:

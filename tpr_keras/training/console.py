@@ -3,7 +3,6 @@
 import json
 import os
 
-import tensorflow as tf
 
 
 def format_seconds(seconds):
@@ -52,14 +51,27 @@ def progress_line(epoch, total_epochs, done_steps, target, loss, accuracy, rate,
 
 
 class Summaries:
-    """TensorBoard scalars of a run in ``<write_dir>/tensorboard/train``."""
+    """TensorBoard scalars of a run in ``<write_dir>/tensorboard/train``.
+
+    Written with ``tf.summary``; where TensorFlow is not installed (a JAX-only
+    machine) nothing is written.
+    """
 
     def __init__(self, write_dir):
+        try:
+            import tensorflow as tf
+        except ImportError:
+            self.writer = None
+            return
+        self.tf = tf
         self.writer = tf.summary.create_file_writer(
             os.path.join(write_dir, "tensorboard", "train"))
 
     def train_step(self, step, loss, accuracy, grad_norm, learning_rate):
         """Scalars of one training step."""
+        if self.writer is None:
+            return
+        tf = self.tf
         with self.writer.as_default(step=step):
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("accuracy", accuracy)
@@ -68,12 +80,16 @@ class Summaries:
 
     def validation(self, step, loss, error_percent):
         """Scalars of one validation."""
+        if self.writer is None:
+            return
+        tf = self.tf
         with self.writer.as_default(step=step):
             tf.summary.scalar("valid_loss", loss)
             tf.summary.scalar("valid_error_percent", error_percent)
 
     def flush(self):
-        self.writer.flush()
+        if self.writer is not None:
+            self.writer.flush()
 
 
 def read_history(path, up_to_epoch):

@@ -126,6 +126,36 @@ def setup(global_batch):
     return strategy
 
 
+def setup_jax(global_batch):
+    """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
+
+    ``--strategy`` picks a ``tf.distribute`` strategy, which does not exist on JAX: any
+    value but ``auto`` is a usage error that says so. One JAX device trains; the
+    step is always compiled (``--jit_compile`` changes nothing).
+    """
+    from absl import app
+
+    if FLAGS.strategy != "auto":
+        raise app.UsageError(
+            f"--strategy {FLAGS.strategy} is a tf.distribute strategy and Keras runs on "
+            "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer uses one "
+            "device), or set KERAS_BACKEND=tensorflow to train with tf.distribute.")
+    import jax
+
+    device = jax.devices()[0]
+    line = (f"Backend JAX {jax.__version__}: one {device.platform.upper()} device "
+            f"({device.device_kind}); batch {global_batch}.")
+    logging.info(line)
+    print(line)
+
+
+def keras_backend():
+    """The Keras backend this process runs (imports Keras)."""
+    import keras
+
+    return keras.backend.backend()
+
+
 def trainer_kwargs():
     """The :class:`~tpr_keras.training.TrainConfig` fields these flags set."""
     minutes = FLAGS.max_train_minutes

@@ -46,134 +46,17 @@ loop does, and it behaves identically under the default strategy,
   budget or killed is not finished: the same command resumes it).
 """
 
-import dataclasses
 import os
 import tempfile
 import time
 
-import keras
-import numpy as np
 import tensorflow as tf
 
 from tpr_keras.training.checkpoints import CheckpointIO
-from tpr_keras.training.console import (
-    Summaries,
-    epoch_line,
-    progress_line,
-    read_history,
-    write_history,
-)
-from tpr_keras.training.early_stopping import EarlyStopping, stop_reason
-from tpr_keras.training.lr_policy import LearningRatePolicy
+from tpr_keras.training.config import TrainConfig  # noqa: F401
+from tpr_keras.training.epoch_loop import EpochLoop
+from tpr_keras.training.losses import binary_classification, sparse_classification  # noqa: F401
 from tpr_keras.training.state import TrainerState
-
-
-@dataclasses.dataclass
-class TrainConfig:
-    """Hyper-parameters of :class:`Trainer` (defaults: TPR-RNN Appendix A).
-
-    Attributes:
-        learning_rate: base learning rate.
-        epochs: maximum number of epochs.
-        max_steps: optional cap on optimizer steps (overrides ``epochs``).
-        max_train_seconds: optional time budget of one ``fit`` call: training
-            stops at the first step past it (mid-epoch: that partial epoch is
-            validated and checkpointed like one cut by ``max_steps``), and
-            ``fit`` returns with the best weights. A later ``fit`` (the same
-            command again) resumes with a fresh budget.
-        clip_norm: global-norm gradient clipping; ``None`` disables it.
-        warmup_steps: steps trained at ``learning_rate * warmup_factor``.
-        warmup_factor: learning-rate factor during warm-up.
-        reinit_on_nan: re-initialise everything when warm-up hits a NaN.
-        max_reinits: give up after this many re-initialisations.
-        halve_lr_below: halve the learning rate once when the validation loss
-            falls below this value; ``None`` disables it.
-        decay_every_epochs: multiply the learning rate by ``decay_factor``
-            every this many epochs (MemN2N: halve every 25; TPRU: /10 every
-            30); ``None`` disables it.
-        decay_factor: the factor of that step decay.
-        patience: early stopping after this many validations without
-            improvement; ``None`` trains for all epochs.
-        min_delta_loss: at an equal validation error, the validation loss must
-            fall by more than this (absolute, in nats per example) to count as
-            an improvement; a lower error always counts. With 0 errors the
-            error cannot improve, and loss changes of 1e-4 are noise that used
-            to reset the patience counter for dozens of epochs.
-        patience_at_zero: once the best validation error is 0 %, stop after
-            this many validations without improvement (``None``: ``patience``
-            applies throughout).
-        target_error: also stop once the validation error (%) is at or
-            below this value.
-        checkpoint_every_steps: also checkpoint inside an epoch this often.
-        log_every_steps: TensorBoard logging interval.
-        verbose: 0 silent, 1 progress bar, 2 plain lines (log files): one per
-            epoch, and one every ``progress_seconds`` inside an epoch.
-        progress_seconds: with ``verbose=2``, the interval of in-epoch lines.
-        jit_compile: compile the training step with XLA, which fuses its many
-            small ops. Small recurrent models on a CPU, whose steps are
-            dominated by per-op overhead, gain the most (measured in
-            ``results/entailment.md``); each new batch shape is compiled once,
-            so it pays off for long runs with few distinct shapes.
-    """
-
-    learning_rate: float = 0.008
-    epochs: int = 100
-    max_steps: int | None = None
-    max_train_seconds: float | None = None
-    clip_norm: float | None = 5.0
-    warmup_steps: int = 50
-    warmup_factor: float = 0.1
-    reinit_on_nan: bool = True
-    max_reinits: int = 10
-    halve_lr_below: float | None = 0.1
-    decay_every_epochs: int | None = None
-    decay_factor: float = 0.5
-    patience: int | None = 20
-    min_delta_loss: float = 1e-3
-    patience_at_zero: int | None = None
-    target_error: float | None = None
-    checkpoint_every_steps: int | None = None
-    log_every_steps: int = 10
-    verbose: int = 1
-    progress_seconds: float = 60.0
-    jit_compile: bool = False
-
-
-def sparse_classification(label_key):
-    """A ``compute_fn`` for single-label classification from logits.
-
-    Returns per-example ``loss`` (softmax cross-entropy) and ``correct``.
-    """
-
-    def compute(model, features, labels, training):
-        logits = model(features, training=training)
-        target = labels[label_key]
-        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.cast(target, tf.int32), logits=tf.cast(logits, tf.float32)
-        )
-        prediction = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        correct = tf.cast(tf.equal(prediction, tf.cast(target, tf.int32)), tf.float32)
-        return {"loss": loss, "correct": correct}
-
-    return compute
-
-
-def binary_classification(label_key=None):
-    """A ``compute_fn`` for one-logit binary classification.
-
-    Labels are 0/1 (``labels[label_key]``, or ``labels`` itself when
-    ``label_key`` is None); the loss is sigmoid cross-entropy.
-    """
-
-    def compute(model, features, labels, training):
-        logits = tf.reshape(tf.cast(model(features, training=training), tf.float32), [-1])
-        target = labels if label_key is None else labels[label_key]
-        target = tf.reshape(tf.cast(target, tf.float32), [-1])
-        loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)
-        correct = tf.cast(tf.equal(tf.cast(logits > 0, tf.float32), target), tf.float32)
-        return {"loss": loss, "correct": correct}
-
-    return compute
 
 
 def without_autotune(dataset):
@@ -206,7 +89,7 @@ def is_chief(strategy):
     )
 
 
-class Trainer:
+class Trainer(EpochLoop):
     """Trains a Keras model with a custom loop under any ``tf.distribute`` strategy.
 
     Args:
@@ -249,13 +132,7 @@ class Trainer:
                                         self.write_dir, read_dir=model_dir)
         self._train_step = None
         self._eval_step = None
-        self._counters = None  # Python mirrors of the per-step counters during fit()
-        self._clock = None  # fit()'s start and the checkpointed seconds it adds to
-        self._assigned_lr = None
-        self.train_examples_per_second = None
-        self.reinits = 0
-        self.restored_from = None
-        self.stop_reason = None
+        self._init_loop()
 
     # ----------------------------------------------------------------- steps
     def _replica_train(self, features, labels):
@@ -377,6 +254,26 @@ class Trainer:
             for variable, value in zip(self.model.variables + self.optimizer.variables, saved):
                 variable.assign(value)
 
+    def _epoch_batches(self, train_dataset_fn, epoch, skip):
+        dataset = train_dataset_fn(epoch)
+        if skip:
+            dataset = dataset.skip(skip)
+        batches = self.distribute_dataset(dataset)
+        if self._train_step is None:
+            self._train_step = self.make_train_function(batches.element_spec)
+        return batches
+
+    def _run_step(self, batch):
+        return self._train_step(batch)["metrics"].numpy().tolist()
+
+    def _eval_batches(self, dataset, group_key):
+        if self._eval_step is None:
+            self._eval_step = self._build_eval_step(dataset.element_spec)
+        for features, labels in without_autotune(dataset):
+            loss, correct = self._eval_step(features, labels)
+            group = None if group_key is None else labels[group_key].numpy()
+            yield loss.numpy(), correct.numpy(), group
+
     def _build_eval_step(self, element_spec):
         def step(features, labels):
             out = self.compute_fn(self.model, features, labels, False)
@@ -391,71 +288,6 @@ class Trainer:
             self.optimizer.learning_rate.assign(value)
             self._assigned_lr = value
 
-    @property
-    def lr_policy(self):
-        """The :class:`LearningRatePolicy` of ``config``."""
-        return LearningRatePolicy.from_config(self.config)
-
-    @property
-    def early_stopping(self):
-        """The :class:`EarlyStopping` of ``config``."""
-        return EarlyStopping.from_config(self.config)
-
-    @property
-    def train_seconds(self):
-        """Seconds spent in :meth:`fit` over every process of this run, up to now.
-
-        Training steps and validations, continued from the checkpoint's count when
-        the run resumed (so a schedule spread over several sittings reports its whole
-        cost, without the work redone after an interruption counted twice).
-        """
-        self._sync_state()
-        return self.state.value("train_seconds")
-
-    def current_learning_rate(self):
-        """The learning rate of the next step, from the checkpointed state."""
-        self._sync_state()
-        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor())
-
-    def set_lr_factor(self, factor):
-        """Sets the caller's phase factor of the learning rate (MemN2N linear start).
-
-        It is a state variable, so it is checkpointed and a resumed run keeps it;
-        the loop reads it at the start of every epoch.
-        """
-        self.state.lr_factor.assign(float(factor))
-
-    def _epoch_lr_factor(self):
-        """The lr factors that change at most once per epoch (read from variables)."""
-        return self.lr_policy.epoch_factor(self.state.value("epoch"),
-                                           self.state.value("lr_halved"),
-                                           self.state.value("lr_factor"))
-
-    # During fit() the per-step counters live in self._counters (Python ints and
-    # floats) and are written to their variables by _sync_state() before every
-    # checkpoint and whenever the loop hands control to other code.
-    _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
-                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps")
-
-    def _load_counters(self):
-        self._counters = {
-            name: self.state.value(name) for name in self._STEP_COUNTERS
-        }
-
-    def _sync_state(self):
-        clock = self._clock
-        if clock is not None:  # inside fit(): the time counters run
-            now = time.perf_counter()
-            self.state.train_seconds.assign(clock["train_base"] + now - clock["fit_start"])
-            if clock["epoch_start"] is not None:
-                self.state.epoch_seconds.assign(
-                    clock["epoch_base"] + now - clock["epoch_start"])
-        if self._counters is None:
-            return
-        for name, value in self._counters.items():
-            if self.state.value(name) != value:
-                getattr(self.state, name).assign(value)
-
     def reinitialize(self):
         """Fresh weights for the model and a zeroed optimizer state."""
         fresh = self.model_fn()
@@ -468,38 +300,6 @@ class Trainer:
         if self._counters is not None:
             self._counters["global_step"] = 0
         self.reinits += 1
-
-    def evaluate(self, dataset, group_key=None):
-        """Loss and accuracy of the current weights on ``dataset``.
-
-        Runs on the current device in cross-replica context (every worker
-        computes the same numbers; no collectives). With ``group_key`` the
-        result also holds accuracy per value of ``labels[group_key]``.
-        """
-        if self._eval_step is None:
-            self._eval_step = self._build_eval_step(dataset.element_spec)
-        losses, corrects, groups = [], [], []
-        for features, labels in without_autotune(dataset):
-            loss, correct = self._eval_step(features, labels)
-            losses.append(loss.numpy())
-            corrects.append(correct.numpy())
-            if group_key is not None:
-                groups.append(labels[group_key].numpy())
-        loss = np.concatenate(losses)
-        correct = np.concatenate(corrects)
-        result = {
-            "loss": float(loss.mean()),
-            "accuracy": float(correct.mean()),
-            "error_percent": float(100.0 * (1.0 - correct.mean())),
-            "count": int(correct.size),
-        }
-        if group_key is not None:
-            group = np.concatenate(groups)
-            result["error_percent_by_group"] = {
-                int(g): float(100.0 * (1.0 - correct[group == g].mean()))
-                for g in np.unique(group)
-            }
-        return result
 
     def restore(self):
         """Restores the latest checkpoint; returns True if there was one.
@@ -539,293 +339,3 @@ class Trainer:
                 f"worker the same model_dir, on a filesystem they can all read."
             )
 
-    def restore_best(self):
-        """Loads the best validation weights, if any were saved."""
-        return self.checkpoints.restore_best()
-
-    def save_checkpoint(self):
-        """Writes the counters back to the state and checkpoints everything."""
-        self._sync_state()
-        return self.checkpoints.save(self.state.value("global_step"))
-
-    # ------------------------------------------------------------------ fit
-    def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
-            after_validation=None):
-        """Trains, validating after every epoch; returns the per-epoch history.
-
-        Args:
-            train_dataset_fn: ``epoch -> tf.data.Dataset`` of ``(features,
-                labels)`` global batches; it must give the same order for the
-                same epoch (seeded shuffling), so a resumed run can skip the
-                batches it already saw.
-            valid_dataset: evaluated after every epoch (early stopping, lr
-                halving); optional.
-            steps_per_epoch: only for the progress bar.
-            after_validation: optional ``(trainer, history) -> None`` called
-                after each validation, with the history so far including this
-                epoch's record (e.g. MemN2N leaves linear start here). State it
-                changes must live in model or trainer variables so that it is
-                checkpointed.
-        """
-        cfg = self.config
-        resumed = self.restore()
-        start_epoch = self.state.value("epoch")
-        history_path = os.path.join(self.write_dir, "history.json")
-        history = read_history(history_path, start_epoch) if resumed else []
-        summaries = Summaries(self.write_dir)
-        if resumed:  # always said: a silent resume is a surprise
-            print(
-                f"Resumed from {self.restored_from} at epoch "
-                f"{start_epoch + 1}, step {self.state.value('global_step')}."
-            )
-        self._assigned_lr = float(self.optimizer.learning_rate.numpy())
-        # The time counters continue from the checkpoint's (train_seconds, epoch_seconds).
-        self._clock = {"fit_start": time.perf_counter(),
-                       "train_base": self.state.value("train_seconds"),
-                       "epoch_start": None, "epoch_base": 0.0}
-        self._deadline = (
-            time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
-        )
-        rates = []  # examples/s of the epochs after the first (tracing) one
-        self.stop_reason = None
-        # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
-        # batches); after one whole epoch the counted number replaces it.
-        self._steps_seen = None
-        epoch_walls = []  # wall seconds per epoch of this call, validation included
-        stop = self._should_stop()
-        try:
-            for epoch in range(start_epoch, cfg.epochs):
-                if stop:
-                    break
-                epoch_started = time.monotonic()
-                record = self._train_epoch(
-                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, summaries
-                )
-                epoch_done = record.pop("epoch_done")
-                # examples trained in this call (a resumed epoch counts only its rest)
-                examples = record.pop("examples")
-                call_seconds = record.pop("call_seconds")
-                if epoch > start_epoch and examples:
-                    rates.append((examples, call_seconds))
-                self._sync_state()  # validation callbacks see the true state
-                if valid_dataset is not None:
-                    valid = self.evaluate(valid_dataset)
-                    record.update(
-                        valid_loss=valid["loss"],
-                        valid_error_percent=valid["error_percent"],
-                    )
-                    self._after_validation(valid)
-                    summaries.validation(record["step"], valid["loss"], valid["error_percent"])
-                # wall-clock time at the end of the epoch (validation included), so a
-                # curve against wall time can be drawn across restarts
-                record["finished_at"] = time.time()
-                history.append(record)
-                if valid_dataset is not None and after_validation is not None:
-                    after_validation(self, history)
-                if epoch_done:
-                    self.state.epoch.assign(epoch + 1)
-                    self.state.epoch_seconds.assign(0.0)
-                    for name in ("step_in_epoch", "epoch_loss_sum",
-                                 "epoch_accuracy_sum", "epoch_steps"):
-                        self._counters[name] = 0
-                # History first (atomically), then the checkpoint: a crash in
-                # between redoes this epoch, and fit() then drops the record.
-                if self.chief:
-                    write_history(history_path, history)
-                self.save_checkpoint()
-                stop = self._should_stop()
-                epoch_walls.append(time.monotonic() - epoch_started)
-                if cfg.verbose:
-                    steps = self._steps_seen or steps_per_epoch
-                    left = None if stop else self._seconds_left(epoch_walls, steps)
-                    print(epoch_line(record, self._total_epochs(steps), left), flush=True)
-        finally:
-            self._sync_state()
-            self._counters = None
-            self._clock = None
-        if self.stop_reason is None:
-            self.stop_reason = self._stop_reason() or (
-                "time_budget" if self._past_deadline() else None)
-        if rates:
-            self.train_examples_per_second = (
-                sum(e for e, _ in rates) / sum(t for _, t in rates)
-            )
-        summaries.flush()
-        if valid_dataset is not None:
-            self.restore_best()
-        return history
-
-    def _total_epochs(self, steps_per_epoch):
-        """The epochs this run can reach: ``epochs``, or fewer when ``max_steps`` ends it."""
-        cfg = self.config
-        if cfg.max_steps and steps_per_epoch:
-            return min(cfg.epochs, -(-cfg.max_steps // steps_per_epoch))
-        return cfg.epochs
-
-    def _seconds_left(self, epoch_walls, steps_per_epoch):
-        """Seconds until ``epochs``/``max_steps`` at this call's pace (early stopping
-        or the time budget may end the run sooner). The first epoch of a call traces
-        the step, so it only counts while it is the only one."""
-        paced = epoch_walls[1:] or epoch_walls
-        if not paced:
-            return None
-        cfg = self.config
-        per_epoch = sum(paced) / len(paced)
-        left = (cfg.epochs - self.state.value("epoch")) * per_epoch
-        if cfg.max_steps and steps_per_epoch:
-            steps_left = cfg.max_steps - self.state.value("global_step")
-            left = min(left, steps_left / steps_per_epoch * per_epoch)
-        if self._deadline is not None:
-            left = min(left, self._deadline - time.monotonic())
-        return max(left, 0.0)
-
-    def _epoch_target(self, steps_per_epoch):
-        """Steps this epoch will run in this call (None if unknown)."""
-        cfg = self.config
-        counters = self._counters
-        target = None
-        if steps_per_epoch:
-            target = max(steps_per_epoch - counters["step_in_epoch"], 0)
-        if cfg.max_steps:
-            steps_left = max(cfg.max_steps - counters["global_step"], 0)
-            target = steps_left if target is None else min(target, steps_left)
-        return target
-
-    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, summaries):
-        """One pass over the training data; returns the epoch's record."""
-        cfg = self.config
-        self._load_counters()
-        counters = self._counters
-        started = time.perf_counter()
-        if self._clock is not None:
-            self._clock["epoch_start"] = started
-            self._clock["epoch_base"] = self.state.value("epoch_seconds")
-        skip = counters["step_in_epoch"]
-        dataset = train_dataset_fn(epoch)
-        if skip:
-            dataset = dataset.skip(skip)
-        batches = self.distribute_dataset(dataset)
-        if self._train_step is None:
-            self._train_step = self.make_train_function(batches.element_spec)
-        progbar = None
-        target = self._epoch_target(steps_per_epoch)
-        total_epochs = self._total_epochs(steps_per_epoch)
-        if cfg.verbose == 1:
-            print(f"Epoch {epoch + 1}/{total_epochs}", flush=True)
-            progbar = keras.utils.Progbar(target or None, stateful_metrics=["lr"])
-        epoch_factor = self._epoch_lr_factor()
-        policy = self.lr_policy
-        epoch_done, examples, done_steps = True, 0, 0
-        # The in-epoch lines of verbose=2: the rate leaves out the epoch's first step
-        # (tracing, iterator start-up), so the time left is right from the first line.
-        paced_from, paced_examples = None, 0
-        next_line = time.perf_counter() + cfg.progress_seconds
-        for batch in batches:
-            lr = policy.rate(counters["warmup_done"], epoch_factor)
-            self._set_learning_rate(lr)
-            out = self._train_step(batch)
-            loss, accuracy, norm, applied, count = out["metrics"].numpy().tolist()
-            # the data position counts every batch consumed, skipped or not
-            counters["step_in_epoch"] += 1
-            examples += int(count)
-            if not applied:
-                counters["skipped_steps"] += 1
-                print(f"Non-finite loss/gradient at step {counters['global_step']}: "
-                      "step skipped.")
-                if not counters["warmup_done"] and cfg.reinit_on_nan:
-                    if self.reinits >= cfg.max_reinits:
-                        raise FloatingPointError(
-                            f"Warm-up diverged {self.reinits} times; giving up."
-                        )
-                    print("NaN during warm-up: re-initialising model and optimizer.")
-                    self.reinitialize()
-                continue
-            counters["global_step"] += 1
-            step = counters["global_step"]
-            if not counters["warmup_done"] and policy.warmup_done(step):
-                counters["warmup_done"] = True
-            counters["epoch_loss_sum"] += loss
-            counters["epoch_accuracy_sum"] += accuracy
-            counters["epoch_steps"] += 1
-            done_steps += 1
-            if progbar is not None:
-                progbar.add(1, [("loss", loss), ("acc", accuracy), ("lr", lr)])
-            elif cfg.verbose == 2:
-                now = time.perf_counter()
-                if paced_from is None:
-                    paced_from = now
-                else:
-                    paced_examples += int(count)
-                if now >= next_line and paced_examples:
-                    next_line = now + cfg.progress_seconds
-                    print(progress_line(
-                        epoch + 1, total_epochs, done_steps, target,
-                        counters["epoch_loss_sum"] / counters["epoch_steps"],
-                        counters["epoch_accuracy_sum"] / counters["epoch_steps"],
-                        paced_examples / (now - paced_from),
-                        (done_steps - 1) / (now - paced_from)), flush=True)
-            if step % cfg.log_every_steps == 0:
-                summaries.train_step(step, loss, accuracy, norm, lr)
-            if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
-                self.save_checkpoint()
-            if cfg.max_steps and step >= cfg.max_steps:
-                epoch_done = False
-                break
-            if self._past_deadline():
-                epoch_done = False
-                print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
-                      f"{step}: stopping (the same command resumes from here).")
-                break
-        if epoch_done and not skip:
-            self._steps_seen = counters["step_in_epoch"]
-        if progbar is not None and (target is None or done_steps < target):
-            progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
-        seconds = time.perf_counter() - started
-        # A resumed epoch's record counts the seconds of the processes before (kept in the
-        # checkpoint); its examples/s is this process's part alone.
-        epoch_seconds = seconds
-        if self._clock is not None:
-            epoch_seconds += self._clock["epoch_base"]
-            self.state.epoch_seconds.assign(epoch_seconds)
-            self._clock["epoch_start"] = None
-        steps = max(counters["epoch_steps"], 1)
-        return {
-            "epoch": epoch + 1,
-            "step": counters["global_step"],
-            "train_loss": counters["epoch_loss_sum"] / steps,
-            "train_accuracy": counters["epoch_accuracy_sum"] / steps,
-            "seconds": epoch_seconds,
-            "call_seconds": seconds,
-            "examples": examples,
-            "examples_per_second": examples / seconds if seconds > 0 else 0.0,
-            "learning_rate": policy.rate(counters["warmup_done"], epoch_factor),
-            "epoch_done": epoch_done,
-        }
-
-    def _after_validation(self, valid):
-        state = self.state
-        if self.lr_policy.halves_now(valid["loss"], state.value("lr_halved")):
-            state.lr_halved.assign(True)
-            if self.config.verbose:
-                print(f"Validation loss {valid['loss']:.4f} < {self.config.halve_lr_below}: "
-                      "learning rate halved.")
-        if self.early_stopping.improves(valid["error_percent"], valid["loss"],
-                                        state.value("best_error"), state.value("best_loss")):
-            state.best_error.assign(valid["error_percent"])
-            state.best_loss.assign(valid["loss"])
-            state.bad_validations.assign(0)
-            self.checkpoints.write_best()
-        else:
-            state.bad_validations.assign_add(1)
-
-    def _past_deadline(self):
-        deadline = getattr(self, "_deadline", None)
-        return deadline is not None and time.monotonic() >= deadline
-
-    def _stop_reason(self):
-        return stop_reason(
-            self.config, self.state.value("global_step"), self.state.value("epoch"),
-            self.state.value("best_error"), self.state.value("bad_validations"))
-
-    def _should_stop(self):
-        return self._past_deadline() or self._stop_reason() is not None

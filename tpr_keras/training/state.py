@@ -3,25 +3,24 @@
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
 # (name, initial value, dtype): the order is the checkpoint's, and the names are its keys.
 _FIELDS = (
-    ("global_step", 0, tf.int64),
-    ("epoch", 0, tf.int64),
-    ("step_in_epoch", 0, tf.int64),
-    ("lr_halved", False, tf.bool),
-    ("warmup_done", False, tf.bool),
-    ("best_error", np.inf, tf.float64),
-    ("best_loss", np.inf, tf.float64),
-    ("bad_validations", 0, tf.int64),
-    ("skipped_steps", 0, tf.int64),
-    ("lr_factor", 1.0, tf.float64),
-    ("epoch_loss_sum", 0.0, tf.float64),
-    ("epoch_accuracy_sum", 0.0, tf.float64),
-    ("epoch_steps", 0, tf.int64),
-    ("train_seconds", 0.0, tf.float64),
-    ("epoch_seconds", 0.0, tf.float64),
+    ("global_step", 0, "int64"),
+    ("epoch", 0, "int64"),
+    ("step_in_epoch", 0, "int64"),
+    ("lr_halved", False, "bool"),
+    ("warmup_done", False, "bool"),
+    ("best_error", np.inf, "float64"),
+    ("best_loss", np.inf, "float64"),
+    ("bad_validations", 0, "int64"),
+    ("skipped_steps", 0, "int64"),
+    ("lr_factor", 1.0, "float64"),
+    ("epoch_loss_sum", 0.0, "float64"),
+    ("epoch_accuracy_sum", 0.0, "float64"),
+    ("epoch_steps", 0, "int64"),
+    ("train_seconds", 0.0, "float64"),
+    ("epoch_seconds", 0.0, "float64"),
 )
 
 #: Fields added after checkpoints of long runs existed: a checkpoint without them restores
@@ -34,7 +33,9 @@ class TrainerState:
     """The training counters that a checkpoint holds next to model and optimizer.
 
     Every field is a non-trainable ``tf.Variable`` created in the strategy's scope
-    (:meth:`create`); :meth:`variables` gives them by name, the keys of the
+    (:meth:`create`, for the TensorFlow trainer) or a :class:`HostScalar`
+    (:meth:`create_host`, for the JAX trainer, which writes them into its own
+    checkpoints); :meth:`variables` gives them by name, the keys of the
     checkpoint. During an epoch the :class:`~tpr_keras.training.Trainer` keeps
     the per-step ones in Python and writes them back before every checkpoint.
 
@@ -68,34 +69,59 @@ class TrainerState:
     (0, ['bad_validations', 'best_error'])
     """
 
-    global_step: tf.Variable
-    epoch: tf.Variable
-    step_in_epoch: tf.Variable
-    lr_halved: tf.Variable
-    warmup_done: tf.Variable
-    best_error: tf.Variable
-    best_loss: tf.Variable
-    bad_validations: tf.Variable
-    skipped_steps: tf.Variable
-    lr_factor: tf.Variable
-    epoch_loss_sum: tf.Variable
-    epoch_accuracy_sum: tf.Variable
-    epoch_steps: tf.Variable
-    train_seconds: tf.Variable
-    epoch_seconds: tf.Variable
+    global_step: object
+    epoch: object
+    step_in_epoch: object
+    lr_halved: object
+    warmup_done: object
+    best_error: object
+    best_loss: object
+    bad_validations: object
+    skipped_steps: object
+    lr_factor: object
+    epoch_loss_sum: object
+    epoch_accuracy_sum: object
+    epoch_steps: object
+    train_seconds: object
+    epoch_seconds: object
 
     @classmethod
     def create(cls):
-        """Fresh counters (call inside the strategy's scope)."""
+        """Fresh counters as ``tf.Variable`` (call inside the strategy's scope)."""
+        import tensorflow as tf
+
         return cls(**{
             name: tf.Variable(value, trainable=False, name=name, dtype=dtype)
             for name, value, dtype in _FIELDS
         })
 
+    @classmethod
+    def create_host(cls):
+        """Fresh counters as :class:`HostScalar` (no TensorFlow)."""
+        return cls(**{name: HostScalar(value, dtype) for name, value, dtype in _FIELDS})
+
     def variables(self):
-        """``{name: tf.Variable}`` in a fixed order: what checkpoints store."""
+        """``{name: variable}`` in a fixed order: what checkpoints store."""
         return {name: getattr(self, name) for name, _, _ in _FIELDS}
 
     def value(self, name):
         """The Python value (int, float or bool) of one counter."""
         return getattr(self, name).numpy().item()
+
+
+class HostScalar:
+    """A counter held in Python with the part of ``tf.Variable``'s interface the
+    trainers use (``assign``, ``assign_add``, ``numpy``)."""
+
+    def __init__(self, value, dtype):
+        self.dtype = dtype
+        self._value = np.asarray(value, dtype)
+
+    def assign(self, value):
+        self._value = np.asarray(value, self.dtype)
+
+    def assign_add(self, value):
+        self.assign(self._value + value)
+
+    def numpy(self):
+        return self._value

@@ -39,6 +39,7 @@ loaded and split the same way; :func:`load_babi` warns and records it in
 ``stats["notes"]``.
 """
 
+from tpr_keras.data.babi.batches import NumpyBatches  # noqa: F401
 from tpr_keras.data.babi.encoding import EncodedSplit, encode_samples  # noqa: F401
 from tpr_keras.data.babi.files import (  # noqa: F401
     BABI_ARCHIVE_NAME,

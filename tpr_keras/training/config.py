@@ -1,0 +1,74 @@
+"""The hyper-parameters of a training run (every backend's trainer takes them)."""
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Hyper-parameters of :class:`Trainer` (defaults: TPR-RNN Appendix A).
+
+    Attributes:
+        learning_rate: base learning rate.
+        epochs: maximum number of epochs.
+        max_steps: optional cap on optimizer steps (overrides ``epochs``).
+        max_train_seconds: optional time budget of one ``fit`` call: training
+            stops at the first step past it (mid-epoch: that partial epoch is
+            validated and checkpointed like one cut by ``max_steps``), and
+            ``fit`` returns with the best weights. A later ``fit`` (the same
+            command again) resumes with a fresh budget.
+        clip_norm: global-norm gradient clipping; ``None`` disables it.
+        warmup_steps: steps trained at ``learning_rate * warmup_factor``.
+        warmup_factor: learning-rate factor during warm-up.
+        reinit_on_nan: re-initialise everything when warm-up hits a NaN.
+        max_reinits: give up after this many re-initialisations.
+        halve_lr_below: halve the learning rate once when the validation loss
+            falls below this value; ``None`` disables it.
+        decay_every_epochs: multiply the learning rate by ``decay_factor``
+            every this many epochs (MemN2N: halve every 25; TPRU: /10 every
+            30); ``None`` disables it.
+        decay_factor: the factor of that step decay.
+        patience: early stopping after this many validations without
+            improvement; ``None`` trains for all epochs.
+        min_delta_loss: at an equal validation error, the validation loss must
+            fall by more than this (absolute, in nats per example) to count as
+            an improvement; a lower error always counts. With 0 errors the
+            error cannot improve, and loss changes of 1e-4 are noise that used
+            to reset the patience counter for dozens of epochs.
+        patience_at_zero: once the best validation error is 0 %, stop after
+            this many validations without improvement (``None``: ``patience``
+            applies throughout).
+        target_error: also stop once the validation error (%) is at or
+            below this value.
+        checkpoint_every_steps: also checkpoint inside an epoch this often.
+        log_every_steps: TensorBoard logging interval.
+        verbose: 0 silent, 1 progress bar, 2 plain lines (log files): one per
+            epoch, and one every ``progress_seconds`` inside an epoch.
+        progress_seconds: with ``verbose=2``, the interval of in-epoch lines.
+        jit_compile: compile the training step with XLA, which fuses its many
+            small ops. Small recurrent models on a CPU, whose steps are
+            dominated by per-op overhead, gain the most (measured in
+            ``results/entailment.md``); each new batch shape is compiled once,
+            so it pays off for long runs with few distinct shapes.
+    """
+
+    learning_rate: float = 0.008
+    epochs: int = 100
+    max_steps: int | None = None
+    max_train_seconds: float | None = None
+    clip_norm: float | None = 5.0
+    warmup_steps: int = 50
+    warmup_factor: float = 0.1
+    reinit_on_nan: bool = True
+    max_reinits: int = 10
+    halve_lr_below: float | None = 0.1
+    decay_every_epochs: int | None = None
+    decay_factor: float = 0.5
+    patience: int | None = 20
+    min_delta_loss: float = 1e-3
+    patience_at_zero: int | None = None
+    target_error: float | None = None
+    checkpoint_every_steps: int | None = None
+    log_every_steps: int = 10
+    verbose: int = 1
+    progress_seconds: float = 60.0
+    jit_compile: bool = False

@@ -1,0 +1,450 @@
+"""The epochs of a training run, the same for every backend.
+
+:class:`EpochLoop` is what :class:`~tpr_keras.training.loop.Trainer` (TensorFlow,
+``tf.distribute``) and :class:`~tpr_keras.training.jax_trainer.JaxTrainer` (JAX, one
+jit-compiled step) share: epochs of steps, the learning-rate policy, the NaN guard's
+bookkeeping, validation, early stopping, the time budget, checkpoints and resume, the
+history and the console. It imports no backend; a subclass supplies the step, the
+batches and the checkpoint I/O through the hooks at the top of the class.
+"""
+
+import os
+import time
+
+import keras
+import numpy as np
+
+from tpr_keras.training.console import (
+    Summaries,
+    epoch_line,
+    progress_line,
+    read_history,
+    write_history,
+)
+from tpr_keras.training.early_stopping import EarlyStopping, stop_reason
+from tpr_keras.training.lr_policy import LearningRatePolicy
+
+
+class EpochLoop:
+    """The backend-neutral part of a trainer (see the module docstring).
+
+    A subclass sets ``config`` (a :class:`~tpr_keras.training.config.TrainConfig`),
+    ``model``, ``optimizer``, ``state`` (a
+    :class:`~tpr_keras.training.state.TrainerState`), ``checkpoints`` (with
+    ``write_best()``, ``restore_best()`` and ``save(step)``), ``chief``, ``write_dir``,
+    ``model_dir`` and ``reinits``, and calls :meth:`_init_loop`; it implements the
+    hooks below.
+    """
+
+    def _init_loop(self):
+        self._counters = None  # Python mirrors of the per-step counters during fit()
+        self._clock = None  # fit()'s start and the checkpointed seconds it adds to
+        self._assigned_lr = None
+        self.train_examples_per_second = None
+        self.reinits = 0
+        self.restored_from = None
+        self.stop_reason = None
+
+    # ------------------------------------------------------------------ hooks
+    def _epoch_batches(self, train_dataset_fn, epoch, skip):
+        """The batches of ``epoch`` after the first ``skip``, as :meth:`_run_step` takes them."""
+        raise NotImplementedError
+
+    def _run_step(self, batch):
+        """One training step: ``[loss, accuracy, grad_norm, applied, examples]`` (floats)."""
+        raise NotImplementedError
+
+    def _eval_batches(self, dataset, group_key):
+        """Yields ``(loss, correct, group)`` numpy arrays per batch of real examples
+        (``group`` is ``labels[group_key]``, or None without ``group_key``)."""
+        raise NotImplementedError
+
+    def _set_learning_rate(self, value):
+        """Makes ``value`` the learning rate of the next steps."""
+        raise NotImplementedError
+
+    def restore(self):
+        """Restores the latest checkpoint; returns True if there was one."""
+        raise NotImplementedError
+
+    def reinitialize(self):
+        """Fresh weights for the model and a zeroed optimizer state."""
+        raise NotImplementedError
+
+    @property
+    def lr_policy(self):
+        """The :class:`LearningRatePolicy` of ``config``."""
+        return LearningRatePolicy.from_config(self.config)
+
+    @property
+    def early_stopping(self):
+        """The :class:`EarlyStopping` of ``config``."""
+        return EarlyStopping.from_config(self.config)
+
+    @property
+    def train_seconds(self):
+        """Seconds spent in :meth:`fit` over every process of this run, up to now.
+
+        Training steps and validations, continued from the checkpoint's count when
+        the run resumed (so a schedule spread over several sittings reports its whole
+        cost, without the work redone after an interruption counted twice).
+        """
+        self._sync_state()
+        return self.state.value("train_seconds")
+
+    def current_learning_rate(self):
+        """The learning rate of the next step, from the checkpointed state."""
+        self._sync_state()
+        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor())
+
+    def set_lr_factor(self, factor):
+        """Sets the caller's phase factor of the learning rate (MemN2N linear start).
+
+        It is a state variable, so it is checkpointed and a resumed run keeps it;
+        the loop reads it at the start of every epoch.
+        """
+        self.state.lr_factor.assign(float(factor))
+
+    def _epoch_lr_factor(self):
+        """The lr factors that change at most once per epoch (read from variables)."""
+        return self.lr_policy.epoch_factor(self.state.value("epoch"),
+                                           self.state.value("lr_halved"),
+                                           self.state.value("lr_factor"))
+
+    # During fit() the per-step counters live in self._counters (Python ints and
+    # floats) and are written to their variables by _sync_state() before every
+    # checkpoint and whenever the loop hands control to other code.
+    _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
+                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps")
+
+    def _load_counters(self):
+        self._counters = {
+            name: self.state.value(name) for name in self._STEP_COUNTERS
+        }
+
+    def _sync_state(self):
+        clock = self._clock
+        if clock is not None:  # inside fit(): the time counters run
+            now = time.perf_counter()
+            self.state.train_seconds.assign(clock["train_base"] + now - clock["fit_start"])
+            if clock["epoch_start"] is not None:
+                self.state.epoch_seconds.assign(
+                    clock["epoch_base"] + now - clock["epoch_start"])
+        if self._counters is None:
+            return
+        for name, value in self._counters.items():
+            if self.state.value(name) != value:
+                getattr(self.state, name).assign(value)
+
+    def evaluate(self, dataset, group_key=None):
+        """Loss and accuracy of the current weights on ``dataset``.
+
+        Runs on the current device in cross-replica context (every worker
+        computes the same numbers; no collectives). With ``group_key`` the
+        result also holds accuracy per value of ``labels[group_key]``.
+        """
+        losses, corrects, groups = [], [], []
+        for loss, correct, group in self._eval_batches(dataset, group_key):
+            losses.append(loss)
+            corrects.append(correct)
+            groups.append(group)
+        loss = np.concatenate(losses)
+        correct = np.concatenate(corrects)
+        result = {
+            "loss": float(loss.mean()),
+            "accuracy": float(correct.mean()),
+            "error_percent": float(100.0 * (1.0 - correct.mean())),
+            "count": int(correct.size),
+        }
+        if group_key is not None:
+            group = np.concatenate(groups)
+            result["error_percent_by_group"] = {
+                int(g): float(100.0 * (1.0 - correct[group == g].mean()))
+                for g in np.unique(group)
+            }
+        return result
+
+    def restore_best(self):
+        """Loads the best validation weights, if any were saved."""
+        return self.checkpoints.restore_best()
+
+    def save_checkpoint(self):
+        """Writes the counters back to the state and checkpoints everything."""
+        self._sync_state()
+        return self.checkpoints.save(self.state.value("global_step"))
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
+            after_validation=None):
+        """Trains, validating after every epoch; returns the per-epoch history.
+
+        Args:
+            train_dataset_fn: ``epoch -> dataset`` of ``(features,
+                labels)`` global batches; it must give the same order for the
+                same epoch (seeded shuffling), so a resumed run can skip the
+                batches it already saw.
+            valid_dataset: evaluated after every epoch (early stopping, lr
+                halving); optional.
+            steps_per_epoch: only for the progress bar.
+            after_validation: optional ``(trainer, history) -> None`` called
+                after each validation, with the history so far including this
+                epoch's record (e.g. MemN2N leaves linear start here). State it
+                changes must live in model or trainer variables so that it is
+                checkpointed.
+        """
+        cfg = self.config
+        resumed = self.restore()
+        start_epoch = self.state.value("epoch")
+        history_path = os.path.join(self.write_dir, "history.json")
+        history = read_history(history_path, start_epoch) if resumed else []
+        summaries = Summaries(self.write_dir)
+        if resumed:  # always said: a silent resume is a surprise
+            print(
+                f"Resumed from {self.restored_from} at epoch "
+                f"{start_epoch + 1}, step {self.state.value('global_step')}."
+            )
+        self._assigned_lr = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+        # The time counters continue from the checkpoint's (train_seconds, epoch_seconds).
+        self._clock = {"fit_start": time.perf_counter(),
+                       "train_base": self.state.value("train_seconds"),
+                       "epoch_start": None, "epoch_base": 0.0}
+        self._deadline = (
+            time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
+        )
+        rates = []  # examples/s of the epochs after the first (tracing) one
+        self.stop_reason = None
+        # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
+        # batches); after one whole epoch the counted number replaces it.
+        self._steps_seen = None
+        epoch_walls = []  # wall seconds per epoch of this call, validation included
+        stop = self._should_stop()
+        try:
+            for epoch in range(start_epoch, cfg.epochs):
+                if stop:
+                    break
+                epoch_started = time.monotonic()
+                record = self._train_epoch(
+                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, summaries
+                )
+                epoch_done = record.pop("epoch_done")
+                # examples trained in this call (a resumed epoch counts only its rest)
+                examples = record.pop("examples")
+                call_seconds = record.pop("call_seconds")
+                if epoch > start_epoch and examples:
+                    rates.append((examples, call_seconds))
+                self._sync_state()  # validation callbacks see the true state
+                if valid_dataset is not None:
+                    valid = self.evaluate(valid_dataset)
+                    record.update(
+                        valid_loss=valid["loss"],
+                        valid_error_percent=valid["error_percent"],
+                    )
+                    self._after_validation(valid)
+                    summaries.validation(record["step"], valid["loss"], valid["error_percent"])
+                # wall-clock time at the end of the epoch (validation included), so a
+                # curve against wall time can be drawn across restarts
+                record["finished_at"] = time.time()
+                history.append(record)
+                if valid_dataset is not None and after_validation is not None:
+                    after_validation(self, history)
+                if epoch_done:
+                    self.state.epoch.assign(epoch + 1)
+                    self.state.epoch_seconds.assign(0.0)
+                    for name in ("step_in_epoch", "epoch_loss_sum",
+                                 "epoch_accuracy_sum", "epoch_steps"):
+                        self._counters[name] = 0
+                # History first (atomically), then the checkpoint: a crash in
+                # between redoes this epoch, and fit() then drops the record.
+                if self.chief:
+                    write_history(history_path, history)
+                self.save_checkpoint()
+                stop = self._should_stop()
+                epoch_walls.append(time.monotonic() - epoch_started)
+                if cfg.verbose:
+                    steps = self._steps_seen or steps_per_epoch
+                    left = None if stop else self._seconds_left(epoch_walls, steps)
+                    print(epoch_line(record, self._total_epochs(steps), left), flush=True)
+        finally:
+            self._sync_state()
+            self._counters = None
+            self._clock = None
+        if self.stop_reason is None:
+            self.stop_reason = self._stop_reason() or (
+                "time_budget" if self._past_deadline() else None)
+        if rates:
+            self.train_examples_per_second = (
+                sum(e for e, _ in rates) / sum(t for _, t in rates)
+            )
+        summaries.flush()
+        if valid_dataset is not None:
+            self.restore_best()
+        return history
+
+    def _total_epochs(self, steps_per_epoch):
+        """The epochs this run can reach: ``epochs``, or fewer when ``max_steps`` ends it."""
+        cfg = self.config
+        if cfg.max_steps and steps_per_epoch:
+            return min(cfg.epochs, -(-cfg.max_steps // steps_per_epoch))
+        return cfg.epochs
+
+    def _seconds_left(self, epoch_walls, steps_per_epoch):
+        """Seconds until ``epochs``/``max_steps`` at this call's pace (early stopping
+        or the time budget may end the run sooner). The first epoch of a call traces
+        the step, so it only counts while it is the only one."""
+        paced = epoch_walls[1:] or epoch_walls
+        if not paced:
+            return None
+        cfg = self.config
+        per_epoch = sum(paced) / len(paced)
+        left = (cfg.epochs - self.state.value("epoch")) * per_epoch
+        if cfg.max_steps and steps_per_epoch:
+            steps_left = cfg.max_steps - self.state.value("global_step")
+            left = min(left, steps_left / steps_per_epoch * per_epoch)
+        if self._deadline is not None:
+            left = min(left, self._deadline - time.monotonic())
+        return max(left, 0.0)
+
+    def _epoch_target(self, steps_per_epoch):
+        """Steps this epoch will run in this call (None if unknown)."""
+        cfg = self.config
+        counters = self._counters
+        target = None
+        if steps_per_epoch:
+            target = max(steps_per_epoch - counters["step_in_epoch"], 0)
+        if cfg.max_steps:
+            steps_left = max(cfg.max_steps - counters["global_step"], 0)
+            target = steps_left if target is None else min(target, steps_left)
+        return target
+
+    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, summaries):
+        """One pass over the training data; returns the epoch's record."""
+        cfg = self.config
+        self._load_counters()
+        counters = self._counters
+        started = time.perf_counter()
+        if self._clock is not None:
+            self._clock["epoch_start"] = started
+            self._clock["epoch_base"] = self.state.value("epoch_seconds")
+        skip = counters["step_in_epoch"]
+        batches = self._epoch_batches(train_dataset_fn, epoch, skip)
+        progbar = None
+        target = self._epoch_target(steps_per_epoch)
+        total_epochs = self._total_epochs(steps_per_epoch)
+        if cfg.verbose == 1:
+            print(f"Epoch {epoch + 1}/{total_epochs}", flush=True)
+            progbar = keras.utils.Progbar(target or None, stateful_metrics=["lr"])
+        epoch_factor = self._epoch_lr_factor()
+        policy = self.lr_policy
+        epoch_done, examples, done_steps = True, 0, 0
+        # The in-epoch lines of verbose=2: the rate leaves out the epoch's first step
+        # (tracing, iterator start-up), so the time left is right from the first line.
+        paced_from, paced_examples = None, 0
+        next_line = time.perf_counter() + cfg.progress_seconds
+        for batch in batches:
+            lr = policy.rate(counters["warmup_done"], epoch_factor)
+            self._set_learning_rate(lr)
+            loss, accuracy, norm, applied, count = self._run_step(batch)
+            # the data position counts every batch consumed, skipped or not
+            counters["step_in_epoch"] += 1
+            examples += int(count)
+            if not applied:
+                counters["skipped_steps"] += 1
+                print(f"Non-finite loss/gradient at step {counters['global_step']}: "
+                      "step skipped.")
+                if not counters["warmup_done"] and cfg.reinit_on_nan:
+                    if self.reinits >= cfg.max_reinits:
+                        raise FloatingPointError(
+                            f"Warm-up diverged {self.reinits} times; giving up."
+                        )
+                    print("NaN during warm-up: re-initialising model and optimizer.")
+                    self.reinitialize()
+                continue
+            counters["global_step"] += 1
+            step = counters["global_step"]
+            if not counters["warmup_done"] and policy.warmup_done(step):
+                counters["warmup_done"] = True
+            counters["epoch_loss_sum"] += loss
+            counters["epoch_accuracy_sum"] += accuracy
+            counters["epoch_steps"] += 1
+            done_steps += 1
+            if progbar is not None:
+                progbar.add(1, [("loss", loss), ("acc", accuracy), ("lr", lr)])
+            elif cfg.verbose == 2:
+                now = time.perf_counter()
+                if paced_from is None:
+                    paced_from = now
+                else:
+                    paced_examples += int(count)
+                if now >= next_line and paced_examples:
+                    next_line = now + cfg.progress_seconds
+                    print(progress_line(
+                        epoch + 1, total_epochs, done_steps, target,
+                        counters["epoch_loss_sum"] / counters["epoch_steps"],
+                        counters["epoch_accuracy_sum"] / counters["epoch_steps"],
+                        paced_examples / (now - paced_from),
+                        (done_steps - 1) / (now - paced_from)), flush=True)
+            if step % cfg.log_every_steps == 0:
+                summaries.train_step(step, loss, accuracy, norm, lr)
+            if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
+                self.save_checkpoint()
+            if cfg.max_steps and step >= cfg.max_steps:
+                epoch_done = False
+                break
+            if self._past_deadline():
+                epoch_done = False
+                print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
+                      f"{step}: stopping (the same command resumes from here).")
+                break
+        if epoch_done and not skip:
+            self._steps_seen = counters["step_in_epoch"]
+        if progbar is not None and (target is None or done_steps < target):
+            progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
+        seconds = time.perf_counter() - started
+        # A resumed epoch's record counts the seconds of the processes before (kept in the
+        # checkpoint); its examples/s is this process's part alone.
+        epoch_seconds = seconds
+        if self._clock is not None:
+            epoch_seconds += self._clock["epoch_base"]
+            self.state.epoch_seconds.assign(epoch_seconds)
+            self._clock["epoch_start"] = None
+        steps = max(counters["epoch_steps"], 1)
+        return {
+            "epoch": epoch + 1,
+            "step": counters["global_step"],
+            "train_loss": counters["epoch_loss_sum"] / steps,
+            "train_accuracy": counters["epoch_accuracy_sum"] / steps,
+            "seconds": epoch_seconds,
+            "call_seconds": seconds,
+            "examples": examples,
+            "examples_per_second": examples / seconds if seconds > 0 else 0.0,
+            "learning_rate": policy.rate(counters["warmup_done"], epoch_factor),
+            "epoch_done": epoch_done,
+        }
+
+    def _after_validation(self, valid):
+        state = self.state
+        if self.lr_policy.halves_now(valid["loss"], state.value("lr_halved")):
+            state.lr_halved.assign(True)
+            if self.config.verbose:
+                print(f"Validation loss {valid['loss']:.4f} < {self.config.halve_lr_below}: "
+                      "learning rate halved.")
+        if self.early_stopping.improves(valid["error_percent"], valid["loss"],
+                                        state.value("best_error"), state.value("best_loss")):
+            state.best_error.assign(valid["error_percent"])
+            state.best_loss.assign(valid["loss"])
+            state.bad_validations.assign(0)
+            self.checkpoints.write_best()
+        else:
+            state.bad_validations.assign_add(1)
+
+    def _past_deadline(self):
+        deadline = getattr(self, "_deadline", None)
+        return deadline is not None and time.monotonic() >= deadline
+
+    def _stop_reason(self):
+        return stop_reason(
+            self.config, self.state.value("global_step"), self.state.value("epoch"),
+            self.state.value("best_error"), self.state.value("bad_validations"))
+
+    def _should_stop(self):
+        return self._past_deadline() or self._stop_reason() is not None

@@ -1,0 +1,249 @@
+"""The training loop on Keras' JAX backend: one ``jax.jit``-compiled step, no TensorFlow.
+
+:class:`JaxTrainer` runs the same epochs as the TensorFlow
+:class:`~tpr_keras.training.loop.Trainer` (:class:`~tpr_keras.training.epoch_loop.EpochLoop`:
+the learning-rate policy, NaN guard and re-initialisation, validation, early stopping,
+time budget, checkpoints and resume, history) with the step written the JAX way: the
+model runs statelessly on arrays (``keras.StatelessScope``), ``jax.value_and_grad``
+differentiates the summed per-example loss, and ``optimizer.stateless_apply`` updates.
+The step computes what the TensorFlow step does on one replica — mean loss over the
+batch's real examples, the gradient's global norm, clipping by it, an update skipped
+when the loss or norm is not finite — and returns the five numbers in one host transfer.
+
+Batches are numpy: ``(features, labels)`` dicts, ``labels["weight"]`` (optional) 0 for
+filler rows (see :class:`~tpr_keras.data.babi.batches.NumpyBatches`), so every batch
+can have one fixed shape and JAX compiles the step once per shape. Checkpoints are numpy
+files (:class:`~tpr_keras.training.host_checkpoints.HostCheckpoints`).
+"""
+
+import itertools
+import os
+import time
+
+import keras
+import numpy as np
+
+from tpr_keras.training.epoch_loop import EpochLoop
+from tpr_keras.training.host_checkpoints import HostCheckpoints
+from tpr_keras.training.state import TrainerState
+
+
+class JaxTrainer(EpochLoop):
+    """Trains a Keras model on the JAX backend with a jit-compiled step.
+
+    Args:
+        model_fn: zero-argument callable returning a built Keras model.
+        optimizer_fn: zero-argument callable returning a Keras optimizer.
+        compute_fn: ``(model, features, labels, training) -> {"loss": [B],
+            "correct": [B]}`` per-example values (``tpr_keras.training.losses``).
+        config: a :class:`~tpr_keras.training.config.TrainConfig` (``jit_compile``
+            is ignored: the step is always compiled).
+        model_dir: where checkpoints and ``best`` go.
+
+    Example:
+    >>> trainer = JaxTrainer(model_fn, optimizer_fn, sparse_classification("answer"),
+    ...                      TrainConfig(epochs=5), model_dir="/tmp/run")
+    >>> history = trainer.fit(lambda epoch: train_batches.batches(epoch), valid_batches)
+    """
+
+    def __init__(self, model_fn, optimizer_fn, compute_fn, config, model_dir):
+        if keras.backend.backend() != "jax":
+            raise ValueError(f"JaxTrainer needs KERAS_BACKEND=jax; Keras runs on "
+                             f"{keras.backend.backend()!r} (use tpr_keras.training.Trainer).")
+        self.model_fn = model_fn
+        self.optimizer_fn = optimizer_fn
+        self.compute_fn = compute_fn
+        self.config = config
+        self.model_dir = self.write_dir = model_dir
+        self.chief = True
+        os.makedirs(model_dir, exist_ok=True)
+        self.model = model_fn()
+        self.optimizer = optimizer_fn()
+        self.optimizer.build(self.model.trainable_variables)
+        self.state = TrainerState.create_host()
+        self.checkpoints = HostCheckpoints(self.model, self.optimizer, self.state, model_dir)
+        lr_index = [i for i, v in enumerate(self.optimizer.variables)
+                    if "learning_rate" in v.path]
+        self._lr_index = lr_index[0] if lr_index else None
+        self._lr = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
+        self._values = None  # (trainable, non_trainable, optimizer) arrays during fit
+        self._train_step = None
+        self._eval_step = None
+        self._init_loop()
+
+    host_only = True  # batches are host arrays, iterated directly
+
+    # ------------------------------------------------------------- variables
+    def _pull(self):
+        """The variables' values as the arrays the compiled step takes."""
+        if self._values is None:
+            self._values = tuple([v.value for v in variables] for variables in (
+                self.model.trainable_variables, self.model.non_trainable_variables,
+                self.optimizer.variables))
+        return self._values
+
+    def _push(self):
+        """Writes the step's arrays back into the Keras variables (which then lead)."""
+        if self._values is None:
+            return
+        for variables, values in zip((self.model.trainable_variables,
+                                      self.model.non_trainable_variables,
+                                      self.optimizer.variables), self._values):
+            for variable, value in zip(variables, values):
+                variable.assign(value)
+        self._values = None
+
+    # ----------------------------------------------------------------- steps
+    def _forward(self, trainable, non_trainable, features, labels, training):
+        """Weighted sums of one batch, computed statelessly:
+        ``(loss_sum, (correct_sum, count, non_trainable, loss, correct, weight))``."""
+        from keras import ops
+
+        model = self.model
+        mapping = list(zip(model.trainable_variables, trainable)) + list(
+            zip(model.non_trainable_variables, non_trainable))
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            out = self.compute_fn(model, features, labels, training)
+        updated = [scope.get_current_value(v) for v in model.non_trainable_variables]
+        non_trainable = [old if new is None else new
+                         for old, new in zip(non_trainable, updated)]
+        loss = ops.cast(out["loss"], "float32")
+        correct = ops.cast(out["correct"], "float32")
+        weight = labels.get("weight") if isinstance(labels, dict) else None
+        weight = ops.ones_like(loss) if weight is None else ops.cast(weight, "float32")
+        return ops.sum(loss * weight), (ops.sum(correct * weight), ops.sum(weight),
+                                        non_trainable, loss, correct, weight)
+
+    def _make_train_step(self):
+        import jax
+        import jax.numpy as jnp
+
+        clip = self.config.clip_norm
+        optimizer = self.optimizer
+        lr_index = self._lr_index
+
+        def step(values, lr, features, labels):
+            trainable, non_trainable, optimizer_values = values
+            optimizer_values = list(optimizer_values)
+            if lr_index is not None:
+                optimizer_values[lr_index] = lr.astype(optimizer_values[lr_index].dtype)
+            (loss_sum, aux), grads = jax.value_and_grad(
+                lambda t: self._forward(t, non_trainable, features, labels, True),
+                has_aux=True)(trainable)
+            correct_sum, count, new_non_trainable = aux[:3]
+            total = jnp.maximum(count, 1.0)
+            grads = [g / total for g in grads]
+            norm = jnp.sqrt(sum(jnp.sum(jnp.square(g.astype("float32"))) for g in grads))
+            loss = loss_sum / total
+            finite = jnp.isfinite(loss) & jnp.isfinite(norm)
+            if clip:  # tf.clip_by_global_norm: t * clip / max(norm, clip)
+                scale = clip / jnp.maximum(norm, clip)
+                grads = [g * scale.astype(g.dtype) for g in grads]
+            new_trainable, new_optimizer = optimizer.stateless_apply(
+                optimizer_values, grads, trainable)
+
+            def keep_if_finite(new, old):
+                return [jnp.where(finite, n, o) for n, o in zip(new, old)]
+
+            values = (keep_if_finite(new_trainable, trainable), new_non_trainable,
+                      keep_if_finite(new_optimizer, optimizer_values))
+            metrics = jnp.stack([loss, correct_sum / total, norm,
+                                 finite.astype("float32"), count])
+            return values, metrics
+
+        return jax.jit(step)
+
+    def _make_eval_step(self):
+        import jax
+
+        def step(trainable, non_trainable, features, labels):
+            _, aux = self._forward(trainable, non_trainable, features, labels, False)
+            return aux[3], aux[4], aux[5]
+
+        return jax.jit(step)
+
+    # ----------------------------------------------------------- loop hooks
+    def _epoch_batches(self, train_dataset_fn, epoch, skip):
+        batches = train_dataset_fn(epoch)
+        return itertools.islice(batches, skip, None) if skip else batches
+
+    def _run_step(self, batch):
+        if self._train_step is None:
+            self._train_step = self._make_train_step()
+        features, labels = batch
+        self._values, metrics = self._train_step(
+            self._pull(), np.float32(self._lr), features, labels)
+        return np.asarray(metrics, np.float64).tolist()
+
+    def _eval_batches(self, dataset, group_key):
+        if self._eval_step is None:
+            self._eval_step = self._make_eval_step()
+        self._push()
+        trainable = [v.value for v in self.model.trainable_variables]
+        non_trainable = [v.value for v in self.model.non_trainable_variables]
+        for features, labels in dataset:
+            loss, correct, weight = (np.asarray(a) for a in self._eval_step(
+                trainable, non_trainable, features, labels))
+            real = weight > 0
+            group = None if group_key is None else np.asarray(labels[group_key])[real]
+            yield loss[real], correct[real], group
+
+    def _set_learning_rate(self, value):
+        self._lr = float(value)
+        self._assigned_lr = value
+
+    # ------------------------------------------------------------ lifecycle
+    def restore(self):
+        self._push()
+        latest = self.checkpoints.restore_latest()
+        self.restored_from = latest
+        return latest is not None
+
+    def restore_best(self):
+        self._push()
+        return self.checkpoints.restore_best()
+
+    def save_checkpoint(self):
+        self._push()
+        return super().save_checkpoint()
+
+    def reinitialize(self):
+        self._push()
+        fresh = self.model_fn()
+        for variable, value in zip(self.model.weights, fresh.weights):
+            variable.assign(value)
+        for variable in self.optimizer.variables:
+            if "learning_rate" not in variable.path:
+                variable.assign(np.zeros(variable.shape, variable.dtype))
+        self.state.global_step.assign(0)
+        if self._counters is not None:
+            self._counters["global_step"] = 0
+        self.reinits += 1
+
+    def fit(self, *args, **kwargs):
+        try:
+            return super().fit(*args, **kwargs)
+        finally:
+            self._push()
+
+    def benchmark_train_step(self, batches, seconds=10.0, count=40, warmup=3):
+        """Examples/s of the compiled step alone on up to ``count`` cached batches;
+        model and optimizer are restored afterwards."""
+        cached = list(itertools.islice(batches, count))
+        if not cached:
+            raise ValueError("benchmark_train_step needs a non-empty dataset")
+        self._push()
+        saved = [v.numpy() for v in self.model.variables + self.optimizer.variables]
+        try:
+            for batch in cached[:warmup]:
+                self._run_step(batch)
+            examples, i = 0, 0
+            start = time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                examples += int(self._run_step(cached[i % len(cached)])[4])
+                i += 1
+            return examples / (time.perf_counter() - start)
+        finally:
+            self._values = None
+            for variable, value in zip(self.model.variables + self.optimizer.variables, saved):
+                variable.assign(value)
