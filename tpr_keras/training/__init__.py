@@ -5,7 +5,7 @@ The names are imported on first use, so that ``from tpr_keras.training import fl
 answers without it.
 """
 
-import importlib
+from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
     "Trainer": "loop", "TrainConfig": "config", "EpochLoop": "epoch_loop",
@@ -21,12 +21,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__():

@@ -12,6 +12,7 @@ ids, so they share one preprocessor and one exporter:
   signatures; :func:`export_babi_model` publishes it in TF Serving's layout.
 """
 
+from tpr_keras.lazy import lazy_getattr
 from tpr_keras.models.babi.babi_inputs import babi_inputs  # noqa: F401
 
 # TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
@@ -28,11 +29,4 @@ _TENSORFLOW_EXPORTS = {
 }
 
 
-def __getattr__(name):
-    if name not in _TENSORFLOW_EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _TENSORFLOW_EXPORTS)

@@ -10,6 +10,7 @@
 * :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout.
 """
 
+from tpr_keras.lazy import lazy_getattr
 from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
     BatchToPair,
     BiDAFAttention,
@@ -37,11 +38,4 @@ _TENSORFLOW_EXPORTS = {
 }
 
 
-def __getattr__(name):
-    if name not in _TENSORFLOW_EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _TENSORFLOW_EXPORTS)

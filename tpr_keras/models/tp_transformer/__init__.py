@@ -10,6 +10,7 @@ preprocessor, exporter.
 * :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout.
 """
 
+from tpr_keras.lazy import lazy_getattr
 from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     END_ID,
     MASK_VALUE,
@@ -37,11 +38,4 @@ _TENSORFLOW_EXPORTS = {
 }
 
 
-def __getattr__(name):
-    if name not in _TENSORFLOW_EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{_TENSORFLOW_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _TENSORFLOW_EXPORTS)
