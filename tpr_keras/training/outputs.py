@@ -126,7 +126,7 @@ def export_in_tensorflow(keras_path: str, export_dir: str, model_name: str,
     command += [f"--{name}={value}" for name, value in options.items()]
     if importlib.util.find_spec("tensorflow") is None:
         print("TensorFlow is not installed here, so no SavedModel was written; where it "
-              f"is: KERAS_BACKEND=tensorflow {shlex.join(command[1:])}")
+              f"is: KERAS_BACKEND=tensorflow python {shlex.join(command[1:])}")
         return None
     done = subprocess.run(command, env=dict(os.environ, KERAS_BACKEND="tensorflow"),
                           capture_output=True, text=True)
