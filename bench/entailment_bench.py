@@ -1,6 +1,6 @@
 """Training throughput of the entailment encoders (TPRU variants, LSTM, GRU), side by side.
 
-    python -m bench.entailment_bench --cell tpru,tpru_keras,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
+    python -m bench.entailment_bench --cell tpru,tpru_scan,tpru_rnn,lstm,gru,tpru_jit \\
         --roles 32 --dim 64 --seconds 5 --repeats 7 --data_dir ../shared/data/entailment \\
         --json entailment_bench.json
 
@@ -18,9 +18,9 @@ of its time per pair relative to the ``--reference`` cell's window in the same r
 min-max); the reference, ``lstm`` unless told otherwise, is added to the cells when missing.
 
 Cells: ``lstm`` and ``gru`` (Keras' layers); ``tpru``, :class:`tpr_keras.layers.TPRU` as the
-models use it (its default loop, ``TPRU.loop``); ``tpru_while``, ``tpru_keras`` and
-``tpru_scan``, the same layer with its steps in its hand-written ``tf.while_loop`` (the
-default), in ``keras.src.backend.rnn`` (the loop ``keras.layers.RNN`` runs) or in ``tf.scan``;
+models use it (its default loop, ``TPRU.loop``); ``tpru_while`` and ``tpru_scan``, the same
+layer with its steps in its hand-written ``tf.while_loop`` (the default on TensorFlow) or in
+``tf.scan``;
 ``tpru_rnn``, the generic ``keras.layers.RNN(TPRUCell)`` (same function, same weights, nothing
 hoisted). Any cell with ``_jit`` appended runs the same training step compiled with XLA
 (``jit_compile=True``). ``_apart`` (before ``_jit``, as in ``tpru_apart_jit``) calls the
@@ -138,7 +138,7 @@ def run_one(args):
 
         entailment_models.make_recurrent_layer = generic
         cell = "tpru"
-    elif cell in ("tpru_keras", "tpru_while", "tpru_scan"):
+    elif cell in ("tpru_while", "tpru_scan"):
         make = entailment_models.make_recurrent_layer
         loop = cell[len("tpru_"):]
 
