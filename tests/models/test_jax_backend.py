@@ -1,6 +1,7 @@
 """Every model family on the JAX backend: the same weights give TensorFlow's logits
 (<= 1e-5), TPTransformer the same greedy and beam answers eagerly and under ``jax.jit``,
-and ``fit`` trains each with a jit-compiled step (TPR-RNN through its triangular solve,
+and ``fit`` trains each with a jit-compiled step, also under ``mixed_bfloat16`` (whose
+forward pass is within 2 % of the largest float32 logit) (TPR-RNN through its triangular solve,
 the entailment model through TPRU's ``keras.ops.scan`` loop, masked). The JAX side runs in a
 subprocess (the backend is chosen before Keras is imported); skipped where jax is not
 installed (the ``jax`` extra)."""
@@ -62,6 +63,18 @@ JAX_SIDE = textwrap.dedent("""
                         np.repeat(labels, 4, 0), batch_size=8, epochs=3, verbose=0,
                         shuffle=False)
     out["fit_loss"] = history.history["loss"]
+
+    # The same family under mixed_bfloat16 on JAX: forward with the same weights, and fit.
+    config = json.load(open(os.path.join(folder, "config.json")))
+    mixed = getattr(models, family).from_config({**config, "dtype": "mixed_bfloat16"})
+    mixed(data)
+    mixed.load_weights(os.path.join(folder, "model.weights.h5"))
+    out["mixed_logits"] = ops.convert_to_numpy(ops.cast(mixed(data), "float32")).tolist()
+    mixed.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss, jit_compile=True)
+    history = mixed.fit({k: np.repeat(v, 4, 0) for k, v in data.items()},
+                        np.repeat(labels, 4, 0), batch_size=8, epochs=3, verbose=0,
+                        shuffle=False)
+    out["mixed_fit_loss"] = history.history["loss"]
     json.dump(out, open(os.path.join(folder, "jax.json"), "w"))
 """)
 
@@ -78,8 +91,12 @@ def run_on_jax(model, data, labels, folder):
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads((folder / "jax.json").read_text())
     assert out["backend"] == "jax"
-    losses = out["fit_loss"]
-    assert np.isfinite(losses).all() and losses[-1] < losses[0]
+    for key in ("fit_loss", "mixed_fit_loss"):
+        losses = out[key]
+        assert np.isfinite(losses).all() and losses[-1] < losses[0], (key, losses)
+    logits = np.array(out["logits"])
+    np.testing.assert_allclose(np.array(out["mixed_logits"]), logits,
+                               atol=2e-2 * np.abs(logits).max() + 1e-6)  # bfloat16
     return out
 
 

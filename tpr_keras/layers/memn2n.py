@@ -450,7 +450,7 @@ class MemN2NNetwork(keras.layers.Layer):
             memory_size=self.memory_size if (temporal and self.temporal_encoding) else None,
             time_word_slot=self.temporal_encoding,
             embeddings_initializer=self.embeddings_initializer,
-            name=name,
+            name=name, dtype=self.dtype_policy
         )
         table.build()
         return table

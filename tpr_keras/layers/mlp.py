@@ -36,14 +36,14 @@ class TanhMLP(keras.layers.Layer):
             self.hidden_dim,
             activation="tanh",
             kernel_initializer=self.kernel_initializer,
-            name="hidden",
+            name="hidden", dtype=self.dtype_policy
         )
         self.hidden.build(input_shape)
         self.output_layer = keras.layers.Dense(
             self.output_dim,
             activation="tanh",
             kernel_initializer=self.kernel_initializer,
-            name="output",
+            name="output", dtype=self.dtype_policy
         )
         self.output_layer.build(tuple(input_shape[:-1]) + (self.hidden_dim,))
         self.built = True

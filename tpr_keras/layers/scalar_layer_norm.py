@@ -31,10 +31,14 @@ class ScalarLayerNorm(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs):
+        dtype = inputs.dtype
+        if keras.backend.standardize_dtype(dtype) in ("float16", "bfloat16"):
+            inputs = ops.cast(inputs, "float32")  # mixed precision: statistics in float32
         mean = ops.mean(inputs, axis=-1, keepdims=True)
         variance = ops.var(inputs, axis=-1, keepdims=True)
         normed = (inputs - mean) * ops.rsqrt(variance + self.epsilon)
-        return normed * self.gain + self.bias
+        return ops.cast(normed * ops.cast(self.gain, normed.dtype)
+                        + ops.cast(self.bias, normed.dtype), dtype)
 
     def compute_output_shape(self, input_shape):
         return input_shape

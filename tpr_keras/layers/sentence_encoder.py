@@ -60,7 +60,7 @@ class SentenceEncoder(keras.layers.Layer):
             self.vocabulary_size,
             self.symbol_dim,
             embeddings_initializer=self.embeddings_initializer,
-            name="word_embedding",
+            name="word_embedding", dtype=self.dtype_policy
         )
         self.embedding.build((None,))
         self.positions = self.add_weight(

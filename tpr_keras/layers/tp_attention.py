@@ -142,7 +142,8 @@ class TPMultiHeadAttention(keras.layers.Layer):
         if self.use_role:
             self.role_kernel, self.role_bias = projection("role", query_dim, width)
         self.output_kernel, self.output_bias = projection("output", width, query_dim)
-        self.attention_dropout = keras.layers.Dropout(self.dropout, name="attention_dropout")
+        self.attention_dropout = keras.layers.Dropout(self.dropout, name="attention_dropout",
+                                                    dtype=self.dtype_policy)
         self.built = True
 
     # --------------------------------------------------------------- pieces

@@ -116,10 +116,11 @@ class TPTransformerEmbedding(keras.layers.Layer):
                 kernel_initializer=keras.initializers.RandomNormal(
                     0.0, 1.0 / math.sqrt(self.model_dim)
                 ),
-                name="multiplier",
+                name="multiplier", dtype=self.dtype_policy
             )
             self.multiplier.build((None, None, self.model_dim))
-        self.output_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+        self.output_dropout = keras.layers.Dropout(self.dropout, name="dropout",
+                                                   dtype=self.dtype_policy)
         self.built = True
 
     def call(self, inputs, start_position=0, reverse=False, training=None):
@@ -166,11 +167,13 @@ class PositionwiseFeedForward(keras.layers.Layer):
         self.dropout = float(dropout)
 
     def build(self, input_shape):
-        self.inner = keras.layers.Dense(self.hidden_dim, activation="relu", name="inner")
+        self.inner = keras.layers.Dense(self.hidden_dim, activation="relu", name="inner",
+                                        dtype=self.dtype_policy)
         self.inner.build(input_shape)
-        self.outer = keras.layers.Dense(input_shape[-1], name="outer")
+        self.outer = keras.layers.Dense(input_shape[-1], name="outer", dtype=self.dtype_policy)
         self.outer.build(tuple(input_shape[:-1]) + (self.hidden_dim,))
-        self.inner_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+        self.inner_dropout = keras.layers.Dropout(self.dropout, name="dropout",
+                                                  dtype=self.dtype_policy)
         self.built = True
 
     def call(self, x, training=None):
@@ -216,14 +219,16 @@ class _TransformerLayerBase(keras.layers.Layer):
         # One attribute per norm, not a Python list: tf.train.Checkpoint (what the
         # Trainer saves) does not see layers that Keras keeps in lists.
         for i in range(1, self.num_sublayers + 2):
-            norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name=f"norm{i}")
+            norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name=f"norm{i}",
+                                                   dtype=self.dtype_policy)
             norm.build(shape)
             setattr(self, f"norm{i}", norm)
         self.feed_forward = PositionwiseFeedForward(
             self.feed_forward_dim, self.dropout, name="feed_forward"
         )
         self.feed_forward.build(shape)
-        self.sublayer_dropout = keras.layers.Dropout(self.dropout, name="dropout")
+        self.sublayer_dropout = keras.layers.Dropout(self.dropout, name="dropout",
+                                                     dtype=self.dtype_policy)
 
     @property
     def norms(self):
@@ -233,7 +238,7 @@ class _TransformerLayerBase(keras.layers.Layer):
     def _attention(self, name):
         layer = TPMultiHeadAttention(
             self.num_heads, use_role=self.use_role, dropout=self.dropout,
-            attention_form=self.attention_form, name=name
+            attention_form=self.attention_form, name=name, dtype=self.dtype_policy
         )
         shape = (None, None, self.model_dim)
         layer.build(shape, shape)

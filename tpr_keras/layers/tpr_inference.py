@@ -60,19 +60,20 @@ class TPRInference(keras.layers.Layer):
 
     def build(self, input_shape):
         question_shape = input_shape[0]
-        self.n_mlp = TanhMLP(self.hidden_dim, self.entity_dim, name="n")
+        self.n_mlp = TanhMLP(self.hidden_dim, self.entity_dim, name="n", dtype=self.dtype_policy)
         self.n_mlp.build(question_shape)
         # One attribute per step (not a Python list): tf.train.Checkpoint does
         # not see layers that Keras keeps in lists.
         for j in range(1, self.inference_steps + 1):
-            l_mlp = TanhMLP(self.hidden_dim, self.relation_dim, name=f"l{j}")
+            l_mlp = TanhMLP(self.hidden_dim, self.relation_dim, name=f"l{j}",
+                            dtype=self.dtype_policy)
             l_mlp.build(question_shape)
             setattr(self, f"l{j}_mlp", l_mlp)
-            norm = ScalarLayerNorm(name=f"layer_norm_{j}")
+            norm = ScalarLayerNorm(name=f"layer_norm_{j}", dtype=self.dtype_policy)
             norm.build((None, self.entity_dim))
             setattr(self, f"layer_norm_{j}", norm)
         self.z = keras.layers.Dense(
-            self.vocabulary_size, use_bias=False, name="z"
+            self.vocabulary_size, use_bias=False, name="z", dtype=self.dtype_policy
         )
         self.z.build((None, self.entity_dim))
         self.built = True

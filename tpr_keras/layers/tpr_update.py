@@ -90,7 +90,7 @@ class TPRUpdate(keras.layers.Layer):
 
     def build(self, input_shape):
         def mlp(name, width):
-            layer = TanhMLP(self.hidden_dim, width, name=name)
+            layer = TanhMLP(self.hidden_dim, width, name=name, dtype=self.dtype_policy)
             layer.build(input_shape)
             return layer
 

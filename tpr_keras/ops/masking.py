@@ -30,7 +30,11 @@ def mask_value(dtype):
 
 
 def softmax(x, axis=-1):
-    """``keras.ops.softmax`` over ``axis``, without its warning for an axis of size 1.
+    """``keras.ops.softmax`` over ``axis`` in ``float32``, without Keras' warning for an
+    axis of size 1.
+
+    Low-precision logits (mixed precision) are cast to ``float32`` for the softmax and
+    the weights back to their dtype.
 
     TP-Transformer's first decoding step attends over one key (eq. 3 with ``Tk = 1``);
     the softmax of one logit is exactly 1, which this returns (``ones_like``) when the
@@ -38,4 +42,8 @@ def softmax(x, axis=-1):
     """
     if x.shape[axis] == 1:
         return keras.ops.ones_like(x)
+    dtype = keras.backend.standardize_dtype(x.dtype)
+    if dtype in ("float16", "bfloat16"):
+        return keras.ops.cast(keras.ops.softmax(keras.ops.cast(x, "float32"), axis=axis),
+                              dtype)
     return keras.ops.softmax(x, axis=axis)

@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from tpr_keras.layers.tpru import TPRU
+from tpr_keras.models.dtype_policy import FLOAT32, building_under
 from tpr_keras.ops.masking import mask_value
 
 CELLS = ("tpru", "lstm", "gru")
@@ -39,9 +40,11 @@ def make_recurrent_layer(
         name: layer name.
     """
     if cell == "tpru":
-        # the fast sequence form of keras.layers.RNN(TPRUCell(...)), same function
-        return TPRU(units, num_roles=num_roles, seed=seed,
-                    return_sequences=return_sequences, name=name)
+        # the fast sequence form of keras.layers.RNN(TPRUCell(...)), same function; its
+        # normalised recurrence (eq. 6) is float32 under any policy
+        with building_under(FLOAT32):
+            return TPRU(units, num_roles=num_roles, seed=seed,
+                        return_sequences=return_sequences, name=name)
     if cell == "lstm":
         return keras.layers.LSTM(units, return_sequences=return_sequences, name=name)
     if cell == "gru":

@@ -24,6 +24,7 @@ import numpy as np
 import keras
 
 from tpr_keras.data.entailment import VOCAB_SIZE
+from tpr_keras.models.dtype_policy import building_under
 from tpr_keras.models.entailment import entailment_layers
 from tpr_keras.models.entailment.entailment_layers import (
     CELLS,
@@ -111,13 +112,16 @@ class _EntailmentModel(PresetMixin, keras.Model):
         }
         a = keras.Input(shape=(None,), dtype="int32", name="a")
         b = keras.Input(shape=(None,), dtype="int32", name="b")
-        embedding = keras.layers.Embedding(
-            config["vocabulary_size"], config["embedding_dim"], mask_zero=True,
-            embeddings_initializer=EMBEDDING_INITS[embedding_init](), name="embedding")
-        u, v = self.encode_pair(embedding, a, b, config)
-        logit = _classifier(u, v, features, config["hidden_units"])
+        # Mixed precision: the TPRU recurrences stay float32 (make_recurrent_layer).
+        with building_under(kwargs.pop("dtype", None)) as policy:
+            embedding = keras.layers.Embedding(
+                config["vocabulary_size"], config["embedding_dim"], mask_zero=True,
+                embeddings_initializer=EMBEDDING_INITS[embedding_init](), name="embedding")
+            u, v = self.encode_pair(embedding, a, b, config)
+            logit = _classifier(u, v, features, config["hidden_units"])
         kwargs.setdefault("name", self.default_name)
         super().__init__(inputs={"a": a, "b": b}, outputs=logit, **kwargs)
+        self.dtype_policy_name = policy
         for key in (*self._OPTIONS, *self._EXTRA_OPTIONS):
             setattr(self, key, config[key])
 
@@ -129,7 +133,7 @@ class _EntailmentModel(PresetMixin, keras.Model):
         raise NotImplementedError
 
     def get_config(self):
-        return {"name": self.name, **{key: getattr(self, key)
+        return {"name": self.name, "dtype": self.dtype_policy_name, **{key: getattr(self, key)
                                       for key in (*self._OPTIONS, *self._EXTRA_OPTIONS)}}
 
 

@@ -4,6 +4,7 @@ import keras
 
 from tpr_keras.layers.memn2n import MemN2NNetwork
 from tpr_keras.models.babi.babi_inputs import babi_inputs
+from tpr_keras.models.dtype_policy import FLOAT32, building_under, resolve
 from tpr_keras.models.memn2n.memn2n_presets import PRESETS
 from tpr_keras.models.presets import PresetMixin
 
@@ -51,7 +52,10 @@ class MemN2N(PresetMixin, keras.Model):
 
     def __init__(self, vocabulary_size, max_words, **kwargs):
         network_args = {k: kwargs.pop(k) for k in self.NETWORK_ARGS if k in kwargs}
-        network = MemN2NNetwork(vocabulary_size, name="memn2n", **network_args)
+        policy = resolve(kwargs.pop("dtype", None))
+        # The whole network is memory hops and their softmax: float32 under any policy.
+        with building_under(FLOAT32):
+            network = MemN2NNetwork(vocabulary_size, name="memn2n", **network_args)
         story, question = babi_inputs(max_words)
         logits = network([story, question])
         super().__init__(
@@ -59,6 +63,7 @@ class MemN2N(PresetMixin, keras.Model):
             outputs=logits,
             **kwargs,
         )
+        self.dtype_policy_name = policy
         self.vocabulary_size = int(vocabulary_size)
         self.max_words = int(max_words)
         self.network = network
@@ -90,6 +95,7 @@ class MemN2N(PresetMixin, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": self.dtype_policy_name,
             "vocabulary_size": self.vocabulary_size,
             "max_words": self.max_words,
             **{key: network[key] for key in self.NETWORK_ARGS},

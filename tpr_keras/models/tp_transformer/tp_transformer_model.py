@@ -9,6 +9,7 @@ from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerEmbedding,
     TPTransformerEncoderLayer,
 )
+from tpr_keras.models.dtype_policy import building_under
 from tpr_keras.models.presets import PresetMixin
 from tpr_keras.models.tp_transformer.tp_transformer_presets import PRESETS
 from tpr_keras.ops.masking import MASK_VALUE
@@ -130,26 +131,29 @@ class TPTransformer(PresetMixin, keras.Model):
                     f"vocabulary has {len(vocabulary)} symbols but vocabulary_size="
                     f"{vocabulary_size}."
                 )
-        embedding = TPTransformerEmbedding(
-            vocabulary_size, model_dim, multiplicative_embedding, dropout, name="embedding"
-        )
-        layer_args = dict(
-            num_heads=num_heads,
-            feed_forward_dim=feed_forward_dim,
-            use_role=use_role,
-            norm_placement=norm_placement,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            attention_form=attention_form,
-        )
-        encoder_layers = [
-            TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
-            for i in range(num_encoder_layers)
-        ]
-        decoder_layers = [
-            TPTransformerDecoderLayer(**layer_args, name=f"decoder_{i}")
-            for i in range(num_decoder_layers)
-        ]
+        # Mixed precision: everything in the policy's dtype; the attention softmax and
+        # the layer norms compute in float32 (ops.masking.softmax, ScalarLayerNorm).
+        with building_under(kwargs.pop("dtype", None)) as policy:
+            embedding = TPTransformerEmbedding(
+                vocabulary_size, model_dim, multiplicative_embedding, dropout, name="embedding"
+            )
+            layer_args = dict(
+                num_heads=num_heads,
+                feed_forward_dim=feed_forward_dim,
+                use_role=use_role,
+                norm_placement=norm_placement,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                attention_form=attention_form,
+            )
+            encoder_layers = [
+                TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
+                for i in range(num_encoder_layers)
+            ]
+            decoder_layers = [
+                TPTransformerDecoderLayer(**layer_args, name=f"decoder_{i}")
+                for i in range(num_decoder_layers)
+            ]
 
         source = keras.Input((None,), dtype="int32", name="source")
         target_in = keras.Input((None,), dtype="int32", name="target_in")
@@ -164,6 +168,7 @@ class TPTransformer(PresetMixin, keras.Model):
         super().__init__(
             inputs={"source": source, "target_in": target_in}, outputs=logits, **kwargs
         )
+        self.dtype_policy_name = policy
         self.vocabulary_size = int(vocabulary_size)
         self.model_dim = int(model_dim)
         self.num_heads = int(num_heads)
@@ -201,6 +206,7 @@ class TPTransformer(PresetMixin, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": self.dtype_policy_name,
             "vocabulary_size": self.vocabulary_size,
             "model_dim": self.model_dim,
             "num_heads": self.num_heads,

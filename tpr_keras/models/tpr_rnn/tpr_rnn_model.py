@@ -7,6 +7,7 @@ from tpr_keras.layers.sentence_encoder import SentenceEncoder
 from tpr_keras.layers.tpr_inference import TPRInference
 from tpr_keras.layers.tpr_update import TPRUpdate
 from tpr_keras.models.babi.babi_inputs import babi_inputs
+from tpr_keras.models.dtype_policy import FLOAT32, building_under
 from tpr_keras.models.presets import PresetMixin
 from tpr_keras.models.tpr_rnn.tpr_rnn_presets import PRESETS
 
@@ -67,23 +68,14 @@ class TPRRNN(PresetMixin, keras.Model):
     ):
         symbol_dim = int(symbol_dim or vocabulary_size)
         hidden_dim = int(hidden_dim or symbol_dim)
-        encoder = SentenceEncoder(vocabulary_size, symbol_dim, name="encoder")
-        update = TPRUpdate(
-            entity_dim,
-            relation_dim,
-            hidden_dim,
-            operations,
-            implementation=implementation,
-            name="update",
-        )
-        inference = TPRInference(
-            vocabulary_size,
-            entity_dim,
-            relation_dim,
-            hidden_dim,
-            inference_steps,
-            name="inference",
-        )
+        with building_under(kwargs.pop("dtype", None)) as policy:
+            encoder = SentenceEncoder(vocabulary_size, symbol_dim, name="encoder")
+        # The memory and everything that writes or reads it: float32 under any policy.
+        with building_under(FLOAT32):
+            update = TPRUpdate(entity_dim, relation_dim, hidden_dim, operations,
+                               implementation=implementation, name="update")
+            inference = TPRInference(vocabulary_size, entity_dim, relation_dim, hidden_dim,
+                                     inference_steps, name="inference")
 
         story, question = babi_inputs(max_words)
         sentence_mask = ops.any(ops.not_equal(story, 0), axis=-1)
@@ -94,6 +86,7 @@ class TPRRNN(PresetMixin, keras.Model):
             outputs=logits,
             **kwargs,
         )
+        self.dtype_policy_name = policy
         self.vocabulary_size = int(vocabulary_size)
         self.max_words = int(max_words)
         self.symbol_dim = symbol_dim
@@ -113,6 +106,7 @@ class TPRRNN(PresetMixin, keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
+            "dtype": self.dtype_policy_name,
             "vocabulary_size": self.vocabulary_size,
             "max_words": self.max_words,
             "symbol_dim": self.symbol_dim,
