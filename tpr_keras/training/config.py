@@ -44,6 +44,14 @@ class TrainConfig:
         verbose: 0 silent, 1 progress bar, 2 plain lines (log files): one per
             epoch, and one every ``progress_seconds`` inside an epoch.
         progress_seconds: with ``verbose=2``, the interval of in-epoch lines.
+        loss_scale: dynamic loss scaling (for ``mixed_float16``): the summed loss is
+            multiplied by a scale before differentiation and the gradients divided by
+            it; a step whose scaled gradient overflows is skipped and halves the scale
+            (it is not a NaN: no re-initialisation), and every
+            ``loss_scale_period`` applied steps double it. None (default): on exactly
+            when Keras' global dtype policy is ``mixed_float16`` when the trainer is
+            built.
+        loss_scale_period: applied steps between doublings of the loss scale.
         jit_compile: compile the training step with XLA, which fuses its many
             small ops. Small recurrent models on a CPU, whose steps are
             dominated by per-op overhead, gain the most (measured in
@@ -72,3 +80,5 @@ class TrainConfig:
     verbose: int = 1
     progress_seconds: float = 60.0
     jit_compile: bool = False
+    loss_scale: bool | None = None
+    loss_scale_period: int = 2000

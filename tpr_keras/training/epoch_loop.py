@@ -37,6 +37,11 @@ class EpochLoop:
     """
 
     def _init_loop(self):
+        scaling = self.config.loss_scale
+        if scaling is None:
+            scaling = keras.config.dtype_policy().name == "mixed_float16"
+        self.loss_scaling = bool(scaling)
+        self._good_steps = 0  # applied steps since the loss scale last changed
         self._counters = None  # Python mirrors of the per-step counters during fit()
         self._clock = None  # fit()'s start and the checkpointed seconds it adds to
         self._assigned_lr = None
@@ -61,6 +66,10 @@ class EpochLoop:
 
     def _set_learning_rate(self, value):
         """Makes ``value`` the learning rate of the next steps."""
+        raise NotImplementedError
+
+    def _set_loss_scale(self, value):
+        """Makes ``value`` the loss scale of the next steps (with ``loss_scaling``)."""
         raise NotImplementedError
 
     def restore(self):
@@ -347,6 +356,17 @@ class EpochLoop:
             # the data position counts every batch consumed, skipped or not
             counters["step_in_epoch"] += 1
             examples += int(count)
+            if not applied and self.loss_scaling:  # an overflow of the scaled gradient
+                counters["skipped_steps"] += 1
+                self._good_steps = 0
+                scale = self.state.value("loss_scale") / 2.0
+                self.state.loss_scale.assign(scale)
+                self._set_loss_scale(scale)
+                if scale < 1.0:
+                    raise FloatingPointError(
+                        f"Non-finite loss or gradient at loss scale {scale * 2:g} (step "
+                        f"{counters['global_step']}): not an overflow, the model diverged.")
+                continue
             if not applied:
                 counters["skipped_steps"] += 1
                 print(f"Non-finite loss/gradient at step {counters['global_step']}: "
@@ -361,6 +381,13 @@ class EpochLoop:
                 continue
             counters["global_step"] += 1
             step = counters["global_step"]
+            if self.loss_scaling:
+                self._good_steps += 1
+                if self._good_steps >= cfg.loss_scale_period:
+                    self._good_steps = 0
+                    scale = self.state.value("loss_scale") * 2.0
+                    self.state.loss_scale.assign(scale)
+                    self._set_loss_scale(scale)
             if not counters["warmup_done"] and policy.warmup_done(step):
                 counters["warmup_done"] = True
             counters["epoch_loss_sum"] += loss

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 HELP_GROUPS = [
     ("Distribution, checkpoints and time budget (every train.* command)",
      ["strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
-      "jit_compile"]),
+      "jit_compile", "dtype_policy"]),
     ("Output (every train.* command)", ["verbose", "debug", "tf_logs", "list_presets"]),
 ]
 
@@ -62,7 +62,14 @@ def define_flags():
     flags.DEFINE_bool(
         "jit_compile", False,
         "Compile the training step with XLA: it fuses the step's small ops, which speeds up "
-        "small recurrent models on a CPU most; every new batch shape is compiled once.")
+        "small recurrent models on a CPU most; every new batch shape is compiled once. "
+        "Default: on where a GPU is, else off.")
+    flags.DEFINE_enum(
+        "dtype_policy", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
+        "Keras dtype policy of the model. mixed_*: matrix products in bfloat16/float16 "
+        "with float32 variables; the TPR memory, TPRU's recurrence, MemN2N's hops, softmax, "
+        "layer norms and losses stay float32. mixed_float16 scales the loss dynamically. "
+        "Pays on GPUs; on a CPU it is mostly slower.")
     flags.DEFINE_enum(
         "verbose", "auto", ["auto", "0", "1", "2"],
         "auto: a progress bar when stdout is a terminal, else 2. 0: silent; 1: progress "
@@ -109,6 +116,9 @@ def setup(global_batch):
     tf = cli.import_tensorflow()  # quietly: no CUDA probing noise on CPU-only machines
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
+    apply_dtype_policy()
+    FLAGS.jit_compile = xla_default(FLAGS.jit_compile, FLAGS["jit_compile"].present,
+                                    tf.config.list_physical_devices("GPU"))
     strategy = make_strategy(FLAGS.strategy)
     replicas = strategy.num_replicas_in_sync
     if global_batch % replicas:
@@ -140,6 +150,7 @@ def setup_jax(global_batch):
             f"--strategy {FLAGS.strategy} is a tf.distribute strategy and Keras runs on "
             "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer uses one "
             "device), or set KERAS_BACKEND=tensorflow to train with tf.distribute.")
+    apply_dtype_policy()
     import jax
 
     device = jax.devices()[0]
@@ -149,11 +160,41 @@ def setup_jax(global_batch):
     print(line)
 
 
-def keras_backend():
-    """The Keras backend this process runs (imports Keras)."""
+def xla_default(jit_compile, given, gpus):
+    """``--jit_compile`` as given, else on where a GPU is: XLA pays most on accelerators
+    (on JAX every step is compiled anyway). On a CPU it stays off unless asked for or a
+    recipe turns it on (``train.entailment``'s): ``results/backends.md`` measures it."""
+    return bool(jit_compile) if given else bool(jit_compile or gpus)
+
+
+def apply_dtype_policy():
+    """Makes ``--dtype_policy`` Keras' global policy: the models built next take it (and
+    keep it in their config)."""
     import keras
 
-    return keras.backend.backend()
+    keras.config.set_dtype_policy(FLAGS.dtype_policy)
+    if FLAGS.dtype_policy != "float32":
+        print(f"Dtype policy {FLAGS.dtype_policy}.")
+
+
+def keras_backend():
+    """The Keras backend this process will run, found as Keras finds it
+    (``KERAS_BACKEND``, then ``backend`` in ``$KERAS_HOME/keras.json`` or
+    ``~/.keras/keras.json``, then TensorFlow) without importing Keras, so that
+    TensorFlow is still imported quietly afterwards (``cli.import_tensorflow``)."""
+    import json
+    import os
+
+    if "keras" in sys.modules:
+        return sys.modules["keras"].backend.backend()
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    try:
+        with open(os.path.join(home, "keras.json")) as f:
+            return json.load(f).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
 
 
 def trainer_kwargs():

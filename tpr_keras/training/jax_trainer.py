@@ -122,23 +122,30 @@ class JaxTrainer(EpochLoop):
         optimizer = self.optimizer
         lr_index = self._lr_index
 
-        def step(values, lr, features, labels):
+        scaling = self.loss_scaling
+
+        def scaled_forward(trainable, non_trainable, scale, features, labels):
+            loss_sum, aux = self._forward(trainable, non_trainable, features, labels, True)
+            return (loss_sum * scale if scaling else loss_sum), (loss_sum, aux)
+
+        def step(values, lr, scale, features, labels):
             trainable, non_trainable, optimizer_values = values
             optimizer_values = list(optimizer_values)
             if lr_index is not None:
                 optimizer_values[lr_index] = lr.astype(optimizer_values[lr_index].dtype)
-            (loss_sum, aux), grads = jax.value_and_grad(
-                lambda t: self._forward(t, non_trainable, features, labels, True),
-                has_aux=True)(trainable)
+            (_, (loss_sum, aux)), grads = jax.value_and_grad(
+                scaled_forward, has_aux=True)(trainable, non_trainable, scale, features,
+                                              labels)
             correct_sum, count, new_non_trainable = aux[:3]
             total = jnp.maximum(count, 1.0)
-            grads = [g / total for g in grads]
+            divisor = total * scale if scaling else total  # the mean, unscaled
+            grads = [g / divisor.astype(g.dtype) for g in grads]
             norm = jnp.sqrt(sum(jnp.sum(jnp.square(g.astype("float32"))) for g in grads))
             loss = loss_sum / total
             finite = jnp.isfinite(loss) & jnp.isfinite(norm)
             if clip:  # tf.clip_by_global_norm: t * clip / max(norm, clip)
-                scale = clip / jnp.maximum(norm, clip)
-                grads = [g * scale.astype(g.dtype) for g in grads]
+                factor = clip / jnp.maximum(norm, clip)
+                grads = [g * factor.astype(g.dtype) for g in grads]
             new_trainable, new_optimizer = optimizer.stateless_apply(
                 optimizer_values, grads, trainable)
 
@@ -167,12 +174,19 @@ class JaxTrainer(EpochLoop):
         batches = train_dataset_fn(epoch)
         return itertools.islice(batches, skip, None) if skip else batches
 
+    def train_step(self, batch):
+        """One compiled training step on ``batch`` (numpy ``(features, labels)``): ``[loss,
+        accuracy, grad_norm, applied, examples]``, what :meth:`fit` runs; the
+        benchmarks time it."""
+        return self._run_step(batch)
+
     def _run_step(self, batch):
         if self._train_step is None:
             self._train_step = self._make_train_step()
         features, labels = batch
         self._values, metrics = self._train_step(
-            self._pull(), np.float32(self._lr), features, labels)
+            self._pull(), np.float32(self._lr), np.float32(self.state.value("loss_scale")),
+            features, labels)
         return np.asarray(metrics, np.float64).tolist()
 
     def _eval_batches(self, dataset, group_key):
@@ -191,6 +205,9 @@ class JaxTrainer(EpochLoop):
     def _set_learning_rate(self, value):
         self._lr = float(value)
         self._assigned_lr = value
+
+    def _set_loss_scale(self, value):
+        pass  # the step takes state.loss_scale as an argument
 
     # ------------------------------------------------------------ lifecycle
     def restore(self):

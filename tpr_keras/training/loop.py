@@ -139,8 +139,14 @@ class Trainer(EpochLoop):
         with tf.GradientTape() as tape:
             out = self.compute_fn(self.model, features, labels, True)
             loss_sum = tf.reduce_sum(out["loss"])
-        grads = tape.gradient(loss_sum, self.model.trainable_variables)
+            if self.loss_scaling:
+                scale = tf.cast(self.state.loss_scale, loss_sum.dtype)
+                scaled = loss_sum * scale
+        grads = tape.gradient(scaled if self.loss_scaling else loss_sum,
+                              self.model.trainable_variables)
         grads = [tf.convert_to_tensor(g) for g in grads]
+        if self.loss_scaling:
+            grads = [g / tf.cast(scale, g.dtype) for g in grads]
         count = tf.cast(tf.shape(out["loss"])[0], tf.float32)
         return loss_sum, grads, tf.reduce_sum(out["correct"]), count
 
@@ -265,6 +271,9 @@ class Trainer(EpochLoop):
 
     def _run_step(self, batch):
         return self._train_step(batch)["metrics"].numpy().tolist()
+
+    def _set_loss_scale(self, value):
+        pass  # the step reads state.loss_scale, which the loop has assigned
 
     def _eval_batches(self, dataset, group_key):
         if self._eval_step is None:

@@ -21,11 +21,12 @@ _FIELDS = (
     ("epoch_steps", 0, "int64"),
     ("train_seconds", 0.0, "float64"),
     ("epoch_seconds", 0.0, "float64"),
+    ("loss_scale", 2.0 ** 15, "float64"),
 )
 
 #: Fields added after checkpoints of long runs existed: a checkpoint without them restores
-#: with their initial values instead of failing (they only count time).
-OPTIONAL_FIELDS = frozenset({"train_seconds", "epoch_seconds"})
+#: with their initial values instead of failing (they count time or hold the loss scale).
+OPTIONAL_FIELDS = frozenset({"train_seconds", "epoch_seconds", "loss_scale"})
 
 
 @dataclasses.dataclass
@@ -59,6 +60,8 @@ class TrainerState:
             up to the checkpoint, summed over every process of the run: a resumed run
             adds to it, and the time after a process's last checkpoint, redone by the
             next, is not counted twice.
+        loss_scale: the current scale of dynamic loss scaling (used only when the
+            trainer scales, see :class:`~tpr_keras.training.config.TrainConfig`).
         epoch_seconds: wall seconds of the current epoch's training steps up to the
             checkpoint, summed the same way (0 between epochs). Under multi-worker
             training each worker counts its own time; the chief's is the one reported.
@@ -84,6 +87,7 @@ class TrainerState:
     epoch_steps: object
     train_seconds: object
     epoch_seconds: object
+    loss_scale: object
 
     @classmethod
     def create(cls):
