@@ -21,6 +21,7 @@ from absl import flags, logging
 
 from tpr_keras import cli
 from tpr_keras.training import flags as train_flags
+from tpr_keras.training.outputs import export_in_tensorflow
 
 PROCESS_START = time.time()
 FLAGS = flags.FLAGS
@@ -97,14 +98,16 @@ def main(argv):
     del argv
     if FLAGS.verbosity <= 0:
         logging.set_verbosity(logging.WARNING)
-    cli.import_tensorflow()
+    on_jax = train_flags.keras_backend() == "jax"
+    if not on_jax:
+        cli.import_tensorflow()
     import keras
 
     from tpr_keras.data import entailment
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-    from tpr_keras.models.entailment import export_entailment_model, resolve_recipe
-    from tpr_keras.training import (Trainer, TrainConfig, binary_classification, get_optimizer,
-                                    is_chief, save_run, training_time_line)
+    from tpr_keras.models.entailment import resolve_recipe
+    from tpr_keras.training import (TrainConfig, binary_classification, get_optimizer,
+                                    save_run, training_time_line)
     from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
 
     model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
@@ -117,8 +120,12 @@ def main(argv):
         budget_given=FLAGS.epochs is not None or FLAGS.steps is not None)
     FLAGS.max_train_minutes, FLAGS.jit_compile = limits["max_train_minutes"], limits["jit_compile"]
     print(describe_recipe(FLAGS.recipe, recipe, hp, limits))
-    strategy = train_flags.setup(global_batch=hp["batch_size"])
-    replicas = strategy.num_replicas_in_sync
+    if on_jax:
+        strategy, replicas = None, 1
+        train_flags.setup_jax(global_batch=hp["batch_size"])
+    else:
+        strategy = train_flags.setup(global_batch=hp["batch_size"])
+        replicas = strategy.num_replicas_in_sync
     config = TrainConfig(
         learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
         clip_norm=hp["clip_norm"] or None, warmup_steps=0, halve_lr_below=None,
@@ -144,8 +151,19 @@ def main(argv):
                                        pooling=FLAGS.pooling, features=FLAGS.features,
                                        embedding_init=FLAGS.embedding_init, seed=FLAGS.seed)
 
-    trainer = Trainer(model_fn, lambda: get_optimizer(hp["optimizer"], hp["learning_rate"]),
-                      binary_classification(), config, FLAGS.model_dir, strategy=strategy)
+    def optimizer_fn():
+        return get_optimizer(hp["optimizer"], hp["learning_rate"])
+
+    if on_jax:
+        from tpr_keras.training import JaxTrainer
+
+        trainer = JaxTrainer(model_fn, optimizer_fn, binary_classification("label"), config,
+                             FLAGS.model_dir)
+    else:
+        from tpr_keras.training import Trainer
+
+        trainer = Trainer(model_fn, optimizer_fn, binary_classification(), config,
+                          FLAGS.model_dir, strategy=strategy)
     model = trainer.model
     params = model.count_params()
     trainable = sum(int(w.numpy().size) for w in model.trainable_weights)
@@ -160,12 +178,19 @@ def main(argv):
     # on average). Masks make the two paddings give the same outputs.
     pad_to = "longest" if config.jit_compile else None
 
-    def train_fn(epoch):
-        return entailment.make_dataset(train, hp["batch_size"], shuffle=True,
-                                       augment=hp["augment"], pad_to=pad_to,
-                                       seed=FLAGS.seed * 100_003 + epoch)
+    if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
+        from tpr_keras.data.entailment_batches import EntailmentBatches
 
-    eval_ds = {k: entailment.make_dataset(v, 256) for k, v in evals.items()}
+        train_fn = EntailmentBatches(train, hp["batch_size"], shuffle=True,
+                                     augment=hp["augment"], seed=FLAGS.seed).batches
+        eval_ds = {k: EntailmentBatches(v, 256) for k, v in evals.items()}
+    else:
+        def train_fn(epoch):
+            return entailment.make_dataset(train, hp["batch_size"], shuffle=True,
+                                           augment=hp["augment"], pad_to=pad_to,
+                                           seed=FLAGS.seed * 100_003 + epoch)
+
+        eval_ds = {k: entailment.make_dataset(v, 256) for k, v in evals.items()}
     started = time.time()
     history = trainer.fit(train_fn, eval_ds["validate"],
                           steps_per_epoch=-(-len(train.labels) // hp["batch_size"]))
@@ -188,14 +213,21 @@ def main(argv):
             "cell", "arch", "features", "train_limit", "steps", "seed")} | hp | limits | {
             "recipe": recipe,
             "preset": preset, "dim": model.units, "roles": model.num_roles,
-            "pooling": model.pooling, "replicas": replicas},
+            "pooling": model.pooling, "replicas": replicas,
+            "backend": keras.backend.backend()},
     }
-    if is_chief(strategy):
+    if trainer.chief:
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
                          entailment.save_vocabulary)
-        served = export_entailment_model(
-            keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
-        print(f"SavedModel for TF Serving: {served}")
+        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
+            served = export_in_tensorflow(saved, os.path.dirname(saved), FLAGS.model_name)
+        else:
+            from tpr_keras.models.entailment import export_entailment_model
+
+            served = export_entailment_model(
+                keras.models.load_model(saved), os.path.dirname(saved), FLAGS.model_name)
+        if served:
+            print(f"SavedModel for TF Serving: {served}")
     print(training_time_line(train_seconds, process_train_seconds,
                              time.time() - PROCESS_START))
 

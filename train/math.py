@@ -23,6 +23,7 @@ from absl import flags, logging
 PROCESS_START = time.time()
 from tpr_keras import cli  # noqa: E402
 from tpr_keras.training import flags as train_flags  # noqa: E402
+from tpr_keras.training.outputs import export_in_tensorflow  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -95,19 +96,39 @@ def describe_recipe(flag, preset, recipe):
             f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
 
 
+def jax_greedy_accuracy(model, max_length):
+    """``batches -> exact match %`` of greedy answers on JAX (whole answer + end symbol,
+    as ``tpr_keras.training.evaluation.greedy_scorer``), one ``jax.jit`` decoder for
+    every module; the weight-0 filler rows of the batches are left out."""
+    import jax
+    import numpy as np
+
+    decode = jax.jit(lambda source: model.greedy_decode(source, max_length=max_length)[0])
+
+    def accuracy(batches):
+        hits = []
+        for features, labels in batches:
+            ids = np.asarray(decode(features["source"]))
+            target = labels["target_out"][:, :ids.shape[1]]
+            target = np.pad(target, ((0, 0), (0, ids.shape[1] - target.shape[1])))
+            hits.append((ids == target).all(axis=1)[labels["weight"] > 0])
+        return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
+
+    return accuracy
+
+
 def main(argv):
     del argv
     if FLAGS.verbosity <= 0:
         logging.set_verbosity(logging.WARNING)
-    cli.import_tensorflow()
+    on_jax = train_flags.keras_backend() == "jax"
+    if not on_jax:
+        cli.import_tensorflow()
     import keras
 
     from tpr_keras.data import mathematics
-    from tpr_keras.models.tp_transformer import (TPTransformer, export_math_model,
-                                                 resolve_preset, sequence_compute_fn)
-    from tpr_keras.training import (Trainer, TrainConfig, get_optimizer, is_chief, save_run,
-                                    training_time_line)
-    from tpr_keras.training.evaluation import greedy_accuracy, greedy_scorer
+    from tpr_keras.models.tp_transformer import TPTransformer, resolve_preset, sequence_compute_fn
+    from tpr_keras.training import TrainConfig, get_optimizer, save_run, training_time_line
 
     preset, recipe = resolve_preset(
         FLAGS.preset, use_role=FLAGS.model == "tp_transformer",
@@ -115,8 +136,12 @@ def main(argv):
     for key, value in recipe.items():
         setattr(FLAGS, key, value)
     print(describe_recipe(FLAGS.preset, preset, recipe))
-    strategy = train_flags.setup(global_batch=FLAGS.batch_size)
-    replicas = strategy.num_replicas_in_sync
+    if on_jax:
+        strategy, replicas = None, 1
+        train_flags.setup_jax(global_batch=FLAGS.batch_size)
+    else:
+        strategy = train_flags.setup(global_batch=FLAGS.batch_size)
+        replicas = strategy.num_replicas_in_sync
     config = TrainConfig(
         learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
         clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
@@ -137,20 +162,37 @@ def main(argv):
                                          vocabulary=data.vocab.tokens,
                                          use_role=FLAGS.model == "tp_transformer")
 
-    trainer = Trainer(model_fn, lambda: get_optimizer("adam", FLAGS.learning_rate,
-                                                      FLAGS.beta_1, FLAGS.beta_2),
-                      sequence_compute_fn(), config, FLAGS.model_dir, strategy=strategy)
+    def optimizer_fn():
+        return get_optimizer("adam", FLAGS.learning_rate, FLAGS.beta_1, FLAGS.beta_2)
+
+    if on_jax:
+        from tpr_keras.training import JaxTrainer
+
+        trainer = JaxTrainer(model_fn, optimizer_fn, sequence_compute_fn(), config,
+                             FLAGS.model_dir)
+    else:
+        from tpr_keras.training import Trainer
+
+        trainer = Trainer(model_fn, optimizer_fn, sequence_compute_fn(), config,
+                          FLAGS.model_dir, strategy=strategy)
     model = trainer.model
     print(f"{FLAGS.model} ({preset}): {model.count_params():,} parameters.")
 
-    def train_fn(epoch):
-        return mathematics.make_dataset(data.train, FLAGS.batch_size, shuffle=True,
-                                        seed=FLAGS.seed * 100_003 + epoch,
-                                        balance_modules=FLAGS.balance_modules)
-
     interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
                                                     data.module_names)
-    valid_ds = mathematics.make_dataset(interpolate, FLAGS.eval_batch_size)
+    if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
+        from tpr_keras.data.math_batches import MathBatches
+
+        train_fn = MathBatches(data.train, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed,
+                               balance_modules=FLAGS.balance_modules).batches
+        valid_ds = MathBatches(interpolate, FLAGS.eval_batch_size)
+    else:
+        def train_fn(epoch):
+            return mathematics.make_dataset(data.train, FLAGS.batch_size, shuffle=True,
+                                            seed=FLAGS.seed * 100_003 + epoch,
+                                            balance_modules=FLAGS.balance_modules)
+
+        valid_ds = mathematics.make_dataset(interpolate, FLAGS.eval_batch_size)
     started = time.time()
     history = trainer.fit(train_fn, valid_ds,
                           steps_per_epoch=-(-len(data.train) // FLAGS.batch_size))
@@ -158,12 +200,25 @@ def main(argv):
     train_seconds = trainer.train_seconds  # every process of the run (resumes included)
 
     max_length = model.max_decode_length
-    scorer = greedy_scorer(model, max_length)
+    if on_jax:
+        from tpr_keras.data.math_batches import MathBatches
+
+        score = jax_greedy_accuracy(model, max_length)
+
+        def accuracy(split):
+            return score(MathBatches(split, FLAGS.eval_batch_size))
+    else:
+        from tpr_keras.training.evaluation import greedy_accuracy, greedy_scorer
+
+        scorer = greedy_scorer(model, max_length)
+
+        def accuracy(split):
+            return greedy_accuracy(scorer, mathematics.make_dataset(split,
+                                                                    FLAGS.eval_batch_size))
     results = {"interpolate_accuracy_percent": {}, "extrapolate_accuracy_percent": {}}
     for regime in ("interpolate", "extrapolate"):
         for module, split in getattr(data, regime).items():
-            ds = mathematics.make_dataset(split, FLAGS.eval_batch_size)
-            results[f"{regime}_accuracy_percent"][module] = greedy_accuracy(scorer, ds)
+            results[f"{regime}_accuracy_percent"][module] = accuracy(split)
     print("\nregime      | modules | mean accuracy % | modules > 95 %")
     summary = {}
     for regime in ("interpolate", "extrapolate"):
@@ -192,13 +247,20 @@ def main(argv):
             "clip_norm", "warmup_steps", "epochs", "steps", "max_train_minutes", "seed",
             "limit_per_file", "balance_modules")}
         | {"preset": preset, "preset_flag": FLAGS.preset, "replicas": replicas,
-           "strategy": type(strategy).__name__},
+           "strategy": type(strategy).__name__ if strategy else None,
+           "backend": keras.backend.backend()},
     })
-    if is_chief(strategy):
+    if trainer.chief:
         saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, model, data.vocab.save)
-        served = export_math_model(keras.models.load_model(saved), data.vocab,
-                                   os.path.dirname(saved), FLAGS.model_name)
-        print(f"SavedModel for TF Serving: {served}")
+        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
+            served = export_in_tensorflow(saved, os.path.dirname(saved), FLAGS.model_name)
+        else:
+            from tpr_keras.models.tp_transformer import export_math_model
+
+            served = export_math_model(keras.models.load_model(saved), data.vocab,
+                                       os.path.dirname(saved), FLAGS.model_name)
+        if served:
+            print(f"SavedModel for TF Serving: {served}")
     print(training_time_line(train_seconds, process_train_seconds,
                              time.time() - PROCESS_START))
 

@@ -80,3 +80,24 @@ def test_flag_help_states_the_preset_defaults():
         else:
             assert float(stated) == float(value), f"--{name} help says {stated}, preset {value}"
     assert "by 10" in helps["decay_every_epochs"] and presets.RECIPE["decay_factor"] == 0.1
+
+
+@pytest.mark.slow
+def test_train_entailment_on_jax_with_mixed_bfloat16(tiny_entailment, tmp_path):
+    """Under KERAS_BACKEND=jax: the JAX trainer on numpy batches, mixed_bfloat16 recorded
+    in the saved model's config, and the SavedModel written by a TensorFlow process."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               KERAS_BACKEND="jax")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.entailment", "--data_dir", str(tiny_entailment),
+         "--model_dir", str(tmp_path), "--dim", "8", "--roles", "4", "--epochs", "2",
+         "--batch_size", "8", "--verbose", "0", "--dtype_policy", "mixed_bfloat16"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["config"]["backend"] == "jax"
+    assert results["model_config"]["dtype"] == "mixed_bfloat16"
+    assert results["steps"] == 2 * 4
+    assert all(v % 12.5 == pytest.approx(0) or v % 12.5 == pytest.approx(12.5)
+               for v in results["accuracy_percent"].values())
+    assert (tmp_path / "export" / "entailment" / "1" / "saved_model.pb").exists()

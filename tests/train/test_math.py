@@ -63,3 +63,29 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
         assert "Preset auto -> tiny (no GPU" in done.stdout
     else:
         assert "Preset tiny: Adam lr 0.003" in done.stdout
+
+
+@pytest.mark.slow
+def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, tmp_path):
+    """Under KERAS_BACKEND=jax: the JAX trainer on numpy batches, the greedy exact match on
+    JAX, and the SavedModel (written by TensorFlow) giving the same greedy answers."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               KERAS_BACKEND="jax")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--preset", "tiny",
+         "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
+         "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["config"]["backend"] == "jax" and results["steps"] == 6
+    accuracy = results["interpolate_accuracy_percent"]["numbers__place_value"]
+    assert accuracy % 6.25 == 0
+    import tensorflow as tf
+
+    served = tf.saved_model.load(str(tmp_path / "export" / "math" / "1"))
+    lines = (tiny_math / "interpolate" / "numbers__place_value.txt").read_text().splitlines()
+    questions, answers = lines[0::2], lines[1::2]
+    out = served.signatures["serving_default"](question=tf.constant(questions))
+    got = [a.decode() for a in out["answer"].numpy()]
+    assert 100.0 * np.mean([g == a for g, a in zip(got, answers)]) == accuracy

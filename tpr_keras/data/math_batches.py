@@ -1,0 +1,99 @@
+"""Batches of a Mathematics Dataset split as numpy arrays: its input path without TensorFlow."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpr_keras.data.mathematics import CharVocabulary, MathSplit, balanced_indices
+
+
+class MathBatches:
+    """A :class:`~tpr_keras.data.mathematics.MathSplit` in fixed-size numpy batches.
+
+    The elements of :func:`~tpr_keras.data.mathematics.make_dataset` — ``({"source":
+    <s> question </s>, "target_in": <s> answer}, {"target_out": answer </s>, "module",
+    "weight"})``, ``<pad>`` = 0 — shaped for a backend that compiles once per shape
+    (JAX): every batch has ``batch_size`` rows (a short batch is filled with copies of
+    its first example, weight 0) and both lengths are rounded up to a multiple of
+    ``width``. The order (with ``balance_modules``, the same
+    :func:`~tpr_keras.data.mathematics.balanced_indices`) is a function of
+    ``(seed, epoch)``.
+
+    Args:
+        split: the encoded split.
+        batch_size: rows per batch.
+        shuffle: reshuffle every epoch.
+        seed: seed of the order.
+        balance_modules: with ``shuffle``, every module equally often per pass.
+        width: the length rounding, in tokens.
+    """
+
+    def __init__(self, split: MathSplit, batch_size: int, shuffle: bool = False,
+                 seed: int = 0, balance_modules: bool = False, width: int = 16):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self.split = split
+        self.batch_size = int(batch_size)
+        self.shuffle, self.seed = shuffle, int(seed or 0)
+        self.balance_modules, self.width = balance_modules, int(width)
+
+    def __len__(self):
+        return -(-len(self.split) // self.batch_size)
+
+    def __iter__(self):
+        return self.batches(0)
+
+    def _order(self, epoch):
+        n = len(self.split)
+        if not self.shuffle:
+            return np.arange(n)
+        seed = [self.seed, epoch]
+        _, sizes = np.unique(self.split.modules, return_counts=True)
+        if self.balance_modules and len(set(sizes.tolist())) > 1:
+            return balanced_indices(self.split.modules, np.random.default_rng(seed)
+                                    .integers(2**31))
+        return np.random.default_rng(seed).permutation(n)
+
+    def batches(self, epoch=0, skip=0):
+        """Yields the batches of pass ``epoch``, after the first ``skip``."""
+        order = self._order(epoch)
+        for start in range(skip * self.batch_size, len(order), self.batch_size):
+            yield self.gather(order[start:start + self.batch_size])
+
+    def _rows(self, ids, splits, index, before, after):
+        """``[batch, width]``: the rows ``index`` of a ragged array, with ``before``/``after``
+        marker ids around each (None: none), 0-padded to a multiple of ``width``."""
+        lengths = (splits[1:] - splits[:-1])[index]
+        extra = (before is not None) + (after is not None)
+        width = -(-int(lengths.max() + extra) // self.width) * self.width
+        out = np.zeros((len(index), width), np.int32)
+        offset = int(before is not None)
+        if before is not None:
+            out[:, 0] = before
+        steps = np.arange(width - offset)
+        valid = steps[None, :] < lengths[:, None]
+        rows = np.where(valid, splits[index][:, None] + steps[None, :], 0)
+        body = np.where(valid, ids[rows] if len(ids) else 0, 0)
+        out[:, offset:] = body
+        if after is not None:
+            out[np.arange(len(index)), offset + lengths] = after
+        return out
+
+    def gather(self, index):
+        """The batch of the examples ``index`` (at most ``batch_size``)."""
+        split, vocab = self.split, CharVocabulary
+        real = len(index)
+        weight = np.zeros(self.batch_size, np.float32)
+        weight[:real] = 1.0
+        index = np.concatenate([index, np.full(self.batch_size - real, index[0])])
+        source = self._rows(split.question_ids, split.question_splits, index,
+                            vocab.START_ID, vocab.END_ID)
+        target_in = self._rows(split.answer_ids, split.answer_splits, index,
+                               vocab.START_ID, None)
+        target_out = self._rows(split.answer_ids, split.answer_splits, index, None,
+                                vocab.END_ID)
+        width = max(target_in.shape[1], target_out.shape[1])
+        target_in, target_out = (np.pad(t, ((0, 0), (0, width - t.shape[1])))
+                                 for t in (target_in, target_out))
+        return ({"source": source, "target_in": target_in},
+                {"target_out": target_out, "module": split.modules[index], "weight": weight})
