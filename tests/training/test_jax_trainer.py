@@ -143,6 +143,56 @@ def test_the_jax_step_is_the_tensorflow_step(tmp_path):
     assert scaled["reinits"] == 0 and np.isfinite(scaled["loss"])
 
 
+DATA_PARALLEL = COMMON + textwrap.dedent("""
+    import json, sys
+    import jax
+    from tpr_keras.training import JaxTrainer, sparse_classification
+
+    folder = sys.argv[1]
+    INITIAL = folder + "/initial.npz"
+    assert len(jax.devices()) == 2
+    keras.distribution.set_distribution(keras.distribution.DataParallel(
+        devices=keras.distribution.list_devices()))
+    weight = np.concatenate([np.ones(4, "float32"), np.zeros(8, "float32")])
+
+    def batches(epoch):  # batches of 12, the last of 4 pairs filled to 12
+        for i in range(0, 40, 12):
+            xb, yb = X[i:i + 12], Y[i:i + 12]
+            fill = 12 - len(xb)
+            yield ({"x": np.concatenate([xb, np.repeat(xb[:1], fill, 0)])},
+                   {"y": np.concatenate([yb, np.repeat(yb[:1], fill, 0)]),
+                    "weight": np.ones(12, "float32") if not fill else weight})
+
+    trainer = JaxTrainer(model_fn, optimizer_fn, sparse_classification("y"), config(),
+                         folder + "/dp")
+    kernel = trainer.model.trainable_variables[0].value
+    trainer.fit(batches)
+    json.dump({"weights": [w.tolist() for w in trainer.model.get_weights()],
+               "replicated": len(kernel.sharding.device_set)},
+              open(folder + "/dp.json", "w"))
+""")
+
+
+def test_data_parallel_on_two_jax_devices_is_the_one_device_step(tmp_path):
+    """keras.distribution.DataParallel over 2 (forced host) devices: the same weights as
+    TensorFlow's one-device Trainer on the same global batches."""
+    namespace = tensorflow_side(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(REPO), KERAS_BACKEND="jax",
+               TF_CPP_MIN_LOG_LEVEL="3", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    done = subprocess.run([sys.executable, "-c", DATA_PARALLEL, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads((tmp_path / "dp.json").read_text())
+    assert out["replicated"] == 2
+    x, y = namespace["X"], namespace["Y"]
+    data = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(12)
+    trainer = Trainer(namespace["model_fn"], namespace["optimizer_fn"],
+                      sparse_classification("y"), namespace["config"](), str(tmp_path / "tf"))
+    trainer.fit(lambda epoch: data)
+    for got, want in zip(out["weights"], trainer.model.get_weights()):
+        np.testing.assert_allclose(np.array(got), want, atol=2e-5)
+
+
 def test_tensorflow_loss_scaling_halves_on_overflow_without_reinitialising(tmp_path):
     namespace = tensorflow_side(tmp_path)
     x, y = namespace["X"], namespace["Y"]

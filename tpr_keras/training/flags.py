@@ -148,14 +148,27 @@ def setup_jax(global_batch):
     if FLAGS.strategy != "auto":
         raise app.UsageError(
             f"--strategy {FLAGS.strategy} is a tf.distribute strategy and Keras runs on "
-            "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer uses one "
-            "device), or set KERAS_BACKEND=tensorflow to train with tf.distribute.")
+            "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer is data "
+            "parallel over every JAX device, through keras.distribution), or set "
+            "KERAS_BACKEND=tensorflow to train with tf.distribute.")
     apply_dtype_policy()
     import jax
+    import keras
 
-    device = jax.devices()[0]
-    line = (f"Backend JAX {jax.__version__}: one {device.platform.upper()} device "
-            f"({device.device_kind}); batch {global_batch}.")
+    devices = jax.devices()
+    device = devices[0]
+    if len(devices) > 1:
+        if global_batch % len(devices):
+            raise app.UsageError(
+                f"--batch_size {global_batch} is the global batch; it is not divisible by "
+                f"the {len(devices)} JAX devices.")
+        keras.distribution.set_distribution(keras.distribution.DataParallel(
+            devices=keras.distribution.list_devices()))
+    line = (f"Backend JAX {jax.__version__}: {len(devices)} {device.platform.upper()} "
+            f"device(s) ({device.device_kind}"
+            + (", keras.distribution.DataParallel" if len(devices) > 1 else "")
+            + f"); batch {global_batch}"
+            + (f" = {global_batch // len(devices)} per device." if len(devices) > 1 else "."))
     logging.info(line)
     print(line)
 

@@ -10,6 +10,12 @@ The step computes what the TensorFlow step does on one replica — mean loss ove
 batch's real examples, the gradient's global norm, clipping by it, an update skipped
 when the loss or norm is not finite — and returns the five numbers in one host transfer.
 
+Data parallelism: under a ``keras.distribution.DataParallel`` distribution (set before the
+model is built; ``train.*`` set one where JAX has more than one device) the variables are
+replicated, every batch is split over the devices along its first axis, and XLA
+all-reduces the gradient sums, so a step equals the one-device step on the same global
+batch.
+
 Batches are numpy: ``(features, labels)`` dicts, ``labels["weight"]`` (optional) 0 for
 filler rows (see :class:`~tpr_keras.data.babi.batches.NumpyBatches`), so every batch
 can have one fixed shape and JAX compiles the step once per shape. Checkpoints are numpy
@@ -180,10 +186,25 @@ class JaxTrainer(EpochLoop):
         benchmarks time it."""
         return self._run_step(batch)
 
+    def _shard(self, batch):
+        """``batch`` split over the devices along its first axis under a
+        ``keras.distribution.DataParallel`` distribution (else as it is)."""
+        distribution = keras.distribution.distribution()
+        if distribution is None:
+            return batch
+        import jax
+
+        def shard(array):
+            array = np.asarray(array)
+            layout = distribution.get_data_layout(array.shape)
+            return keras.distribution.distribute_tensor(array, layout)
+
+        return jax.tree_util.tree_map(shard, batch)
+
     def _run_step(self, batch):
         if self._train_step is None:
             self._train_step = self._make_train_step()
-        features, labels = batch
+        features, labels = self._shard(batch)
         self._values, metrics = self._train_step(
             self._pull(), np.float32(self._lr), np.float32(self.state.value("loss_scale")),
             features, labels)
@@ -195,7 +216,8 @@ class JaxTrainer(EpochLoop):
         self._push()
         trainable = [v.value for v in self.model.trainable_variables]
         non_trainable = [v.value for v in self.model.non_trainable_variables]
-        for features, labels in dataset:
+        for batch in dataset:
+            features, labels = self._shard(batch)
             loss, correct, weight = (np.asarray(a) for a in self._eval_step(
                 trainable, non_trainable, features, labels))
             real = weight > 0
