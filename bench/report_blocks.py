@@ -340,7 +340,28 @@ def serving_batching_block(root):
     return "\n".join(lines)
 
 
+# -------------------------------------------------------------------------- backends
+def backends_block(root):
+    """``bench/backends.py``: training throughput per family, backend and dtype policy."""
+    bench = _load(root, "results", "bench", "backends.json")
+    lines = ["| family | batch | backend | dtype policy | examples/s | tokens/s | peak MiB | "
+             f"time per example vs {bench['baseline']} |",
+             "|---|---:|---|---|---:|---:|---:|---:|"]
+    for r in bench["rows"]:
+        tokens = f"{r['tokens_per_second']:,.0f}" if r["tokens_per_second"] else ""
+        lines.append(f"| {r['family']} | {r['batch_size']} | {r['backend']} | "
+                     f"{r['dtype_policy']} | {r['examples_per_second']:,.1f} | {tokens} | "
+                     f"{r['peak_memory_mb']:,.0f} | {r['time_ratio']:.2f}x |")
+    kinds = sorted({r["memory_kind"] for r in bench["rows"]})
+    lines += ["", f"`{portable_command(bench['command'])}` on {bench['machine']}: medians of "
+              f"{bench['repeats']} rounds of {bench['seconds']:g} s per configuration, the "
+              f"configurations of a family taking turns; ratios within the same round. Peak "
+              f"memory: {', '.join(kinds)} of the configuration's own process."]
+    return "\n".join(lines)
+
+
 BLOCKS = {
+    "backends": backends_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
     **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},

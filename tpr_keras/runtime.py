@@ -30,6 +30,8 @@ def limit_malloc_arenas(count=2):
 
 
 _XLA_TRIANGULAR_SOLVE = []  # set once use_xla_triangular_solve has registered the lowering
+#: ``lapack`` keeps jaxlib's own CPU lowering (see :func:`use_xla_triangular_solve`).
+TRIANGULAR_SOLVE_ENV = "TPR_KERAS_JAX_TRIANGULAR_SOLVE"
 
 
 def use_xla_triangular_solve():
@@ -39,14 +41,25 @@ def use_xla_triangular_solve():
     ``trsm`` call, which deadlocked inside Keras ``fit`` on a 2-core machine with
     jaxlib 0.10 (15 of 20 short TPR-RNN runs froze: the forward and the gradient solves
     each held one of the two pool threads; not reproduced in 12 runs with jaxlib
-    0.10.2). XLA's TriangularSolve has no such pool and gives the same values
-    (TPR-RNN's parallel memory, ``ops.factored``, agrees with TensorFlow to 1e-5
-    through it, ``tests/models/test_jax_backend.py``), at the same speed on TPR-RNN. This registers it for the CPU, through JAX's
-    public lowering API; every JAX program of the process then uses it. Real matrices
-    only (the conjugating variants raise). Returns False when JAX is not installed.
+    0.10.2). XLA's TriangularSolve has no such pool, gives the same values (TPR-RNN's
+    parallel memory agrees with TensorFlow to 1e-5 through it,
+    ``tests/models/test_jax_backend.py``) and is faster here: the all-tasks TPR-RNN
+    step ran at 429 and 411 examples/s against 362 and 333 with LAPACK (two alternating
+    ``python -m bench.backends --families tpr_rnn --backends jax`` runs per lowering).
+    This registers it for the CPU through JAX's public lowering API, so every JAX
+    program of the process uses it; real matrices only (the conjugating variants
+    raise). ``TPR_KERAS_JAX_TRIANGULAR_SOLVE=lapack`` keeps jaxlib's lowering.
+
+    Returns:
+        True once the lowering is registered; False with ``lapack`` or without JAX.
     """
     if _XLA_TRIANGULAR_SOLVE:
         return True
+    choice = os.environ.get(TRIANGULAR_SOLVE_ENV, "xla")
+    if choice not in ("xla", "lapack"):
+        raise ValueError(f"{TRIANGULAR_SOLVE_ENV}={choice!r}: choose xla or lapack.")
+    if choice == "lapack":
+        return False
     try:
         from jax.extend.mlir import ir
         from jax.extend.mlir.dialects import stablehlo

@@ -69,7 +69,7 @@ def define_flags():
         "Keras dtype policy of the model. mixed_*: matrix products in bfloat16/float16 "
         "with float32 variables; the TPR memory, TPRU's recurrence, MemN2N's hops, softmax, "
         "layer norms and losses stay float32. mixed_float16 scales the loss dynamically. "
-        "Pays on GPUs; on a CPU it is mostly slower.")
+        "Meant for GPUs; on a CPU it rarely helps (results/backends.md).")
     flags.DEFINE_enum(
         "verbose", "auto", ["auto", "0", "1", "2"],
         "auto: a progress bar when stdout is a terminal, else 2. 0: silent; 1: progress "
