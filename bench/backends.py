@@ -25,12 +25,13 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from bench.windows import WindowWorker, median, serve_windows
 
 FAMILIES = ("tpr_rnn", "memn2n", "entailment", "tp_transformer")
 BACKENDS = ("tensorflow", "tensorflow_xla", "jax")
@@ -135,59 +136,31 @@ def worker(spec):
     info = {"family": family, "backend": backend, "dtype_policy": dtype,
             "batch_size": int(batch_size), "parameters": trainer.model.count_params(),
             "warmup_seconds": time.perf_counter() - start}
-    print("READY " + json.dumps(info), flush=True)
-    for line in sys.stdin:  # "go SECONDS": one timed window; end of input: done
-        seconds = float(line.split()[1])
+    def run_window(seconds):
         examples, steps, start = 0, 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
             examples += int(step(batch)[4])
             steps += 1
         elapsed = time.perf_counter() - start
         memory, memory_kind = peak_memory_mb()
-        result = dict(info, examples_per_second=examples / elapsed, steps=steps,
+        result = dict(examples_per_second=examples / elapsed, steps=steps,
                       peak_memory_mb=memory, memory_kind=memory_kind)
         if tokens:
             result["tokens_per_second"] = examples * tokens / elapsed
-        print("RESULT " + json.dumps(result), flush=True)
+        return result
+
+    serve_windows(info, run_window)
 
 
-class Worker:
+def start_worker(family, backend, dtype, batch_size):
     """One configuration's subprocess, warmed up once, then timed in windows."""
-
-    def __init__(self, family, backend, dtype, batch_size):
-        self.key = (family, backend, dtype)
-        keras_backend, xla = backend.split("_") if "_" in backend else (backend, "")
-        env = dict(os.environ, KERAS_BACKEND=keras_backend, TF_CPP_MIN_LOG_LEVEL="3")
-        self.stderr = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.backends", "--worker",
-             f"{family}:{dtype}:{batch_size}:{xla}"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
-            env=env)
-        self.info = self._read("READY ")
-
-    def _read(self, prefix):
-        for line in self.process.stdout:
-            if line.startswith(prefix):
-                return json.loads(line[len(prefix):])
-        self.stderr.seek(0)
-        sys.stderr.write(self.stderr.read()[-3000:])
-        raise SystemExit(f"{self.key} failed (exit {self.process.wait()})")
-
-    def window(self, seconds):
-        self.process.stdin.write(f"go {seconds}\n")
-        self.process.stdin.flush()
-        return self._read("RESULT ")
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait()
-
-
-def median(values):
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    keras_backend, xla = backend.split("_") if "_" in backend else (backend, "")
+    env = dict(os.environ, KERAS_BACKEND=keras_backend, TF_CPP_MIN_LOG_LEVEL="3")
+    worker = WindowWorker([sys.executable, "-m", "bench.backends", "--worker",
+                           f"{family}:{dtype}:{batch_size}:{xla}"],
+                          f"{family} {backend} {dtype}", env=env)
+    worker.key = (family, backend, dtype)
+    return worker
 
 
 def main():
@@ -227,7 +200,7 @@ def main():
     baseline = tuple((args.baseline or f"{backends[0]}:{policies[0]}").split(":"))
     windows = []
     for family in families:
-        workers = [Worker(family, backend, dtype, batches[family])
+        workers = [start_worker(family, backend, dtype, batches[family])
                    for backend in backends for dtype in policies]
         try:
             for round_ in range(args.repeats):

@@ -36,12 +36,13 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from bench.windows import WindowWorker, median, serve_windows  # noqa: E402
 
 
 def load_train(data_dir):
@@ -173,59 +174,29 @@ def run_one(args):
     info = {"cell": name, "dim": args.dim, "roles": args.roles, "source": source,
             "batch_size": args.batch_size, "parameters": trainer.model.count_params(),
             "warmup_seconds": time.perf_counter() - start}
-    print("READY " + json.dumps(info), flush=True)
-    i = 0
-    for line in sys.stdin:  # "go SECONDS": one timed window; end of input: done
-        seconds = float(line.split()[1])
+    position = [0]
+
+    def run_window(seconds):
         pairs, steps, start = 0, 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
-            pairs += int(step(cached[i % len(cached)])["metrics"].numpy()[4])
-            i += 1
+            pairs += int(step(cached[position[0] % len(cached)])["metrics"].numpy()[4])
+            position[0] += 1
             steps += 1
-        rate = pairs / (time.perf_counter() - start)
-        print("RESULT " + json.dumps(dict(
-            info, train_pairs_per_second=rate, steps=steps,
-            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)), flush=True)
+        return dict(train_pairs_per_second=pairs / (time.perf_counter() - start), steps=steps,
+                    peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+    serve_windows(info, run_window)
 
 
-class Worker:
+def start_worker(cell, args):
     """One cell's subprocess: built and warmed up once, then timed in windows on demand."""
-
-    def __init__(self, cell, args):
-        command = [sys.executable, os.path.abspath(__file__), "--worker", cell,
-                   "--arch", args.arch, "--attention_output", args.attention_output,
-                   "--roles", str(args.roles), "--dim", str(args.dim),
-                   "--batch_size", str(args.batch_size), "--batches", str(args.batches)]
-        if args.data_dir:
-            command += ["--data_dir", args.data_dir]
-        self.cell = cell
-        self.stderr = tempfile.TemporaryFile("w+")
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.stderr, text=True)
-        self.info = self._read("READY ")
-
-    def _read(self, prefix):
-        for line in self.process.stdout:
-            if line.startswith(prefix):
-                return json.loads(line[len(prefix):])
-        self.stderr.seek(0)
-        sys.stderr.write(self.stderr.read()[-3000:])
-        raise SystemExit(f"{self.cell} failed (exit {self.process.wait()})")
-
-    def window(self, seconds):
-        self.process.stdin.write(f"go {seconds}\n")
-        self.process.stdin.flush()
-        return self._read("RESULT ")
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait()
-
-
-def median(values):
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    command = [sys.executable, "-m", "bench.entailment_bench", "--worker", cell,
+               "--arch", args.arch, "--attention_output", args.attention_output,
+               "--roles", str(args.roles), "--dim", str(args.dim),
+               "--batch_size", str(args.batch_size), "--batches", str(args.batches)]
+    if args.data_dir:
+        command += ["--data_dir", args.data_dir]
+    return WindowWorker(command, cell)
 
 
 def main():
@@ -272,7 +243,7 @@ def main():
     workers = []
     try:
         for cell in cells:  # one after the other, so that warm-ups do not compete
-            workers.append(Worker(cell, args))
+            workers.append(start_worker(cell, args))
             print(f"{cell:10s} ready: params {workers[-1].info['parameters']:8,d}, warm-up "
                   f"{workers[-1].info['warmup_seconds']:5.1f} s "
                   f"({workers[-1].info['source']})", flush=True)
@@ -281,7 +252,7 @@ def main():
                 result = worker.window(args.seconds)
                 result["round"] = round_
                 results["runs"].append(result)
-                print(f"round {round_ + 1}  {worker.cell:10s} train "
+                print(f"round {round_ + 1}  {worker.label:10s} train "
                       f"{result['train_pairs_per_second']:7.0f} pairs/s  peak RSS "
                       f"{result['peak_rss_mb']:5.0f} MB", flush=True)
     finally:

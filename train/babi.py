@@ -157,7 +157,7 @@ def main(argv):
 
     from tpr_keras.data import babi
     from tpr_keras.models import TPRRNN, MemN2N
-    from tpr_keras.training import (TrainConfig, get_optimizer, save_run,
+    from tpr_keras.training import (TrainConfig, get_optimizer, make_trainer, save_run,
                                     sparse_classification, training_time_line)
 
     tasks = parse_tasks(FLAGS.task)
@@ -174,12 +174,7 @@ def main(argv):
         raise app.UsageError(f"--preset {preset} is a TPR-RNN preset; MemN2N has "
                              f"{sorted(MemN2N.presets)}.")
 
-    if on_jax:
-        strategy, replicas = None, 1
-        train_flags.setup_jax(global_batch=hp["batch_size"])
-    else:
-        strategy = train_flags.setup(global_batch=hp["batch_size"])
-        replicas = strategy.num_replicas_in_sync
+    strategy, replicas = train_flags.setup_backend(global_batch=hp["batch_size"])
     config = TrainConfig(
         learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
         clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
@@ -224,16 +219,8 @@ def main(argv):
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
         return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
 
-    if on_jax:
-        from tpr_keras.training import JaxTrainer
-
-        trainer = JaxTrainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
-                             FLAGS.model_dir)
-    else:
-        from tpr_keras.training import Trainer
-
-        trainer = Trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
-                          FLAGS.model_dir, strategy=strategy)
+    trainer = make_trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
+                           FLAGS.model_dir, strategy=strategy)
     trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
     if memn2n and FLAGS.linear_start:
         trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)

@@ -107,7 +107,7 @@ def main(argv):
     from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
     from tpr_keras.models.entailment import resolve_recipe
     from tpr_keras.training import (TrainConfig, binary_classification, get_optimizer,
-                                    save_run, training_time_line)
+                                    make_trainer, save_run, training_time_line)
     from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
 
     model_class = PlainEntailmentModel if FLAGS.arch == "plain" else BiDAFEntailmentModel
@@ -120,12 +120,7 @@ def main(argv):
         budget_given=FLAGS.epochs is not None or FLAGS.steps is not None)
     FLAGS.max_train_minutes, FLAGS.jit_compile = limits["max_train_minutes"], limits["jit_compile"]
     print(describe_recipe(FLAGS.recipe, recipe, hp, limits))
-    if on_jax:
-        strategy, replicas = None, 1
-        train_flags.setup_jax(global_batch=hp["batch_size"])
-    else:
-        strategy = train_flags.setup(global_batch=hp["batch_size"])
-        replicas = strategy.num_replicas_in_sync
+    strategy, replicas = train_flags.setup_backend(global_batch=hp["batch_size"])
     config = TrainConfig(
         learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
         clip_norm=hp["clip_norm"] or None, warmup_steps=0, halve_lr_below=None,
@@ -154,16 +149,9 @@ def main(argv):
     def optimizer_fn():
         return get_optimizer(hp["optimizer"], hp["learning_rate"])
 
-    if on_jax:
-        from tpr_keras.training import JaxTrainer
-
-        trainer = JaxTrainer(model_fn, optimizer_fn, binary_classification("label"), config,
-                             FLAGS.model_dir)
-    else:
-        from tpr_keras.training import Trainer
-
-        trainer = Trainer(model_fn, optimizer_fn, binary_classification(), config,
-                          FLAGS.model_dir, strategy=strategy)
+    trainer = make_trainer(model_fn, optimizer_fn,
+                           binary_classification("label" if on_jax else None), config,
+                           FLAGS.model_dir, strategy=strategy)
     model = trainer.model
     params = model.count_params()
     trainable = sum(int(w.numpy().size) for w in model.trainable_weights)

@@ -128,7 +128,8 @@ def main(argv):
 
     from tpr_keras.data import mathematics
     from tpr_keras.models.tp_transformer import TPTransformer, resolve_preset, sequence_compute_fn
-    from tpr_keras.training import TrainConfig, get_optimizer, save_run, training_time_line
+    from tpr_keras.training import (TrainConfig, get_optimizer, make_trainer, save_run,
+                                    training_time_line)
 
     preset, recipe = resolve_preset(
         FLAGS.preset, use_role=FLAGS.model == "tp_transformer",
@@ -136,12 +137,7 @@ def main(argv):
     for key, value in recipe.items():
         setattr(FLAGS, key, value)
     print(describe_recipe(FLAGS.preset, preset, recipe))
-    if on_jax:
-        strategy, replicas = None, 1
-        train_flags.setup_jax(global_batch=FLAGS.batch_size)
-    else:
-        strategy = train_flags.setup(global_batch=FLAGS.batch_size)
-        replicas = strategy.num_replicas_in_sync
+    strategy, replicas = train_flags.setup_backend(global_batch=FLAGS.batch_size)
     config = TrainConfig(
         learning_rate=FLAGS.learning_rate, epochs=FLAGS.epochs, max_steps=FLAGS.steps,
         clip_norm=FLAGS.clip_norm or None, warmup_steps=FLAGS.warmup_steps,
@@ -165,16 +161,8 @@ def main(argv):
     def optimizer_fn():
         return get_optimizer("adam", FLAGS.learning_rate, FLAGS.beta_1, FLAGS.beta_2)
 
-    if on_jax:
-        from tpr_keras.training import JaxTrainer
-
-        trainer = JaxTrainer(model_fn, optimizer_fn, sequence_compute_fn(), config,
-                             FLAGS.model_dir)
-    else:
-        from tpr_keras.training import Trainer
-
-        trainer = Trainer(model_fn, optimizer_fn, sequence_compute_fn(), config,
-                          FLAGS.model_dir, strategy=strategy)
+    trainer = make_trainer(model_fn, optimizer_fn, sequence_compute_fn(), config,
+                           FLAGS.model_dir, strategy=strategy)
     model = trainer.model
     print(f"{FLAGS.model} ({preset}): {model.count_params():,} parameters.")
 

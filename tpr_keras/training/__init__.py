@@ -9,7 +9,7 @@ from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
     "Trainer": "loop", "TrainConfig": "config", "EpochLoop": "epoch_loop",
-    "JaxTrainer": "jax_trainer", "binary_classification": "losses",
+    "JaxTrainer": "jax_trainer", "make_trainer": "trainers", "binary_classification": "losses",
     "is_chief": "loop", "sparse_classification": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",

@@ -173,6 +173,19 @@ def setup_jax(global_batch):
     print(line)
 
 
+def setup_backend(global_batch):
+    """:func:`setup` on TensorFlow, :func:`setup_jax` on JAX; returns ``(strategy,
+    replicas)``, the strategy None on JAX (replicas: its data-parallel devices)."""
+    if keras_backend() == "jax":
+        setup_jax(global_batch)
+        import keras
+
+        distribution = keras.distribution.distribution()
+        return None, len(distribution.device_mesh.devices.flatten()) if distribution else 1
+    strategy = setup(global_batch)
+    return strategy, strategy.num_replicas_in_sync
+
+
 def xla_default(jit_compile, given, gpus):
     """``--jit_compile`` as given, else on where a GPU is: XLA pays most on accelerators
     (on JAX every step is compiled anyway). On a CPU it stays off unless asked for or a
