@@ -127,3 +127,30 @@ def test_empty_story_gives_an_empty_memory(solver):
     factors = solve("all", parts, keep=tf.zeros([2, 0]), solver=solver)
     assert [f.shape for f in factors] == [(2, 0, E), (2, 0, R), (2, 0, E)]
     np.testing.assert_array_equal(read(factors, 0, 0), np.zeros((2, E)))
+
+
+@pytest.mark.parametrize("steps,steps_per_chunk", [(7, 3), (16, 8), (1, 8)])
+def test_chunked_solve_equals_the_triangular_solve_values_and_gradients(steps,
+                                                                         steps_per_chunk):
+    """The JAX path's solve (matmuls, custom gradient) against tf.linalg's, on TF."""
+    slots, batch, width = 3, 2, 5
+    n = steps * slots
+    rng = np.random.default_rng(steps)
+    step = np.arange(n) // slots
+    mask = (step[:, None] > step[None, :]).astype("float32")
+    a = tf.constant(rng.normal(size=(batch, n, n)).astype("float32") * 0.3 * mask)
+    c = tf.constant(rng.normal(size=(batch, n, width)).astype("float32"))
+    weights = rng.normal(size=(batch, n, width)).astype("float32")
+
+    def run(solve):
+        with tf.GradientTape() as tape:
+            tape.watch([a, c])
+            x = solve(a, c)
+            loss = tf.reduce_sum(x * weights)
+        grad_a, grad_c = tape.gradient(loss, [a, c])
+        return x.numpy(), grad_a.numpy() * mask, grad_c.numpy()
+
+    want = run(lambda a, c: tf.linalg.triangular_solve(tf.eye(n) - a, c, lower=True))
+    got = run(lambda a, c: factored.chunked_unit_lower_solve(a, c, slots, steps_per_chunk))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
