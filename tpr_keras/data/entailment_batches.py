@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpr_keras.data.entailment import FIRST_VARIABLE_ID, NUM_VARIABLES, encode_many
+from tpr_keras.data.fixed_batches import fill, ragged_rows
 
 
 def permute_variables(a, b, rng):
@@ -71,23 +72,12 @@ class EntailmentBatches:
             elif self.augment:  # keep the permutations of later batches the same
                 rng.random((len(index), NUM_VARIABLES))
 
-    def _padded(self, side, index):
-        ids, splits = self.sides[side]
-        lengths = (splits[1:] - splits[:-1])[index]
-        width = -(-max(int(lengths.max()), 1) // self.width) * self.width
-        steps = np.arange(width)
-        valid = steps[None, :] < lengths[:, None]
-        rows = np.where(valid, splits[index][:, None] + steps[None, :], 0)
-        return np.where(valid, ids[rows] if len(ids) else 0, 0).astype(np.int32)
-
     def gather(self, index, rng=None):
         """The batch of the pairs ``index`` (at most ``batch_size``), permuted with
         ``rng`` when given."""
         real = len(index)
-        weight = np.zeros(self.batch_size, np.float32)
-        weight[:real] = 1.0
-        index = np.concatenate([index, np.full(self.batch_size - real, index[0])])
-        a, b = self._padded(0, index), self._padded(1, index)
+        index, weight = fill(index, self.batch_size)
+        a, b = (ragged_rows(ids, splits, index, self.width) for ids, splits in self.sides)
         if rng is not None:
             permuted = permute_variables(a[:real], b[:real], rng)
             a[:real], b[:real] = permuted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpr_keras.data.fixed_batches import fill, ragged_rows
 from tpr_keras.data.mathematics import CharVocabulary, MathSplit, balanced_indices
 
 
@@ -60,40 +61,15 @@ class MathBatches:
         for start in range(skip * self.batch_size, len(order), self.batch_size):
             yield self.gather(order[start:start + self.batch_size])
 
-    def _rows(self, ids, splits, index, before, after):
-        """``[batch, width]``: the rows ``index`` of a ragged array, with ``before``/``after``
-        marker ids around each (None: none), 0-padded to a multiple of ``width``."""
-        lengths = (splits[1:] - splits[:-1])[index]
-        extra = (before is not None) + (after is not None)
-        width = -(-int(lengths.max() + extra) // self.width) * self.width
-        out = np.zeros((len(index), width), np.int32)
-        offset = int(before is not None)
-        if before is not None:
-            out[:, 0] = before
-        steps = np.arange(width - offset)
-        valid = steps[None, :] < lengths[:, None]
-        rows = np.where(valid, splits[index][:, None] + steps[None, :], 0)
-        body = np.where(valid, ids[rows] if len(ids) else 0, 0)
-        out[:, offset:] = body
-        if after is not None:
-            out[np.arange(len(index)), offset + lengths] = after
-        return out
-
     def gather(self, index):
         """The batch of the examples ``index`` (at most ``batch_size``)."""
         split, vocab = self.split, CharVocabulary
-        real = len(index)
-        weight = np.zeros(self.batch_size, np.float32)
-        weight[:real] = 1.0
-        index = np.concatenate([index, np.full(self.batch_size - real, index[0])])
-        source = self._rows(split.question_ids, split.question_splits, index,
-                            vocab.START_ID, vocab.END_ID)
-        target_in = self._rows(split.answer_ids, split.answer_splits, index,
-                               vocab.START_ID, None)
-        target_out = self._rows(split.answer_ids, split.answer_splits, index, None,
-                                vocab.END_ID)
-        width = max(target_in.shape[1], target_out.shape[1])
-        target_in, target_out = (np.pad(t, ((0, 0), (0, width - t.shape[1])))
-                                 for t in (target_in, target_out))
+        index, weight = fill(index, self.batch_size)
+        source = ragged_rows(split.question_ids, split.question_splits, index, self.width,
+                             vocab.START_ID, vocab.END_ID)
+        target_in = ragged_rows(split.answer_ids, split.answer_splits, index, self.width,
+                                before=vocab.START_ID)
+        target_out = ragged_rows(split.answer_ids, split.answer_splits, index, self.width,
+                                 after=vocab.END_ID)  # as wide as target_in: both length + 1
         return ({"source": source, "target_in": target_in},
                 {"target_out": target_out, "module": split.modules[index], "weight": weight})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpr_keras.data.babi.encoding import EncodedSplit
+from tpr_keras.data.fixed_batches import fill, round_up
 
 
 class NumpyBatches:
@@ -83,15 +84,11 @@ class NumpyBatches:
     def gather(self, index):
         """The batch of the samples ``index`` (at most ``batch_size`` of them)."""
         split = self.split
-        real = len(index)
-        weight = np.zeros(self.batch_size, np.float32)
-        weight[:real] = 1.0
-        index = np.concatenate([index, np.full(self.batch_size - real, index[0])])
+        index, weight = fill(index, self.batch_size)
         lengths = split.story_lengths[index]
         longest = int(lengths.max())
         if self.bucket_width:
-            longest = min(-(-max(longest, 1) // self.bucket_width) * self.bucket_width,
-                          max(self.longest, 1))
+            longest = min(round_up(longest, self.bucket_width), max(self.longest, 1))
         else:
             longest = max(self.longest, 1)
         steps = np.arange(longest)
