@@ -396,14 +396,14 @@ def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
 def test_time_budget_stops_mid_epoch_and_the_next_fit_resumes(tmp_path, monkeypatch):
     import itertools
 
-    from tpr_keras.training import loop
+    from tpr_keras.training import epoch_loop
 
     x, y = make_data()
     full = trainer(tmp_path / "full", epochs=3)
     full.fit(dataset_fn(x, y))
     # A clock that advances 1 s per reading: the budget of 1.5 s is spent after one step.
     ticks = itertools.count()
-    monkeypatch.setattr(loop.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(epoch_loop.time, "monotonic", lambda: float(next(ticks)))
     cut = trainer(tmp_path / "cut", epochs=3, max_train_seconds=1.5)
     cut.fit(dataset_fn(x, y))
     monkeypatch.undo()

@@ -68,17 +68,59 @@ class EpochLoop:
         """Makes ``value`` the learning rate of the next steps."""
         raise NotImplementedError
 
-    def _set_loss_scale(self, value):
-        """Makes ``value`` the loss scale of the next steps (with ``loss_scaling``)."""
-        raise NotImplementedError
-
     def restore(self):
         """Restores the latest checkpoint; returns True if there was one."""
         raise NotImplementedError
 
+    def _cache_batches(self, dataset, count):
+        """Up to ``count`` batches of ``dataset`` in memory, as :meth:`_run_step` takes
+        them (and the step built for them)."""
+        raise NotImplementedError
+
     def reinitialize(self):
         """Fresh weights for the model and a zeroed optimizer state."""
-        raise NotImplementedError
+        fresh = self.model_fn()
+        for variable, value in zip(self.model.weights, fresh.weights):
+            variable.assign(value)
+        for variable in self.optimizer.variables:
+            if "learning_rate" not in variable.path:
+                variable.assign(keras.ops.zeros(variable.shape, variable.dtype))
+        self.state.global_step.assign(0)
+        if self._counters is not None:
+            self._counters["global_step"] = 0
+        self.reinits += 1
+
+    def benchmark_train_step(self, dataset, seconds=10.0, batches=40, warmup=3):
+        """Examples/s of the compiled training step alone, on cached batches.
+
+        Takes up to ``batches`` batches of ``dataset`` into memory, runs
+        ``warmup`` steps (tracing, if the step is new), then cycles through
+        them for ``seconds``: the rate :meth:`fit` would reach with a free
+        input pipeline and no loop overhead. Model, optimizer and learning
+        rate are restored afterwards, so it can run before, during or after
+        training.
+        """
+        cached = self._cache_batches(dataset, batches)
+        if not cached:
+            raise ValueError("benchmark_train_step needs a non-empty dataset")
+        variables = self.model.variables + self.optimizer.variables
+        saved = [keras.ops.convert_to_numpy(v) for v in variables]
+        try:
+            for batch in cached[:warmup]:
+                self._run_step(batch)
+            examples, i = 0, 0
+            start = time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                examples += int(self._run_step(cached[i % len(cached)])[4])
+                i += 1
+            return examples / (time.perf_counter() - start)
+        finally:
+            self._after_benchmark()
+            for variable, value in zip(variables, saved):
+                variable.assign(value)
+
+    def _after_benchmark(self):
+        """Called before :meth:`benchmark_train_step` puts the saved values back."""
 
     @property
     def lr_policy(self):
@@ -360,8 +402,7 @@ class EpochLoop:
                 counters["skipped_steps"] += 1
                 self._good_steps = 0
                 scale = self.state.value("loss_scale") / 2.0
-                self.state.loss_scale.assign(scale)
-                self._set_loss_scale(scale)
+                self.state.loss_scale.assign(scale)  # the next step reads it
                 if scale < 1.0:
                     raise FloatingPointError(
                         f"Non-finite loss or gradient at loss scale {scale * 2:g} (step "
@@ -387,7 +428,6 @@ class EpochLoop:
                     self._good_steps = 0
                     scale = self.state.value("loss_scale") * 2.0
                     self.state.loss_scale.assign(scale)
-                    self._set_loss_scale(scale)
             if not counters["warmup_done"] and policy.warmup_done(step):
                 counters["warmup_done"] = True
             counters["epoch_loss_sum"] += loss

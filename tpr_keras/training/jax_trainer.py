@@ -24,7 +24,6 @@ files (:class:`~tpr_keras.training.host_checkpoints.HostCheckpoints`).
 
 import itertools
 import os
-import time
 
 import keras
 import numpy as np
@@ -228,9 +227,6 @@ class JaxTrainer(EpochLoop):
         self._lr = float(value)
         self._assigned_lr = value
 
-    def _set_loss_scale(self, value):
-        pass  # the step takes state.loss_scale as an argument
-
     # ------------------------------------------------------------ lifecycle
     def restore(self):
         self._push()
@@ -248,16 +244,7 @@ class JaxTrainer(EpochLoop):
 
     def reinitialize(self):
         self._push()
-        fresh = self.model_fn()
-        for variable, value in zip(self.model.weights, fresh.weights):
-            variable.assign(value)
-        for variable in self.optimizer.variables:
-            if "learning_rate" not in variable.path:
-                variable.assign(np.zeros(variable.shape, variable.dtype))
-        self.state.global_step.assign(0)
-        if self._counters is not None:
-            self._counters["global_step"] = 0
-        self.reinits += 1
+        super().reinitialize()
 
     def fit(self, *args, **kwargs):
         try:
@@ -265,24 +252,9 @@ class JaxTrainer(EpochLoop):
         finally:
             self._push()
 
-    def benchmark_train_step(self, batches, seconds=10.0, count=40, warmup=3):
-        """Examples/s of the compiled step alone on up to ``count`` cached batches;
-        model and optimizer are restored afterwards."""
-        cached = list(itertools.islice(batches, count))
-        if not cached:
-            raise ValueError("benchmark_train_step needs a non-empty dataset")
-        self._push()
-        saved = [v.numpy() for v in self.model.variables + self.optimizer.variables]
-        try:
-            for batch in cached[:warmup]:
-                self._run_step(batch)
-            examples, i = 0, 0
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                examples += int(self._run_step(cached[i % len(cached)])[4])
-                i += 1
-            return examples / (time.perf_counter() - start)
-        finally:
-            self._values = None
-            for variable, value in zip(self.model.variables + self.optimizer.variables, saved):
-                variable.assign(value)
+    def _cache_batches(self, dataset, count):
+        self._push()  # the variables lead while the benchmark saves and restores them
+        return list(itertools.islice(dataset, count))
+
+    def _after_benchmark(self):
+        self._values = None  # the saved values go back into the variables

@@ -48,7 +48,6 @@ loop does, and it behaves identically under the default strategy,
 
 import os
 import tempfile
-import time
 
 import tensorflow as tf
 
@@ -229,36 +228,13 @@ class Trainer(EpochLoop):
             return True
         return all(tf.DeviceSpec.from_string(d).device_type == "CPU" for d in devices)
 
-    def benchmark_train_step(self, dataset, seconds=10.0, batches=40, warmup=3):
-        """Examples/s of the compiled training step alone, on cached batches.
-
-        Takes up to ``batches`` batches of ``dataset`` into memory, runs
-        ``warmup`` steps (tracing, if the step is new), then cycles through
-        them for ``seconds``: the rate :meth:`fit` would reach with a free
-        input pipeline and no loop overhead. Model, optimizer and learning
-        rate are restored afterwards, so it can run before, during or after
-        training.
-        """
-        cached = list(self.distribute_dataset(dataset).take(batches))
-        if not cached:
-            raise ValueError("benchmark_train_step needs a non-empty dataset")
+    def _cache_batches(self, dataset, count):
+        cached = list(self.distribute_dataset(dataset).take(count))
         if self._train_step is None:
             self._train_step = self.make_train_function(
                 self.distribute_dataset(dataset).element_spec
             )
-        saved = [v.numpy() for v in self.model.variables + self.optimizer.variables]
-        try:
-            for batch in cached[:warmup]:
-                self._train_step(batch)["metrics"].numpy()
-            examples, i = 0, 0
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                examples += int(self._train_step(cached[i % len(cached)])["metrics"].numpy()[4])
-                i += 1
-            return examples / (time.perf_counter() - start)
-        finally:
-            for variable, value in zip(self.model.variables + self.optimizer.variables, saved):
-                variable.assign(value)
+        return cached
 
     def _epoch_batches(self, train_dataset_fn, epoch, skip):
         dataset = train_dataset_fn(epoch)
@@ -271,9 +247,6 @@ class Trainer(EpochLoop):
 
     def _run_step(self, batch):
         return self._train_step(batch)["metrics"].numpy().tolist()
-
-    def _set_loss_scale(self, value):
-        pass  # the step reads state.loss_scale, which the loop has assigned
 
     def _eval_batches(self, dataset, group_key):
         if self._eval_step is None:
@@ -296,19 +269,6 @@ class Trainer(EpochLoop):
         if value != self._assigned_lr:
             self.optimizer.learning_rate.assign(value)
             self._assigned_lr = value
-
-    def reinitialize(self):
-        """Fresh weights for the model and a zeroed optimizer state."""
-        fresh = self.model_fn()
-        for variable, value in zip(self.model.weights, fresh.weights):
-            variable.assign(value)
-        for variable in self.optimizer.variables:
-            if "learning_rate" not in variable.path:
-                variable.assign(tf.zeros_like(variable))
-        self.state.global_step.assign(0)
-        if self._counters is not None:
-            self._counters["global_step"] = 0
-        self.reinits += 1
 
     def restore(self):
         """Restores the latest checkpoint; returns True if there was one.
