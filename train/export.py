@@ -35,6 +35,26 @@ HELP_GROUPS = [("Preset", ["preset", "keras_model", "max_story_sentences"]),
                ("Output", ["list_presets", "debug", "tf_logs"])]
 
 
+def export_model(task, model, vocab, export_dir, model_name, version=None, **options):
+    """Exports ``model`` of ``task`` (``babi``, ``math``, ``entailment``) through its
+    family's exporter; returns the version folder. ``options``: bAbI's
+    ``max_story_sentences``."""
+    if task == "babi":
+        from tpr_keras.models.babi import export_babi_model
+
+        return export_babi_model(model, vocab, export_dir, model_name, version=version,
+                                 **options)
+    if task == "entailment":
+        from tpr_keras.models.entailment import export_entailment_model
+
+        return export_entailment_model(model, export_dir, model_name, version=version)
+    if task == "math":
+        from tpr_keras.models.tp_transformer import export_math_model
+
+        return export_math_model(model, vocab, export_dir, model_name, version=version)
+    raise ValueError(f"unknown task {task!r}")
+
+
 def export_preset(preset, export_dir, model_name=None, version=None):
     """Exports a loaded :class:`~tpr_keras.presets.TrainedPreset`; returns the version
     folder."""
@@ -42,57 +62,45 @@ def export_preset(preset, export_dir, model_name=None, version=None):
 
     meta = preset.metadata
     task = meta["task"]
-    name = model_name or meta.get("model_name") or task
-    model = preset.build_model()
+    if task not in ("babi", "math", "entailment"):
+        raise ValueError(f"{preset.path}: unknown task {task!r}")
+    options = {}
     if task == "babi":
-        from tpr_keras.models.babi import export_babi_model
-
-        options = meta.get("serving_options", {})
-        return export_babi_model(model, preset_vocabulary(preset), export_dir, name,
-                                 version=version,
-                                 max_story_sentences=options.get("max_story_sentences",
-                                                                 SERVED_MAX_STORY_SENTENCES))
-    if task == "entailment":
-        from tpr_keras.models.entailment import export_entailment_model
-
-        return export_entailment_model(model, export_dir, name, version=version)
-    if task == "math":
-        from tpr_keras.models.tp_transformer import export_math_model
-
-        return export_math_model(model, preset_vocabulary(preset), export_dir, name,
-                                 version=version)
-    raise ValueError(f"{preset.path}: unknown task {task!r}")
+        options["max_story_sentences"] = meta.get("serving_options", {}).get(
+            "max_story_sentences", SERVED_MAX_STORY_SENTENCES)
+    return export_model(task, preset.build_model(), preset_vocabulary(preset), export_dir,
+                        model_name or meta.get("model_name") or task, version, **options)
 
 
 def export_keras_model(path, export_dir, model_name=None, version=None,
                        max_story_sentences=None):
     """Exports the ``model.keras`` of a ``train.*`` run (written under any backend) with
     the vocabulary beside it; returns the version folder. The family comes from the
-    model's class."""
+    model's class; any other model is an error."""
     import keras
 
     from tpr_keras import models
 
     model = keras.models.load_model(path)
     vocab_path = os.path.join(os.path.dirname(path), "vocab.txt")
+    options = {}
     if isinstance(model, (models.TPRRNN, models.MemN2N)):
         from tpr_keras.data.babi import Vocabulary
-        from tpr_keras.models.babi import export_babi_model
 
-        extra = {} if max_story_sentences is None else {  # 0: no limit
-            "max_story_sentences": max_story_sentences or None}
-        return export_babi_model(model, Vocabulary.load(vocab_path), export_dir,
-                                 model_name or "babi", version=version, **extra)
-    if isinstance(model, models.TPTransformer):
+        task, vocab = "babi", Vocabulary.load(vocab_path)
+        if max_story_sentences is not None:  # 0: no limit
+            options["max_story_sentences"] = max_story_sentences or None
+    elif isinstance(model, models.TPTransformer):
         from tpr_keras.data.mathematics import CharVocabulary
-        from tpr_keras.models.tp_transformer import export_math_model
 
-        return export_math_model(model, CharVocabulary.load(vocab_path), export_dir,
-                                 model_name or "math", version=version)
-    from tpr_keras.models.entailment import export_entailment_model
-
-    return export_entailment_model(model, export_dir, model_name or "entailment",
-                                   version=version)
+        task, vocab = "math", CharVocabulary.load(vocab_path)
+    elif isinstance(model, (models.PlainEntailmentModel, models.BiDAFEntailmentModel)):
+        task, vocab = "entailment", None
+    else:
+        raise ValueError(f"{path}: a {type(model).__name__}, not a tpr-keras model of "
+                         "bAbI, math or entailment; nothing to export.")
+    return export_model(task, model, vocab, export_dir, model_name or task, version,
+                        **options)
 
 
 def main(argv):

@@ -152,3 +152,18 @@ def test_a_damaged_preset_is_refused_by_both_commands(tiny_preset, tiny_babi, tm
         assert done.returncode == 1
         assert f"{weights}: SHA-256" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "exports").exists()
+
+
+def test_export_of_a_keras_model_that_is_no_tpr_keras_model_is_an_error(tmp_path):
+    """``train.export --keras_model`` picks the exporter from the model's class; any other
+    model is refused, never exported as some family."""
+    import keras
+
+    from train.export import export_keras_model
+
+    inputs = keras.Input((3,))
+    path = tmp_path / "model.keras"
+    keras.Model(inputs, keras.layers.Dense(2)(inputs)).save(path)
+    with pytest.raises(ValueError, match="a Functional, not a tpr-keras model"):
+        export_keras_model(str(path), str(tmp_path / "exports"))
+    assert not (tmp_path / "exports").exists()
