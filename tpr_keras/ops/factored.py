@@ -257,6 +257,8 @@ def chunked_unit_lower_solve(a, c, num_slots, steps_per_chunk=STEPS_PER_CHUNK):
         steps_per_chunk: steps (blocks) per chunk.
     """
     n = a.shape[-1]
+    if n == 0:  # an empty story: nothing to solve
+        return c
     step = ops.arange(n) // num_slots
     lower = ops.cast(ops.expand_dims(step, 1) > ops.expand_dims(step, 0), a.dtype)
 
