@@ -26,18 +26,17 @@ class TPRU(keras.layers.RNN):
     :class:`TPRUCell`), so the parameters and their names are the cell's.
 
     The class attribute ``loop`` picks what runs the steps: ``"ops"``
-    (``keras.ops.scan``, every backend; the default off TensorFlow), and on
-    TensorFlow ``"while"`` (its default: a hand-written ``tf.while_loop`` that
-    carries only the state, and the outputs only when ``return_sequences``) or
-    ``"scan"`` (``tf.scan``). ``"auto"`` (the default) picks ``"while"`` on
-    TensorFlow and ``"ops"`` elsewhere: Keras' TensorFlow ``scan`` runs one
-    iteration at a time (``parallel_iterations=1``) and keeps the carry in a
-    ``TensorArray``, and it was 1.16x Keras' LSTM time per pair against 0.99x for
-    the while loop (``bench.entailment_bench``), so on TensorFlow the loop is
-    TensorFlow's own (imported only there). ``unroll=True`` unrolls the steps in
-    Python over the static length. All compute the same values and gradients,
-    with Keras' masking semantics, also compiled (tested). It is not part of the
-    config.
+    (``keras.ops.scan`` over one time-major tensor of the step inputs, carrying the
+    state; every backend, the default off TensorFlow), and on TensorFlow ``"while"``
+    (its default) or ``"scan"`` (``tf.scan``), from
+    :mod:`tpr_keras.backend.tensorflow_loops`, imported only on that backend. On
+    TensorFlow Keras' ``scan`` runs one iteration at a time and its gradient cannot be
+    compiled by XLA (no trip count), so the TensorFlow default is a ``tf.while_loop``
+    that sets one and carries only the state, and the outputs only when
+    ``return_sequences`` (0.99x Keras' LSTM time per pair, ``bench.entailment_bench``).
+    ``unroll=True`` unrolls the steps in Python over the static length. All compute
+    the same values and gradients, with Keras' masking semantics, also compiled
+    (tested on each backend). It is not part of the config.
 
     Args:
         units: d, the width of the binding complex (state and output).
@@ -140,7 +139,9 @@ class TPRU(keras.layers.RNN):
         if keras.backend.backend() != "tensorflow":
             raise ValueError(f"TPRU loop {loop!r} is TensorFlow's; Keras runs on "
                              f"{keras.backend.backend()}: use 'ops' or 'auto'.")
-        return _tf_loop(*args, scan=loop == "scan")
+        from tpr_keras.backend import tensorflow_loops  # TensorFlow is the backend here
+
+        return tensorflow_loops.rnn_loop(*args, scan=loop == "scan")
 
     @property
     def units(self):
@@ -160,85 +161,47 @@ class TPRU(keras.layers.RNN):
         return cls(**config)
 
 
-def _tf_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
-             scan=False):
-    """The recurrence as one ``tf.while_loop`` (or ``tf.scan``) over time-major inputs.
-
-    Same contract as the loop of ``keras.layers.RNN``: returns ``(last_output, outputs,
-    [state])``, ``outputs`` in processing order (reversed when ``go_backwards``) and
-    ``[B, 1, d]`` when not ``return_sequences``; a masked step keeps the state and
-    outputs it (or zeros when ``zero_output_for_mask``).
-    """
-    import tensorflow as tf  # only on the TensorFlow backend
-
-    elems = [tf.transpose(f_x, [1, 0, 2]), tf.transpose(g_x, [1, 0, 2])]
-    if mask is not None:
-        elems.append(tf.expand_dims(tf.transpose(tf.cast(mask, "bool")), -1))
-    if go_backwards:
-        elems = [tf.reverse(e, [0]) for e in elems]
-
-    def masked_step(b_prev, elem):
-        b = step(elem[0], elem[1], b_prev)
-        if mask is None:
-            return b, b
-        b = tf.where(elem[2], b, b_prev)
-        return b, (tf.where(elem[2], b, tf.zeros_like(b)) if zero_output_for_mask else b)
-
-    if scan:
-        def scan_fn(carry, elem):
-            return masked_step(carry[0], elem)
-
-        b_seq, out_seq = tf.scan(scan_fn, tuple(elems), initializer=(b0, b0))
-        state, last = b_seq[-1], out_seq[-1]
-        outputs = tf.transpose(out_seq, [1, 0, 2]) if return_sequences else last[:, None]
-        return last, outputs, [state]
-
-    steps = tf.shape(elems[0])[0]
-    tensor_arrays = [tf.TensorArray(e.dtype, size=steps).unstack(e) for e in elems]
-    # Outputs are collected only when returned: an unwritten TensorArray in the loop
-    # would break the gradient under XLA.
-    out_ta = [tf.TensorArray(b0.dtype, size=steps)] if return_sequences else []
-
-    def body(t, b_prev, last, *out_ta):
-        b, out = masked_step(b_prev, [ta.read(t) for ta in tensor_arrays])
-        return (t + 1, b, out) + tuple(ta.write(t, out) for ta in out_ta)
-
-    _, state, last, *out_ta = tf.while_loop(
-        lambda t, *_: t < steps, body, (tf.constant(0), b0, tf.zeros_like(b0), *out_ta),
-        maximum_iterations=steps)
-    outputs = tf.transpose(out_ta[0].stack(), [1, 0, 2]) if return_sequences else last[:, None]
-    return last, outputs, [state]
-
-
 def _ops_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
               unroll=False):
     """The recurrence in ``keras.ops.scan`` (any backend), or unrolled in Python over the
-    static length with ``unroll``; the same contract as :func:`_tf_loop`."""
-    elems = [ops.transpose(f_x, [1, 0, 2]), ops.transpose(g_x, [1, 0, 2])]
+    static length with ``unroll``; the same contract as :func:`tpr_keras.backend.tensorflow_loops.rnn_loop`.
+
+    The per-step inputs travel as one time-major tensor ``[f_x | g_x | mask]`` and the
+    carry is the state alone: Keras' TensorFlow ``scan`` reads one ``TensorArray`` per
+    input and, with several inputs and an unknown time dimension, fails on a shape check.
+    """
+    n, d = f_x.shape[-1], g_x.shape[-1]
+    parts = [f_x, g_x]
     if mask is not None:
-        elems.append(ops.expand_dims(ops.transpose(ops.cast(mask, "bool")), -1))
+        parts.append(ops.cast(ops.expand_dims(mask, -1), f_x.dtype))
+    elems = ops.transpose(ops.concatenate(parts, axis=-1), [1, 0, 2])
     if go_backwards:
-        elems = [ops.flip(e, axis=0) for e in elems]
+        elems = ops.flip(elems, axis=0)
 
     def masked_step(b_prev, elem):
-        b = step(elem[0], elem[1], b_prev)
+        b = step(elem[:, :n], elem[:, n:n + d], b_prev)
         if mask is None:
             return b, b
-        b = ops.where(elem[2], b, b_prev)
-        return b, (ops.where(elem[2], b, 0.0) if zero_output_for_mask else b)
+        keep = elem[:, n + d:] > 0.5
+        b = ops.where(keep, b, b_prev)
+        return b, (ops.where(keep, b, 0.0) if zero_output_for_mask else b)
 
     if unroll:
         state, outs = b0, []
-        for t in range(elems[0].shape[0]):
-            state, out = masked_step(state, [e[t] for e in elems])
+        for t in range(elems.shape[0]):
+            state, out = masked_step(state, elems[t])
             outs.append(out)
         outs = ops.stack(outs)
         last = outs[-1]
     else:
-        def scan_fn(carry, elem):
-            b, out = masked_step(carry[0], elem)
-            return (b, out), (out if return_sequences else None)
-
-        (state, last), outs = ops.scan(scan_fn, (b0, ops.zeros_like(b0)), tuple(elems))
+        (state, outs) = ops.scan(
+            lambda b, elem: masked_step(b, elem) if return_sequences
+            else (masked_step(b, elem)[0], None), b0, elems)
+        if return_sequences:
+            last = outs[-1]
+        elif mask is not None and zero_output_for_mask:  # the last step's output
+            last = ops.where(elems[-1, :, n + d:] > 0.5, state, 0.0)
+        else:  # a masked step keeps the state: the last output is the state
+            last = state
     outputs = ops.transpose(outs, [1, 0, 2]) if return_sequences else last[:, None]
     return last, outputs, [state]
