@@ -34,6 +34,19 @@ tf.config.set_logical_device_configuration(
 )
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``tensorflow_backend`` need Keras on TensorFlow: skipped on the others
+    (the layer and op tests run again under ``KERAS_BACKEND=jax``)."""
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        return
+    skip = pytest.mark.skip(reason=f"needs the TensorFlow backend, not {keras.backend.backend()}")
+    for item in items:
+        if item.get_closest_marker("tensorflow_backend"):
+            item.add_marker(skip)
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 

@@ -1,8 +1,9 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
+from tpr_keras import testing
 from tpr_keras.layers.memn2n import (
     MemN2NEmbedding,
     MemN2NHop,
@@ -26,7 +27,7 @@ def story_batch():
 # --------------------------------------------------------------- position enc.
 def test_paper_position_encoding_matches_formula():
     lengths = np.array([2.0, 3.0])
-    out = position_encoding(lengths, num_slots=3, embedding_dim=4).numpy()
+    out = testing.numpy(position_encoding(lengths, num_slots=3, embedding_dim=4))
     assert out.shape == (2, 3, 4)
     for b, big_j in enumerate([2, 3]):
         for j in range(1, 4):
@@ -34,12 +35,12 @@ def test_paper_position_encoding_matches_formula():
                 expected = (1 - j / big_j) - (k / 4) * (1 - 2 * j / big_j)
                 assert out[b, j - 1, k - 1] == pytest.approx(expected, abs=1e-6)
     # One-word sentence: l_k1 = k / d.
-    single = position_encoding(np.array([1.0]), 1, 4).numpy()[0, 0]
+    single = testing.numpy(position_encoding(np.array([1.0]), 1, 4))[0, 0]
     np.testing.assert_allclose(single, [0.25, 0.5, 0.75, 1.0], rtol=1e-6)
 
 
 def test_coded_position_encoding_matches_formula():
-    out = coded_position_encoding(num_slots=3, embedding_dim=4).numpy()
+    out = testing.numpy(coded_position_encoding(num_slots=3, embedding_dim=4))
     for j in range(1, 4):
         for k in range(1, 5):
             expected = 1 + 4 * (k - 2.5) * (j - 2.0) / (4 * 3)
@@ -51,14 +52,14 @@ def test_embedding_position_encodings_and_temporal_term():
     ids = np.array([[3, 5, 0]])
     for encoding in ("bag_of_words", "position", "position_code"):
         table = MemN2NEmbedding(10, 4, sentence_encoding=encoding, memory_size=5)
-        out = table(ids, time_index=np.array([2])).numpy()[0]
-        a, t = table.embeddings.numpy(), table.temporal.numpy()
+        out = testing.numpy(table(ids, time_index=np.array([2])))[0]
+        a, t = testing.numpy(table.embeddings), testing.numpy(table.temporal)
         if encoding == "bag_of_words":
             weights, time_weight = np.ones((3, 4)), np.ones(4)
         elif encoding == "position":  # J = 2 real words, T unscaled
-            weights, time_weight = position_encoding(np.array(2.0), 3, 4).numpy(), np.ones(4)
+            weights, time_weight = testing.numpy(position_encoding(np.array(2.0), 3, 4)), np.ones(4)
         else:  # J = 3 slots + 1 time word, which takes the last column
-            full = coded_position_encoding(4, 4).numpy()
+            full = testing.numpy(coded_position_encoding(4, 4))
             weights, time_weight = full[:3], full[3]
         expected = weights[0] * a[3] + weights[1] * a[5] + time_weight * t[1]
         np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
@@ -67,19 +68,22 @@ def test_embedding_position_encodings_and_temporal_term():
 def test_pad_row_is_zero_and_gets_no_gradient():
     table = MemN2NEmbedding(10, 4, memory_size=3)
     table.build()
-    np.testing.assert_array_equal(table.embeddings.numpy()[0], 0.0)
-    assert 0.05 < table.embeddings.numpy()[1:].std() < 0.2  # N(0, 0.1)
+    np.testing.assert_array_equal(testing.numpy(table.embeddings)[0], 0.0)
+    assert 0.05 < testing.numpy(table.embeddings)[1:].std() < 0.2  # N(0, 0.1)
     ids = np.array([[3, 5, 0, 0], [0, 0, 0, 0]])
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(table(ids, time_index=np.array([1, 0])) ** 2) + tf.reduce_sum(
-            table.project(tf.ones((2, 4)))
+
+    def loss():
+        return ops.sum(table(ids, time_index=np.array([1, 0])) ** 2) + ops.sum(
+            table.project(ops.ones((2, 4)))
         )
-    grad = tf.convert_to_tensor(tape.gradient(loss, table.embeddings)).numpy()
+
+    _, (grad,), _ = testing.value_and_gradients(loss, [table.embeddings])
+    grad = testing.numpy(grad)
     np.testing.assert_array_equal(grad[0], 0.0)
     assert np.abs(grad[3]).sum() > 0
     # Empty sentence without time index embeds to exactly 0; pad logit is 0.
-    np.testing.assert_array_equal(table(ids, time_index=np.array([1, 0])).numpy()[1], 0.0)
-    np.testing.assert_array_equal(table.project(tf.ones((2, 4))).numpy()[:, 0], 0.0)
+    np.testing.assert_array_equal(testing.numpy(table(ids, time_index=np.array([1, 0])))[1], 0.0)
+    np.testing.assert_array_equal(testing.numpy(table.project(ops.ones((2, 4))))[:, 0], 0.0)
 
 
 # ------------------------------------------------------------------------ hop
@@ -97,22 +101,22 @@ def hop_inputs():
 def test_hop_attention_sums_to_one_over_real_memories_and_zero_on_padding():
     u, m, c, mask = hop_inputs()
     new_u, p = MemN2NHop()([u, m, c], memory_mask=mask)
-    p = p.numpy()
+    p = testing.numpy(p)
     np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(p[~mask], 0.0)
     scores = np.einsum("bd,bmd->bm", u, m)
     expected = np.exp(scores[0, :3]) / np.exp(scores[0, :3]).sum()
     np.testing.assert_allclose(p[0, :3], expected, rtol=1e-5)
-    np.testing.assert_allclose(new_u.numpy(), u + np.einsum("bm,bmd->bd", p, c), rtol=1e-5)
+    np.testing.assert_allclose(testing.numpy(new_u), u + np.einsum("bm,bmd->bd", p, c), rtol=1e-5)
     # An all-empty memory reads nothing (no NaN).
     _, p_empty = MemN2NHop()([u, m, c], memory_mask=np.zeros_like(mask))
-    np.testing.assert_array_equal(p_empty.numpy(), 0.0)
+    np.testing.assert_array_equal(testing.numpy(p_empty), 0.0)
 
 
 def test_hop_without_masking_keeps_empty_slots_in_the_softmax():
     u, m, c, mask = hop_inputs()
     _, p = MemN2NHop(mask_empty_memories=False)([u, m, c], memory_mask=mask)
-    p = p.numpy()
+    p = testing.numpy(p)
     np.testing.assert_allclose(p.sum(-1), 1.0, rtol=1e-6)
     assert (p[~mask] > 0).all()  # logit 0 on the empty slots, as in the authors' code
     scores = np.einsum("bd,bmd->bm", u, m)
@@ -123,29 +127,30 @@ def test_linear_start_hop_has_no_softmax():
     u, m, c, mask = hop_inputs()
     hop = MemN2NHop()
     scores = np.einsum("bd,bmd->bm", u, m) * mask
-    for linear in (True, tf.constant(True)):
+    for linear in (True, ops.convert_to_tensor(True)):
         new_u, p = hop([u, m, c], memory_mask=mask, linear=linear)
-        np.testing.assert_allclose(p.numpy(), scores, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(new_u.numpy(), u + np.einsum("bm,bmd->bd", scores, c), rtol=1e-5)
-    _, p = hop([u, m, c], memory_mask=mask, linear=tf.constant(False))
-    np.testing.assert_allclose(p.numpy().sum(-1), 1.0, rtol=1e-6)
+        np.testing.assert_allclose(testing.numpy(p), scores, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(testing.numpy(new_u), u + np.einsum("bm,bmd->bd", scores, c),
+                                   rtol=1e-5)
+    _, p = hop([u, m, c], memory_mask=mask, linear=ops.convert_to_tensor(False))
+    np.testing.assert_allclose(testing.numpy(p).sum(-1), 1.0, rtol=1e-6)
 
 
 def test_layer_wise_hop_projection():
     u, m, c, mask = hop_inputs()
     hop = MemN2NHop(use_projection=True)
     new_u, p = hop([u, m, c], memory_mask=mask)
-    h = hop.projection.numpy()
+    h = testing.numpy(hop.projection)
     assert h.shape == (4, 4)
-    expected = u @ h.T + np.einsum("bm,bmd->bd", p.numpy(), c)
-    np.testing.assert_allclose(new_u.numpy(), expected, rtol=1e-5, atol=1e-6)
+    expected = u @ h.T + np.einsum("bm,bmd->bd", testing.numpy(p), c)
+    np.testing.assert_allclose(testing.numpy(new_u), expected, rtol=1e-5, atol=1e-6)
 
 
 # -------------------------------------------------------------------- network
 def test_memory_keeps_last_sentences_and_most_recent_has_time_index_1():
     story, _ = story_batch()
     net = MemN2NNetwork(30, 8, memory_size=4)
-    ids, mask, count = (t.numpy() for t in net.memory_slots(story))
+    ids, mask, count = (testing.numpy(t) for t in net.memory_slots(story))
     assert ids.shape == (3, 4, 4)
     np.testing.assert_array_equal(count, [4, 2, 0])
     # Example 0: 6 sentences, the last 4 kept, most recent first.
@@ -155,11 +160,11 @@ def test_memory_keeps_last_sentences_and_most_recent_has_time_index_1():
     np.testing.assert_array_equal(ids[1, 1], [3, 4, 5, 0])
     np.testing.assert_array_equal(ids[1, 2:], 0)
     np.testing.assert_array_equal(mask, [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]])
-    time = net.time_indices(mask, count).numpy()
+    time = testing.numpy(net.time_indices(mask, count))
     np.testing.assert_array_equal(time, [[1, 2, 3, 4], [1, 2, 0, 0], [0, 0, 0, 0]])
     # Time counts from the end of the real story: leading padding is ignored too.
     shifted = np.concatenate([np.zeros((3, 3, 4), "int32"), story], axis=1)
-    np.testing.assert_array_equal(net.memory_slots(shifted)[0].numpy(), ids)
+    np.testing.assert_array_equal(testing.numpy(net.memory_slots(shifted)[0]), ids)
 
 
 def test_temporal_encoding_uses_row_of_the_recency_index():
@@ -169,8 +174,8 @@ def test_temporal_encoding_uses_row_of_the_recency_index():
     # Example 1 has 2 sentences: the most recent ([6]) must get T row 0.
     table = net.tables[0]
     ids, mask, count = net.memory_slots(story)
-    m = table(ids, time_index=net.time_indices(mask, count)).numpy()
-    a, t = table.embeddings.numpy(), table.temporal.numpy()
+    m = testing.numpy(table(ids, time_index=net.time_indices(mask, count)))
+    a, t = testing.numpy(table.embeddings), testing.numpy(table.temporal)
     np.testing.assert_allclose(m[1, 0], a[6] + t[0], rtol=1e-6)
     np.testing.assert_allclose(m[1, 1], a[3] + a[4] + a[5] + t[1], rtol=1e-6)
     np.testing.assert_array_equal(m[1, 2:], 0.0)
@@ -181,26 +186,26 @@ def test_random_noise_only_in_training():
     story[8:, 20:] = 0  # 20 sentences in half of the batch
     question = np.ones((16, 4), "int32")
     net = MemN2NNetwork(30, 8, memory_size=25, random_noise=0.1, seed=3)
-    first = net([story, question], training=False).numpy()
-    np.testing.assert_array_equal(net([story, question]).numpy(), first)
+    first = testing.numpy(net([story, question], training=False))
+    np.testing.assert_array_equal(testing.numpy(net([story, question])), first)
     ids, mask, count = net.memory_slots(story)
-    base = net.time_indices(mask, count, training=False).numpy()
+    base = testing.numpy(net.time_indices(mask, count, training=False))
     moved = False
     for _ in range(5):
-        noisy = net.time_indices(mask, count, training=True).numpy()
+        noisy = testing.numpy(net.time_indices(mask, count, training=True))
         np.testing.assert_array_equal(noisy == 0, base == 0)  # empty stays empty
-        for row, n in zip(noisy, count.numpy()):
+        for row, n in zip(noisy, testing.numpy(count)):
             real = row[:n]
             assert real.min() >= 1 and real.max() <= 25
             assert (np.diff(real) >= 0).all()  # order kept
             assert real[-1] <= min(n + int(np.ceil(0.1 * n)), 25)
         moved |= bool((noisy != base).any())
     assert moved
-    assert not np.allclose(net([story, question], training=True).numpy(), first)
+    assert not np.allclose(testing.numpy(net([story, question], training=True)), first)
     quiet = MemN2NNetwork(30, 8, memory_size=25, random_noise=0.0)
     np.testing.assert_array_equal(
-        quiet([story, question], training=True).numpy(),
-        quiet([story, question], training=False).numpy(),
+        testing.numpy(quiet([story, question], training=True)),
+        testing.numpy(quiet([story, question], training=False)),
     )
 
 
@@ -210,7 +215,7 @@ def test_random_noise_is_seeded():
     for _ in range(2):
         net = MemN2NNetwork(30, 8, memory_size=25, seed=7)
         _, mask, count = net.memory_slots(story)
-        outs.append(net.time_indices(mask, count, training=True).numpy())
+        outs.append(testing.numpy(net.time_indices(mask, count, training=True)))
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
@@ -239,12 +244,13 @@ def test_adjacent_weight_tying_shares_tables():
 
 def reference_forward(net, story, question):
     """NumPy eq. 1-4 for adjacent tying with the paper's PE and temporal encoding."""
-    tables = [(t.embeddings.numpy(), t.temporal.numpy()) for t in net.tables]
+    tables = [(testing.numpy(t.embeddings), testing.numpy(t.temporal)) for t in net.tables]
 
     def embed(table, words, time=None):
         words = [w for w in words if w]
-        vec = sum(position_encoding(np.array(float(len(words))), len(words), net.embedding_dim)
-                  .numpy()[j] * table[0][w] for j, w in enumerate(words))
+        encoding = testing.numpy(
+            position_encoding(np.array(float(len(words))), len(words), net.embedding_dim))
+        vec = sum(encoding[j] * table[0][w] for j, w in enumerate(words))
         return vec + (table[1][time - 1] if time else 0.0)
 
     logits = []
@@ -267,7 +273,7 @@ def test_adjacent_network_matches_numpy_reference():
     story, question = story[:2], question[:2]  # example 2 has no memories
     net = MemN2NNetwork(30, 8, num_hops=2, memory_size=4)
     np.testing.assert_allclose(
-        net([story, question]).numpy(), reference_forward(net, story, question),
+        testing.numpy(net([story, question])), reference_forward(net, story, question),
         rtol=1e-4, atol=1e-5,
     )
 
@@ -288,7 +294,12 @@ def test_layer_wise_weight_tying_shares_a_c_and_h():
     assert trainable_count(net) == 4 * vocab * dim + dim * dim + 2 * size * dim
 
 
+# An already traced tf.function reads the switch variable at each call; jax.jit instead
+# bakes in the values of the variables it closes over (see the stateless test below).
+@pytest.mark.tensorflow_backend
 def test_network_linear_start_switch_without_retracing():
+    import tensorflow as tf
+
     story, question = story_batch()
     net = MemN2NNetwork(30, 8, memory_size=4, linear_start=True)
     net([story, question])  # build outside the tf.function
@@ -299,16 +310,47 @@ def test_network_linear_start_switch_without_retracing():
         traces.append(1)
         return net([story, question], return_attention=True)[1]
 
-    p = attention(story, question).numpy()
+    p = testing.numpy(attention(story, question))
     assert net.linear_start_enabled() and net.get_config()["linear_start"] is True
     assert not np.allclose(p[0].sum(-1), 1.0)  # raw scores
     np.testing.assert_array_equal(p[1, :, 2:], 0.0)
     net.set_linear_start(False)
-    p = attention(story, question).numpy()
+    p = testing.numpy(attention(story, question))
     np.testing.assert_allclose(p[:2].sum(-1), 1.0, rtol=1e-5)
     assert len(traces) == 1
     assert net.get_config()["linear_start"] is False
     assert not net.linear_start.trainable
+
+
+def test_network_linear_start_switch_is_state_of_a_compiled_call():
+    """The switch is a (non-trainable) variable: one compiled stateless call serves both
+    modes, on every backend."""
+    story, question = story_batch()
+    net = MemN2NNetwork(30, 8, memory_size=4, linear_start=True)
+    net([story, question])  # build outside the compiled function
+    traces = []
+
+    def attention(trainable, non_trainable, story, question):
+        traces.append(1)
+        (_, p), _ = net.stateless_call(trainable, non_trainable, [story, question],
+                                       return_attention=True)
+        return p
+
+    attention = testing.compiled(attention)
+
+    def state():
+        return ([ops.convert_to_tensor(v) for v in net.trainable_variables],
+                [ops.convert_to_tensor(v) for v in net.non_trainable_variables])
+
+    p = testing.numpy(attention(*state(), story, question))
+    assert net.linear_start_enabled()
+    assert not np.allclose(p[0].sum(-1), 1.0)  # raw scores
+    np.testing.assert_array_equal(p[1, :, 2:], 0.0)
+    net.set_linear_start(False)
+    p = testing.numpy(attention(*state(), story, question))
+    np.testing.assert_allclose(p[:2].sum(-1), 1.0, rtol=1e-5)
+    assert len(traces) == 1
+    assert not net.linear_start_enabled()
 
 
 def test_invalid_arguments():

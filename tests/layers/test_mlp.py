@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 
+from tpr_keras import testing
 from tpr_keras.layers import TanhMLP
 
 
@@ -8,9 +9,9 @@ def test_two_tanh_layers():
     keras.utils.set_random_seed(0)  # fixed weights: the test must not depend on the draw
     mlp = TanhMLP(hidden_dim=5, output_dim=3)
     x = np.random.default_rng(0).normal(size=(4, 7)).astype("float32")
-    out = mlp(x).numpy()
-    w1, b1 = mlp.hidden.kernel.numpy(), mlp.hidden.bias.numpy()
-    w2, b2 = mlp.output_layer.kernel.numpy(), mlp.output_layer.bias.numpy()
+    out = testing.numpy(mlp(x))
+    w1, b1 = testing.numpy(mlp.hidden.kernel), testing.numpy(mlp.hidden.bias)
+    w2, b2 = testing.numpy(mlp.output_layer.kernel), testing.numpy(mlp.output_layer.bias)
     np.testing.assert_allclose(out, np.tanh(np.tanh(x @ w1 + b1) @ w2 + b2),
                                rtol=1e-5, atol=1e-6)  # float32 sums: outputs near 0
     assert TanhMLP.from_config(mlp.get_config()).get_config() == mlp.get_config()

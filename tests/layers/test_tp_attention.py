@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 
+from tpr_keras import testing
 from tpr_keras.layers.tp_attention import TPMultiHeadAttention
 
 
@@ -20,10 +21,10 @@ def _eq4_by_hand(layer, z_query, z_value, mask=None):
     """Eq. 1-4 head by head, written as in the paper (loops over heads and t)."""
     H, dk = layer.num_heads, layer.key_dim
     names = ("query", "key", "value", "output")
-    w = {name: getattr(layer, f"{name}_kernel").numpy() for name in names}
-    b = {name: getattr(layer, f"{name}_bias").numpy() for name in names}
+    w = {name: testing.numpy(getattr(layer, f"{name}_kernel")) for name in names}
+    b = {name: testing.numpy(getattr(layer, f"{name}_bias")) for name in names}
     if layer.use_role:
-        w["role"], b["role"] = layer.role_kernel.numpy(), layer.role_bias.numpy()
+        w["role"], b["role"] = testing.numpy(layer.role_kernel), testing.numpy(layer.role_bias)
     batch, tq, d = z_query.shape
     out = np.zeros((batch, tq, d))
     for n in range(batch):
@@ -57,7 +58,7 @@ def test_head_output_equals_hand_computed_eq4(use_role):
     _randomize(layer)
     mask = np.ones((2, 3, 5), bool)
     mask[1, :, 3:] = False  # padding of the second sequence
-    got = layer(zq, zv, attention_mask=mask).numpy()
+    got = testing.numpy(layer(zq, zv, attention_mask=mask))
     np.testing.assert_allclose(got, _eq4_by_hand(layer, zq, zv, mask), rtol=1e-4, atol=1e-5)
     assert (layer.role_kernel is not None) if use_role else not hasattr(layer, "role_kernel")
 
@@ -73,14 +74,14 @@ def test_without_roles_equals_keras_multi_head_attention():
     _randomize(ours)
     for name, dense in (("query", theirs._query_dense), ("key", theirs._key_dense),
                         ("value", theirs._value_dense)):
-        dense.kernel.assign(getattr(ours, f"{name}_kernel").numpy().reshape(6, 2, 3))
-        dense.bias.assign(getattr(ours, f"{name}_bias").numpy().reshape(2, 3))
-    theirs._output_dense.kernel.assign(ours.output_kernel.numpy().reshape(2, 3, 6))
-    theirs._output_dense.bias.assign(ours.output_bias.numpy())
+        dense.kernel.assign(testing.numpy(getattr(ours, f"{name}_kernel")).reshape(6, 2, 3))
+        dense.bias.assign(testing.numpy(getattr(ours, f"{name}_bias")).reshape(2, 3))
+    theirs._output_dense.kernel.assign(testing.numpy(ours.output_kernel).reshape(2, 3, 6))
+    theirs._output_dense.bias.assign(testing.numpy(ours.output_bias))
     mask = np.tril(np.ones((4, 5), bool))[None].repeat(2, 0)
     np.testing.assert_allclose(
-        ours(zq, zv, attention_mask=mask).numpy(),
-        theirs(zq, zv, attention_mask=mask).numpy(),
+        testing.numpy(ours(zq, zv, attention_mask=mask)),
+        testing.numpy(theirs(zq, zv, attention_mask=mask)),
         rtol=1e-5, atol=1e-5,
     )
 
@@ -89,10 +90,10 @@ def test_causal_mask_hides_the_future():
     layer = TPMultiHeadAttention(num_heads=2)
     rng = np.random.default_rng(3)
     z = rng.normal(size=(1, 6, 8)).astype("float32")
-    before = layer(z, z, use_causal_mask=True).numpy()
+    before = testing.numpy(layer(z, z, use_causal_mask=True))
     changed = z.copy()
     changed[0, 4:] += 5.0
-    after = layer(changed, changed, use_causal_mask=True).numpy()
+    after = testing.numpy(layer(changed, changed, use_causal_mask=True))
     np.testing.assert_allclose(after[0, :4], before[0, :4], rtol=1e-5, atol=1e-6)
     assert not np.allclose(after[0, 4:], before[0, 4:])
 
@@ -107,11 +108,12 @@ def test_returns_weights_and_roles():
     out, weights, roles = layer(
         zq, zv, attention_mask=mask, return_attention_scores=True, return_roles=True
     )
-    weights, roles = weights.numpy(), roles.numpy()
+    weights, roles = testing.numpy(weights), testing.numpy(roles)
     assert out.shape == (2, 3, 4) and weights.shape == (2, 2, 3, 5) and roles.shape == (2, 2, 3, 2)
     np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
     assert np.all(weights[0, :, :, 2:] == 0.0)
-    expected = zq @ layer.role_kernel.numpy() + layer.role_bias.numpy()  # role from the query
+    # The role comes from the query.
+    expected = zq @ testing.numpy(layer.role_kernel) + testing.numpy(layer.role_bias)
     np.testing.assert_allclose(roles, expected.reshape(2, 3, 2, 2).transpose(0, 2, 1, 3), rtol=1e-5)
     _, none_roles = TPMultiHeadAttention(2, use_role=False)(zq, zv, return_roles=True)
     assert none_roles is None

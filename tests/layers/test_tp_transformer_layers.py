@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from tpr_keras import testing
 from tpr_keras.layers.tp_transformer_layers import (
     PositionwiseFeedForward,
     TPTransformerDecoderLayer,
@@ -26,7 +27,8 @@ def test_sinusoids_match_the_authors_table():
     div = np.exp(np.arange(0, d, 2) * -(math.log(10000.0) / d))
     pe[:, 0::2] = np.sin(position * div)
     pe[:, 1::2] = np.cos(position * div)
-    np.testing.assert_allclose(sinusoidal_positions(np.arange(length), d).numpy(), pe, atol=1e-6)
+    np.testing.assert_allclose(testing.numpy(sinusoidal_positions(np.arange(length), d)), pe,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("multiplicative", [True, False])
@@ -35,18 +37,19 @@ def test_embedding_forward_and_reverse(multiplicative):
     ids = np.array([[4, 5, 6, 0]])
     layer(ids)
     _randomize(layer)
-    table = layer.embeddings.numpy()
-    x = table[ids] * math.sqrt(8) + sinusoidal_positions(np.arange(4), 8).numpy()[None]
+    table = testing.numpy(layer.embeddings)
+    x = table[ids] * math.sqrt(8) + testing.numpy(sinusoidal_positions(np.arange(4), 8))[None]
     if multiplicative:
-        x = x * (x @ layer.multiplier.kernel.numpy() + layer.multiplier.bias.numpy() + 1.0)
-    np.testing.assert_allclose(layer(ids).numpy(), x, rtol=1e-5, atol=1e-5)
+        multiplier = layer.multiplier
+        x = x * (x @ testing.numpy(multiplier.kernel) + testing.numpy(multiplier.bias) + 1.0)
+    np.testing.assert_allclose(testing.numpy(layer(ids)), x, rtol=1e-5, atol=1e-5)
     # A step at position 2 equals position 2 of the whole sequence.
     np.testing.assert_allclose(
-        layer(ids[:, 2:3], start_position=2).numpy(), x[:, 2:3], rtol=1e-5, atol=1e-5
+        testing.numpy(layer(ids[:, 2:3], start_position=2)), x[:, 2:3], rtol=1e-5, atol=1e-5
     )
     hidden = np.random.default_rng(1).normal(size=(1, 3, 8)).astype("float32")
     np.testing.assert_allclose(  # eq. 6: logits through the transposed embedding
-        layer(hidden, reverse=True).numpy(), hidden @ table.T, rtol=1e-5, atol=1e-5
+        testing.numpy(layer(hidden, reverse=True)), hidden @ table.T, rtol=1e-5, atol=1e-5
     )
     assert len(layer.weights) == (3 if multiplicative else 1)
 
@@ -54,10 +57,10 @@ def test_embedding_forward_and_reverse(multiplicative):
 def test_embedding_initial_statistics():
     layer = TPTransformerEmbedding(2000, 64)
     layer.build()
-    table = layer.embeddings.numpy()
+    table = testing.numpy(layer.embeddings)
     assert abs(table.std() * math.sqrt(64) - 1.0) < 0.05  # E * sqrt(d) ~ N(0, 1)
     ids = np.arange(4, 2000)[None]
-    factor = layer.multiplier(layer.embeddings[None, 4:] * 8.0).numpy() + 1.0
+    factor = testing.numpy(layer.multiplier(layer.embeddings[None, 4:] * 8.0)) + 1.0
     assert abs(factor.mean() - 1.0) < 0.05 and abs(factor.std() - 1.0) < 0.1  # ~N(1, 1)
     assert layer(ids).shape == (1, 1996, 64)
 
@@ -67,11 +70,11 @@ def _sublayers_by_hand(layer, x, sublayers, placement):
     if placement == "code":
         for norm, f in zip(norms, sublayers):
             x = x + f(norm(x))
-        return norms[-1](x).numpy()
+        return testing.numpy(norms[-1](x))
     x = norms[0](x)
     for norm, f in zip(norms[1:], sublayers):
         x = norm(x + f(x))
-    return x.numpy()
+    return testing.numpy(x)
 
 
 @pytest.mark.parametrize("placement", ["code", "paper"])
@@ -91,7 +94,7 @@ def test_encoder_layer_norm_placement(placement):
         ],
         placement,
     )
-    np.testing.assert_allclose(layer(x, valid).numpy(), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(testing.numpy(layer(x, valid)), expected, rtol=1e-4, atol=1e-5)
     assert len(layer.norms) == 3
 
 
@@ -100,9 +103,10 @@ def test_encoder_ignores_padded_positions():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(1, 6, 8)).astype("float32")
     valid = np.array([[1, 1, 1, 1, 0, 0]], bool)
-    before = layer(x, valid).numpy()
+    before = testing.numpy(layer(x, valid))
     x[0, 4:] = rng.normal(size=(2, 8)) * 10
-    np.testing.assert_allclose(layer(x, valid).numpy()[0, :4], before[0, :4], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(testing.numpy(layer(x, valid))[0, :4], before[0, :4],
+                               rtol=1e-5, atol=1e-5)
     out, details = layer(x, valid, return_details=True)
     assert details["attention"].shape == (1, 2, 6, 6) and details["roles"].shape == (1, 2, 6, 4)
 
@@ -114,16 +118,16 @@ def test_decoder_cached_steps_equal_full_pass(placement):
     y = rng.normal(size=(2, 4, 8)).astype("float32")
     enc = rng.normal(size=(2, 5, 8)).astype("float32")
     valid = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]], bool)
-    full = layer(y, enc, valid).numpy()
+    full = testing.numpy(layer(y, enc, valid))
     _randomize(layer, seed=6)
-    full = layer(y, enc, valid).numpy()
+    full = testing.numpy(layer(y, enc, valid))
     length = 6  # cache longer than the sequence: unused slots must not matter
     cache_k = np.full((2, 2, length, 4), 7.0, "float32")  # garbage beyond t is masked
     cache_v = np.full((2, 2, length, 4), -3.0, "float32")
     kv = layer.encoder_key_value(enc)
     for t in range(4):
         out, cache_k, cache_v = layer.step(y[:, t : t + 1], t, cache_k, cache_v, kv, valid)
-        np.testing.assert_allclose(out.numpy()[:, 0], full[:, t], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(testing.numpy(out)[:, 0], full[:, t], rtol=1e-4, atol=1e-5)
     assert len(layer.norms) == 4
 
 

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from tpr_keras import testing
 from tpr_keras.layers import TPRInference
 from tpr_keras.ops import factored, tpr
 
@@ -16,13 +17,13 @@ def test_eq17_to_20_by_hand(steps):
     question = rng.normal(size=(2, 9)).astype("float32")
     memory = rng.normal(size=(2, 4, 3, 4)).astype("float32")
     logits, found = layer([question, memory], return_steps=True)
-    entity = layer.n_mlp(question).numpy()
+    entity = testing.numpy(layer.n_mlp(question))
     total = 0
     for j in range(steps):
-        entity = layer_norm(tpr.unbind3(memory, entity, layer.l_mlps[j](question)).numpy())
+        entity = layer_norm(testing.numpy(tpr.unbind3(memory, entity, layer.l_mlps[j](question))))
         np.testing.assert_allclose(found[j], entity, rtol=1e-4, atol=1e-5)
         total = total + entity
-    np.testing.assert_allclose(logits, total @ layer.z.kernel.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(logits, total @ testing.numpy(layer.z.kernel), rtol=1e-4, atol=1e-5)
     assert logits.shape == (2, 11)
 
 
@@ -36,5 +37,6 @@ def test_reads_factors_as_it_reads_the_dense_memory():
     rng = np.random.default_rng(1)
     question = rng.normal(size=(2, 9)).astype("float32")
     factors = tuple(rng.normal(size=(2, 12, d)).astype("float32") * 0.5 for d in (4, 3, 4))
-    from_dense = layer([question, factored.to_dense(factors)]).numpy()
-    np.testing.assert_allclose(layer([question, factors]).numpy(), from_dense, rtol=1e-4, atol=1e-5)
+    from_dense = testing.numpy(layer([question, factored.to_dense(factors)]))
+    np.testing.assert_allclose(testing.numpy(layer([question, factors])), from_dense,
+                               rtol=1e-4, atol=1e-5)

@@ -1,19 +1,24 @@
-"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell), in each of its
-TensorFlow loops and unrolled (its ``keras.ops.scan`` loop, the default off TensorFlow, is
-compared with TensorFlow on JAX in tests/models/test_jax_backend.py)."""
+"""TPRU (the sequence layer) computes exactly keras.layers.RNN(TPRUCell), in each loop the
+backend has (``keras.ops.scan`` everywhere; TensorFlow's ``tf.while_loop`` and ``tf.scan``
+on TensorFlow) and unrolled, values and gradients, eagerly and compiled."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
+from tpr_keras import testing
 from tpr_keras.layers import TPRUCell
 from tpr_keras.layers.tpru import TPRU
 
-LOOPS = ("while", "scan")
+ON_TF = keras.backend.backend() == "tensorflow"
+LOOPS = ("while", "scan", "ops") if ON_TF else ("ops",)
+# XLA cannot differentiate Keras' TensorFlow scan (no trip count): on TensorFlow, the
+# layer's own loops are the ones it compiles.
+XLA_LOOPS = ("while", "scan") if ON_TF else ("ops",)
 
 
-def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="while"):
+def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="auto"):
     fast = TPRU(units, num_roles=roles, seed=3, return_sequences=return_sequences,
                 go_backwards=go_backwards)
     fast.loop = loop
@@ -26,18 +31,27 @@ def pair(return_sequences, go_backwards=False, units=6, roles=5, loop="while"):
     return fast, slow, x
 
 
-def values_and_gradients(layer, x, mask, compiled):
-    def run(x, mask):
-        with tf.GradientTape() as tape:
-            out = layer(x, mask=mask)
-            loss = tf.reduce_sum(out * np.arange(out.shape[-1], dtype="float32"))
-        return out, tape.gradient(loss, layer.trainable_weights)
+def run(layer, x, mask):
+    """The layer's outputs and the gradients of a weighted sum of them."""
+    def loss():
+        out = layer(x, mask=mask)
+        return ops.sum(out * np.arange(out.shape[-1], dtype="float32"))
 
-    if compiled:  # a traced graph with an unknown time dimension, as in training
-        run = tf.function(run, input_signature=[tf.TensorSpec([None, None, 4]),
-                                                tf.TensorSpec([None, None], tf.bool)])
-    out, grads = run(tf.constant(x), tf.constant(mask))
-    return out.numpy(), [g.numpy() for g in grads]
+    _, grads, _ = testing.value_and_gradients(loss, layer.trainable_weights)
+    return layer(x, mask=mask), grads
+
+
+def values_and_gradients(layer, x, mask, compiled):
+    fn = lambda x, mask: run(layer, x, mask)  # noqa: E731
+    if compiled and ON_TF:  # a traced graph with an unknown time dimension, as in training
+        import tensorflow as tf
+
+        fn = tf.function(fn, input_signature=[tf.TensorSpec([None, None, 4]),
+                                              tf.TensorSpec([None, None], tf.bool)])
+    elif compiled:
+        fn = testing.compiled(fn)
+    out, grads = fn(ops.convert_to_tensor(x), ops.convert_to_tensor(mask))
+    return testing.numpy(out), [testing.numpy(g) for g in grads]
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -60,26 +74,22 @@ def test_equals_the_generic_rnn_with_masks_values_and_gradients(loop, return_seq
                                       np.repeat(results[0][0][2, 1:2], 5, axis=0))
 
 
-@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("loop", XLA_LOOPS)
 def test_compiles_with_xla_values_and_gradients(loop):
-    """jit_compile=True (XLA) gives the eager values and gradients, last state only."""
+    """Compiled by XLA (``jit_compile=True`` / ``jax.jit``), the layer gives its eager values
+    and gradients, last state only."""
     layer = TPRU(6, num_roles=5, seed=3)
     layer.loop = loop
-    x = tf.constant(np.random.default_rng(2).normal(size=(3, 7, 4)).astype("float32"))
-    mask = tf.constant(np.arange(7)[None] < np.array([[7], [5], [2]]))
+    x = ops.convert_to_tensor(np.random.default_rng(2).normal(size=(3, 7, 4)).astype("float32"))
+    mask = ops.convert_to_tensor(np.arange(7)[None] < np.array([[7], [5], [2]]))
     layer(x)
 
-    def run(x, mask):
-        with tf.GradientTape() as tape:
-            out = layer(x, mask=mask)
-            loss = tf.reduce_sum(out * np.arange(6, dtype="float32"))
-        return out, tape.gradient(loss, layer.trainable_weights)
-
-    eager = run(x, mask)
-    compiled = tf.function(run, jit_compile=True)(x, mask)
-    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5, atol=1e-6)
+    eager = run(layer, x, mask)
+    compiled = testing.compiled(lambda x, mask: run(layer, x, mask), jit_compile=True)(x, mask)
+    np.testing.assert_allclose(testing.numpy(compiled[0]), testing.numpy(eager[0]),
+                               rtol=1e-5, atol=1e-6)
     for a, b in zip(compiled[1], eager[1]):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(testing.numpy(a), testing.numpy(b), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("loop", LOOPS)
@@ -94,8 +104,8 @@ def test_bidirectional_zero_outputs_for_masked_steps(loop):
     fast(x)
     slow(x)
     slow.set_weights(fast.get_weights())
-    out = fast(x, mask=mask).numpy()
-    np.testing.assert_allclose(out, slow(x, mask=mask), rtol=1e-5, atol=1e-6)
+    out = testing.numpy(fast(x, mask=mask))
+    np.testing.assert_allclose(out, testing.numpy(slow(x, mask=mask)), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(out[0, 3:], 0.0)  # zero_output_for_mask, both halves
     assert np.abs(out[0, :3]).min() > 0.0
 
@@ -107,7 +117,7 @@ def test_keras_round_trip(tmp_path):
     path = tmp_path / "m.keras"
     model.save(path)
     loaded = keras.models.load_model(path)
-    np.testing.assert_array_equal(loaded(x), model(x))
+    np.testing.assert_array_equal(testing.numpy(loaded(x)), testing.numpy(model(x)))
     assert loaded.get_layer("tpru").get_config() == model.get_layer("tpru").get_config()
     assert loaded.get_layer("tpru").loop == TPRU.loop == "auto"
 
@@ -117,11 +127,21 @@ def test_unrolled_equals_the_generic_rnn_with_masks(return_sequences):
     fast, slow, x = pair(return_sequences)
     fast.unroll = True
     mask = np.arange(7)[None] < np.array([[7], [4], [1]])
-    np.testing.assert_allclose(fast(x, mask=mask), slow(x, mask=mask), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(testing.numpy(fast(x, mask=mask)), testing.numpy(slow(x, mask=mask)),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_an_unknown_loop_is_a_named_error():
     layer = TPRU(6, num_roles=5, seed=3)
     layer.loop = "fast"
     with pytest.raises(ValueError, match="Unknown TPRU loop 'fast': choose auto, ops"):
+        layer(np.zeros((1, 3, 4), "float32"))
+
+
+@pytest.mark.skipif(ON_TF, reason="TensorFlow has these loops")
+@pytest.mark.parametrize("loop", ["while", "scan"])
+def test_a_tensorflow_loop_off_tensorflow_is_a_named_error(loop):
+    layer = TPRU(6, num_roles=5, seed=3)
+    layer.loop = loop
+    with pytest.raises(ValueError, match=f"TPRU loop '{loop}' is TensorFlow's; Keras runs on"):
         layer(np.zeros((1, 3, 4), "float32"))

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from tpr_keras import testing
 from tpr_keras.layers.tpru_cell import TPRUCell
 
 D, D_IN, N = 6, 5, 4
@@ -23,14 +24,14 @@ def _built_cell(units=D, input_dim=D_IN, num_roles=N, seed=3):
 
 def _np_weights(cell):
     return {
-        "Wx": cell.input_gate_kernel.numpy(),  # (d', d) = W_x^T
-        "Wb": cell.recurrent_gate_kernel.numpy(),  # (d, d) = W_b^T
-        "W": cell.input_kernel.numpy(),  # (d', d) = W^T
-        "Wu": cell.unbinding_kernel.numpy(),
-        "Wr": cell.binding_kernel.numpy(),
-        "bb": float(cell.binding_bias.numpy()),
-        "bx": float(cell.input_bias.numpy()),
-        "V": cell.role_basis.numpy(),
+        "Wx": testing.numpy(cell.input_gate_kernel),  # (d', d) = W_x^T
+        "Wb": testing.numpy(cell.recurrent_gate_kernel),  # (d, d) = W_b^T
+        "W": testing.numpy(cell.input_kernel),  # (d', d) = W^T
+        "Wu": testing.numpy(cell.unbinding_kernel),
+        "Wr": testing.numpy(cell.binding_kernel),
+        "bb": float(testing.numpy(cell.binding_bias)),
+        "bx": float(testing.numpy(cell.input_bias)),
+        "V": testing.numpy(cell.role_basis),
     }
 
 
@@ -72,20 +73,20 @@ def test_parameter_count_is_3d2_plus_2dd_plus_2_and_basis_is_fixed():
     )
     assert model.count_params() == (3 * D**2 + 2 * D * D_IN + 2) + D * N + (D + 1)
     rnn_cell = model.layers[0].cell
-    v0 = rnn_cell.role_basis.numpy().copy()
-    k0 = rnn_cell.unbinding_kernel.numpy().copy()
+    v0 = testing.numpy(rnn_cell.role_basis).copy()
+    k0 = testing.numpy(rnn_cell.unbinding_kernel).copy()
     model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
     rng = np.random.default_rng(0)
     model.fit(rng.normal(size=(8, 3, D_IN)), rng.normal(size=(8, 1)),
               epochs=2, verbose=0)
-    np.testing.assert_array_equal(rnn_cell.role_basis.numpy(), v0)
-    assert not np.allclose(rnn_cell.unbinding_kernel.numpy(), k0)
+    np.testing.assert_array_equal(testing.numpy(rnn_cell.role_basis), v0)
+    assert not np.allclose(testing.numpy(rnn_cell.unbinding_kernel), k0)
 
 
 def test_basis_is_seeded_standard_normal():
-    a = _built_cell(units=64, num_roles=64, seed=11).role_basis.numpy()
-    b = _built_cell(units=64, num_roles=64, seed=11).role_basis.numpy()
-    c = _built_cell(units=64, num_roles=64, seed=12).role_basis.numpy()
+    a = testing.numpy(_built_cell(units=64, num_roles=64, seed=11).role_basis)
+    b = testing.numpy(_built_cell(units=64, num_roles=64, seed=11).role_basis)
+    c = testing.numpy(_built_cell(units=64, num_roles=64, seed=12).role_basis)
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)
     assert abs(a.mean()) < 0.05 and abs(a.std() - 1.0) < 0.05
@@ -96,7 +97,7 @@ def test_role_distribution_matches_eqs_4_to_6_and_sums_to_one():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(7, D_IN)).astype("float32")
     b = np.tanh(rng.normal(size=(7, D))).astype("float32")
-    f = keras.ops.convert_to_numpy(cell.role_distribution(x, [b]))
+    f = testing.numpy(cell.role_distribution(x, [b]))
     assert f.shape == (7, N)
     np.testing.assert_allclose(f.sum(axis=-1), 1.0, rtol=1e-5)
     assert (f >= 0).all()
@@ -111,8 +112,8 @@ def test_step_matches_eqs_2_to_7():
     x = rng.normal(size=(3, D_IN)).astype("float32")
     b = np.tanh(rng.normal(size=(3, D))).astype("float32")
     out, states = cell(x, [b])
-    out = keras.ops.convert_to_numpy(out)
-    np.testing.assert_array_equal(out, keras.ops.convert_to_numpy(states[0]))
+    out = testing.numpy(out)
+    np.testing.assert_array_equal(out, testing.numpy(states[0]))
     w = _np_weights(cell)
     for i in range(3):
         np.testing.assert_allclose(out[i], _np_step(w, x[i], b[i]), rtol=1e-4, atol=1e-6)
@@ -125,9 +126,9 @@ def test_gate_one_gives_tanh_of_binding():
     cell.input_gate_kernel.assign(np.full((D_IN, D), 100.0 / D_IN, "float32"))
     x = np.ones((2, D_IN), "float32")
     b = np.tanh(np.random.default_rng(3).normal(size=(2, D))).astype("float32")
-    out = keras.ops.convert_to_numpy(cell(x, [b])[0])
-    f = keras.ops.convert_to_numpy(cell.role_distribution(x, b))
-    R = cell.binding_kernel.numpy() @ cell.role_basis.numpy()
+    out = testing.numpy(cell(x, [b])[0])
+    f = testing.numpy(cell.role_distribution(x, b))
+    R = testing.numpy(cell.binding_kernel) @ testing.numpy(cell.role_basis)
     np.testing.assert_allclose(out, np.tanh(f @ R.T), rtol=1e-5, atol=1e-6)
     assert not np.allclose(out, b)
 
@@ -138,9 +139,9 @@ def test_degenerate_roles_give_zero_not_nan():
     cell.input_bias.assign(-1e6)
     x = np.ones((2, D_IN), "float32")
     b = np.zeros((2, D), "float32")
-    f = keras.ops.convert_to_numpy(cell.role_distribution(x, b))
+    f = testing.numpy(cell.role_distribution(x, b))
     np.testing.assert_array_equal(f, 0.0)
-    assert np.isfinite(keras.ops.convert_to_numpy(cell(x, [b])[0])).all()
+    assert np.isfinite(testing.numpy(cell(x, [b])[0])).all()
 
 
 def _sequences(rng, lengths, max_len):
@@ -155,7 +156,7 @@ def test_masking_keeps_state_across_padded_steps():
     # A masked step in the middle too.
     mask[1, 2] = False
     rnn = keras.layers.RNN(TPRUCell(D, num_roles=N, seed=0), return_sequences=True)
-    seq = keras.ops.convert_to_numpy(rnn(x, mask=mask))
+    seq = testing.numpy(rnn(x, mask=mask))
     for i in range(3):
         for t in range(1, 5):
             if not mask[i, t]:
@@ -165,10 +166,10 @@ def test_masking_keeps_state_across_padded_steps():
     for i, n in enumerate([2, 5, 3]):
         if i == 1:
             continue
-        ref = keras.ops.convert_to_numpy(last(x[i : i + 1, :n]))
+        ref = testing.numpy(last(x[i : i + 1, :n]))
         np.testing.assert_allclose(seq[i, -1], ref[0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(
-            keras.ops.convert_to_numpy(last(x[i : i + 1], mask=mask[i : i + 1]))[0],
+            testing.numpy(last(x[i : i + 1], mask=mask[i : i + 1]))[0],
             ref[0], rtol=1e-5, atol=1e-6,
         )
 
@@ -179,8 +180,8 @@ def test_bidirectional_with_mask_matches_unpadded():
     bi = keras.layers.Bidirectional(
         keras.layers.RNN(TPRUCell(D, num_roles=N, seed=0))
     )
-    padded = keras.ops.convert_to_numpy(bi(x, mask=mask))
-    alone = keras.ops.convert_to_numpy(bi(x[:1, :3]))
+    padded = testing.numpy(bi(x, mask=mask))
+    alone = testing.numpy(bi(x[:1, :3]))
     assert padded.shape == (2, 2 * D)
     np.testing.assert_allclose(padded[0], alone[0], rtol=1e-5, atol=1e-6)
     # Forward and backward directions are different computations.
@@ -195,7 +196,7 @@ def test_config_round_trip():
     assert clone.get_config() == config
     clone.build((None, D_IN))
     cell.build((None, D_IN))
-    np.testing.assert_array_equal(clone.role_basis.numpy(), cell.role_basis.numpy())
+    np.testing.assert_array_equal(testing.numpy(clone.role_basis), testing.numpy(cell.role_basis))
     # seed=None draws a concrete seed, stored in the config.
     assert isinstance(TPRUCell(D).get_config()["seed"], int)
 
@@ -215,14 +216,15 @@ def test_keras_file_round_trip_restores_basis_and_outputs(tmp_path):
     model = keras.Model(inputs, outputs)
     cell = model.layers[-1].cell
     # Make V differ from what the configured seed would regenerate.
-    cell.role_basis.assign(cell.role_basis.numpy() * 2.0 + 1.0)
+    cell.role_basis.assign(testing.numpy(cell.role_basis) * 2.0 + 1.0)
     x, _ = _sequences(np.random.default_rng(6), [4, 2], 4)
-    expected = keras.ops.convert_to_numpy(model(x))
+    expected = testing.numpy(model(x))
     path = tmp_path / "tpru.keras"
     model.save(path)
     loaded = keras.saving.load_model(path)
     loaded_cell = loaded.layers[-1].cell
     assert isinstance(loaded_cell, TPRUCell)
-    np.testing.assert_array_equal(loaded_cell.role_basis.numpy(), cell.role_basis.numpy())
+    np.testing.assert_array_equal(testing.numpy(loaded_cell.role_basis),
+                                  testing.numpy(cell.role_basis))
     assert not loaded_cell.role_basis.trainable
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(loaded(x)), expected)
+    np.testing.assert_array_equal(testing.numpy(loaded(x)), expected)
