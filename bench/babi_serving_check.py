@@ -1,13 +1,15 @@
 """Serve an exported bAbI model and ask it one test question of every task over gRPC.
 
     python -m bench.babi_serving_check runs/babi-all/export/babi [--data_dir ../shared/data/babi]
-        [--index 0] [--tasks 1,2,...] [--json FILE]
+        [--index 0 | --all] [--tasks 1,2,...] [--json FILE]
 
 MODEL_BASE_PATH is the ``<export_dir>/<model_name>`` folder that ``train.babi`` prints (integer
 version folders inside). Starts the embedded TF Serving-compatible server on a free loopback port,
 sends each task's ``--index``-th test question (story as raw text, one sentence per line) with the
 official gRPC stubs through :class:`serving.client.BabiClient`, and prints the served answer next
-to the gold one. Exits 1 if the server cannot be reached or a request fails.
+to the gold one. With ``--all`` it sends every test question of each task instead (``--batch``
+per request) and prints each task's served test error. Exits 1 if the server cannot be reached
+or a request fails.
 """
 
 import argparse
@@ -23,6 +25,7 @@ from tpr_keras.models.babi import join_story  # noqa: E402
 from serving.core.manager import ModelManager  # noqa: E402
 from serving.model_server.server import ModelServer  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
+from tpr_keras.training.outputs import run_command, source_version  # noqa: E402
 
 
 def main():
@@ -31,9 +34,14 @@ def main():
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--model_name", default="babi")
     parser.add_argument("--index", type=int, default=0, help="which test question of each task")
+    parser.add_argument("--all", action="store_true",
+                        help="score every test question of each task (served test error)")
+    parser.add_argument("--batch", type=int, default=250, help="questions per request (--all)")
     parser.add_argument("--tasks", default=",".join(str(t) for t in range(1, 21)))
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
+    if args.all:
+        return score_test_sets(args)
 
     root = babi.find_babi_dir(args.data_dir, download=False)
     stories, questions, gold, tasks = [], [], [], []
@@ -65,6 +73,38 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+
+
+def score_test_sets(args):
+    """``--all``: every test question of each task over gRPC, the served test error per task."""
+    root = babi.find_babi_dir(args.data_dir, download=False)
+    config = model_server_config_pb2.ModelConfig(
+        name=args.model_name, base_path=os.path.abspath(args.model_base_path),
+        model_platform="tensorflow")
+    server = ModelServer(ModelManager([config]), port=0).start()
+    tasks, versions = {}, set()
+    try:
+        with BabiClient(f"127.0.0.1:{server.port}", model_name=args.model_name) as client:
+            for task in (int(t) for t in args.tasks.split(",")):
+                samples = babi.parse_babi_file(babi.task_files(root, task)[1], task)
+                wrong = 0
+                for start in range(0, len(samples), args.batch):
+                    chunk = samples[start:start + args.batch]
+                    answers = client.ask_batch([join_story(s.story) for s in chunk],
+                                               [" ".join(s.question) for s in chunk])
+                    wrong += sum(a.answer != s.answer for a, s in zip(answers, chunk))
+                    versions.update(a.version for a in answers)
+                tasks[str(task)] = {"questions": len(samples), "wrong": wrong,
+                                    "error_percent": 100.0 * wrong / len(samples)}
+                print(f"task {task:2d}: {wrong} of {len(samples)} served answers wrong "
+                      f"({tasks[str(task)]['error_percent']:.2f} % test error)")
+    finally:
+        server.stop(grace=2)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model_base_path": args.model_base_path, "versions": sorted(versions),
+                       "tasks": tasks, "command": run_command(),
+                       "source": source_version()}, f, indent=1)
 
 
 if __name__ == "__main__":
