@@ -360,8 +360,37 @@ def backends_block(root):
     return "\n".join(lines)
 
 
+def backends_babi_task1_block(root):
+    """``results/backends/babi-task1-<backend>-r<round>.json``: the task-1 command per backend,
+    round by round, and the test error of its export served over gRPC
+    (``bench.babi_serving_check --all``, ``...-served.json``) where recorded."""
+    folder = os.path.join(root, "results", "backends")
+    runs = sorted((int(m[2]), m[1], m[0]) for m in (
+        re.fullmatch(r"babi-task1-(\w+)-r(\d+)\.json", n) for n in os.listdir(folder)) if m)
+    lines = ["| round | backend | epochs | test error % | served test error % | "
+             "training examples/s | commit |", "|---:|---|---:|---:|---:|---:|---|"]
+    commands = []
+    for round_, backend, name in runs:
+        run = _load(folder, name)
+        served, served_name = "–", name.replace(".json", "-served.json")
+        if os.path.exists(os.path.join(folder, served_name)):
+            task = _load(folder, served_name)["tasks"]["1"]
+            served = f"{task['error_percent']:.2f} of {task['questions']:,}"
+        lines.append(f"| {round_} | {backend} | {run['epochs']} | "
+                     f"{run['test_error_percent']['1']:.2f} | {served} | "
+                     f"{run['train_examples_per_second']:,.0f} | {run['source']['commit'][:7]} |")
+        if round_ == runs[-1][0]:
+            commands.append(f"KERAS_BACKEND={backend} {portable_command(run['command'])}")
+            if served != "–":
+                commands.append(portable_command(_load(folder, served_name)["command"]))
+    lines += ["", "The newest round's commands, in order: "
+              + "; ".join(f"`{c}`" for c in commands) + "."]
+    return "\n".join(lines)
+
+
 BLOCKS = {
     "backends": backends_block,
+    "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
     **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},
