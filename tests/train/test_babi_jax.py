@@ -1,6 +1,7 @@
 """``KERAS_BACKEND=jax python -m train.babi`` end to end on a tiny generated task: it trains
 with the JAX trainer (numpy batches, numpy checkpoints), resumes, and its SavedModel,
-written by a TensorFlow process, scores as the JAX model does (<= 1e-5)."""
+written by a TensorFlow process, scores as the JAX model does (<= 1e-5), also served over
+gRPC."""
 
 import json
 import os
@@ -86,6 +87,25 @@ def test_jax_run_trains_resumes_and_its_tensorflow_export_scores_the_same(tiny_b
     probabilities /= probabilities.sum(-1, keepdims=True)
     top = -np.sort(-probabilities, axis=-1)[:, :scores.shape[1]]
     np.testing.assert_allclose(scores, top, atol=1e-5)
+
+    # And it answers through the server (gRPC, the official stubs), as the signature does.
+    from tensorflow_serving.config import model_server_config_pb2
+
+    from serving.client import BabiClient
+    from serving.core.manager import ModelManager
+    from serving.model_server.server import ModelServer
+
+    config = model_server_config_pb2.ModelConfig(
+        name="babi", base_path=str(model_dir / "export" / "babi"), model_platform="tensorflow")
+    server = ModelServer(ModelManager([config]), port=0).start()
+    try:
+        with BabiClient(f"127.0.0.1:{server.port}") as client:
+            answers = client.ask_batch(stories, questions)
+    finally:
+        server.stop(grace=1)
+    assert [a.answer for a in answers] == [w.decode() for w in out["answer"].numpy()]
+    np.testing.assert_allclose([[p for _, p in a.candidates] for a in answers], top, atol=1e-5)
+    assert {a.version for a in answers} == {int(versions[-1].name)}
 
 
 def test_a_tf_distribute_strategy_on_jax_is_a_usage_error(tiny_babi, tmp_path):
