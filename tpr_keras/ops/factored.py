@@ -46,6 +46,8 @@ import math
 import keras
 from keras import ops
 
+from tpr_keras.ops import tpr
+
 # The operation sets of Table 3, in slot order.
 OPERATIONS = {
     "write": ("write",),
@@ -282,10 +284,13 @@ def chunked_unit_lower_solve(a, c, num_slots, steps_per_chunk=STEPS_PER_CHUNK):
 def recurrent_targets(slots, keep):
     """The same targets as :func:`parallel_targets`, by the recurrence over ``F``.
 
-    Schlag & Schmidhuber (2018), eq. 4 and 6: ``F_t = F_{t-1} + Σ_k s_tk (x)
-    r_tk (x) n_tk`` as one ``keras.ops.scan`` over the sentences; per step, the K reads of ``F_{t-1}`` (eq. 9, 11, 13)
-    are one batched matmul and the rank-K update another. This is the dense
-    reference.
+    Schlag & Schmidhuber (2018), eq. 4 and 6: ``F_t = F_{t-1} + W_t + M_t + B_t`` as one
+    ``keras.ops.scan`` over the sentences, each step running the dense operations of
+    :mod:`tpr_keras.ops.tpr` on ``F_{t-1}``: :func:`~tpr_keras.ops.tpr.write` (eq. 9-10),
+    :func:`~tpr_keras.ops.tpr.move` (eq. 11-12) and :func:`~tpr_keras.ops.tpr.backlink`
+    (eq. 13-14), each returning its update and its read. A slot's target is what its
+    update binds: ``e2 - ŵ``, ``ŵ - m̂``, ``e1 - b̂``. This is the dense reference the
+    parallel form is tested against (values and gradients).
 
     Args / Returns: as :func:`parallel_targets`.
 
@@ -297,39 +302,39 @@ def recurrent_targets(slots, keep):
     [(1, 2, 4), (1, 2, 3), (1, 2, 4)]
     """
     sources, relations, constants = _stack_slots(slots, keep)
-    coefficients = ops.convert_to_tensor(_read_coefficients(slots), dtype=sources.dtype)
+    names = [slot.name for slot in slots]
+    if names[0] != "write":
+        raise ValueError(f"The first slot must be the write; got {names}.")
     entity = sources.shape[-1]
     relation_dim = relations.shape[-1]
-    num_slots = len(slots)
     # One time-major tensor [T, B, K, E + R + E]: Keras' TensorFlow scan cannot scan
     # several inputs over an unknown number of steps.
     time_major = ops.transpose(ops.concatenate([sources, relations, constants], -1),
                                (1, 0, 2, 3))
     batch = ops.shape(sources)[0]
-    memory = ops.zeros((batch, entity, relation_dim * entity), dtype=sources.dtype)
+    memory = ops.zeros((batch, entity, relation_dim, entity), dtype=sources.dtype)
 
     def step(carry, inputs):
         memory, _ = carry
-        source = inputs[..., :entity]  # [B, K, ·]
-        relation = inputs[..., entity:entity + relation_dim]
-        constant = inputs[..., entity + relation_dim:]
-        # Eq. 9, 11, 13: (source · F_{t-1}) over the source axis, then · relation.
-        by_relation = ops.reshape(
-            ops.matmul(source, memory), (-1, num_slots, relation_dim, entity)
-        )
-        read = ops.sum(by_relation * ops.expand_dims(relation, -1), axis=2)  # [B, K, E]
-        new = constant + ops.einsum("kl,ble->bke", coefficients, read)
-        # Σ_k source_k (x) relation_k (x) new_k as one batched matmul.
-        bound = ops.reshape(
-            ops.expand_dims(relation, -1) * ops.expand_dims(new, 2),
-            (-1, num_slots, relation_dim * entity),
-        )
-        carry = (memory + ops.matmul(_transpose(source), bound), new)
+        # Per slot: its (masked) source, relation and constant, [B, ·] each.
+        slot = {name: (inputs[:, k, :entity], inputs[:, k, entity:entity + relation_dim],
+                       inputs[:, k, entity + relation_dim:]) for k, name in enumerate(names)}
+        e1, r1, e2 = slot["write"]
+        update, w_hat = tpr.write(memory, e1, r1, e2)
+        targets = [e2 - w_hat]
+        if "move" in slot:
+            moved, m_hat = tpr.move(memory, e1, slot["move"][1], w_hat)
+            update, targets = update + moved, targets + [w_hat - m_hat]
+        if "backlink" in slot:
+            source, r3, first = slot["backlink"]  # the backlink's slot is (e2, r3), its
+            linked, b_hat = tpr.backlink(memory, first, source, r3)  # constant e1
+            update, targets = update + linked, targets + [first - b_hat]
+        carry = (memory + update, ops.stack(targets, axis=1))
         # Keras' TensorFlow scan wants the per-step outputs shaped like the carry
         # (as tf.scan, which this replaces, emitted its whole accumulator).
         return carry, carry
 
-    initial = (memory, ops.zeros((batch, num_slots, entity), dtype=sources.dtype))
+    initial = (memory, ops.zeros((batch, len(slots), entity), dtype=sources.dtype))
     _, (_, targets) = ops.scan(step, initial, time_major)
     targets = ops.transpose(targets, (1, 0, 2, 3))
     return (

@@ -16,7 +16,9 @@ so ``unbind(bind3(e, r, t), e, r) == t`` whenever ``|e| = |r| = 1``.
 
 The memory operations return the *update tensor* of their equation; the caller
 sums the enabled operations into ``ΔF_t`` (eq. 6) and adds it to ``F_{t-1}``
-(eq. 4). All reads of one step use ``F_{t-1}``.
+(eq. 4). All reads of one step use ``F_{t-1}``. They are what TPR-RNN runs with
+``implementation="recurrent"`` (:func:`tpr_keras.ops.factored.recurrent_targets`), the
+reference its default parallel solve is tested equal to.
 """
 
 from keras import ops
