@@ -22,8 +22,9 @@ class TPRU(keras.layers.RNN):
 
     A step is then three small matmuls (``Uᵀ b_{t-1}`` and ``W_b b_{t-1}``, eqs. 3-4,
     and the binding ``R f_t``, eq. 7) and elementwise work; eq. 2 is computed as
-    ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights live in ``self.cell`` (a
-    :class:`TPRUCell`), so the parameters and their names are the cell's.
+    ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``. Weights and equations live in
+    ``self.cell`` (a :class:`TPRUCell`): the loop runs the cell's ``input_terms`` once
+    for all steps and its ``step`` per step, the code the cell's own ``call`` runs.
 
     The class attribute ``loop`` picks what runs the steps: ``"ops"``
     (``keras.ops.scan`` over one time-major tensor of the step inputs, carrying the
@@ -91,32 +92,17 @@ class TPRU(keras.layers.RNN):
     def _hoisted(self, sequences):
         """Everything that does not depend on the step, for all steps at once.
 
-        Returns ``(f_x, g_x, step)``: ``f_x = ReLU(Uᵀ W x_t + b_x)`` (eqs. 4-5,
-        input side, ``[B, T, N]``), ``g_x = W_x x_t`` (eq. 3, input side,
-        ``[B, T, d]``) and ``step(f_x_t, g_x_t, b_prev) -> b_t``.
+        Returns ``(f_x, g_x, step)``: the cell's input side of eqs. 3-5 for every step
+        (:meth:`TPRUCell.input_terms`, ``[B, T, N]`` and ``[B, T, d]``) and
+        ``step(f_x_t, g_x_t, b_prev) -> b_t``, the cell's :meth:`TPRUCell.step` with
+        ``U`` and ``Rᵀ`` formed once.
         """
         cell = self.cell
-        n = cell.num_roles
-        unbinding = ops.matmul(cell.unbinding_kernel, cell.role_basis)  # U (d x N)
-        binding_t = ops.transpose(ops.matmul(cell.binding_kernel, cell.role_basis))  # Rᵀ
-        recurrent_gate_kernel = ops.convert_to_tensor(cell.recurrent_gate_kernel)
-        binding_bias = ops.convert_to_tensor(cell.binding_bias)
-        # Eq. 4 (x side) and eq. 3 (x side) for every step in one matmul.
-        input_kernel = ops.concatenate(
-            [ops.matmul(cell.input_kernel, unbinding), cell.input_gate_kernel], axis=1
-        )
-        projected = ops.matmul(sequences, input_kernel)
-        f_x = ops.relu(projected[:, :, :n] + cell.input_bias)  # eq. 5, x side
-        g_x = projected[:, :, n:]
-        epsilon = keras.config.epsilon()
+        unbinding, binding_t = cell.role_matrices()
+        f_x, g_x = cell.input_terms(sequences, unbinding)
 
         def step(f_x_t, g_x_t, b_prev):
-            f_b = ops.relu(ops.matmul(b_prev, unbinding) + binding_bias)  # eqs. 4-5
-            energy = ops.square(f_b + f_x_t)  # eq. 6
-            f = energy / ops.maximum(ops.sum(energy, axis=-1, keepdims=True), epsilon)
-            b_tilde = ops.matmul(f, binding_t)  # eq. 7
-            gate = ops.sigmoid(ops.matmul(b_prev, recurrent_gate_kernel) + g_x_t)  # eq. 3
-            return b_prev + gate * (ops.tanh(b_tilde) - b_prev)  # eq. 2
+            return cell.step(f_x_t, g_x_t, b_prev, unbinding, binding_t)
 
         return f_x, g_x, step
 

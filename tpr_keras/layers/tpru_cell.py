@@ -152,6 +152,42 @@ class TPRUCell(keras.layers.Layer):
     def _state(states):
         return states[0] if isinstance(states, (list, tuple)) else states
 
+    def role_matrices(self):
+        """``(U, Rᵀ)``: the unbinding ``U = W_u V`` (d x N) and the transposed binding
+        ``R = W_r V`` (N x d) of §3.3, which no step changes."""
+        unbinding = ops.matmul(self.unbinding_kernel, self.role_basis)
+        binding_t = ops.transpose(ops.matmul(self.binding_kernel, self.role_basis))
+        return unbinding, binding_t
+
+    def input_terms(self, inputs, unbinding):
+        """The input side of eqs. 3-5 for any leading shape (one step, or all steps at once).
+
+        Returns ``(f̃_x, x_gate)``: ``f̃_x = ReLU(Uᵀ W x + b_x)`` (eqs. 4-5, ``[..., N]``)
+        and ``W_x x`` (eq. 3, ``[..., d]``), from one matmul of ``x``.
+        """
+        n = self.num_roles
+        kernel = ops.concatenate(
+            [ops.matmul(self.input_kernel, unbinding), self.input_gate_kernel], axis=1)
+        projected = ops.matmul(inputs, kernel)
+        return ops.relu(projected[..., :n] + self.input_bias), projected[..., n:]
+
+    def roles_from_terms(self, f_x, b_prev, unbinding):
+        """Eqs. 4-6 given the input side ``f̃_x``: the role distribution ``f_t``."""
+        f_b = ops.relu(ops.matmul(b_prev, unbinding) + self.binding_bias)  # eqs. 4-5
+        energy = ops.square(f_b + f_x)  # eq. 6
+        total = ops.sum(energy, axis=-1, keepdims=True)
+        return energy / ops.maximum(total, keras.config.epsilon())
+
+    def step(self, f_x, x_gate, b_prev, unbinding, binding_t):
+        """One step, eqs. 2-7, given the input side (:meth:`input_terms`): ``b_t``.
+
+        Eq. 2 is computed as ``b_{t-1} + g_t ∘ (tanh(b̃_t) − b_{t-1})``.
+        """
+        f = self.roles_from_terms(f_x, b_prev, unbinding)
+        b_tilde = ops.matmul(f, binding_t)  # eq. 7, (R f)ᵀ
+        gate = ops.sigmoid(ops.matmul(b_prev, self.recurrent_gate_kernel) + x_gate)  # eq. 3
+        return b_prev + gate * (ops.tanh(b_tilde) - b_prev)  # eq. 2
+
     def role_distribution(self, inputs, states):
         """One step's role distribution `f_t` (eqs. 4–6).
 
@@ -166,26 +202,14 @@ class TPRUCell(keras.layers.Layer):
         """
         if not self.built:
             self.build(ops.shape(inputs))
-        b_prev = self._state(states)
-        unbinding = ops.matmul(self.unbinding_kernel, self.role_basis)  # U
-        f_b = ops.matmul(b_prev, unbinding)  # eq. 4, (Uᵀ b)ᵀ
-        f_x = ops.matmul(ops.matmul(inputs, self.input_kernel), unbinding)
-        f_b = ops.relu(f_b + self.binding_bias)  # eq. 5
-        f_x = ops.relu(f_x + self.input_bias)
-        energy = ops.square(f_b + f_x)  # eq. 6
-        total = ops.sum(energy, axis=-1, keepdims=True)
-        return energy / ops.maximum(total, keras.config.epsilon())
+        unbinding, _ = self.role_matrices()
+        f_x, _ = self.input_terms(inputs, unbinding)
+        return self.roles_from_terms(f_x, self._state(states), unbinding)
 
     def call(self, inputs, states, training=None):
-        b_prev = self._state(states)
-        f = self.role_distribution(inputs, b_prev)
-        binding = ops.matmul(self.binding_kernel, self.role_basis)  # R
-        b_tilde = ops.matmul(f, ops.transpose(binding))  # eq. 7, (R f)ᵀ
-        gate = ops.sigmoid(  # eq. 3
-            ops.matmul(b_prev, self.recurrent_gate_kernel)
-            + ops.matmul(inputs, self.input_gate_kernel)
-        )
-        b = gate * ops.tanh(b_tilde) + (1.0 - gate) * b_prev  # eq. 2
+        unbinding, binding_t = self.role_matrices()
+        f_x, x_gate = self.input_terms(inputs, unbinding)
+        b = self.step(f_x, x_gate, self._state(states), unbinding, binding_t)
         return b, [b]
 
     def get_initial_state(self, batch_size=None):
