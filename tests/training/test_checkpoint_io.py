@@ -64,7 +64,8 @@ def test_keeps_only_the_last_checkpoints(tmp_path):
 def test_state_fields_are_the_checkpoint_keys_in_order():
     state = TrainerState.create()
     names = list(state.variables())
-    assert names[:3] == ["global_step", "epoch", "step_in_epoch"] and len(names) == 16
+    assert names[:3] == ["global_step", "epoch", "step_in_epoch"] and len(names) == 17
+    assert names[-2:] == ["loss_scale", "loss_scale_good_steps"]
     assert state.value("lr_halved") is False and state.value("best_loss") == float("inf")
     with pytest.raises(AttributeError):
         state.value("no_such_counter")
@@ -72,12 +73,12 @@ def test_state_fields_are_the_checkpoint_keys_in_order():
 
 def test_checkpoint_without_the_time_counters_restores(tmp_path):
     """Runs checkpointed before the optional counters existed (train_seconds, epoch_seconds,
-    loss_scale) resume; those keep their values."""
+    loss_scale, loss_scale_good_steps) resume; those keep their values."""
     from tpr_keras.training.state import OPTIONAL_FIELDS
 
     model, optimizer, state = build(0)
     older = {k: v for k, v in state.variables().items() if k not in OPTIONAL_FIELDS}
-    assert len(older) == len(state.variables()) - 3
+    assert len(older) == len(state.variables()) - 4
     state.global_step.assign(9)
     kernel(model).assign(np.full((3, 2), 3.0, "float32"))
     path = CheckpointIO(model, optimizer, older, str(tmp_path)).save(step=9)

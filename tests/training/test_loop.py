@@ -126,6 +126,24 @@ def test_resume_continues_from_checkpoint(tmp_path):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_loss_scale_doubles_at_the_same_step_after_a_resume(tmp_path):
+    """The applied steps since the last change of the loss scale are checkpointed: a run
+    resumed after epoch 1 (6 steps, 2 since the doubling at step 4) doubles again at steps
+    8 and 12, as the unbroken run does."""
+    x, y = make_data()
+    scaling = dict(loss_scale=True, loss_scale_period=4)
+    full = trainer(tmp_path / "full", epochs=2, **scaling)
+    full.fit(dataset_fn(x, y))
+    first = trainer(tmp_path / "split", epochs=1, **scaling)
+    first.fit(dataset_fn(x, y))
+    assert first.state.value("loss_scale") == 2.0 ** 16
+    assert first.state.value("loss_scale_good_steps") == 2
+    second = trainer(tmp_path / "split", epochs=2, **scaling)
+    second.fit(dataset_fn(x, y))
+    assert full.state.value("loss_scale") == second.state.value("loss_scale") == 2.0 ** 18
+    assert second.state.value("loss_scale_good_steps") == 0
+
+
 def test_resume_mid_epoch_skips_seen_batches(tmp_path):
     x, y = make_data()
     full = trainer(tmp_path / "full", epochs=2)

@@ -41,7 +41,6 @@ class EpochLoop:
         if scaling is None:
             scaling = keras.config.dtype_policy().name == "mixed_float16"
         self.loss_scaling = bool(scaling)
-        self._good_steps = 0  # applied steps since the loss scale last changed
         self._counters = None  # Python mirrors of the per-step counters during fit()
         self._clock = None  # fit()'s start and the checkpointed seconds it adds to
         self._assigned_lr = None
@@ -166,7 +165,8 @@ class EpochLoop:
     # floats) and are written to their variables by _sync_state() before every
     # checkpoint and whenever the loop hands control to other code.
     _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
-                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps")
+                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps",
+                      "loss_scale_good_steps")
 
     def _load_counters(self):
         self._counters = {
@@ -400,7 +400,7 @@ class EpochLoop:
             examples += int(count)
             if not applied and self.loss_scaling:  # an overflow of the scaled gradient
                 counters["skipped_steps"] += 1
-                self._good_steps = 0
+                counters["loss_scale_good_steps"] = 0
                 scale = self.state.value("loss_scale") / 2.0
                 self.state.loss_scale.assign(scale)  # the next step reads it
                 if scale < 1.0:
@@ -423,9 +423,9 @@ class EpochLoop:
             counters["global_step"] += 1
             step = counters["global_step"]
             if self.loss_scaling:
-                self._good_steps += 1
-                if self._good_steps >= cfg.loss_scale_period:
-                    self._good_steps = 0
+                counters["loss_scale_good_steps"] += 1
+                if counters["loss_scale_good_steps"] >= cfg.loss_scale_period:
+                    counters["loss_scale_good_steps"] = 0
                     scale = self.state.value("loss_scale") * 2.0
                     self.state.loss_scale.assign(scale)
             if not counters["warmup_done"] and policy.warmup_done(step):

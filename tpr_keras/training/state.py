@@ -22,11 +22,13 @@ _FIELDS = (
     ("train_seconds", 0.0, "float64"),
     ("epoch_seconds", 0.0, "float64"),
     ("loss_scale", 2.0 ** 15, "float64"),
+    ("loss_scale_good_steps", 0, "int64"),
 )
 
 #: Fields added after checkpoints of long runs existed: a checkpoint without them restores
 #: with their initial values instead of failing (they count time or hold the loss scale).
-OPTIONAL_FIELDS = frozenset({"train_seconds", "epoch_seconds", "loss_scale"})
+OPTIONAL_FIELDS = frozenset({"train_seconds", "epoch_seconds", "loss_scale",
+                             "loss_scale_good_steps"})
 
 
 @dataclasses.dataclass
@@ -62,6 +64,9 @@ class TrainerState:
             next, is not counted twice.
         loss_scale: the current scale of dynamic loss scaling (used only when the
             trainer scales, see :class:`~tpr_keras.training.config.TrainConfig`).
+        loss_scale_good_steps: applied steps since the loss scale last changed (it
+            doubles after ``loss_scale_period`` of them), so a resumed run doubles it
+            at the same step as an unbroken one.
         epoch_seconds: wall seconds of the current epoch's training steps up to the
             checkpoint, summed the same way (0 between epochs). Under multi-worker
             training each worker counts its own time; the chief's is the one reported.
@@ -88,6 +93,7 @@ class TrainerState:
     train_seconds: object
     epoch_seconds: object
     loss_scale: object
+    loss_scale_good_steps: object
 
     @classmethod
     def create(cls):
