@@ -169,7 +169,7 @@ def main(argv):
     interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
                                                     data.module_names)
     if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
-        from tpr_keras.data.math_batches import MathBatches
+        from tpr_keras.data.mathematics.batches import MathBatches
 
         train_fn = MathBatches(data.train, FLAGS.batch_size, shuffle=True, seed=FLAGS.seed,
                                balance_modules=FLAGS.balance_modules).batches
@@ -189,7 +189,7 @@ def main(argv):
 
     max_length = model.max_decode_length
     if on_jax:
-        from tpr_keras.data.math_batches import MathBatches
+        from tpr_keras.data.mathematics.batches import MathBatches
 
         score = jax_greedy_accuracy(model, max_length)
 

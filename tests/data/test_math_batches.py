@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tpr_keras.data.math_batches import MathBatches
 from tpr_keras.data.mathematics import MathSplit, make_dataset
+from tpr_keras.data.mathematics.batches import MathBatches
 
 
 @pytest.fixture

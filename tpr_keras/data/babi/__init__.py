@@ -73,6 +73,7 @@ __all__ = [
     "BabiFormatError",
     "DEFAULT_MAX_STORY_SENTENCES",
     "EncodedSplit",
+    "NumpyBatches",
     "Sample",
     "Vocabulary",
     "encode_samples",

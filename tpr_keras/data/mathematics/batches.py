@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from tpr_keras.data.fixed_batches import fill, ragged_rows
-from tpr_keras.data.mathematics import CharVocabulary, MathSplit, balanced_indices
+from tpr_keras.data.mathematics.encoding import MathSplit
+from tpr_keras.data.mathematics.pipeline import balanced_indices
+from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 
 
 class MathBatches:

@@ -1,0 +1,148 @@
+"""The ``tf.data`` pipeline over an encoded Mathematics Dataset split: length-bucketed
+batches padded per batch, and the module-balanced epoch order it shares with
+:mod:`.batches`.
+
+TensorFlow is imported inside :func:`make_dataset` only, so this module (and
+:func:`balanced_indices`) loads where TensorFlow is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tpr_keras.data.mathematics.encoding import MathSplit
+from tpr_keras.data.mathematics.vocabulary import CharVocabulary
+
+if TYPE_CHECKING:  # pragma: no cover
+    import tensorflow as tf
+
+#: Source-length bucket boundaries (``<s> question </s>``, at most 162 symbols).
+DEFAULT_BUCKET_BOUNDARIES = (32, 48, 64, 96, 128)
+
+
+def balanced_indices(modules: np.ndarray, seed: int | None = None) -> np.ndarray:
+    """One epoch's example indices with every module equally often, shuffled.
+
+    The dataset's modules all have the same size, so a model trained on all of them sees
+    each module equally often; a local copy whose modules differ in size (for instance
+    more examples of a few modules) would otherwise be dominated by its largest. The
+    epoch keeps its length ``N``: each of the ``M`` modules contributes ``N // M``
+    examples (one more for ``N % M`` modules drawn at random), drawn without
+    replacement from a fresh permutation of its examples, cycled when it has fewer.
+    The same ``seed`` gives the same indices.
+
+    Example:
+    >>> idx = balanced_indices(np.array([0] * 8 + [1] * 2), seed=0)
+    >>> len(idx), int((idx >= 8).sum())  # module 1 fills half the epoch
+    (10, 5)
+    """
+    rng = np.random.default_rng(seed)
+    modules = np.asarray(modules)
+    names = np.unique(modules)
+    quota = np.full(len(names), len(modules) // len(names))
+    quota[rng.permutation(len(names))[: len(modules) % len(names)]] += 1
+    parts = []
+    for name, q in zip(names, quota):
+        members = np.flatnonzero(modules == name)
+        cycles = -(-int(q) // len(members))
+        parts.append(np.concatenate([rng.permutation(members) for _ in range(cycles)])[:q])
+    return rng.permutation(np.concatenate(parts)).astype(np.int64)
+
+
+def make_dataset(
+    split: MathSplit,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int | None = None,
+    bucket_boundaries: Sequence[int] | None = DEFAULT_BUCKET_BOUNDARIES,
+    drop_remainder: bool = False,
+    repeat: bool = False,
+    source_markers: bool = True,
+    balance_modules: bool = False,
+) -> tf.data.Dataset:
+    """Batched, length-bucketed ``tf.data`` pipeline over a split.
+
+    Elements: ``({"source": int32[B, Ls], "target_in": int32[B, Lt]},
+    {"target_out": int32[B, Lt], "module": int32[B]})`` with
+    ``source = <s> question </s>`` (just the question if ``source_markers`` is
+    False), ``target_in = <s> answer``, ``target_out = answer </s>``, ``<pad>``
+    (0)-padded to the longest of the batch.
+
+    Args:
+        split: The encoded split.
+        batch_size: Examples per batch.
+        shuffle: Shuffle the whole split (indices), reshuffled each iteration.
+        seed: Shuffle seed (None: nondeterministic). The same seed gives the same
+            order for a freshly built dataset, so pass e.g. ``seed + epoch`` per
+            epoch.
+        bucket_boundaries: Batch examples whose source lengths fall between the
+            same boundaries together (``tf.data.Dataset.bucket_by_sequence_length``),
+            so a batch pads to little more than its own longest question; None pads
+            plain batches. Every example still appears exactly once per pass.
+        drop_remainder: Drop partial batches (of every bucket).
+        repeat: Repeat indefinitely (each pass reshuffled).
+        source_markers: Wrap the question in ``<s> ... </s>``.
+        balance_modules: With ``shuffle``, draw the pass from :func:`balanced_indices`
+            (every module equally often) when the split's modules differ in size; with
+            equal sizes it changes nothing. Not with ``repeat``: draw each pass anew
+            with its own seed instead.
+
+    Returns:
+        The dataset, prefetched.
+    """
+    import tensorflow as tf
+
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    start, end, pad = CharVocabulary.START_ID, CharVocabulary.END_ID, CharVocabulary.PAD_ID
+    q_ids = tf.constant(split.question_ids)
+    q_splits = tf.constant(split.question_splits, tf.int64)
+    a_ids = tf.constant(split.answer_ids)
+    a_splits = tf.constant(split.answer_splits, tf.int64)
+    modules = tf.constant(split.modules, tf.int32)
+    _, sizes = np.unique(split.modules, return_counts=True)
+    if balance_modules and shuffle and len(set(sizes.tolist())) > 1:
+        if repeat:
+            raise ValueError("balance_modules draws one pass: build a dataset per pass "
+                             "(with its own seed) instead of repeat=True")
+        ds = tf.data.Dataset.from_tensor_slices(balanced_indices(split.modules, seed))
+    elif shuffle and len(split) > 1:
+        ds = tf.data.Dataset.range(len(split))
+        ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
+    else:
+        ds = tf.data.Dataset.range(len(split))
+    if repeat:
+        ds = ds.repeat()
+
+    def example(i):
+        q = tf.cast(q_ids[q_splits[i] : q_splits[i + 1]], tf.int32)
+        a = tf.cast(a_ids[a_splits[i] : a_splits[i + 1]], tf.int32)
+        source = tf.concat([[start], q, [end]], 0) if source_markers else q
+        target_in = tf.concat([[start], a], 0)
+        target_out = tf.concat([a, [end]], 0)
+        return source, target_in, target_out, modules[i]
+
+    ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    padding = (pad, pad, pad, 0)
+    if bucket_boundaries:
+        boundaries = sorted(int(b) for b in bucket_boundaries)
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=lambda source, *rest: tf.shape(source)[0],
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            padding_values=padding,
+            drop_remainder=drop_remainder,
+        )
+    else:
+        ds = ds.padded_batch(batch_size, padding_values=padding, drop_remainder=drop_remainder)
+
+    def structure(source, target_in, target_out, module):
+        return (
+            {"source": source, "target_in": target_in},
+            {"target_out": target_out, "module": module},
+        )
+
+    return ds.map(structure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
