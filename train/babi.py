@@ -8,7 +8,6 @@ and written with the validation errors and timings to
 ``<export_dir>/model.keras`` with its vocabulary.
 """
 
-import os
 import time
 
 PROCESS_START = time.time()
@@ -17,11 +16,10 @@ from tpr_keras import runtime
 
 runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags  # noqa: E402
 
 from tpr_keras import cli  # noqa: E402
 from tpr_keras.training import flags as train_flags  # noqa: E402
-from tpr_keras.training.outputs import export_in_tensorflow  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -123,228 +121,12 @@ HELP_GROUPS = [
     ("Benchmark", ["benchmark_step", "benchmark_seconds"]),
 ]
 
-def parse_tasks(value):
-    if value == "all":
-        return "all"
-    tasks = tuple(int(t) for t in value.split(","))
-    bad = [t for t in tasks if not 1 <= t <= 20]
-    if bad:
-        raise app.UsageError(f"--task must be 1..20, a list of them, or 'all'; got {bad}.")
-    return tasks
-
-
-def leave_linear_start(trainer, history):
-    """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers
-    were re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is
-    a model variable and the lr factor a trainer variable, so both are checkpointed."""
-    model = trainer.model
-    if not model.linear_start or len(history) < 2:
-        return
-    if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
-        model.set_linear_start(False)
-        trainer.set_lr_factor(1.0)
-        print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
-              "linear start ends, the hop softmax is back.")
-
-
 def main(argv):
     del argv
-    if FLAGS.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
-        logging.set_verbosity(logging.WARNING)
-    on_jax = train_flags.keras_backend() == "jax"
-    tf = None if on_jax else cli.import_tensorflow()
-    import keras
+    from tpr_keras.training.runner import run
+    from tpr_keras.training.tasks.babi import BabiTask
 
-    from tpr_keras.data import babi
-    from tpr_keras.models import TPRRNN, MemN2N
-    from tpr_keras.training import (TrainConfig, get_optimizer, make_trainer, save_run,
-                                    sparse_classification, training_time_line)
-
-    tasks = parse_tasks(FLAGS.task)
-    joint = tasks == "all" or len(tasks) > 1
-    memn2n = FLAGS.model == "memn2n"
-    model_class = MemN2N if memn2n else TPRRNN
-    # The recipe follows the training setting (one task or all jointly), the sizes
-    # follow --preset: --preset all_tasks_code on one task keeps the one-task recipe.
-    defaults = model_class.preset_recipe("all_tasks" if joint else "single_task")
-    hp = {k: getattr(FLAGS, k) if getattr(FLAGS, k) is not None else v
-          for k, v in defaults.items()}
-    preset = FLAGS.preset or ("all_tasks" if joint else "single_task")
-    if memn2n and preset not in MemN2N.presets:
-        raise app.UsageError(f"--preset {preset} is a TPR-RNN preset; MemN2N has "
-                             f"{sorted(MemN2N.presets)}.")
-
-    strategy, replicas = train_flags.setup_backend(global_batch=hp["batch_size"])
-    config = TrainConfig(
-        learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=FLAGS.steps,
-        clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
-        warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
-        warmup_factor=FLAGS.warmup_factor, halve_lr_below=hp["halve_lr_below"],
-        patience=FLAGS.patience, min_delta_loss=FLAGS.min_delta_loss,
-        patience_at_zero=None if FLAGS.patience_at_zero < 0 else FLAGS.patience_at_zero,
-        target_error=FLAGS.target_valid_error, **train_flags.trainer_kwargs())
-    if train_flags.report_if_finished(
-            config, lambda r: f"test error {r['test_error_percent_mean']:.2f} %"):
-        return
-
-    keras.utils.set_random_seed(FLAGS.seed)
-    data = babi.load_babi(FLAGS.data_dir, tasks=tasks, setting=FLAGS.setting,
-                          max_story_sentences=FLAGS.max_story_sentences,
-                          download=FLAGS.download)
-    print(data)
-    truncated = data.stats.get("truncated", {})
-    print(f"Vocabulary {len(data.vocab)} symbols; {data.max_words} words per sentence; "
-          f"longest story {data.max_sentences} sentences; truncated samples {truncated}.")
-
-    def model_fn():
-        if memn2n:
-            return MemN2N.from_preset(
-                preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
-                embedding_dim=FLAGS.embedding_dim, num_hops=FLAGS.hops,
-                memory_size=FLAGS.memory_size, sentence_encoding=FLAGS.sentence_encoding,
-                temporal_encoding=FLAGS.temporal_encoding, weight_tying=FLAGS.weight_tying,
-                random_noise=FLAGS.random_noise, mask_empty_memories=FLAGS.mask_empty_memories,
-                linear_start=FLAGS.linear_start, seed=FLAGS.seed)
-        return TPRRNN.from_preset(
-            preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
-            symbol_dim=FLAGS.symbol_dim, hidden_dim=FLAGS.hidden_dim,
-            entity_dim=FLAGS.entity_dim, relation_dim=FLAGS.relation_dim,
-            operations=FLAGS.operations, inference_steps=FLAGS.inference_steps,
-            implementation=FLAGS.implementation)
-
-    def optimizer_fn():
-        if hp["optimizer"] == "sgd":
-            # Per-matrix clipping (Keras clipnorm clips each gradient on its own),
-            # applied by the Trainer to the all-reduced gradient.
-            return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
-        return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
-
-    trainer = make_trainer(model_fn, optimizer_fn, sparse_classification("answer"), config,
-                           FLAGS.model_dir, strategy=strategy)
-    trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
-    if memn2n and FLAGS.linear_start:
-        trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
-    if memn2n:
-        print(f"MemN2N ({preset}, {FLAGS.hops} hops, {FLAGS.sentence_encoding}, "
-              f"{FLAGS.weight_tying}, LS={FLAGS.linear_start}, RN={FLAGS.random_noise}): "
-              f"{trainer.model.count_params():,} parameters.")
-    else:
-        print(f"TPR-RNN ({preset}, operations={FLAGS.operations}): "
-              f"{trainer.model.count_params():,} parameters.")
-
-    eval_batch = max(hp["batch_size"], 256)
-    bucket_width = FLAGS.bucket_width or None
-    if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
-        train_batches = babi.NumpyBatches(data.train, hp["batch_size"], shuffle=True,
-                                          seed=FLAGS.seed, bucket_width=bucket_width)
-        train_fn = train_batches.batches
-        valid_ds, test_ds = (babi.NumpyBatches(split, eval_batch, bucket_width=bucket_width)
-                             for split in (data.valid, data.test))
-    elif trainer.host_only:
-        # One pipeline for every epoch, the epoch's order chosen through a variable:
-        # building and tracing a pipeline per epoch is a visible share of a short epoch.
-        epoch_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
-        train_ds = babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
-                                     seed=FLAGS.seed, bucket_width=FLAGS.bucket_width or None,
-                                     epoch=epoch_variable)
-
-        def train_fn(epoch):
-            epoch_variable.assign(epoch)
-            return train_ds
-    else:  # distributed input is auto-sharded/rebatched: a pipeline per epoch
-        def train_fn(epoch):
-            return babi.make_dataset(data.train, hp["batch_size"], shuffle=True,
-                                     seed=FLAGS.seed * 100_003 + epoch,
-                                     bucket_width=FLAGS.bucket_width or None)
-
-    if not on_jax:
-        valid_ds = babi.make_dataset(data.valid, eval_batch, shuffle=False,
-                                     bucket_width=bucket_width)
-        test_ds = babi.make_dataset(data.test, eval_batch, shuffle=False,
-                                    bucket_width=bucket_width)
-    steps_per_epoch = -(-len(data.train) // hp["batch_size"])
-
-    started = time.time()
-    history = trainer.fit(train_fn, valid_ds, steps_per_epoch=steps_per_epoch,
-                          after_validation=leave_linear_start if memn2n else None)
-    process_train_seconds = time.time() - started
-    train_seconds = trainer.train_seconds  # every process of the run (resumes included)
-    loop_rate = trainer.train_examples_per_second  # epochs 2+, validation excluded
-    step_rate = None
-    if FLAGS.benchmark_step:  # the same compiled step, on cached batches of this data
-        step_rate = trainer.benchmark_train_step(train_fn(0), seconds=FLAGS.benchmark_seconds)
-
-    valid = trainer.evaluate(valid_ds, group_key="task")
-    test = trainer.evaluate(test_ds, group_key="task")
-    rows = sorted(test["error_percent_by_group"])
-    print("\ntask | valid error % | test error %")
-    for task in rows:
-        print(f"{task:4d} | {valid['error_percent_by_group'].get(task, float('nan')):13.2f} | "
-              f"{test['error_percent_by_group'][task]:11.2f}")
-    if len(rows) > 1:
-        print(f"mean | {valid['error_percent']:13.2f} | {test['error_percent']:11.2f}"
-              f"   (failed tasks > 5%: "
-              f"{sum(e > 5 for e in test['error_percent_by_group'].values())})")
-
-    results = {
-        "test_error_percent": {str(k): v for k, v in test["error_percent_by_group"].items()},
-        "valid_error_percent": {str(k): v for k, v in valid["error_percent_by_group"].items()},
-        "test_error_percent_mean": test["error_percent"],
-        "train_seconds": train_seconds,
-        "process_train_seconds": process_train_seconds,
-        "wall_seconds": time.time() - PROCESS_START,
-        "epochs": len(history),
-        "stopped": trainer.stop_reason,
-        "train_examples_per_second": loop_rate,
-        "step_examples_per_second": step_rate,
-        "steps": trainer.state.value("global_step"),
-        "history": history,
-        "data": {"train": len(data.train), "valid": len(data.valid), "test": len(data.test),
-                 "vocabulary": len(data.vocab), "max_words": data.max_words,
-                 "truncated": truncated},
-        "config": {"task": FLAGS.task, "model": FLAGS.model, "preset": preset,
-                   "operations": FLAGS.operations, "seed": FLAGS.seed,
-                   "implementation": FLAGS.implementation,
-                   "bucket_width": FLAGS.bucket_width, "setting": FLAGS.setting,
-                   "max_story_sentences": {str(t): n for t, n in
-                                           data.stats["max_story_sentences"].items()},
-                   "backend": keras.backend.backend(),
-                   "strategy": type(strategy).__name__ if strategy else None,
-                   "replicas": replicas,
-                   "parameters": trainer.model.count_params(), **hp},
-    }
-    if trainer.chief:
-        saved = save_run(FLAGS.model_dir, FLAGS.export_dir, results, trainer.model,
-                         data.vocab.save)
-        export_dir = os.path.dirname(saved)
-        print(f"Results: {os.path.join(FLAGS.model_dir, 'results.json')}; model: {saved}")
-        limits = set(data.stats["max_story_sentences"].values())
-        limit = None if None in limits else max(limits)
-        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
-            served = export_in_tensorflow(saved, export_dir, FLAGS.model_name,
-                                          max_story_sentences=limit or 0)
-        else:
-            # String-in/string-out SavedModel for TF Serving, from the saved file so that
-            # no distribution-strategy variables end up in it.
-            from tpr_keras.models.babi import export_babi_model
-
-            served = export_babi_model(keras.models.load_model(saved), data.vocab,
-                                       export_dir, FLAGS.model_name,
-                                       max_story_sentences=limit)
-        if served:
-            print(f"SavedModel for TF Serving: {served} (serve with python -m "
-                  f"serving.server --model_name={FLAGS.model_name} "
-                  f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
-    if loop_rate is not None:
-        line = (f"Training loop: {loop_rate:.0f} examples/s (steady state: epochs after the "
-                f"first; validation and end-of-epoch checkpoints excluded)")
-        if step_rate is not None:
-            line += (f"; compiled step alone on cached batches: {step_rate:.0f} examples/s; "
-                     f"loop/step = {loop_rate / step_rate:.2f}")
-        print(line + ".")
-    print(training_time_line(train_seconds, process_train_seconds,
-                             time.time() - PROCESS_START))
-    del tf
+    run(BabiTask(FLAGS), PROCESS_START)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""The one runner of the ``train.*`` commands: recipe, backend, data, trainer, evaluation,
+``results.json`` and the SavedModel, in that order, for any :class:`TrainTask`.
+
+A command (``train/babi.py``, ``train/entailment.py``, ``train/math.py``) defines its flags
+and hands a task object (:mod:`tpr_keras.training.tasks`) to :func:`run`; the task supplies
+what differs between the families: the recipe, the data, the model, the loss, the metrics
+and the exporter. Everything else, the same for every family and both backends, is here.
+"""
+
+import os
+import time
+
+
+class TrainTask:
+    """One family's part of a train command. ``flags`` holds the command's flag values
+    (absl's ``FLAGS``, or any object with the same attributes); a task may fill in the
+    recipe's values on it (``--batch_size`` when not given), as the shared flags read them.
+
+    Subclasses implement every method below but :meth:`after_validation` and
+    :meth:`export_options`.
+    """
+
+    def __init__(self, flags):
+        self.flags = flags
+
+    def resolve_recipe(self):
+        """Picks and prints the training recipe; returns the global batch size."""
+        raise NotImplementedError
+
+    def train_config(self, trainer_kwargs):
+        """The :class:`~tpr_keras.training.config.TrainConfig` of the recipe, with the
+        shared flags' ``trainer_kwargs``."""
+        raise NotImplementedError
+
+    def finished_summary(self, results):
+        """A finished run's results in a few words (``test error 0.00 %``)."""
+        raise NotImplementedError
+
+    def load_data(self):
+        """Loads (and prints) the data."""
+        raise NotImplementedError
+
+    def model_fn(self):
+        """A new model (the trainer calls it again to re-initialise)."""
+        raise NotImplementedError
+
+    def optimizer_fn(self):
+        """A new optimizer."""
+        raise NotImplementedError
+
+    def compute_fn(self, on_jax):
+        """The loss and metrics (:mod:`tpr_keras.training.losses`)."""
+        raise NotImplementedError
+
+    def describe_model(self, trainer):
+        """Prints the model line (and sets what the trainer needs before ``fit``)."""
+        raise NotImplementedError
+
+    def training_data(self, trainer, on_jax):
+        """``(train_fn, valid_dataset, steps_per_epoch)``: ``tf.data`` on TensorFlow, numpy
+        batches of a few fixed shapes on JAX (which compiles once per shape)."""
+        raise NotImplementedError
+
+    #: ``(trainer, history) -> None`` after every validation, or None.
+    after_validation = None
+
+    def evaluate(self, trainer, on_jax, train_fn):
+        """The family's metrics (printed as its table) as results.json entries."""
+        raise NotImplementedError
+
+    def config_record(self, trainer):
+        """The run's settings for results.json's ``config``."""
+        raise NotImplementedError
+
+    def save_vocabulary(self, path):
+        """Writes the vocabulary next to the saved model."""
+        raise NotImplementedError
+
+    def export(self, model, export_dir):
+        """The SavedModel of ``model`` (TensorFlow backend) in TF Serving's layout under
+        ``export_dir/<model_name>``; returns its version folder."""
+        raise NotImplementedError
+
+    def export_options(self):
+        """Keyword arguments of ``train.export`` for the same SavedModel from a TensorFlow
+        process (JAX runs)."""
+        return {}
+
+
+def run(task, process_start):
+    """Trains ``task`` as its command's flags say; writes ``results.json``, the ``.keras``
+    model and the SavedModel. ``process_start``: ``time.time()`` when the command started
+    (for the wall time it reports)."""
+    from absl import logging
+
+    from tpr_keras import cli
+    from tpr_keras.training import flags as train_flags
+
+    flags = task.flags
+    if flags.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
+        logging.set_verbosity(logging.WARNING)
+    on_jax = train_flags.keras_backend() == "jax"
+    if not on_jax:
+        cli.import_tensorflow()
+    import keras
+
+    from tpr_keras.training import make_trainer, save_run, training_time_line
+    from tpr_keras.training.outputs import export_in_tensorflow
+
+    batch_size = task.resolve_recipe()
+    strategy, replicas = train_flags.setup_backend(global_batch=batch_size)
+    config = task.train_config(train_flags.trainer_kwargs())
+    if train_flags.report_if_finished(config, task.finished_summary):
+        return None
+    keras.utils.set_random_seed(flags.seed)
+    task.load_data()
+    trainer = make_trainer(task.model_fn, task.optimizer_fn, task.compute_fn(on_jax), config,
+                           flags.model_dir, strategy=strategy)
+    task.describe_model(trainer)
+    train_fn, valid, steps_per_epoch = task.training_data(trainer, on_jax)
+
+    started = time.time()
+    history = trainer.fit(train_fn, valid, steps_per_epoch=steps_per_epoch,
+                          after_validation=task.after_validation)
+    process_train_seconds = time.time() - started
+    train_seconds = trainer.train_seconds  # every process of the run (resumes included)
+    results = task.evaluate(trainer, on_jax, train_fn)
+    results.update({
+        "train_seconds": train_seconds,
+        "process_train_seconds": process_train_seconds,
+        "wall_seconds": time.time() - process_start,
+        "epochs": len(history),
+        "stopped": trainer.stop_reason,
+        "train_examples_per_second": trainer.train_examples_per_second,
+        "steps": trainer.state.value("global_step"),
+        "history": history,
+        "config": task.config_record(trainer) | {
+            "backend": keras.backend.backend(),
+            "strategy": type(strategy).__name__ if strategy else None,
+            "replicas": replicas},
+    })
+    if trainer.chief:
+        saved = save_run(flags.model_dir, flags.export_dir, results, trainer.model,
+                         task.save_vocabulary)
+        export_dir = os.path.dirname(saved)
+        print(f"Results: {os.path.join(flags.model_dir, 'results.json')}; model: {saved}")
+        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
+            served = export_in_tensorflow(saved, export_dir, flags.model_name,
+                                          **task.export_options())
+        else:  # from the saved file, so that no strategy variables end up in it
+            served = task.export(keras.models.load_model(saved), export_dir)
+        if served:
+            print(f"SavedModel for TF Serving: {served} (serve with python -m "
+                  f"serving.server --model_name={flags.model_name} "
+                  f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
+    loop_rate = trainer.train_examples_per_second  # epochs 2+, validation excluded
+    if loop_rate is not None:
+        line = (f"Training loop: {loop_rate:.0f} examples/s (steady state: epochs after the "
+                f"first; validation and end-of-epoch checkpoints excluded)")
+        step_rate = results.get("step_examples_per_second")
+        if step_rate is not None:
+            line += (f"; compiled step alone on cached batches: {step_rate:.0f} examples/s; "
+                     f"loop/step = {loop_rate / step_rate:.2f}")
+        print(line + ".")
+    print(training_time_line(train_seconds, process_train_seconds, time.time() - process_start))
+    return results

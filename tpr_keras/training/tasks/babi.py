@@ -1,0 +1,234 @@
+"""``train.babi``'s task: TPR-RNN (Schlag & Schmidhuber, 2018) or the MemN2N baseline
+(Sukhbaatar et al., 2015) on bAbI, one task or several jointly, scored by the test error
+per task (Table 1)."""
+
+from tpr_keras.training.runner import TrainTask
+
+
+def parse_tasks(value):
+    """``--task``: ``"all"``, or a tuple of task numbers 1-20."""
+    from absl import app
+
+    if value == "all":
+        return "all"
+    tasks = tuple(int(t) for t in value.split(","))
+    bad = [t for t in tasks if not 1 <= t <= 20]
+    if bad:
+        raise app.UsageError(f"--task must be 1..20, a list of them, or 'all'; got {bad}.")
+    return tasks
+
+
+def leave_linear_start(trainer, history):
+    """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers
+    were re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is
+    a model variable and the lr factor a trainer variable, so both are checkpointed."""
+    model = trainer.model
+    if not model.linear_start or len(history) < 2:
+        return
+    if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
+        model.set_linear_start(False)
+        trainer.set_lr_factor(1.0)
+        print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
+              "linear start ends, the hop softmax is back.")
+
+
+class BabiTask(TrainTask):
+    """bAbI: the recipe follows the setting (one task or all jointly, Appendix A), the sizes
+    follow ``--preset``."""
+
+    def resolve_recipe(self):
+        from absl import app
+
+        from tpr_keras.models import TPRRNN, MemN2N
+
+        flags = self.flags
+        self.tasks = parse_tasks(flags.task)
+        joint = self.tasks == "all" or len(self.tasks) > 1
+        self.memn2n = flags.model == "memn2n"
+        model_class = MemN2N if self.memn2n else TPRRNN
+        # --preset all_tasks_code on one task keeps the one-task recipe.
+        defaults = model_class.preset_recipe("all_tasks" if joint else "single_task")
+        self.hp = {k: getattr(flags, k) if getattr(flags, k) is not None else v
+                   for k, v in defaults.items()}
+        self.preset = flags.preset or ("all_tasks" if joint else "single_task")
+        if self.memn2n and self.preset not in MemN2N.presets:
+            raise app.UsageError(f"--preset {self.preset} is a TPR-RNN preset; MemN2N has "
+                                 f"{sorted(MemN2N.presets)}.")
+        return self.hp["batch_size"]
+
+    def train_config(self, trainer_kwargs):
+        from tpr_keras.training import TrainConfig
+
+        flags, hp = self.flags, self.hp
+        return TrainConfig(
+            learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=flags.steps,
+            clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
+            warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
+            warmup_factor=flags.warmup_factor, halve_lr_below=hp["halve_lr_below"],
+            patience=flags.patience, min_delta_loss=flags.min_delta_loss,
+            patience_at_zero=None if flags.patience_at_zero < 0 else flags.patience_at_zero,
+            target_error=flags.target_valid_error, **trainer_kwargs)
+
+    def finished_summary(self, results):
+        return f"test error {results['test_error_percent_mean']:.2f} %"
+
+    def load_data(self):
+        from tpr_keras.data import babi
+
+        flags = self.flags
+        self.data = data = babi.load_babi(
+            flags.data_dir, tasks=self.tasks, setting=flags.setting,
+            max_story_sentences=flags.max_story_sentences, download=flags.download)
+        print(data)
+        self.truncated = data.stats.get("truncated", {})
+        print(f"Vocabulary {len(data.vocab)} symbols; {data.max_words} words per sentence; "
+              f"longest story {data.max_sentences} sentences; truncated samples "
+              f"{self.truncated}.")
+
+    def model_fn(self):
+        from tpr_keras.models import TPRRNN, MemN2N
+
+        flags, data = self.flags, self.data
+        if self.memn2n:
+            return MemN2N.from_preset(
+                self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
+                embedding_dim=flags.embedding_dim, num_hops=flags.hops,
+                memory_size=flags.memory_size, sentence_encoding=flags.sentence_encoding,
+                temporal_encoding=flags.temporal_encoding, weight_tying=flags.weight_tying,
+                random_noise=flags.random_noise, mask_empty_memories=flags.mask_empty_memories,
+                linear_start=flags.linear_start, seed=flags.seed)
+        return TPRRNN.from_preset(
+            self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
+            symbol_dim=flags.symbol_dim, hidden_dim=flags.hidden_dim,
+            entity_dim=flags.entity_dim, relation_dim=flags.relation_dim,
+            operations=flags.operations, inference_steps=flags.inference_steps,
+            implementation=flags.implementation)
+
+    def optimizer_fn(self):
+        import keras
+
+        from tpr_keras.training import get_optimizer
+
+        hp = self.hp
+        if hp["optimizer"] == "sgd":
+            # Per-matrix clipping (Keras clipnorm clips each gradient on its own),
+            # applied by the Trainer to the all-reduced gradient.
+            return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
+        return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
+
+    def compute_fn(self, on_jax):
+        from tpr_keras.training import sparse_classification
+
+        return sparse_classification("answer")
+
+    def describe_model(self, trainer):
+        from absl import logging
+
+        flags = self.flags
+        trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
+        if self.memn2n and flags.linear_start:
+            trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
+        if self.memn2n:
+            print(f"MemN2N ({self.preset}, {flags.hops} hops, {flags.sentence_encoding}, "
+                  f"{flags.weight_tying}, LS={flags.linear_start}, RN={flags.random_noise}): "
+                  f"{trainer.model.count_params():,} parameters.")
+        else:
+            print(f"TPR-RNN ({self.preset}, operations={flags.operations}): "
+                  f"{trainer.model.count_params():,} parameters.")
+
+    @property
+    def after_validation(self):
+        return leave_linear_start if self.memn2n else None
+
+    def training_data(self, trainer, on_jax):
+        from tpr_keras.data import babi
+
+        flags, data, batch = self.flags, self.data, self.hp["batch_size"]
+        eval_batch = max(batch, 256)
+        bucket_width = flags.bucket_width or None
+        if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
+            train_fn = babi.NumpyBatches(data.train, batch, shuffle=True, seed=flags.seed,
+                                         bucket_width=bucket_width).batches
+            self.valid_ds, self.test_ds = (
+                babi.NumpyBatches(split, eval_batch, bucket_width=bucket_width)
+                for split in (data.valid, data.test))
+        else:
+            if trainer.host_only:
+                # One pipeline for every epoch, the epoch's order chosen through a variable:
+                # building and tracing a pipeline per epoch is a visible share of a short
+                # epoch.
+                import tensorflow as tf
+
+                epoch_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
+                train_ds = babi.make_dataset(data.train, batch, shuffle=True, seed=flags.seed,
+                                             bucket_width=bucket_width, epoch=epoch_variable)
+
+                def train_fn(epoch):
+                    epoch_variable.assign(epoch)
+                    return train_ds
+            else:  # distributed input is auto-sharded/rebatched: a pipeline per epoch
+                def train_fn(epoch):
+                    return babi.make_dataset(data.train, batch, shuffle=True,
+                                             seed=flags.seed * 100_003 + epoch,
+                                             bucket_width=bucket_width)
+
+            self.valid_ds, self.test_ds = (
+                babi.make_dataset(split, eval_batch, shuffle=False, bucket_width=bucket_width)
+                for split in (data.valid, data.test))
+        return train_fn, self.valid_ds, -(-len(data.train) // batch)
+
+    def evaluate(self, trainer, on_jax, train_fn):
+        flags, data = self.flags, self.data
+        step_rate = None
+        if flags.benchmark_step:  # the same compiled step, on cached batches of this data
+            step_rate = trainer.benchmark_train_step(train_fn(0),
+                                                     seconds=flags.benchmark_seconds)
+        valid = trainer.evaluate(self.valid_ds, group_key="task")
+        test = trainer.evaluate(self.test_ds, group_key="task")
+        rows = sorted(test["error_percent_by_group"])
+        print("\ntask | valid error % | test error %")
+        for task in rows:
+            print(f"{task:4d} | {valid['error_percent_by_group'].get(task, float('nan')):13.2f}"
+                  f" | {test['error_percent_by_group'][task]:11.2f}")
+        if len(rows) > 1:
+            print(f"mean | {valid['error_percent']:13.2f} | {test['error_percent']:11.2f}"
+                  f"   (failed tasks > 5%: "
+                  f"{sum(e > 5 for e in test['error_percent_by_group'].values())})")
+        return {
+            "test_error_percent": {str(k): v
+                                   for k, v in test["error_percent_by_group"].items()},
+            "valid_error_percent": {str(k): v
+                                    for k, v in valid["error_percent_by_group"].items()},
+            "test_error_percent_mean": test["error_percent"],
+            "step_examples_per_second": step_rate,
+            "data": {"train": len(data.train), "valid": len(data.valid),
+                     "test": len(data.test), "vocabulary": len(data.vocab),
+                     "max_words": data.max_words, "truncated": self.truncated},
+        }
+
+    def config_record(self, trainer):
+        flags = self.flags
+        return {"task": flags.task, "model": flags.model, "preset": self.preset,
+                "operations": flags.operations, "seed": flags.seed,
+                "implementation": flags.implementation,
+                "bucket_width": flags.bucket_width, "setting": flags.setting,
+                "max_story_sentences": {str(t): n for t, n in
+                                        self.data.stats["max_story_sentences"].items()},
+                "parameters": trainer.model.count_params(), **self.hp}
+
+    def save_vocabulary(self, path):
+        self.data.vocab.save(path)
+
+    def _story_limit(self):
+        limits = set(self.data.stats["max_story_sentences"].values())
+        return None if None in limits else max(limits)
+
+    def export(self, model, export_dir):
+        # String-in/string-out SavedModel for TF Serving.
+        from tpr_keras.models.babi import export_babi_model
+
+        return export_babi_model(model, self.data.vocab, export_dir, self.flags.model_name,
+                                 max_story_sentences=self._story_limit())
+
+    def export_options(self):
+        return {"max_story_sentences": self._story_limit() or 0}

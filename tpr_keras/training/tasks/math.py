@@ -1,0 +1,179 @@
+"""``train.math``'s task: the TP-Transformer (Schlag et al., 2019) or the Transformer on the
+Mathematics Dataset, scored by the exact match of the whole greedy answer per module, on
+interpolate and extrapolate (Table 1)."""
+
+from tpr_keras.training.runner import TrainTask
+
+#: Flags whose default is the preset's training recipe (``TPTransformer.preset_recipe``).
+RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",
+                "max_train_minutes")
+REGIMES = ("interpolate", "extrapolate")
+
+
+def describe_recipe(flag, preset, recipe):
+    """The line printed at start: which preset ``--preset flag`` gave, and its recipe."""
+    device = ""
+    if flag == "auto":
+        device = " (a GPU is visible)" if preset in ("tp_transformer", "transformer") else (
+            " (no GPU: the CPU recipe; the paper's is --preset tp_transformer)")
+    budget = [f"{recipe['steps']:,} steps" if recipe["steps"] else f"{recipe['epochs']} epochs"]
+    if recipe.get("max_train_minutes"):
+        budget.append(f"at most {recipe['max_train_minutes']:g} min of training")
+    return (f"Preset {flag}" + (f" -> {preset}" if flag != preset else "") + device +
+            f": Adam lr {recipe['learning_rate']:g}, β {recipe['beta_1']:g}/"
+            f"{recipe['beta_2']:g}, clip {recipe['clip_norm']:g}, batch "
+            f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
+
+
+def jax_greedy_accuracy(model, max_length):
+    """``batches -> exact match %`` of greedy answers on JAX (whole answer + end symbol,
+    as ``tpr_keras.training.evaluation.greedy_scorer``), one ``jax.jit`` decoder for
+    every module; the weight-0 filler rows of the batches are left out."""
+    import jax
+    import numpy as np
+
+    decode = jax.jit(lambda source: model.greedy_decode(source, max_length=max_length)[0])
+
+    def accuracy(batches):
+        hits = []
+        for features, labels in batches:
+            ids = np.asarray(decode(features["source"]))
+            target = labels["target_out"][:, :ids.shape[1]]
+            target = np.pad(target, ((0, 0), (0, ids.shape[1] - target.shape[1])))
+            hits.append((ids == target).all(axis=1)[labels["weight"] > 0])
+        return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
+
+    return accuracy
+
+
+class MathTask(TrainTask):
+    """The Mathematics Dataset: ``--preset`` picks the sizes and the recipe together (the
+    paper's on a GPU, a CPU one otherwise); recipe flags given override it."""
+
+    def resolve_recipe(self):
+        from tpr_keras.models.tp_transformer import resolve_preset
+
+        flags = self.flags
+        self.preset, recipe = resolve_preset(
+            flags.preset, use_role=flags.model == "tp_transformer",
+            **{k: getattr(flags, k) for k in RECIPE_FLAGS})
+        for key, value in recipe.items():  # the shared flags read max_train_minutes
+            setattr(flags, key, value)
+        print(describe_recipe(flags.preset, self.preset, recipe))
+        return flags.batch_size
+
+    def train_config(self, trainer_kwargs):
+        from tpr_keras.training import TrainConfig
+
+        flags = self.flags
+        return TrainConfig(
+            learning_rate=flags.learning_rate, epochs=flags.epochs, max_steps=flags.steps,
+            clip_norm=flags.clip_norm or None, warmup_steps=flags.warmup_steps,
+            warmup_factor=flags.warmup_factor, halve_lr_below=None, patience=flags.patience,
+            **trainer_kwargs)
+
+    def finished_summary(self, results):
+        return "interpolate accuracy {:.2f} %".format(
+            results.get("summary", {}).get("interpolate", {}).get("mean", float("nan")))
+
+    def load_data(self):
+        from tpr_keras.data import mathematics
+
+        flags = self.flags
+        modules = flags.modules if flags.modules == "all" else tuple(flags.modules.split(","))
+        self.data = mathematics.load_mathematics(flags.data_dir, modules=modules,
+                                                 limit_per_file=flags.limit_per_file,
+                                                 download=flags.download)
+        print(self.data)
+
+    def model_fn(self):
+        from tpr_keras.models.tp_transformer import TPTransformer
+
+        return TPTransformer.from_preset(self.preset, vocabulary_size=len(self.data.vocab),
+                                         vocabulary=self.data.vocab.tokens,
+                                         use_role=self.flags.model == "tp_transformer")
+
+    def optimizer_fn(self):
+        from tpr_keras.training import get_optimizer
+
+        flags = self.flags
+        return get_optimizer("adam", flags.learning_rate, flags.beta_1, flags.beta_2)
+
+    def compute_fn(self, on_jax):
+        from tpr_keras.models.tp_transformer import sequence_compute_fn
+
+        return sequence_compute_fn()
+
+    def describe_model(self, trainer):
+        print(f"{self.flags.model} ({self.preset}): {trainer.model.count_params():,} "
+              "parameters.")
+
+    def training_data(self, trainer, on_jax):
+        from tpr_keras.data import mathematics
+
+        flags, data = self.flags, self.data
+        interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
+                                                        data.module_names)
+        if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
+            train_fn = mathematics.MathBatches(data.train, flags.batch_size, shuffle=True,
+                                               seed=flags.seed,
+                                               balance_modules=flags.balance_modules).batches
+            valid_ds = mathematics.MathBatches(interpolate, flags.eval_batch_size)
+        else:
+            def train_fn(epoch):
+                return mathematics.make_dataset(data.train, flags.batch_size, shuffle=True,
+                                                seed=flags.seed * 100_003 + epoch,
+                                                balance_modules=flags.balance_modules)
+
+            valid_ds = mathematics.make_dataset(interpolate, flags.eval_batch_size)
+        return train_fn, valid_ds, -(-len(data.train) // flags.batch_size)
+
+    def _accuracy(self, model, on_jax):
+        """``split -> exact match %`` of the greedy answers."""
+        from tpr_keras.data import mathematics
+
+        batch, max_length = self.flags.eval_batch_size, model.max_decode_length
+        if on_jax:
+            score = jax_greedy_accuracy(model, max_length)
+            return lambda split: score(mathematics.MathBatches(split, batch))
+        from tpr_keras.training.evaluation import greedy_accuracy, greedy_scorer
+
+        scorer = greedy_scorer(model, max_length)
+        return lambda split: greedy_accuracy(scorer, mathematics.make_dataset(split, batch))
+
+    def evaluate(self, trainer, on_jax, train_fn):
+        accuracy = self._accuracy(trainer.model, on_jax)
+        results = {f"{regime}_accuracy_percent": {
+            module: accuracy(split) for module, split in getattr(self.data, regime).items()}
+            for regime in REGIMES}
+        print("\nregime      | modules | mean accuracy % | modules > 95 %")
+        summary = {}
+        for regime in REGIMES:
+            scores = list(results[f"{regime}_accuracy_percent"].values())
+            if scores:
+                summary[regime] = {"modules": len(scores), "mean": sum(scores) / len(scores),
+                                   "above_95": sum(s > 95 for s in scores)}
+                print(f"{regime:11s} | {len(scores):7d} | {summary[regime]['mean']:15.2f} | "
+                      f"{summary[regime]['above_95']:14d}")
+        for regime in REGIMES:
+            for module, score in results[f"{regime}_accuracy_percent"].items():
+                print(f"  {regime:11s} {module:45s} {score:6.2f}")
+        stats = self.data.stats
+        return results | {"summary": summary, "parameters": trainer.model.count_params(),
+                          "data": stats.get("counts", {}) if isinstance(stats, dict) else {}}
+
+    def config_record(self, trainer):
+        flags = self.flags
+        return {k: getattr(flags, k) for k in (
+            "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
+            "clip_norm", "warmup_steps", "epochs", "steps", "max_train_minutes", "seed",
+            "limit_per_file", "balance_modules")} | {"preset": self.preset,
+                                                     "preset_flag": flags.preset}
+
+    def save_vocabulary(self, path):
+        self.data.vocab.save(path)
+
+    def export(self, model, export_dir):
+        from tpr_keras.models.tp_transformer import export_math_model
+
+        return export_math_model(model, self.data.vocab, export_dir, self.flags.model_name)
