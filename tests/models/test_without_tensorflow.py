@@ -1,6 +1,6 @@
 """The layers, ops and model classes need no TensorFlow: in a process where ``import
 tensorflow`` fails, on Keras' JAX backend, every family builds and answers, and TPRU runs
-its loop. (The exporters and tf.data tokenizers next to the models load TensorFlow on first
+its loop; "auto" presets and recipes find the devices. (The exporters and tf.data tokenizers next to the models load TensorFlow on first
 use.)"""
 
 import os
@@ -38,6 +38,10 @@ WITHOUT_TENSORFLOW = textwrap.dedent("""
         "TPTransformer": TPTransformer.from_preset("tiny", vocabulary_size=40)(
             {"source": source, "target_in": source[:, :4]}),
     }
+    # "auto" presets and recipes read the devices from JAX, not TensorFlow.
+    from tpr_keras.models.entailment import resolve_recipe
+    from tpr_keras.models.tp_transformer import resolve_preset
+    print("recipe", resolve_recipe("auto")[0], "preset", resolve_preset("auto")[0])
     for name, out in shapes.items():
         assert np.isfinite(ops.convert_to_numpy(out)).all(), name
         print(name, tuple(out.shape))
@@ -53,4 +57,5 @@ def test_layers_ops_and_models_run_where_tensorflow_cannot_be_imported():
     lines = done.stdout.split("\n")
     assert "TPRRNN (2, 20)" in lines and "MemN2N (2, 20)" in lines
     assert "PlainEntailmentModel (2, 1)" in lines and "TPTransformer (2, 4, 40)" in lines
+    assert "recipe cpu preset tiny" in lines  # this CPU: the CPU recipe and preset
     assert lines[-2] == "False"  # TensorFlow was never loaded

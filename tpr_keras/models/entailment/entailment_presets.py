@@ -88,8 +88,8 @@ def resolve_recipe(name, devices=None, max_train_minutes=None, jit_compile=None,
         name: ``"paper"`` (§5.1 as published: up to 90 epochs, no time limit),
             ``"cpu"`` (§5.1 plus :data:`CPU_LIMITS`) or ``"auto"`` (see
             :func:`auto_recipe`).
-        devices: for ``"auto"``: the devices to train on (default: every local
-            physical device).
+        devices: for ``"auto"``: the devices to train on (default: the running
+            backend's, :func:`tpr_keras.backend.devices.device_types`).
         max_train_minutes, jit_compile: values given explicitly (``None`` = take
             the recipe's).
         budget_given: ``--epochs`` or ``--steps`` was given; it lifts the
@@ -111,9 +111,9 @@ def resolve_recipe(name, devices=None, max_train_minutes=None, jit_compile=None,
     """
     if name == "auto":
         if devices is None:
-            import tensorflow as tf
+            from tpr_keras.backend.devices import device_types
 
-            devices = tf.config.list_physical_devices()
+            devices = device_types()
         name = auto_recipe(devices)
     if name not in RECIPE_NAMES:
         raise ValueError(f"Unknown recipe {name!r}; choose from {['auto', *RECIPE_NAMES]}.")

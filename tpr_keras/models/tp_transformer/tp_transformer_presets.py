@@ -90,8 +90,8 @@ def resolve_preset(preset, devices=None, use_role=True, **overrides):
 
     Args:
         preset: a name in ``PRESETS`` or ``"auto"`` (see :func:`auto_preset`).
-        devices: for ``"auto"``: the devices to train on (default: every local
-            physical device).
+        devices: for ``"auto"``: the devices to train on (default: the running
+            backend's, :func:`tpr_keras.backend.devices.device_types`).
         use_role: for ``"auto"``: TP-Transformer or the Transformer baseline.
         **overrides: recipe fields given explicitly (``None`` = take the
             recipe's). An explicit ``epochs`` without ``steps`` lifts the
@@ -108,9 +108,9 @@ def resolve_preset(preset, devices=None, use_role=True, **overrides):
     """
     if preset == "auto":
         if devices is None:
-            import tensorflow as tf
+            from tpr_keras.backend.devices import device_types
 
-            devices = tf.config.list_physical_devices()
+            devices = device_types()
         preset = auto_preset(devices, use_role=use_role)
     if preset not in PRESETS:
         raise ValueError(f"Unknown preset {preset!r}; choose from {['auto'] + sorted(PRESETS)}.")
