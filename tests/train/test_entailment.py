@@ -9,20 +9,6 @@ import sys
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-PAIRS = [("(a&b)", "a", 1), ("a", "(a&b)", 0), ("(a|b)", "(b|a)", 1), ("a", "~a", 0),
-         ("(a>b)", "(~b>~a)", 1), ("(c&d)", "(c|d)", 1), ("(c|d)", "(c&d)", 0), ("~~a", "a", 1)]
-
-
-@pytest.fixture(scope="module")
-def tiny_entailment(tmp_path_factory):
-    root = tmp_path_factory.mktemp("entailment")
-    lines = [f"{a},{b},{label},0,0,0" for a, b, label in PAIRS]
-    for name in ("train", "validate", "test_easy", "test_hard", "test_big", "test_massive",
-                 "test_exam"):
-        (root / f"{name}.txt").write_text("\n".join(lines * (4 if name == "train" else 1)) + "\n")
-    return root
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("cell,recipe", [("tpru", []), ("gru", ["--recipe", "paper"])])
 def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell, recipe):

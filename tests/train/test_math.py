@@ -12,26 +12,6 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def write_module(path, n, seed, digits):
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(n):
-        number = int(rng.integers(10 ** (digits - 1), 10**digits))
-        lines += [f"What is the units digit of {number}?", str(number % 10)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-
-
-@pytest.fixture(scope="module")
-def tiny_math(tmp_path_factory):
-    root = tmp_path_factory.mktemp("mathematics")
-    for i, folder in enumerate(["train-easy", "train-medium", "train-hard"]):
-        write_module(root / folder / "numbers__place_value.txt", 40, i, 3)
-    write_module(root / "interpolate" / "numbers__place_value.txt", 16, 7, 3)
-    write_module(root / "extrapolate" / "numbers__place_value_big.txt", 8, 8, 6)
-    return root
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["tp_transformer", "transformer"])
 def test_train_math_results_and_export(tiny_math, tmp_path, model):

@@ -64,7 +64,6 @@ class EntailmentTask(TrainTask):
 
     def load_data(self):
         from tpr_keras.data import entailment
-        from tpr_keras.training.evaluation import ENTAILMENT_SPLITS
 
         limit = self.flags.train_limit
         train = entailment.load_entailment_split("train", self.flags.data_dir)
@@ -73,7 +72,7 @@ class EntailmentTask(TrainTask):
                                               train.labels[:limit], train.heuristics[:limit])
         self.train = train
         self.evals = {split: entailment.load_entailment_split(split, self.flags.data_dir)
-                      for split in ENTAILMENT_SPLITS}
+                      for split in entailment.SPLITS if split != "train"}
         print(f"train {len(train.labels):,} pairs; " + ", ".join(
             f"{k} {len(v.labels):,}" for k, v in self.evals.items()))
 
