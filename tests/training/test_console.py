@@ -1,6 +1,7 @@
 """What the loop prints and how it ends: lines for log files, a bar that ends its line,
 stop reasons, and which runs count as finished (issue 17)."""
 
+import itertools
 import json
 import re
 
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from tpr_keras.training import Trainer, TrainConfig, finished_run, sparse_classification
 from tpr_keras.training import flags as train_flags
+from tpr_keras.training.callbacks import Callback, TimeBudget
 from tpr_keras.training.early_stopping import stop_reason
 from tpr_keras.training.console import format_seconds
 
@@ -64,11 +66,33 @@ def test_progress_bar_with_max_steps_counts_the_steps_it_will_run(tmp_path, caps
     assert trainer.stop_reason == "steps"
 
 
+def test_a_callback_sees_each_validation_with_its_record_and_can_stop_the_run(tmp_path):
+    class StopAfterTwo(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_validation(self, loop, valid, history):
+            self.seen.append((history[-1]["epoch"], history[-1]["valid_error_percent"],
+                              valid["error_percent"]))
+
+        def stop_reason(self, loop):
+            return "target_error" if len(self.seen) >= 2 else None
+
+    trainer, data, valid = make_trainer(tmp_path, epochs=5)
+    callback = StopAfterTwo()
+    history = trainer.fit(data, valid, steps_per_epoch=6, callbacks=[callback])
+    assert [h["epoch"] for h in history] == [1, 2] and trainer.stop_reason == "target_error"
+    assert [epoch for epoch, _, _ in callback.seen] == [1, 2]
+    assert all(a == b for _, a, b in callback.seen)
+
+
 def test_time_budget_is_not_a_finished_run(tmp_path):
     trainer, data, valid = make_trainer(tmp_path, max_train_seconds=3600)
-    answers = iter([False] + [True] * 100)  # the budget runs out after the first step
-    trainer._past_deadline = lambda: next(answers)
-    trainer.fit(data, valid, steps_per_epoch=6)
+    # A clock that advances 1 s per reading: a budget of 1.5 s (set at 0, read at 1 before
+    # the first epoch) runs out after the first step.
+    ticks = itertools.count()
+    budget = TimeBudget(1.5, clock=lambda: float(next(ticks)))
+    trainer.fit(data, valid, steps_per_epoch=6, callbacks=[budget])
     assert trainer.stop_reason == "time_budget"
     steps = int(trainer.state.global_step.numpy())
     assert steps == 1

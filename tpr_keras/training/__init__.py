@@ -13,6 +13,7 @@ _EXPORTS = {
     "is_chief": "loop", "sparse_classification": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
+    "Callback": "callbacks", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
     "save_run": "outputs", "training_time_line": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",

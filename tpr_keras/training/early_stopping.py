@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from tpr_keras.training.callbacks import Callback
+
 #: Why a run stopped, as :attr:`Trainer.stop_reason` and ``results.json`` give it.
 STOP_REASONS = {
     "epochs": "--epochs reached",
@@ -13,13 +15,15 @@ STOP_REASONS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class EarlyStopping:
+class EarlyStopping(Callback):
     """Early stopping on the validation error, ties broken by the validation loss.
 
     A validation improves on the best one with a strictly lower error, or with an
     equal error and a loss lower by more than ``min_delta_loss`` (with 0 errors the
     error cannot improve, and loss changes of 1e-4 are noise that would reset the
-    patience for dozens of epochs).
+    patience for dozens of epochs). As a loop :class:`Callback` it keeps the best
+    validation (error, loss, and its weights through the trainer's checkpoints) and the
+    count of validations since, in the trainer's checkpointed state.
 
     Args:
         patience: stop after this many validations without improvement; None
@@ -54,6 +58,21 @@ class EarlyStopping:
         """A strictly lower error, or an equal one and a loss lower by the margin."""
         return error < best_error or (
             error == best_error and loss < best_loss - self.min_delta_loss)
+
+    def on_validation(self, loop, valid, history):
+        state = loop.state
+        if self.improves(valid["error_percent"], valid["loss"],
+                         state.value("best_error"), state.value("best_loss")):
+            state.best_error.assign(valid["error_percent"])
+            state.best_loss.assign(valid["loss"])
+            state.bad_validations.assign(0)
+            loop.checkpoints.write_best()
+        else:
+            state.bad_validations.assign_add(1)
+
+    def stop_reason(self, loop):
+        return self.reason(loop.state.value("best_error"),
+                           loop.state.value("bad_validations"))
 
     def reason(self, best_error, bad_validations):
         """``"target_error"``, ``"early_stopping"`` or None for this record."""

@@ -2,10 +2,12 @@
 
 :class:`EpochLoop` is what :class:`~tpr_keras.training.loop.Trainer` (TensorFlow,
 ``tf.distribute``) and :class:`~tpr_keras.training.jax_trainer.JaxTrainer` (JAX, one
-jit-compiled step) share: epochs of steps, the learning-rate policy, the NaN guard's
-bookkeeping, validation, early stopping, the time budget, checkpoints and resume, the
-history and the console. It imports no backend; a subclass supplies the step, the
-batches and the checkpoint I/O through the hooks at the top of the class.
+jit-compiled step) share: epochs of steps, the rate of each step, the NaN guard's
+bookkeeping, validation, checkpoints and resume, the history and the console. The other
+behaviours of a run (the learning-rate halving, early stopping, the time budget, MemN2N's
+linear start) are :mod:`~tpr_keras.training.callbacks`. It imports no backend; a subclass
+supplies the step, the batches and the checkpoint I/O through the hooks at the top of the
+class.
 """
 
 import os
@@ -21,7 +23,8 @@ from tpr_keras.training.console import (
     read_history,
     write_history,
 )
-from tpr_keras.training.early_stopping import EarlyStopping, stop_reason
+from tpr_keras.training.callbacks import Callback, default_callbacks
+from tpr_keras.training.early_stopping import EarlyStopping
 from tpr_keras.training.lr_policy import LearningRatePolicy
 
 
@@ -48,6 +51,7 @@ class EpochLoop:
         self.reinits = 0
         self.restored_from = None
         self.stop_reason = None
+        self.callbacks = []  # fit()'s: default_callbacks(config) and the caller's
 
     # ------------------------------------------------------------------ hooks
     def _epoch_batches(self, train_dataset_fn, epoch, skip):
@@ -168,6 +172,13 @@ class EpochLoop:
                       "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps",
                       "loss_scale_good_steps")
 
+    def step_counter(self, name):
+        """A per-step counter (``global_step``, ...) as it is now: during an epoch the
+        loop keeps these ahead of :attr:`state`."""
+        if self._counters is not None and name in self._counters:
+            return self._counters[name]
+        return self.state.value(name)
+
     def _load_counters(self):
         self._counters = {
             name: self.state.value(name) for name in self._STEP_COUNTERS
@@ -226,7 +237,7 @@ class EpochLoop:
 
     # ------------------------------------------------------------------ fit
     def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
-            after_validation=None):
+            callbacks=None):
         """Trains, validating after every epoch; returns the per-epoch history.
 
         Args:
@@ -237,11 +248,11 @@ class EpochLoop:
             valid_dataset: evaluated after every epoch (early stopping, lr
                 halving); optional.
             steps_per_epoch: only for the progress bar.
-            after_validation: optional ``(trainer, history) -> None`` called
-                after each validation, with the history so far including this
-                epoch's record (e.g. MemN2N leaves linear start here). State it
-                changes must live in model or trainer variables so that it is
-                checkpointed.
+            callbacks: :class:`~tpr_keras.training.callbacks.Callback` objects run
+                after :func:`~tpr_keras.training.callbacks.default_callbacks` (the
+                learning-rate halving, early stopping and the time budget of
+                ``config``), e.g. MemN2N's ``LinearStart``. State they change must live
+                in model or trainer variables so that it is checkpointed.
         """
         cfg = self.config
         resumed = self.restore()
@@ -259,9 +270,11 @@ class EpochLoop:
         self._clock = {"fit_start": time.perf_counter(),
                        "train_base": self.state.value("train_seconds"),
                        "epoch_start": None, "epoch_base": 0.0}
-        self._deadline = (
-            time.monotonic() + cfg.max_train_seconds if cfg.max_train_seconds else None
-        )
+        self.callbacks = default_callbacks(cfg) + list(callbacks or ())
+        self._epoch_enders = [c for c in self.callbacks
+                              if type(c).ends_epoch is not Callback.ends_epoch]
+        for callback in self.callbacks:
+            callback.on_fit_start(self)
         rates = []  # examples/s of the epochs after the first (tracing) one
         self.stop_reason = None
         # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
@@ -290,14 +303,14 @@ class EpochLoop:
                         valid_loss=valid["loss"],
                         valid_error_percent=valid["error_percent"],
                     )
-                    self._after_validation(valid)
                     summaries.validation(record["step"], valid["loss"], valid["error_percent"])
                 # wall-clock time at the end of the epoch (validation included), so a
                 # curve against wall time can be drawn across restarts
                 record["finished_at"] = time.time()
                 history.append(record)
-                if valid_dataset is not None and after_validation is not None:
-                    after_validation(self, history)
+                if valid_dataset is not None:
+                    for callback in self.callbacks:
+                        callback.on_validation(self, valid, history)
                 if epoch_done:
                     self.state.epoch.assign(epoch + 1)
                     self.state.epoch_seconds.assign(0.0)
@@ -320,8 +333,7 @@ class EpochLoop:
             self._counters = None
             self._clock = None
         if self.stop_reason is None:
-            self.stop_reason = self._stop_reason() or (
-                "time_budget" if self._past_deadline() else None)
+            self.stop_reason = self._stop_reason()
         if rates:
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
@@ -351,8 +363,10 @@ class EpochLoop:
         if cfg.max_steps and steps_per_epoch:
             steps_left = cfg.max_steps - self.state.value("global_step")
             left = min(left, steps_left / steps_per_epoch * per_epoch)
-        if self._deadline is not None:
-            left = min(left, self._deadline - time.monotonic())
+        for callback in self.callbacks:
+            limit = callback.seconds_left(self)
+            if limit is not None:
+                left = min(left, limit)
         return max(left, 0.0)
 
     def _epoch_target(self, steps_per_epoch):
@@ -457,10 +471,8 @@ class EpochLoop:
             if cfg.max_steps and step >= cfg.max_steps:
                 epoch_done = False
                 break
-            if self._past_deadline():
+            if any(callback.ends_epoch(self) for callback in self._epoch_enders):
                 epoch_done = False
-                print(f"Time budget of {cfg.max_train_seconds / 60:g} min reached at step "
-                      f"{step}: stopping (the same command resumes from here).")
                 break
         if epoch_done and not skip:
             self._steps_seen = counters["step_in_epoch"]
@@ -488,30 +500,19 @@ class EpochLoop:
             "epoch_done": epoch_done,
         }
 
-    def _after_validation(self, valid):
-        state = self.state
-        if self.lr_policy.halves_now(valid["loss"], state.value("lr_halved")):
-            state.lr_halved.assign(True)
-            if self.config.verbose:
-                print(f"Validation loss {valid['loss']:.4f} < {self.config.halve_lr_below}: "
-                      "learning rate halved.")
-        if self.early_stopping.improves(valid["error_percent"], valid["loss"],
-                                        state.value("best_error"), state.value("best_loss")):
-            state.best_error.assign(valid["error_percent"])
-            state.best_loss.assign(valid["loss"])
-            state.bad_validations.assign(0)
-            self.checkpoints.write_best()
-        else:
-            state.bad_validations.assign_add(1)
-
-    def _past_deadline(self):
-        deadline = getattr(self, "_deadline", None)
-        return deadline is not None and time.monotonic() >= deadline
-
     def _stop_reason(self):
-        return stop_reason(
-            self.config, self.state.value("global_step"), self.state.value("epoch"),
-            self.state.value("best_error"), self.state.value("bad_validations"))
+        """The run's limits (``max_steps``, then ``epochs``), then the callbacks'
+        reasons, in their order."""
+        cfg = self.config
+        if cfg.max_steps and self.state.value("global_step") >= cfg.max_steps:
+            return "steps"
+        if self.state.value("epoch") >= cfg.epochs:
+            return "epochs"
+        for callback in self.callbacks:
+            reason = callback.stop_reason(self)
+            if reason is not None:
+                return reason
+        return None
 
     def _should_stop(self):
-        return self._past_deadline() or self._stop_reason() is not None
+        return self._stop_reason() is not None

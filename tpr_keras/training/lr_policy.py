@@ -2,9 +2,11 @@
 
 import dataclasses
 
+from tpr_keras.training.callbacks import Callback
+
 
 @dataclasses.dataclass(frozen=True)
-class LearningRatePolicy:
+class LearningRatePolicy(Callback):
     """Warm-up, a one-time halving on a low validation loss, and step decay.
 
     The rate of a step is ``learning_rate * factor``, where the factor multiplies
@@ -19,7 +21,8 @@ class LearningRatePolicy:
     * a caller's phase factor (MemN2N linear start trains at half the rate).
 
     The factors that change at most once per epoch are combined by
-    :meth:`epoch_factor`, so the per-step work is one multiplication.
+    :meth:`epoch_factor`, so the per-step work is one multiplication. As a loop
+    :class:`Callback` it makes the halving (kept in the trainer's checkpointed state).
 
     Args:
         learning_rate: base learning rate.
@@ -67,6 +70,14 @@ class LearningRatePolicy:
     def warmup_done(self, global_step):
         """Whether ``global_step`` applied steps end the warm-up."""
         return global_step >= self.warmup_steps
+
+    def on_validation(self, loop, valid, history):
+        state = loop.state
+        if self.halves_now(valid["loss"], state.value("lr_halved")):
+            state.lr_halved.assign(True)
+            if loop.config.verbose:
+                print(f"Validation loss {valid['loss']:.4f} < {self.halve_lr_below}: "
+                      "learning rate halved.")
 
     def halves_now(self, valid_loss, lr_halved):
         """Whether this validation loss triggers the one-time halving."""

@@ -16,7 +16,7 @@ class TrainTask:
     (absl's ``FLAGS``, or any object with the same attributes); a task may fill in the
     recipe's values on it (``--batch_size`` when not given), as the shared flags read them.
 
-    Subclasses implement every method below but :meth:`after_validation` and
+    Subclasses implement every method below but :meth:`callbacks` and
     :meth:`export_options`.
     """
 
@@ -61,8 +61,10 @@ class TrainTask:
         batches of a few fixed shapes on JAX (which compiles once per shape)."""
         raise NotImplementedError
 
-    #: ``(trainer, history) -> None`` after every validation, or None.
-    after_validation = None
+    def callbacks(self):
+        """The family's :class:`~tpr_keras.training.callbacks.Callback` objects, run after
+        every run's (learning-rate halving, early stopping, time budget)."""
+        return []
 
     def evaluate(self, trainer, on_jax, train_fn):
         """The family's metrics (printed as its table) as results.json entries."""
@@ -121,7 +123,7 @@ def run(task, process_start):
 
     started = time.time()
     history = trainer.fit(train_fn, valid, steps_per_epoch=steps_per_epoch,
-                          after_validation=task.after_validation)
+                          callbacks=task.callbacks())
     process_train_seconds = time.time() - started
     train_seconds = trainer.train_seconds  # every process of the run (resumes included)
     results = task.evaluate(trainer, on_jax, train_fn)

@@ -18,20 +18,6 @@ def parse_tasks(value):
     return tasks
 
 
-def leave_linear_start(trainer, history):
-    """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers
-    were re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is
-    a model variable and the lr factor a trainer variable, so both are checkpointed."""
-    model = trainer.model
-    if not model.linear_start or len(history) < 2:
-        return
-    if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
-        model.set_linear_start(False)
-        trainer.set_lr_factor(1.0)
-        print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
-              "linear start ends, the hop softmax is back.")
-
-
 class BabiTask(TrainTask):
     """bAbI: the recipe follows the setting (one task or all jointly, Appendix A), the sizes
     follow ``--preset``."""
@@ -136,9 +122,10 @@ class BabiTask(TrainTask):
             print(f"TPR-RNN ({self.preset}, operations={flags.operations}): "
                   f"{trainer.model.count_params():,} parameters.")
 
-    @property
-    def after_validation(self):
-        return leave_linear_start if self.memn2n else None
+    def callbacks(self):
+        from tpr_keras.training.callbacks import LinearStart
+
+        return [LinearStart()] if self.memn2n else []
 
     def training_data(self, trainer, on_jax):
         from tpr_keras.data import babi
