@@ -6,7 +6,10 @@ import types
 import numpy as np
 
 from tpr_keras.models import MemN2N
-from tpr_keras.training.callbacks import LinearStart, TimeBudget, default_callbacks
+import pytest
+
+from tpr_keras.training.callbacks import (LinearStart, NanReinit, StepCheckpoints, TimeBudget,
+                                          default_callbacks)
 from tpr_keras.training.config import TrainConfig
 from tpr_keras.training.early_stopping import EarlyStopping
 from tpr_keras.training.lr_policy import LearningRatePolicy
@@ -20,9 +23,9 @@ def test_time_budget_ends_the_epoch_and_stops_once_its_seconds_are_spent(capsys)
     budget.on_fit_start(loop)
     assert budget.seconds_left(loop) == 90.0
     now[0] = 189.0
-    assert not budget.ends_epoch(loop) and budget.stop_reason(loop) is None
+    assert not budget.on_step_end(loop) and budget.stop_reason(loop) is None
     now[0] = 190.0
-    assert budget.ends_epoch(loop) and budget.stop_reason(loop) == "time_budget"
+    assert budget.on_step_end(loop) and budget.stop_reason(loop) == "time_budget"
     assert "Time budget of 1.5 min reached at step 7" in capsys.readouterr().out
     unlimited = TimeBudget(None)
     unlimited.on_fit_start(loop)
@@ -62,6 +65,34 @@ def test_early_stopping_and_the_halving_keep_their_state_in_the_trainer():
     assert state.value("lr_halved") is True
 
 
-def test_every_run_gets_the_halving_early_stopping_and_the_time_budget():
+def test_a_nan_in_the_warm_up_reinitialises_until_the_limit():
+    calls = []
+    loop = types.SimpleNamespace(reinits=0, step_counter=lambda name: False,
+                                 reinitialize=lambda: calls.append(1))
+    callback = NanReinit(max_reinits=1)
+    callback.on_step_skipped(loop)
+    assert calls == [1]
+    loop.reinits = 1
+    with pytest.raises(FloatingPointError, match="Warm-up diverged 1 times"):
+        callback.on_step_skipped(loop)
+    loop.step_counter = lambda name: True  # after the warm-up: the step is only skipped
+    callback.on_step_skipped(loop)
+    assert calls == [1]
+
+
+def test_step_checkpoints_every_n_applied_steps():
+    saved, step = [], [0]
+    loop = types.SimpleNamespace(step_counter=lambda name: step[0],
+                                 save_checkpoint=lambda: saved.append(step[0]))
+    callback = StepCheckpoints(3)
+    for step[0] in range(1, 8):
+        assert callback.on_step_end(loop) is False
+    assert saved == [3, 6]
+
+
+def test_every_run_gets_the_callbacks_its_config_asks_for():
     kinds = [type(c) for c in default_callbacks(TrainConfig(max_train_seconds=60))]
-    assert kinds == [LearningRatePolicy, EarlyStopping, TimeBudget]
+    assert kinds == [LearningRatePolicy, EarlyStopping, NanReinit, TimeBudget]
+    config = TrainConfig(reinit_on_nan=False, checkpoint_every_steps=10)
+    assert [type(c) for c in default_callbacks(config)] == [
+        LearningRatePolicy, EarlyStopping, StepCheckpoints, TimeBudget]

@@ -14,6 +14,7 @@ _EXPORTS = {
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "Callback": "callbacks", "TimeBudget": "callbacks", "LinearStart": "callbacks",
+    "NanReinit": "callbacks", "StepCheckpoints": "callbacks",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
     "save_run": "outputs", "training_time_line": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",

@@ -1,19 +1,22 @@
 """Training behaviours as callbacks of the epoch loop, the same on every backend.
 
-:class:`~tpr_keras.training.epoch_loop.EpochLoop` runs the epochs, the steps, the NaN
-guard and the checkpoints; what else happens during a run is a :class:`Callback`:
+:class:`~tpr_keras.training.epoch_loop.EpochLoop` runs the epochs and the steps, skips a
+non-finite step, validates and checkpoints after every epoch, and resumes; what else
+happens during a run is a :class:`Callback`:
 
 - :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`: the one-time halving of the
   learning rate on a low validation loss (and, in the loop, the rate of every step);
 - :class:`~tpr_keras.training.early_stopping.EarlyStopping`: the best validation (its
   weights kept) and stopping without improvement or at a target error;
 - :class:`TimeBudget`: a run's training minutes (``--max_train_minutes``);
+- :class:`NanReinit`: a fresh start when the warm-up diverges;
+- :class:`StepCheckpoints`: checkpoints inside epochs (``--checkpoint_every_steps``);
 - :class:`LinearStart`: MemN2N's linear start (§4.2), which ``train.babi`` adds.
 
-The first three are every run's (:func:`default_callbacks`, from the
-:class:`~tpr_keras.training.config.TrainConfig`); ``fit(callbacks=...)`` adds more. A
-callback keeps what must survive a restart in the trainer's checkpointed state or the
-model's variables, never in itself.
+All but the last are every run's, as its
+:class:`~tpr_keras.training.config.TrainConfig` sets them (:func:`default_callbacks`);
+``fit(callbacks=...)`` adds more. A callback keeps what must survive a restart in the
+trainer's checkpointed state or the model's variables, never in itself.
 """
 
 import time
@@ -36,9 +39,13 @@ class Callback:
         """After each validation: ``valid`` as :meth:`EpochLoop.evaluate` gives it,
         ``history`` the per-epoch records so far, this epoch's included."""
 
-    def ends_epoch(self, loop):
-        """After each applied step: True ends the epoch here (the run then stops)."""
+    def on_step_end(self, loop):
+        """After each applied step (``loop.step_counter("global_step")`` counts it): True
+        ends the epoch here, and the run then stops."""
         return False
+
+    def on_step_skipped(self, loop):
+        """After a step skipped for a non-finite loss or gradient."""
 
     def stop_reason(self, loop):
         """Before the first epoch and after each: a reason of
@@ -73,7 +80,7 @@ class TimeBudget(Callback):
     def _past(self):
         return self.deadline is not None and self._now() >= self.deadline
 
-    def ends_epoch(self, loop):
+    def on_step_end(self, loop):
         if not self._past():
             return False
         print(f"Time budget of {self.seconds / 60:g} min reached at step "
@@ -86,6 +93,44 @@ class TimeBudget(Callback):
 
     def seconds_left(self, loop):
         return None if self.deadline is None else self.deadline - self._now()
+
+
+class NanReinit(Callback):
+    """A non-finite step during the warm-up re-initialises the model and the optimizer
+    (TPR-RNN Appendix A's runs restart when the warm-up diverges); after
+    ``max_reinits`` of them the run gives up (``FloatingPointError``).
+
+    Args:
+        max_reinits: re-initialisations allowed in one process.
+    """
+
+    def __init__(self, max_reinits):
+        self.max_reinits = max_reinits
+
+    def on_step_skipped(self, loop):
+        if loop.step_counter("warmup_done"):
+            return
+        if loop.reinits >= self.max_reinits:
+            raise FloatingPointError(f"Warm-up diverged {loop.reinits} times; giving up.")
+        print("NaN during warm-up: re-initialising model and optimizer.")
+        loop.reinitialize()
+
+
+class StepCheckpoints(Callback):
+    """A checkpoint every ``every`` applied steps, inside epochs too (the loop writes one
+    at the end of every epoch anyway): a killed run loses at most that many steps.
+
+    Args:
+        every: applied steps between checkpoints.
+    """
+
+    def __init__(self, every):
+        self.every = every
+
+    def on_step_end(self, loop):
+        if loop.step_counter("global_step") % self.every == 0:
+            loop.save_checkpoint()
+        return False
 
 
 class LinearStart(Callback):
@@ -105,10 +150,16 @@ class LinearStart(Callback):
 
 
 def default_callbacks(config):
-    """Every run's callbacks for ``config``: the learning-rate policy, early stopping and
-    the time budget."""
+    """Every run's callbacks for ``config``: the learning-rate policy, early stopping, the
+    time budget, and where ``config`` asks for them, re-initialising after a NaN in the
+    warm-up and checkpoints inside epochs (before the time budget, so that the step that
+    spends the budget is saved by the checkpoint the stop writes anyway)."""
     from tpr_keras.training.early_stopping import EarlyStopping
     from tpr_keras.training.lr_policy import LearningRatePolicy
 
-    return [LearningRatePolicy.from_config(config), EarlyStopping.from_config(config),
-            TimeBudget(config.max_train_seconds)]
+    callbacks = [LearningRatePolicy.from_config(config), EarlyStopping.from_config(config)]
+    if config.reinit_on_nan:
+        callbacks.append(NanReinit(config.max_reinits))
+    if config.checkpoint_every_steps:
+        callbacks.append(StepCheckpoints(config.checkpoint_every_steps))
+    return callbacks + [TimeBudget(config.max_train_seconds)]

@@ -2,10 +2,11 @@
 
 :class:`EpochLoop` is what :class:`~tpr_keras.training.loop.Trainer` (TensorFlow,
 ``tf.distribute``) and :class:`~tpr_keras.training.jax_trainer.JaxTrainer` (JAX, one
-jit-compiled step) share: epochs of steps, the rate of each step, the NaN guard's
-bookkeeping, validation, checkpoints and resume, the history and the console. The other
-behaviours of a run (the learning-rate halving, early stopping, the time budget, MemN2N's
-linear start) are :mod:`~tpr_keras.training.callbacks`. It imports no backend; a subclass
+jit-compiled step) share: epochs of steps, the rate of each step, skipping a non-finite
+step, validation, the end-of-epoch checkpoints and resume, the history and the console. The
+other behaviours of a run (the learning-rate halving, early stopping, the time budget,
+re-initialising after a NaN in the warm-up, checkpoints inside an epoch, MemN2N's linear
+start) are :mod:`~tpr_keras.training.callbacks`. It imports no backend; a subclass
 supplies the step, the batches and the checkpoint I/O through the hooks at the top of the
 class.
 """
@@ -271,8 +272,11 @@ class EpochLoop:
                        "train_base": self.state.value("train_seconds"),
                        "epoch_start": None, "epoch_base": 0.0}
         self.callbacks = default_callbacks(cfg) + list(callbacks or ())
-        self._epoch_enders = [c for c in self.callbacks
-                              if type(c).ends_epoch is not Callback.ends_epoch]
+        # The per-step hooks run only where a callback defines them.
+        self._step_handlers = [c for c in self.callbacks
+                               if type(c).on_step_end is not Callback.on_step_end]
+        self._step_skip_handlers = [c for c in self.callbacks
+                                    if type(c).on_step_skipped is not Callback.on_step_skipped]
         for callback in self.callbacks:
             callback.on_fit_start(self)
         rates = []  # examples/s of the epochs after the first (tracing) one
@@ -426,13 +430,8 @@ class EpochLoop:
                 counters["skipped_steps"] += 1
                 print(f"Non-finite loss/gradient at step {counters['global_step']}: "
                       "step skipped.")
-                if not counters["warmup_done"] and cfg.reinit_on_nan:
-                    if self.reinits >= cfg.max_reinits:
-                        raise FloatingPointError(
-                            f"Warm-up diverged {self.reinits} times; giving up."
-                        )
-                    print("NaN during warm-up: re-initialising model and optimizer.")
-                    self.reinitialize()
+                for callback in self._step_skip_handlers:
+                    callback.on_step_skipped(self)
                 continue
             counters["global_step"] += 1
             step = counters["global_step"]
@@ -466,12 +465,11 @@ class EpochLoop:
                         (done_steps - 1) / (now - paced_from)), flush=True)
             if step % cfg.log_every_steps == 0:
                 summaries.train_step(step, loss, accuracy, norm, lr)
-            if cfg.checkpoint_every_steps and step % cfg.checkpoint_every_steps == 0:
-                self.save_checkpoint()
             if cfg.max_steps and step >= cfg.max_steps:
                 epoch_done = False
                 break
-            if any(callback.ends_epoch(self) for callback in self._epoch_enders):
+            # Every callback sees the step; any of them may end the epoch (and the run).
+            if True in [callback.on_step_end(self) for callback in self._step_handlers]:
                 epoch_done = False
                 break
         if epoch_done and not skip:
