@@ -251,9 +251,10 @@ class EpochLoop:
             steps_per_epoch: only for the progress bar.
             callbacks: :class:`~tpr_keras.training.callbacks.Callback` objects run
                 after :func:`~tpr_keras.training.callbacks.default_callbacks` (the
-                learning-rate halving, early stopping and the time budget of
-                ``config``), e.g. MemN2N's ``LinearStart``. State they change must live
-                in model or trainer variables so that it is checkpointed.
+                learning-rate halving, early stopping, the time budget, and as
+                ``config`` asks, the NaN re-initialisation and in-epoch checkpoints),
+                e.g. MemN2N's ``LinearStart``. State they change must live in model or
+                trainer variables so that it is checkpointed.
         """
         cfg = self.config
         resumed = self.restore()
