@@ -13,6 +13,7 @@ or a request fails.
 """
 
 import argparse
+import contextlib
 import json
 import os
 
@@ -26,6 +27,21 @@ from serving.core.manager import ModelManager  # noqa: E402
 from serving.model_server.server import ModelServer  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
 from tpr_keras.training.outputs import run_command, source_version  # noqa: E402
+
+
+@contextlib.contextmanager
+def served(args):
+    """A :class:`BabiClient` of ``args.model_base_path`` served by the embedded server on a
+    free loopback port, stopped on leaving."""
+    config = model_server_config_pb2.ModelConfig(
+        name=args.model_name, base_path=os.path.abspath(args.model_base_path),
+        model_platform="tensorflow")
+    server = ModelServer(ModelManager([config]), port=0).start()
+    try:
+        with BabiClient(f"127.0.0.1:{server.port}", model_name=args.model_name) as client:
+            yield client
+    finally:
+        server.stop(grace=2)
 
 
 def main():
@@ -51,15 +67,8 @@ def main():
         questions.append(" ".join(sample.question))
         gold.append(sample.answer)
         tasks.append(task)
-    config = model_server_config_pb2.ModelConfig(
-        name=args.model_name, base_path=os.path.abspath(args.model_base_path),
-        model_platform="tensorflow")
-    server = ModelServer(ModelManager([config]), port=0).start()
-    try:
-        with BabiClient(f"127.0.0.1:{server.port}", model_name=args.model_name) as client:
-            answers = [client.ask(s, q) for s, q in zip(stories, questions)]  # one RPC each
-    finally:
-        server.stop(grace=2)
+    with served(args) as client:
+        answers = [client.ask(s, q) for s, q in zip(stories, questions)]  # one RPC each
     rows = []
     for task, story, question, expected, answer in zip(tasks, stories, questions, gold, answers):
         last = story.splitlines()[-1] if story else ""
@@ -78,28 +87,21 @@ def main():
 def score_test_sets(args):
     """``--all``: every test question of each task over gRPC, the served test error per task."""
     root = babi.find_babi_dir(args.data_dir, download=False)
-    config = model_server_config_pb2.ModelConfig(
-        name=args.model_name, base_path=os.path.abspath(args.model_base_path),
-        model_platform="tensorflow")
-    server = ModelServer(ModelManager([config]), port=0).start()
     tasks, versions = {}, set()
-    try:
-        with BabiClient(f"127.0.0.1:{server.port}", model_name=args.model_name) as client:
-            for task in (int(t) for t in args.tasks.split(",")):
-                samples = babi.parse_babi_file(babi.task_files(root, task)[1], task)
-                wrong = 0
-                for start in range(0, len(samples), args.batch):
-                    chunk = samples[start:start + args.batch]
-                    answers = client.ask_batch([join_story(s.story) for s in chunk],
-                                               [" ".join(s.question) for s in chunk])
-                    wrong += sum(a.answer != s.answer for a, s in zip(answers, chunk))
-                    versions.update(a.version for a in answers)
-                tasks[str(task)] = {"questions": len(samples), "wrong": wrong,
-                                    "error_percent": 100.0 * wrong / len(samples)}
-                print(f"task {task:2d}: {wrong} of {len(samples)} served answers wrong "
-                      f"({tasks[str(task)]['error_percent']:.2f} % test error)")
-    finally:
-        server.stop(grace=2)
+    with served(args) as client:
+        for task in (int(t) for t in args.tasks.split(",")):
+            samples = babi.parse_babi_file(babi.task_files(root, task)[1], task)
+            wrong = 0
+            for start in range(0, len(samples), args.batch):
+                chunk = samples[start:start + args.batch]
+                answers = client.ask_batch([join_story(s.story) for s in chunk],
+                                           [" ".join(s.question) for s in chunk])
+                wrong += sum(a.answer != s.answer for a, s in zip(answers, chunk))
+                versions.update(a.version for a in answers)
+            tasks[str(task)] = {"questions": len(samples), "wrong": wrong,
+                                "error_percent": 100.0 * wrong / len(samples)}
+            print(f"task {task:2d}: {wrong} of {len(samples)} served answers wrong "
+                  f"({tasks[str(task)]['error_percent']:.2f} % test error)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model_base_path": args.model_base_path, "versions": sorted(versions),

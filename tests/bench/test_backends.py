@@ -13,7 +13,7 @@ pytest.importorskip("jax")
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def run(args, cwd):
+def run(args):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run([sys.executable, "-m", "bench.backends", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -24,7 +24,7 @@ def test_both_backends_side_by_side(tmp_path):
     out = tmp_path / "backends.json"
     done = run(["--families", "memn2n", "--backends", "tensorflow,jax",
                 "--dtype_policies", "float32", "--batch_size", "memn2n=4",
-                "--seconds", "0.3", "--repeats", "2", "--json", str(out)], tmp_path)
+                "--seconds", "0.3", "--repeats", "2", "--json", str(out)])
     assert done.returncode == 0, done.stderr[-3000:]
     bench = json.loads(out.read_text())
     rows = {(r["backend"], r["dtype_policy"]): r for r in bench["rows"]}
@@ -35,8 +35,8 @@ def test_both_backends_side_by_side(tmp_path):
     assert len(bench["windows"]) == 4  # 2 rounds x 2 configurations
 
 
-def test_unknown_names_are_usage_errors(tmp_path):
-    done = run(["--backends", "torch"], tmp_path)
+def test_unknown_names_are_usage_errors():
+    done = run(["--backends", "torch"])
     assert done.returncode == 2 and "unknown --backends ['torch']" in done.stderr
-    done = run(["--families", "lstm"], tmp_path)
+    done = run(["--families", "lstm"])
     assert done.returncode == 2 and "unknown families ['lstm']" in done.stderr

@@ -36,6 +36,8 @@ SPLITS = (
     "test_massive",
     "test_exam",
 )
+#: The splits a model is scored on (every one but train), in the paper's column order.
+EVALUATION_SPLITS = SPLITS[1:]
 
 #: Environment variable naming a directory that holds the split files.
 ENV_VAR = "TPR_KERAS_ENTAILMENT_DIR"

@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tpr_keras.data import entailment as entailment_data
+
 #: A task whose test error is above this (%) has failed (the bAbI papers' criterion).
 FAILED_ABOVE = 5.0
 #: The entailment splits every table reports, in the paper's column order.
-ENTAILMENT_SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive",
-                     "test_exam")
+ENTAILMENT_SPLITS = entailment_data.EVALUATION_SPLITS
 #: How long a story the served bAbI models read (the exporter's truncation): the preset
 #: tables are computed with it, so a served preset scores its recorded table.
 SERVED_MAX_STORY_SENTENCES = 130

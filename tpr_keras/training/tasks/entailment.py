@@ -72,7 +72,7 @@ class EntailmentTask(TrainTask):
                                               train.labels[:limit], train.heuristics[:limit])
         self.train = train
         self.evals = {split: entailment.load_entailment_split(split, self.flags.data_dir)
-                      for split in entailment.SPLITS if split != "train"}
+                      for split in entailment.EVALUATION_SPLITS}
         print(f"train {len(train.labels):,} pairs; " + ", ".join(
             f"{k} {len(v.labels):,}" for k, v in self.evals.items()))
 
