@@ -38,7 +38,8 @@ flags.DEFINE_string("model_name", "babi", "Served model name: the SavedModel goe
 flags.DEFINE_enum("model", "tpr_rnn", ["tpr_rnn", "memn2n"],
                   "TPR-RNN (Schlag & Schmidhuber 2018) or the MemN2N baseline "
                   "(Sukhbaatar et al. 2015).")
-flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code"],
+flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code",
+                                   "all_tasks_authors"],
                   "Model size preset (default: single_task, or all_tasks for --task all).")
 flags.DEFINE_integer("symbol_dim", None, "Width of V_Symbol (default: vocabulary size).")
 flags.DEFINE_integer("hidden_dim", None, "Hidden width of the MLPs.")

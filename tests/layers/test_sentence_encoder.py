@@ -79,3 +79,18 @@ def test_gradients_equal_the_dense_formula():
     assert len(got) == len(want) == 2
     for g, w in zip(got, want):
         np.testing.assert_allclose(testing.numpy(g), testing.numpy(w), rtol=1e-5, atol=1e-7)
+
+
+def test_scaled_positions_store_ones_and_compute_eq5_as_the_direct_ones():
+    """The authors' parametrisation (a variable at ones, divided by k) gives the sentence
+    vectors that the direct one (a variable at 1/k) gives, and round-trips its config."""
+    ids = np.array([[3, 5, 7, 0], [2, 2, 9, 4]])
+    direct = SentenceEncoder(vocabulary_size=10, symbol_dim=6)
+    scaled = SentenceEncoder(vocabulary_size=10, symbol_dim=6, scaled_positions=True)
+    direct.build(ids.shape)
+    scaled.build(ids.shape)
+    scaled.embedding.embeddings.assign(direct.embedding.embeddings)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(scaled.positions), 1.0)
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(scaled(ids)),
+                               keras.ops.convert_to_numpy(direct(ids)), rtol=1e-6)
+    assert SentenceEncoder.from_config(scaled.get_config()).scaled_positions

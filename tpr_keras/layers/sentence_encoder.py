@@ -13,6 +13,11 @@ class SentenceEncoder(keras.layers.Layer):
     all sentences. Following Appendix A, embeddings start U(-0.01, 0.01) and
     position vectors start at ``1/k`` (``k`` = number of word slots).
 
+    ``scaled_positions=True`` parametrises ``p_i`` as the authors' code does: a
+    variable that starts at ones and is divided by ``k`` in the forward pass. The
+    initial ``p_i`` is the same, but an adaptive optimizer (Adam's steps are about
+    the lr whatever the gradient's scale) then moves ``p_i`` ``k`` times more slowly.
+
     Word id 0 is padding and contributes nothing: its embedding is masked out
     (the authors' code let the pad embedding leak into ``s``).
 
@@ -25,6 +30,7 @@ class SentenceEncoder(keras.layers.Layer):
         vocabulary_size: number of word ids, including pad (0) and unknown.
         symbol_dim: width of ``V_Symbol`` (the paper uses the vocabulary size).
         embeddings_initializer: initializer of the word embeddings.
+        scaled_positions: store ``k · p_i`` and divide by ``k`` in ``call``.
 
     Input: int ids ``[..., k]``. Output: ``[..., symbol_dim]``.
 
@@ -39,9 +45,11 @@ class SentenceEncoder(keras.layers.Layer):
         vocabulary_size,
         symbol_dim,
         embeddings_initializer=None,
+        scaled_positions=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.scaled_positions = bool(scaled_positions)
         self.vocabulary_size = int(vocabulary_size)
         self.symbol_dim = int(symbol_dim)
         self.embeddings_initializer = keras.initializers.get(
@@ -66,7 +74,8 @@ class SentenceEncoder(keras.layers.Layer):
         self.positions = self.add_weight(
             name="positions",
             shape=(num_positions, self.symbol_dim),
-            initializer=keras.initializers.Constant(1.0 / num_positions),
+            initializer=keras.initializers.Constant(
+                1.0 if self.scaled_positions else 1.0 / num_positions),
         )
         self.built = True
 
@@ -77,7 +86,10 @@ class SentenceEncoder(keras.layers.Layer):
         table = ops.convert_to_tensor(self.embedding.embeddings)
         not_pad = ops.expand_dims(ops.arange(self.vocabulary_size) > 0, -1)
         words = ops.take(ops.where(not_pad, table, 0.0), word_ids, axis=0)
-        return ops.sum(words * self.positions, axis=-2)
+        positions = self.positions
+        if self.scaled_positions:
+            positions = positions / float(positions.shape[0])
+        return ops.sum(words * positions, axis=-2)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.symbol_dim,)
@@ -91,6 +103,7 @@ class SentenceEncoder(keras.layers.Layer):
                 "embeddings_initializer": keras.initializers.serialize(
                     self.embeddings_initializer
                 ),
+                "scaled_positions": self.scaled_positions,
             }
         )
         return config

@@ -47,9 +47,11 @@ class TPRInference(keras.layers.Layer):
         relation_dim,
         hidden_dim,
         inference_steps=3,
+        layer_norm_epsilon=1e-6,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.layer_norm_epsilon = float(layer_norm_epsilon)
         if inference_steps < 1:
             raise ValueError(f"inference_steps must be >= 1; got {inference_steps}.")
         self.vocabulary_size = int(vocabulary_size)
@@ -69,7 +71,8 @@ class TPRInference(keras.layers.Layer):
                             dtype=self.dtype_policy)
             l_mlp.build(question_shape)
             setattr(self, f"l{j}_mlp", l_mlp)
-            norm = ScalarLayerNorm(name=f"layer_norm_{j}", dtype=self.dtype_policy)
+            norm = ScalarLayerNorm(self.layer_norm_epsilon, name=f"layer_norm_{j}",
+                                   dtype=self.dtype_policy)
             norm.build((None, self.entity_dim))
             setattr(self, f"layer_norm_{j}", norm)
         self.z = keras.layers.Dense(
@@ -117,6 +120,7 @@ class TPRInference(keras.layers.Layer):
                 "relation_dim": self.relation_dim,
                 "hidden_dim": self.hidden_dim,
                 "inference_steps": self.inference_steps,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
             }
         )
         return config

@@ -12,6 +12,15 @@ from tpr_keras.models.presets import PresetMixin
 from tpr_keras.models.tpr_rnn.tpr_rnn_presets import PRESETS
 
 
+#: Initialisations of the word embeddings, the position vectors (eq. 5) and the layer
+#: norms (eq. 17-19): Appendix A's, and the authors' published code's.
+INITIALIZATIONS = {
+    "appendix": {"embedding_limit": 0.01, "scaled_positions": False,
+                 "layer_norm_epsilon": 1e-6},
+    "code": {"embedding_limit": 0.1, "scaled_positions": True, "layer_norm_epsilon": 1e-7},
+}
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPRRNN(PresetMixin, keras.Model):
     """TPR-RNN question answering model for bAbI (§4, eq. 4-20).
@@ -37,6 +46,11 @@ class TPRRNN(PresetMixin, keras.Model):
             ``"parallel"`` (one triangular solve over the story) or
             ``"recurrent"`` (the dense recurrence); same outputs, see
             :class:`TPRUpdate`.
+        initialization: ``"appendix"`` (Appendix A: word embeddings U(±0.01),
+            position vectors a variable at ``1/k``, layer-norm ε 1e-6) or
+            ``"code"`` (the authors' published code: U(±0.1), positions a variable
+            at ones divided by ``k`` in the graph, ε 1e-7). Same weights and
+            shapes; see :data:`INITIALIZATIONS`.
 
     Inputs: ``{"story": int32[batch, sentences, max_words],
     "question": int32[batch, max_words]}``. Output: ``[batch, vocabulary_size]``.
@@ -64,18 +78,28 @@ class TPRRNN(PresetMixin, keras.Model):
         operations="all",
         inference_steps=3,
         implementation="parallel",
+        initialization="appendix",
         **kwargs,
     ):
+        if initialization not in INITIALIZATIONS:
+            raise ValueError(f"initialization must be one of {sorted(INITIALIZATIONS)}; "
+                             f"got {initialization!r}.")
+        init = INITIALIZATIONS[initialization]
         symbol_dim = int(symbol_dim or vocabulary_size)
         hidden_dim = int(hidden_dim or symbol_dim)
         with building_under(kwargs.pop("dtype", None)) as policy:
-            encoder = SentenceEncoder(vocabulary_size, symbol_dim, name="encoder")
+            encoder = SentenceEncoder(
+                vocabulary_size, symbol_dim, name="encoder",
+                embeddings_initializer=keras.initializers.RandomUniform(
+                    -init["embedding_limit"], init["embedding_limit"]),
+                scaled_positions=init["scaled_positions"])
         # The memory and everything that writes or reads it: float32 under any policy.
         with building_under(FLOAT32):
             update = TPRUpdate(entity_dim, relation_dim, hidden_dim, operations,
                                implementation=implementation, name="update")
             inference = TPRInference(vocabulary_size, entity_dim, relation_dim, hidden_dim,
-                                     inference_steps, name="inference")
+                                     inference_steps, init["layer_norm_epsilon"],
+                                     name="inference")
 
         story, question = babi_inputs(max_words)
         sentence_mask = ops.any(ops.not_equal(story, 0), axis=-1)
@@ -96,6 +120,7 @@ class TPRRNN(PresetMixin, keras.Model):
         self.memory_operations = operations
         self.inference_steps = int(inference_steps)
         self.implementation = implementation
+        self.initialization = initialization
         self.sentence_encoder = encoder
         self.update_module = update
         self.inference_module = inference
@@ -116,6 +141,7 @@ class TPRRNN(PresetMixin, keras.Model):
             "operations": self.memory_operations,
             "inference_steps": self.inference_steps,
             "implementation": self.implementation,
+            "initialization": self.initialization,
         }
 
     @classmethod
