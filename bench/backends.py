@@ -95,6 +95,23 @@ def peak_memory_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "peak RSS"
 
 
+def device_name():
+    """The device the step ran on, in words: ``"NVIDIA H100 80GB HBM3 (gpu)"``, ``"cpu"``."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return (f"{device.device_kind} ({device.platform})" if device.platform != "cpu"
+                else "cpu")
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    return (tf.config.experimental.get_device_details(gpus[0]).get("device_name", "gpu")
+            + " (gpu)") if gpus else "cpu"
+
+
 def worker(spec):
     """One configuration's process: build, warm up, then time windows on demand."""
     family, dtype, batch_size, xla = spec.split(":")
@@ -135,7 +152,7 @@ def worker(spec):
                                          keras.backend.backend() == "tensorflow" else "")
     info = {"family": family, "backend": backend, "dtype_policy": dtype,
             "batch_size": int(batch_size), "parameters": trainer.model.count_params(),
-            "warmup_seconds": time.perf_counter() - start}
+            "warmup_seconds": time.perf_counter() - start, "device": device_name()}
     def run_window(seconds):
         examples, steps, start = 0, 0, time.perf_counter()
         while time.perf_counter() - start < seconds:
@@ -244,6 +261,7 @@ def main():
             json.dump({"command": "python -m bench.backends " + " ".join(sys.argv[1:]),
                        "machine": f"{platform.processor() or platform.machine()}, "
                                   f"{os.cpu_count()} CPUs",
+                       "devices": sorted({w.get("device", "cpu") for w in windows}),
                        "baseline": ":".join(baseline), "seconds": args.seconds,
                        "repeats": args.repeats, "rows": rows, "windows": windows}, f,
                       indent=1)

@@ -341,9 +341,9 @@ def serving_batching_block(root):
 
 
 # -------------------------------------------------------------------------- backends
-def backends_block(root):
+def backends_block(root, name="backends.json"):
     """``bench/backends.py``: training throughput per family, backend and dtype policy."""
-    bench = _load(root, "results", "bench", "backends.json")
+    bench = _load(root, "results", "bench", name)
     lines = ["| family | batch | backend | dtype policy | examples/s | tokens/s | peak MiB | "
              f"time per example vs {bench['baseline']} |",
              "|---|---:|---|---|---:|---:|---:|---:|"]
@@ -353,11 +353,19 @@ def backends_block(root):
                      f"{r['dtype_policy']} | {r['examples_per_second']:,.1f} | {tokens} | "
                      f"{r['peak_memory_mb']:,.0f} | {r['time_ratio']:.2f}x |")
     kinds = sorted({r["memory_kind"] for r in bench["rows"]})
-    lines += ["", f"`{portable_command(bench['command'])}` on {bench['machine']}: medians of "
+    devices = ", ".join(bench.get("devices", []))
+    where = f"{devices} (host: {bench['machine']})" if devices else bench["machine"]
+    lines += ["", f"`{portable_command(bench['command'])}` on {where}: medians of "
               f"{bench['repeats']} rounds of {bench['seconds']:g} s per configuration, the "
               f"configurations of a family taking turns; ratios within the same round. Peak "
               f"memory: {', '.join(kinds)} of the configuration's own process."]
     return "\n".join(lines)
+
+
+def gpu_block(name):
+    """A generator of ``bench/backends.py --backends jax`` on a lent GPU:
+    ``results/bench/<name>``."""
+    return lambda root: backends_block(root, name)
 
 
 def backends_babi_task1_block(root):
@@ -390,6 +398,8 @@ def backends_babi_task1_block(root):
 
 BLOCKS = {
     "backends": backends_block,
+    "gpu": gpu_block("gpu.json"),
+    "gpu-large-batch": gpu_block("gpu_large_batch.json"),
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
