@@ -29,6 +29,8 @@ flags.DEFINE_string("model_name", None, "Served model name for train.export (def
                     "task: babi, entailment, math).")
 flags.DEFINE_integer("sample", None, "Questions per test file in the sample table (default "
                      "50 for bAbI and math, 200 for entailment).")
+flags.DEFINE_bool("allow_dirty", False, "Save a run trained from a tree with uncommitted "
+                  "changes (tests, experiments); a shipped preset never is.")
 flags.DEFINE_string("command", None, "The training command, when results.json predates "
                     "recording it.")
 flags.DEFINE_string("results_json", None, "Where the run's results.json is committed "
@@ -37,7 +39,7 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
 cli.define_preset_flags(preset=False)
 
 HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "description",
-                                   "model_name", "command", "results_json"]),
+                                   "model_name", "command", "results_json", "allow_dirty"]),
                ("Evaluation", ["data_dir", "sample"]),
                ("Output", ["debug", "tf_logs"])]
 
@@ -105,9 +107,16 @@ def main(argv):
 
     import tpr_keras.models  # noqa: F401  (registers the model classes for load_model)
     from tpr_keras.training import evaluation
+    from tpr_keras.training.outputs import relative_command
 
     with open(os.path.join(FLAGS.model_dir, "results.json")) as f:
         results = json.load(f)
+    source = results.get("source") or {}
+    if source.get("dirty") and not FLAGS.allow_dirty:
+        raise app.UsageError(
+            f"{FLAGS.model_dir}/results.json: the run trained from a tree with uncommitted "
+            f"changes (commit {str(source.get('commit'))[:7]}, dirty); a preset is trained "
+            "from a clean commit, so that its code can be checked out again. Train it anew.")
     export = os.path.join(FLAGS.model_dir, "export")
     model = keras.models.load_model(os.path.join(export, "model.keras"))
     task = evaluation.TASK_OF_CLASS[type(model).__name__]
@@ -162,7 +171,7 @@ def main(argv):
         "headline": headline(task, table),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "training": {
-            "command": results.get("command") or FLAGS.command,
+            "command": relative_command(results.get("command") or FLAGS.command or ""),
             "source": results.get("source"),
             "seed": config.get("seed"),
             "train_seconds": results.get("train_seconds"),

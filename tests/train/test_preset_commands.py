@@ -30,10 +30,26 @@ def tiny_preset(tiny_babi, tmp_path_factory):
     assert results["command"].startswith("python -m train.babi --task 1 ")
     saved = python(["-m", "train.save_preset", "--model_dir", str(work / "run"), "--output",
                     str(work / "preset"), "--data_dir", str(tiny_babi), "--sample", "7",
-                    "--description", "tiny test run"], work)
+                    "--description", "tiny test run", "--allow_dirty"], work)
     assert saved.returncode == 0, saved.stderr[-3000:]
     assert "Recomputed the run's table (1 number(s)): all within 0.05 points." in saved.stdout
     return work, results
+
+
+@pytest.mark.slow
+def test_a_run_from_a_dirty_tree_is_refused_as_a_preset(tiny_preset, tiny_babi, tmp_path):
+    work, results = tiny_preset
+    run = tmp_path / "run"
+    (run / "export").mkdir(parents=True)
+    for name in ("model.keras", "vocab.txt"):
+        (run / "export" / name).write_bytes((work / "run" / "export" / name).read_bytes())
+    (run / "results.json").write_text(json.dumps(
+        dict(results, source={"commit": "0123456789" * 4, "dirty": True})))
+    saved = python(["-m", "train.save_preset", "--model_dir", str(run), "--output",
+                    str(tmp_path / "preset"), "--data_dir", str(tiny_babi)], tmp_path)
+    assert saved.returncode != 0
+    assert "uncommitted changes (commit 0123456, dirty)" in saved.stderr
+    assert not (tmp_path / "preset").exists()
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tpr_keras.training import save_run
-from tpr_keras.training.outputs import SOURCE, run_command, source_version
+from tpr_keras.training.outputs import (SOURCE, relative_command, run_command,
+                                          source_version)
 
 
 def test_save_run_writes_results_model_and_vocabulary(tmp_path):
@@ -68,3 +69,16 @@ def test_run_command_is_what_the_user_typed(monkeypatch, tmp_path):
     assert run_command(["x", "tests"]) == "python -m pytest tests"
     main.__spec__ = None
     assert run_command(["bench/x.py", "--n", "3"]) == "python bench/x.py --n 3"
+
+
+def test_recorded_paths_inside_the_checkout_or_beside_it_are_relative(monkeypatch, tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    argv = ["x", f"--data_dir={root}/../shared/data/babi", f"--model_dir={root}/runs/a",
+            str(root / "runs" / "b"), "--export_dir=/elsewhere/x", "--n=3"]
+    assert run_command(argv).endswith(
+        "--data_dir=../shared/data/babi --model_dir=runs/a runs/b "
+        "--export_dir=/elsewhere/x --n=3")
+    assert relative_command(f"python -m train.babi --model_dir={root}/runs/a", str(root)) == (
+        "python -m train.babi --model_dir=runs/a")

@@ -36,14 +36,48 @@ def source_version(path: str | None = None) -> dict[str, Any] | None:
     return {"commit": commit, "dirty": dirty}
 
 
+def relative_path_argument(argument: str, root: str) -> str:
+    """``argument`` (``PATH`` or ``--flag=PATH``) with an absolute ``PATH`` inside ``root``
+    or beside it (``root/../x``) written relative to ``root``; anything else unchanged.
+
+    A recorded command must run on another machine from the repository root, so
+    ``--data_dir=/home/me/repo/../shared/data/babi`` is kept as
+    ``--data_dir=../shared/data/babi``.
+
+    Example:
+    >>> relative_path_argument("--data_dir=/r/main/../shared/babi", "/r/main")
+    '--data_dir=../shared/babi'
+    >>> relative_path_argument("/tmp/x", "/r/main")
+    '/tmp/x'
+    """
+    flag, equals, value = argument.partition("=") if argument.startswith("--") else (
+        "", "", argument)
+    if not os.path.isabs(value):
+        return argument
+    relative = os.path.relpath(os.path.normpath(value), os.path.normpath(root))
+    if relative.startswith(os.pardir + os.sep + os.pardir) or relative == os.pardir:
+        return argument  # outside the checkout and its parent: a machine path stays
+    return flag + equals + relative
+
+
+def relative_command(command: str, root: str | None = None) -> str:
+    """A recorded command line with its absolute paths under ``root`` (default: the
+    current folder) made relative (:func:`relative_path_argument`)."""
+    root = root or os.getcwd()
+    return shlex.join(relative_path_argument(a, root) for a in shlex.split(command))
+
+
 def run_command(argv: list[str] | None = None) -> str:
     """The command line of this process as the user typed it: ``python -m <module> <args>``
-    when started with ``-m``, else ``python <script> <args>``."""
+    when started with ``-m``, else ``python <script> <args>``; absolute paths inside the
+    current folder (or its parent) are recorded relative to it (:func:`relative_command`)."""
     argv = sys.argv if argv is None else argv
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     module = spec.name.removesuffix(".__main__") if spec is not None and spec.name else None
     program = f"python -m {module}" if module else f"python {argv[0]}"
-    return " ".join([program, shlex.join(argv[1:])]).strip()
+    root = os.getcwd()
+    return " ".join([program, shlex.join(relative_path_argument(a, root)
+                                         for a in argv[1:])]).strip()
 
 
 #: The code a run trains with: :func:`source_version` when this module was first imported
