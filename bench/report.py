@@ -107,6 +107,17 @@ def default_files(root):
         os.path.join(root, "README.md")]
 
 
+def missing_extra():
+    """Why the tables cannot be generated here, or ``None``: the math seed tables' p-values
+    need scipy (the ``analysis`` extra), without which every block would differ."""
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:
+        return ("bench.report needs the 'analysis' extra (scipy, for the p-values of the "
+                "math seed tables): pip install -e \".[analysis]\"")
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
@@ -115,6 +126,10 @@ def main(argv=None):
     parser.add_argument("files", nargs="*",
                         help="Markdown files (default: results/*.md and README.md under --root)")
     args = parser.parse_args(argv)
+    missing = missing_extra()
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
+        return 2
     files = args.files or default_files(args.root)
     try:
         differ = run(args.root, files, args.check)

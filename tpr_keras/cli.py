@@ -134,6 +134,14 @@ def import_tensorflow():
         # CUDA is probed here, once, inside the filter; listing physical devices does
         # not initialise the runtime (MultiWorkerMirroredStrategy can still be created).
         tf.config.list_physical_devices("GPU")
+    if quiet:  # TensorFlow's Python INFO lines (SavedModel writing, ...): through its own
+        import logging  # logger, and in newer modules through absl's directly
+
+        from absl import logging as absl_logging
+
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
+        if absl_logging.get_verbosity() > absl_logging.WARNING:
+            absl_logging.set_verbosity(absl_logging.WARNING)
     return tf
 
 

@@ -122,3 +122,14 @@ def test_recorded_commands_are_shown_from_the_repository_root():
         "python -m train.babi --seed=0 --data_dir=../shared/data/babi "
         "--model_dir=runs/presets/x/seed0 --max_train_minutes=60")
     assert portable_command("--data_dir ../shared/data/babi") == "--data_dir ../shared/data/babi"
+
+
+def test_without_the_analysis_extra_the_command_says_which_extra_it_needs(monkeypatch,
+                                                                          capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "scipy" else real(name, *a))
+    assert report.main(["--check"]) == 2
+    assert "needs the 'analysis' extra" in capsys.readouterr().err

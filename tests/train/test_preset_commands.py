@@ -4,6 +4,7 @@
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -143,6 +144,12 @@ def test_export_writes_the_tf_serving_layout(tiny_preset, tmp_path):
     assert (version / "saved_model.pb").is_file()
     assert (version / "assets.extra" / "tf_serving_warmup_requests").is_file()
     assert "--model_base_path=" + str(tmp_path / "exports" / "babi") in done.stdout
+    # TensorFlow's INFO lines (absl's "I1127 hh:mm:ss ... file.py:N]") only with --tf_logs
+    info = re.compile(r"^I\d{4} [\d:.]+ +\d+ \S+\.py:\d+\]", re.M)
+    assert not info.search(done.stderr), done.stderr[-2000:]
+    loud = python(["-m", "train.export", "--preset", str(work / "preset"), "--export_dir",
+                   str(tmp_path / "loud"), "--tf_logs"], work)
+    assert loud.returncode == 0 and info.search(loud.stderr)
 
 
 def test_bad_presets_are_one_error_and_write_nothing(tmp_path):
