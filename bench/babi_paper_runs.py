@@ -37,9 +37,12 @@ choice. Such runs go to ``<operations>__all_tasks`` beside the paper's; the repo
 (``TF_NUM_INTRAOP_THREADS``): on the 2-core CPU the two together train about 1.6× as many
 examples per second as one run with both cores (measured in ``results/babi.md``); each run's
 output goes to ``train.log`` in its folder. Runs go to
-``<runs>/<protocol>/table<N>/<operations>/task<T>-seed<S>``; a run whose ``results.json`` exists is
-skipped, and an interrupted one resumes from its checkpoint when started again, so the grid
-can be worked off over several sittings. ``--report`` prints, per task, the best and mean ±
+``<runs>/<protocol>/table<N>/<operations>/task<T>-seed<S>``; a finished run's
+``results.json`` is also copied to the same path under ``--keep`` (default
+``results/babi/paper_runs``, committed), and a run whose ``results.json`` exists in either
+place is skipped. An interrupted one resumes from its checkpoint when started again, so the
+grid can be worked off over several sittings, also on a new machine that has only the
+committed JSON (a machine here is kept for three hours; ``runs/`` does not survive it). ``--report`` prints, per task, the best and mean ±
 std of the test error over the finished seeds next to the paper's columns (Table 2), or the
 failed tasks (> 5 % test error) per operation set next to the paper's (Table 3). Task 3
 trains on the 1,000 official questions available here (see the data README).
@@ -49,6 +52,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -104,15 +108,38 @@ def command(args, operations, task, seed, recipe="paper"):
             "--verbose=2"]
 
 
+def kept_path(args, operations, task, seed, recipe="paper"):
+    """Where the run's ``results.json`` is kept (committed): the run's path under ``--keep``."""
+    keep = getattr(args, "keep", None)
+    return keep and os.path.join(
+        run_dir(keep, args.table, operations, task, seed, args.protocol, recipe), "results.json")
+
+
 def load_run(args, operations, task, seed, recipe="paper"):
-    """The run's ``results.json`` (None while it has not finished)."""
+    """The run's ``results.json``, from its run folder or its kept copy (None while it has
+    not finished)."""
     path = os.path.join(
         run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe),
         "results.json")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    kept = kept_path(args, operations, task, seed, recipe)
+    for candidate in (path, kept):
+        if candidate and os.path.exists(candidate):
+            with open(candidate) as f:
+                return json.load(f)
+    return None
+
+
+def keep_result(args, operations, task, seed, recipe="paper"):
+    """Copies a finished run's ``results.json`` to its kept path (to be committed)."""
+    source = os.path.join(
+        run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe),
+        "results.json")
+    kept = kept_path(args, operations, task, seed, recipe)
+    if kept and os.path.exists(source):
+        os.makedirs(os.path.dirname(kept), exist_ok=True)
+        shutil.copyfile(source, kept)
+        return kept
+    return None
 
 
 def load(args, operations, task, seed, recipe="paper"):
@@ -228,11 +255,12 @@ def execute(args, runs):
         start = time.time()
         with open(os.path.join(folder, "train.log"), "a") as log:
             code = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        kept = keep_result(args, *run)
         error = load(args, *run)
         recipe = f" ({run[3]} recipe)" if run[3:] else ""
         print(f"finished: {run[0]} task {run[1]} seed {run[2]}{recipe}: exit {code}, test error "
-              f"{'–' if error is None else f'{error:.2f} %'}, {time.time() - start:.0f} s",
-              flush=True)
+              f"{'–' if error is None else f'{error:.2f} %'}, {time.time() - start:.0f} s"
+              + (f"; commit {kept}" if kept else ""), flush=True)
         return run if code else None
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -247,6 +275,9 @@ def main():
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--data_dir", default=None)
     parser.add_argument("--runs", default="runs/paper")
+    parser.add_argument("--keep", default="results/babi/paper_runs",
+                        help="where finished runs' results.json are copied, to be committed "
+                             "('' to keep none); runs found there are skipped")
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="long",
                         help="how long a run may train (see the module doc)")
     parser.add_argument("--jobs", type=int, default=1,

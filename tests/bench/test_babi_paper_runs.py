@@ -8,6 +8,7 @@ and the report.
 import argparse
 import json
 import os
+import shutil
 
 import pytest
 
@@ -92,3 +93,16 @@ def test_report_marks_the_chosen_recipe_and_leaves_task_3_out_of_the_19_task_mea
     assert "Failed (> 5 %) by the best seed: 1 (3; paper 0)" in out
     # (0.1 + 0.7) / 2 without task 3.
     assert "mean of the seed means 0.40 % over 2 tasks" in out
+
+
+def test_a_run_kept_under_keep_is_skipped_on_a_machine_without_its_run_folder(runs_module,
+                                                                               tmp_path):
+    args = _args(tmp_path / "runs")
+    args.keep = str(tmp_path / "results")
+    assert runs_module.load(args, "all", 5, 1) is None
+    _finish(runs_module, args, 5, 1, valid=0.4, test=0.7)
+    kept = runs_module.keep_result(args, "all", 5, 1)
+    assert kept.startswith(args.keep) and kept.endswith("task5-seed1/results.json")
+    shutil.rmtree(args.runs)  # a new machine: runs/ is gone, the committed JSON is not
+    assert runs_module.load(args, "all", 5, 1) == 0.7
+    assert runs_module.load(args, "all", 5, 2) is None
