@@ -1,10 +1,11 @@
 """Full models of tpr-keras (importing this module registers them for load_model), and the
 task models that pair a trained one with its NumPy preprocessor, strings in and answers
-out (:mod:`tpr_keras.models.task_models`): ``BabiAnswerer``. Nothing here imports
-TensorFlow."""
+out (:mod:`tpr_keras.models.task_models`): ``BabiAnswerer``, ``EntailmentClassifier``.
+Nothing here imports TensorFlow."""
 
 from tpr_keras.models.babi import BabiAnswerer, BabiPreprocessor  # noqa: F401
 from tpr_keras.models.entailment import BiDAFEntailmentModel, PlainEntailmentModel  # noqa: F401
+from tpr_keras.models.entailment import EntailmentClassifier, EntailmentPreprocessor  # noqa: F401
 from tpr_keras.models.memn2n import PRESETS as MEMN2N_PRESETS  # noqa: F401
 from tpr_keras.models.memn2n import MemN2N  # noqa: F401
 from tpr_keras.models.tp_transformer import PRESETS as TP_TRANSFORMER_PRESETS  # noqa: F401
