@@ -1,7 +1,10 @@
 """The task models' shared part (tpr_keras.models.task_models): presets of the right task
-only, request checks, overrides; and all three task models on Keras' JAX backend, in a
-process where TensorFlow cannot be imported, answering as on TensorFlow."""
+only, request checks, overrides; their docstring examples run as shown; and all three task
+models on Keras' JAX backend, in a process where TensorFlow cannot be imported, answering
+as on TensorFlow."""
 
+import doctest
+import importlib
 import json
 import os
 import pathlib
@@ -66,6 +69,15 @@ def test_a_preset_of_another_task_names_the_task_model_to_use():
         MathAnswerer.from_preset("memn2n_babi_all_tasks")
     with pytest.raises(PresetError, match="not a preset folder"):
         BabiAnswerer.from_preset(REPO / "tpr_keras")
+
+
+@pytest.mark.parametrize("module", [
+    "babi.babi_answerer", "babi.babi_preprocessor", "entailment.entailment_classifier",
+    "entailment.entailment_preprocessor", "tp_transformer.tp_transformer_answerer",
+    "tp_transformer.tp_transformer_preprocessor", "task_models"])
+def test_the_docstring_examples_give_what_they_show(module):
+    found = doctest.testmod(importlib.import_module(f"tpr_keras.models.{module}"))
+    assert found.attempted >= 1 and found.failed == 0, found
 
 
 def test_request_checks_name_the_problem():

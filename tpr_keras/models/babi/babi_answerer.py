@@ -50,8 +50,8 @@ class BabiAnswerer(TaskModel):
     >>> answerer = BabiAnswerer.from_preset("tpr_rnn_babi_all_tasks")
     >>> out = answerer.predict(["Mary went to the kitchen. John moved to the garden."],
     ...                        ["Where is Mary?"])
-    >>> out["answer"][0], out["unknown_words"][0]
-    ('kitchen', 0)
+    >>> out["answer"].tolist(), out["unknown_words"].tolist()
+    (['kitchen'], [0])
     """
 
     task = "babi"
