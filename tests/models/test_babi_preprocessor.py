@@ -136,3 +136,16 @@ def test_from_preset_reads_the_vocabulary_width_and_served_truncation():
         BabiPreprocessor.from_preset("tp_transformer_math_focus")
     with pytest.raises(ValueError, match="max_words"):
         BabiPreprocessor(preprocessor.vocabulary, 0)
+
+
+def test_the_in_graph_tokenizer_from_the_same_preset_gives_the_same_ids():
+    graph = BabiTokenizer.from_preset("memn2n_babi_all_tasks")
+    numpy = BabiPreprocessor.from_preset("memn2n_babi_all_tasks")
+    assert (graph.max_words, graph.max_story_sentences) == (12, 130)
+    questions = TRICKY[:len(STORIES)]
+    ids = numpy(STORIES, questions)
+    np.testing.assert_array_equal(ids["story"], graph.story_ids(tf.constant(STORIES)).numpy())
+    np.testing.assert_array_equal(ids["question"],
+                                  graph.question_ids(tf.constant(questions)).numpy())
+    with pytest.raises(PresetError, match="not 'babi'"):
+        BabiTokenizer.from_preset("tpru32_entailment")

@@ -46,3 +46,12 @@ def test_from_preset_checks_the_vocabulary(tmp_path):
     (folder / "metadata.json").write_text(json.dumps(meta))
     with pytest.raises(PresetError, match="not the character vocabulary"):
         EntailmentPreprocessor.from_preset(folder)
+    with pytest.raises(PresetError, match="not the character vocabulary"):
+        EntailmentTokenizer.from_preset(folder)
+
+
+def test_the_in_graph_tokenizer_from_the_preset_gives_the_same_ids():
+    graph = EntailmentTokenizer.from_preset("tpru32_entailment")
+    np.testing.assert_array_equal(graph(tf.constant(FORMULAS)).numpy(),
+                                  EntailmentPreprocessor.from_preset("tpru32_entailment")(
+                                      FORMULAS))

@@ -21,7 +21,9 @@ def preprocessor():
 
 
 def test_the_numpy_ids_are_the_in_graph_ones(preprocessor):
-    graph = MathTokenizer(preprocessor.vocabulary).encode(tf.constant(QUESTIONS)).numpy()
+    graph = MathTokenizer.from_preset("tp_transformer_math_focus")
+    assert graph.size == len(preprocessor.vocabulary)
+    graph = graph.encode(tf.constant(QUESTIONS)).numpy()
     ids = preprocessor(QUESTIONS)
     np.testing.assert_array_equal(ids, graph)
     assert ids.dtype == np.int32 and ids.shape[1] == MAX_QUESTION_LENGTH + 2
