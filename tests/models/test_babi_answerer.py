@@ -82,6 +82,8 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(answerer):
         answerer.predict([""], ["Where is Mary?"])
     with pytest.raises(ValueError, match="no questions given"):
         answerer.predict([], [])
+    with pytest.raises(ValueError, match=r"stories\[1\] is neither a string nor a list"):
+        answerer.predict([TASK1, 3], ["Where is Mary?", "Where is John?"])
     with pytest.raises(ValueError, match=r"questions\[0\] is a int"):
         answerer.predict([TASK1], [3])
     with pytest.raises(ValueError, match="top_k must be >= 1"):

@@ -93,7 +93,8 @@ class BabiAnswerer(TaskModel):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         for i, (story, question) in enumerate(zip(stories, questions)):
-            if not isinstance(story, str) and not all(isinstance(t, str) for t in story):
+            if not isinstance(story, str) and not (
+                    isinstance(story, Sequence) and all(isinstance(t, str) for t in story)):
                 raise ValueError(f"stories[{i}] is neither a string nor a list of strings")
             if not has_words(self.preprocessor.question_words(question)):
                 raise ValueError(f"questions[{i}] is empty: ask a question in words")
