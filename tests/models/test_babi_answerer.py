@@ -105,6 +105,7 @@ def test_top_k_softmax_breaks_ties_toward_the_lower_id():
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
     path = tmp_path / "servable"
     save_babi_servable(answerer.backbone, answerer.preprocessor.vocabulary, path,

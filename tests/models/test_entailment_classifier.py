@@ -58,6 +58,7 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(classifier):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(classifier, tmp_path):
     save_entailment_servable(classifier.backbone, tmp_path / "servable")
     serve = tf.saved_model.load(str(tmp_path / "servable")).signatures["serving_default"]

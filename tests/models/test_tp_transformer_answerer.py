@@ -51,6 +51,7 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(answerer):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
     vocab = answerer.preprocessor.vocabulary
     assert isinstance(vocab, CharVocabulary)
