@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tpr_keras.data.babi import BABI_TASK_NAMES, parse_babi_file
 from tpr_keras.models import BabiAnswerer, BabiPreprocessor
 from tpr_keras.models.babi import save_babi_servable
 from tpr_keras.models.babi.babi_answerer import top_k_softmax
 from tpr_keras.models.babi.babi_preprocessor import story_text
-from tpr_keras.presets import PresetError
+from tpr_keras.presets import PresetError, load_preset
 
 PRESETS = ["tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks"]
 TASK1 = "Mary went to the kitchen. John moved to the garden."
@@ -102,6 +103,21 @@ def test_top_k_softmax_breaks_ties_toward_the_lower_id():
     assert ids.tolist() == [[1, 2, 0]]
     want = np.exp([2.0, 2.0, 0.0]) / np.exp([0.0, 2.0, 2.0, -1.0]).sum()
     np.testing.assert_allclose(probabilities[0], want, rtol=1e-6)  # float32 rounding
+
+
+@pytest.mark.slow
+def test_asked_the_test_stories_as_text_it_scores_the_recorded_sample(answerer, shared_data):
+    """The official test questions, as sentence strings, give each task's recorded error
+    (evaluation_sample: the first 50 questions of every test file)."""
+    sample = load_preset(answerer.preset.name).metadata["evaluation_sample"]
+    for task, recorded in sample["table"]["test_error_percent"].items():
+        path = shared_data / "babi" / "en-10k" / f"qa{task}_{BABI_TASK_NAMES[int(task)]}_test.txt"
+        samples = parse_babi_file(path, int(task))[:sample["limit"]]
+        out = answerer.predict([[" ".join(s) for s in x.story] for x in samples],
+                               [" ".join(x.question) for x in samples])
+        assert out["unknown_words"].sum() == 0
+        error = 100 * np.mean(out["answer"] != np.array([x.answer for x in samples]))
+        assert error == pytest.approx(recorded, abs=0.05), (task, error, recorded)
 
 
 @pytest.mark.slow
