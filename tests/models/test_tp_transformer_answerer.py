@@ -8,6 +8,7 @@ import tensorflow as tf
 from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.models import MathAnswerer, MathPreprocessor
 from tpr_keras.models.tp_transformer import save_math_servable
+from tpr_keras.presets import load_preset
 
 #: interpolate questions of the preset's modules with the answers it gives (the right ones).
 QUESTIONS = {"What is the hundreds digit of 81379118?": "1",
@@ -48,6 +49,20 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(answerer):
         answerer.generate([])
     with pytest.raises(ValueError, match="max_length and batch_size must be >= 1"):
         answerer.generate("What is 2 plus 2?", max_length=0)
+
+
+@pytest.mark.slow
+def test_it_scores_the_recorded_sample_of_every_module(answerer, shared_data):
+    """The first 50 questions of each evaluated module, as strings, give the exact-match
+    accuracy recorded in the preset's evaluation_sample."""
+    sample = load_preset("tp_transformer_math_focus").metadata["evaluation_sample"]
+    for regime in ("interpolate", "extrapolate"):
+        for module, recorded in sample["table"][f"{regime}_accuracy_percent"].items():
+            path = shared_data / "mathematics" / regime / f"{module}.txt"
+            lines = path.read_text().split("\n")[:2 * sample["limit"]]
+            answers = answerer.generate(lines[0::2])
+            accuracy = 100 * np.mean(np.array(answers) == np.array(lines[1::2]))
+            assert accuracy == pytest.approx(recorded, abs=0.05), (module, accuracy)
 
 
 @pytest.mark.slow
