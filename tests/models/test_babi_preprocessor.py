@@ -1,5 +1,6 @@
-"""One bAbI text specification, two tokenizers: the loader's Python one and the in-graph one
-of the exports give the same ids on inputs chosen to break them."""
+"""One bAbI text specification, three tokenizers: the loader's Python one, the in-graph one
+of the exports and the task model's NumPy :class:`BabiPreprocessor` give the same ids on
+inputs chosen to break them."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,8 @@ import tensorflow as tf
 
 from tpr_keras.data import babi
 from tpr_keras.data.babi.text import PUNCTUATION, SENTENCE_ENDS, regex_group, tokenize
-from tpr_keras.models.babi import BabiTokenizer
+from tpr_keras.models.babi import BabiPreprocessor, BabiTokenizer
+from tpr_keras.presets import PresetError
 
 TRICKY = [
     "Where is Mary?",
@@ -84,3 +86,66 @@ def test_the_specification_builds_the_regular_expressions():
     graph = tf.strings.split(tf.strings.regex_replace(
         tf.strings.lower(tf.constant(["A,b.C?"])), regex_group(PUNCTUATION), r" \1 "))
     assert [t.decode() for t in graph.numpy()[0]] == tokenize("A,b.C?")
+
+
+STORIES = [
+    "\n".join(TRICKY[:3]),  # newlines and sentence ends
+    "Mary went to the kitchen. John moved to the garden.",  # one line, two sentences
+    "  Daniel\tjourneyed \u00a0to the\u3000office  ?!.",  # other whitespace
+    "Sandra went to the office\x00 then Zorblax appeared",  # NUL, unknown words
+    "\n\n" + "Mary went to the kitchen.\n" * 5,  # empty lines; cut to the last 3
+    "ÉMILE went to the café." + " the" * 20,  # over-long sentence: cut to 12 tokens
+]
+
+
+@pytest.mark.parametrize("max_story_sentences", [None, 3])
+def test_the_numpy_preprocessor_gives_the_in_graph_ids(vocab_and_tokenizer, tmp_path,
+                                                       max_story_sentences):
+    vocab, _ = vocab_and_tokenizer
+    vocab.save(tmp_path / "vocab.txt")
+    graph = BabiTokenizer(str(tmp_path / "vocab.txt"), 12, max_story_sentences)
+    numpy = BabiPreprocessor(vocab, 12, max_story_sentences)
+    questions = TRICKY[:len(STORIES)]
+    ids = numpy(STORIES, questions)
+    np.testing.assert_array_equal(ids["story"], graph.story_ids(tf.constant(STORIES)).numpy())
+    np.testing.assert_array_equal(ids["question"],
+                                  graph.question_ids(tf.constant(questions)).numpy())
+    assert ids["story"].dtype == ids["question"].dtype == np.int32
+    counts = [numpy.unknown_words(s, q) for s, q in zip(STORIES, questions)]
+    np.testing.assert_array_equal(
+        counts, graph.unknown_words(tf.constant(STORIES), tf.constant(questions)).numpy())
+    assert counts[3] == 4  # "office\ufffd" (NUL), "then", "zorblax", "appeared"
+    np.testing.assert_array_equal(numpy.decode([[2, 1]]),
+                                  graph.decode([[2, 1]]).numpy().astype(str))
+
+
+def test_a_story_as_a_list_of_sentences_reads_as_its_lines(vocab_and_tokenizer):
+    vocab, _ = vocab_and_tokenizer
+    numpy = BabiPreprocessor(vocab, 12, None)
+    as_list = numpy([["Mary went to the kitchen", "John went to the office."]], ["Where?"])
+    as_text = numpy(["Mary went to the kitchen\nJohn went to the office."], ["Where?"])
+    np.testing.assert_array_equal(as_list["story"], as_text["story"])
+    assert as_list["story"].shape == (1, 2, 12)
+
+
+def test_from_preset_reads_the_vocabulary_width_and_served_truncation():
+    preprocessor = BabiPreprocessor.from_preset("tpr_rnn_babi_all_tasks")
+    assert (preprocessor.max_words, preprocessor.max_story_sentences) == (12, 130)
+    assert len(preprocessor.vocabulary) == 180 and "kitchen" in preprocessor.vocabulary
+    with pytest.raises(PresetError, match="task 'math'.*MathAnswerer"):
+        BabiPreprocessor.from_preset("tp_transformer_math_focus")
+    with pytest.raises(ValueError, match="max_words"):
+        BabiPreprocessor(preprocessor.vocabulary, 0)
+
+
+def test_the_in_graph_tokenizer_from_the_same_preset_gives_the_same_ids():
+    graph = BabiTokenizer.from_preset("memn2n_babi_all_tasks")
+    numpy = BabiPreprocessor.from_preset("memn2n_babi_all_tasks")
+    assert (graph.max_words, graph.max_story_sentences) == (12, 130)
+    questions = TRICKY[:len(STORIES)]
+    ids = numpy(STORIES, questions)
+    np.testing.assert_array_equal(ids["story"], graph.story_ids(tf.constant(STORIES)).numpy())
+    np.testing.assert_array_equal(ids["question"],
+                                  graph.question_ids(tf.constant(questions)).numpy())
+    with pytest.raises(PresetError, match="not 'babi'"):
+        BabiTokenizer.from_preset("tpru32_entailment")

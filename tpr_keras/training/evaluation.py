@@ -24,14 +24,14 @@ import numpy as np
 import tensorflow as tf
 
 from tpr_keras.data import entailment as entailment_data
+from tpr_keras.data.babi import truncation
 
 #: A task whose test error is above this (%) has failed (the bAbI papers' criterion).
 FAILED_ABOVE = 5.0
 #: The entailment splits every table reports, in the paper's column order.
 ENTAILMENT_SPLITS = entailment_data.EVALUATION_SPLITS
-#: How long a story the served bAbI models read (the exporter's truncation): the preset
-#: tables are computed with it, so a served preset scores its recorded table.
-SERVED_MAX_STORY_SENTENCES = 130
+#: How long a story the served bAbI models read (defined with the loader's truncation).
+SERVED_MAX_STORY_SENTENCES = truncation.SERVED_MAX_STORY_SENTENCES
 
 
 def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)),

@@ -9,7 +9,8 @@ checks that both give the same tokens.
 * Each of :data:`PUNCTUATION` (``. ? ! , ; :``) is a token of its own.
 * Tokens are split on whitespace (Python's ``str.split()`` whitespace,
   :data:`PY_WHITESPACE_EXCEPT_NEWLINE` plus ``\\n``).
-* In a story text, :data:`SENTENCE_ENDS` (``. ? !``) and newlines end a sentence.
+* In a story text, :data:`SENTENCE_ENDS` (``. ? !``) and newlines end a sentence
+  (:func:`split_story`).
 """
 
 from __future__ import annotations
@@ -49,3 +50,36 @@ def tokenize(text: str) -> list[str]:
         The tokens, e.g. ``["where", "is", "mary", "?"]``.
     """
     return text.lower().translate(_PUNCT_TABLE).split()
+
+
+def normalize(text: str) -> str:
+    """A story or question as the in-graph tokenizer reads it: NUL becomes U+FFFD (an
+    ordinary unknown character, where TensorFlow's lower-casing would drop it)."""
+    return text.replace("\x00", "\ufffd")
+
+
+def split_story(text: str) -> list[list[str]]:
+    """Splits a story text into tokenized sentences, as the exported models do.
+
+    A sentence ends at a newline and after each of :data:`SENTENCE_ENDS`; each
+    sentence is :func:`tokenize`-d; empty sentences are dropped. The in-graph
+    tokenizer (``tpr_keras.models.babi.BabiTokenizer``) implements the same rules.
+
+    Args:
+        text: The story, e.g. ``"Mary went to the kitchen. John moved to the garden."``.
+
+    Returns:
+        The sentences' tokens, e.g. ``[["mary", "went", "to", "the", "kitchen", "."],
+        ["john", "moved", "to", "the", "garden", "."]]``.
+    """
+    sentences = []
+    for line in normalize(text).split("\n"):
+        current: list[str] = []
+        for token in tokenize(line):
+            current.append(token)
+            if token in SENTENCE_ENDS:
+                sentences.append(current)
+                current = []
+        if current:
+            sentences.append(current)
+    return sentences

@@ -1,4 +1,4 @@
-"""How many of a story's last statements are kept: 70, and 130 for task 3."""
+"""How many of a story's last statements are kept: 70, and 130 for task 3; 130 served."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from collections.abc import Iterable, Mapping
 #: Default story truncation (last N statements): 70, and 130 for task 3.
 DEFAULT_MAX_STORY_SENTENCES = 70
 DEFAULT_PER_TASK_MAX_STORY_SENTENCES = {3: 130}
+#: How long a story the served bAbI models read (the exporter's truncation, and the
+#: Python task model's): the preset tables are computed with it, so a served preset
+#: scores its recorded table.
+SERVED_MAX_STORY_SENTENCES = 130
 
 
 def resolve_limits(

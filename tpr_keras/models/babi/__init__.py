@@ -4,6 +4,9 @@ Both families read the same ``{"story": int32[B, S, W], "question": int32[B, W]}
 ids, so they share one preprocessor and one exporter:
 
 * :func:`babi_inputs`: the models' symbolic story and question inputs;
+* :class:`BabiAnswerer`: the task model, strings in and answers out
+  (``BabiAnswerer.from_preset("tpr_rnn_babi_all_tasks").predict(stories, questions)``),
+  with its NumPy :class:`BabiPreprocessor`;
 * :class:`BabiTokenizer`: the in-graph tokenizer, built from the same
   specification (:mod:`tpr_keras.data.babi.text`) as the data loader's Python
   tokenizer and tested to give the same ids;
@@ -13,7 +16,9 @@ ids, so they share one preprocessor and one exporter:
 """
 
 from tpr_keras.lazy import lazy_getattr
+from tpr_keras.models.babi.babi_answerer import BabiAnswerer  # noqa: F401
 from tpr_keras.models.babi.babi_inputs import babi_inputs  # noqa: F401
+from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor  # noqa: F401
 
 # TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
 # so the models load on a machine with Keras and JAX alone.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -73,6 +74,23 @@ class BabiTokenizer(tf.Module):
             tf.lookup.TextFileInitializer(vocab_file, tf.int64, index.LINE_NUMBER,
                                           tf.string, index.WHOLE_LINE),
             default_value=Vocabulary.UNK)
+
+    @classmethod
+    def from_preset(cls, preset: Any) -> BabiTokenizer:
+        """The in-graph tokenizer of a trained bAbI preset (name, folder or
+        ``TrainedPreset``): its ``assets/vocab.txt``, ``max_words`` and served story
+        truncation, as :meth:`BabiPreprocessor.from_preset` reads them.
+
+        Raises:
+            PresetError (a ValueError): an unknown or altered preset, or not a bAbI one.
+        """
+        from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor
+        from tpr_keras.models.task_models import trained_preset
+
+        preset = trained_preset(preset, "babi")
+        python = BabiPreprocessor.from_preset(preset)
+        return cls(preset.asset_path("vocab.txt"), python.max_words,
+                   python.max_story_sentences)
 
     @staticmethod
     def normalize(text: tf.Tensor) -> tf.Tensor:

@@ -7,10 +7,16 @@
   :func:`resolve_recipe` (§5.1 as published, or under a CPU time budget);
 * :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
   specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
-* :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout.
+* :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout;
+* :class:`EntailmentClassifier`: the task model, formulas in and entailment
+  probabilities out (``.from_preset("tpru32_entailment").predict(premises,
+  hypotheses)``), with its NumPy :class:`EntailmentPreprocessor`.
 """
 
 from tpr_keras.lazy import lazy_getattr
+from tpr_keras.models.entailment.entailment_classifier import (  # noqa: F401
+    EntailmentClassifier,
+)
 from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
     BatchToPair,
     BiDAFAttention,
@@ -21,6 +27,9 @@ from tpr_keras.models.entailment.entailment_layers import (  # noqa: F401
 from tpr_keras.models.entailment.entailment_model import (  # noqa: F401
     BiDAFEntailmentModel,
     PlainEntailmentModel,
+)
+from tpr_keras.models.entailment.entailment_preprocessor import (  # noqa: F401
+    EntailmentPreprocessor,
 )
 from tpr_keras.models.entailment.entailment_presets import (  # noqa: F401
     BIDAF_PRESETS,

@@ -35,6 +35,25 @@ class EntailmentTokenizer(tf.Module):
                                           tf.int64, index.LINE_NUMBER),
             default_value=UNK_ID)
 
+    @classmethod
+    def from_preset(cls, preset):
+        """The in-graph tokenizer of a trained entailment preset (name, folder or
+        ``TrainedPreset``), its ``assets/vocab.txt`` checked as
+        :meth:`EntailmentPreprocessor.from_preset` checks it.
+
+        Raises:
+            PresetError (a ValueError): an unknown or altered preset, not an entailment
+                one, or one with another vocabulary.
+        """
+        from tpr_keras.models.entailment.entailment_preprocessor import (
+            EntailmentPreprocessor,
+        )
+        from tpr_keras.models.task_models import trained_preset
+
+        preset = trained_preset(preset, "entailment")
+        EntailmentPreprocessor.from_preset(preset)
+        return cls(preset.asset_path("vocab.txt"))
+
     def ragged_ids(self, texts):
         """``string[B]`` -> ``int32[B, (length)]``, one id per character kept."""
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")

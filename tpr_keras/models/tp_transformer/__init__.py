@@ -7,10 +7,14 @@ preprocessor, exporter.
   :func:`resolve_preset`);
 * :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
   the data's Python one (``CharVocabulary.encode_question``);
-* :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout.
+* :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout;
+* :class:`MathAnswerer`: the task model, questions in and greedy answers out
+  (``.from_preset("tp_transformer_math_focus").generate(questions)``), with its NumPy
+  :class:`MathPreprocessor`.
 """
 
 from tpr_keras.lazy import lazy_getattr
+from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer  # noqa: F401
 from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     END_ID,
     MASK_VALUE,
@@ -25,6 +29,10 @@ from tpr_keras.models.tp_transformer.tp_transformer_presets import (  # noqa: F4
     RECIPES,
     auto_preset,
     resolve_preset,
+)
+
+from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noqa: F401
+    MathPreprocessor,
 )
 
 # TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,

@@ -43,6 +43,20 @@ class MathTokenizer(tf.Module):
         )
         self.symbols = tf.constant([""] * _NUM_SPECIALS + chars, tf.string)
 
+    @classmethod
+    def from_preset(cls, preset):
+        """The in-graph tokenizer of a trained math preset (name, folder or
+        ``TrainedPreset``): the vocabulary :meth:`MathPreprocessor.from_preset` reads.
+
+        Raises:
+            PresetError (a ValueError): an unknown or altered preset, or not a math one.
+        """
+        from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (
+            MathPreprocessor,
+        )
+
+        return cls(MathPreprocessor.from_preset(preset).vocabulary)
+
     def encode(self, texts, max_length=MAX_QUESTION_LENGTH, markers=True):
         """``string[B]`` -> ``int32[B, L]``: ``<s>``, the first ``max_length`` characters'
         ids, ``</s>`` (no markers with ``markers=False``), ``<pad>``-padded to the longest."""

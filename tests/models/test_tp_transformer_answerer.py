@@ -1,0 +1,80 @@
+"""MathAnswerer: the shipped TP-Transformer preset answers Mathematics questions from Python,
+greedily and batched, exactly as its exported SavedModel does."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.data.mathematics import CharVocabulary
+from tpr_keras.models import MathAnswerer, MathPreprocessor
+from tpr_keras.models.tp_transformer import save_math_servable
+from tpr_keras.presets import load_preset
+
+#: interpolate questions of the preset's modules with the answers it gives (the right ones).
+QUESTIONS = {"What is the hundreds digit of 81379118?": "1",
+             "What is the thousands digit of 42433767?": "3",
+             "What is the ten millions digit of 87721044?": "8",
+             "Which is smaller: 413.34 or -0.099?": "-0.099"}
+#: Log-probabilities summed over at most 31 float32 log-softmax steps, eagerly and in a
+#: SavedModel's graph: each step a few float32 ulps apart, so 1e-4 absolute.
+LOG_PROB_TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def answerer():
+    return MathAnswerer.from_preset("tp_transformer_math_focus")
+
+
+def test_the_preset_answers_place_value_and_comparison_questions(answerer):
+    assert answerer.generate(list(QUESTIONS)) == list(QUESTIONS.values())
+    out = answerer.predict(list(QUESTIONS))
+    assert out["answer"].tolist() == list(QUESTIONS.values())
+    assert (out["log_prob"] < 0).all() and (out["log_prob"] > np.log(0.5)).all()
+    assert out["unknown_characters"].tolist() == [0] * len(QUESTIONS)
+    assert answerer.generate("What is the tens digit of 43239795?") == ["9"]
+    assert isinstance(answerer.preprocessor, MathPreprocessor)
+    assert answerer.tokenizer is answerer.preprocessor
+
+
+def test_max_length_cuts_the_answer(answerer):
+    question = "Which is smaller: 413.34 or -0.099?"
+    assert answerer.generate(question, max_length=3) == ["-0."]
+    assert answerer.predict("Wh@t is 2 ÷ 4?")["unknown_characters"].tolist() == [2]
+
+
+def test_bad_requests_raise_a_value_error_naming_the_problem(answerer):
+    with pytest.raises(ValueError, match=r"questions\[1\] is empty"):
+        answerer.generate(["What is 2 plus 2?", "  "])
+    with pytest.raises(ValueError, match="no questions given"):
+        answerer.generate([])
+    with pytest.raises(ValueError, match="max_length and batch_size must be >= 1"):
+        answerer.generate("What is 2 plus 2?", max_length=0)
+
+
+@pytest.mark.slow
+def test_it_scores_the_recorded_sample_of_every_module(answerer, shared_data):
+    """The first 50 questions of each evaluated module, as strings, give the exact-match
+    accuracy recorded in the preset's evaluation_sample."""
+    sample = load_preset("tp_transformer_math_focus").metadata["evaluation_sample"]
+    for regime in ("interpolate", "extrapolate"):
+        for module, recorded in sample["table"][f"{regime}_accuracy_percent"].items():
+            path = shared_data / "mathematics" / regime / f"{module}.txt"
+            lines = path.read_text().split("\n")[:2 * sample["limit"]]
+            answers = answerer.generate(lines[0::2])
+            accuracy = 100 * np.mean(np.array(answers) == np.array(lines[1::2]))
+            assert accuracy == pytest.approx(recorded, abs=0.05), (module, accuracy)
+
+
+@pytest.mark.slow
+@pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
+def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
+    vocab = answerer.preprocessor.vocabulary
+    assert isinstance(vocab, CharVocabulary)
+    save_math_servable(answerer.backbone, vocab, tmp_path / "servable")
+    serve = tf.saved_model.load(str(tmp_path / "servable")).signatures["serving_default"]
+    questions = list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
+    served = serve(question=tf.constant(questions))
+    ours = answerer.predict(questions)
+    assert ours["answer"].tolist() == [a.decode() for a in served["answer"].numpy()]
+    np.testing.assert_allclose(ours["log_prob"], served["log_prob"].numpy(),
+                               rtol=0, atol=LOG_PROB_TOLERANCE)

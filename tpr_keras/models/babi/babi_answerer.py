@@ -1,0 +1,116 @@
+"""The bAbI task model: stories and questions in, answer words with their scores out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from keras import ops
+
+from tpr_keras.data.babi.text import PUNCTUATION
+from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor, Story
+from tpr_keras.models.task_models import TaskModel, check_same_length, check_texts
+
+
+def has_words(tokens: Iterable[str]) -> bool:
+    """Whether ``tokens`` hold a word, not only punctuation."""
+    return any(t not in PUNCTUATION for t in tokens)
+
+
+def top_k_softmax(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids int64[B, k], probabilities float32[B, k])``: the ``k`` largest logits of
+    each row, best first (the lower id first on a tie, as ``tf.math.top_k``), with their
+    softmax probabilities over the whole row."""
+    logits = np.asarray(logits, np.float32)
+    ids = np.argsort(-logits, axis=-1, kind="stable")[:, :k]
+    top = np.take_along_axis(logits, ids, axis=-1)
+    peak = logits.max(axis=-1, keepdims=True)
+    log_norm = peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True))
+    return ids, np.exp(top - log_norm).astype(np.float32)
+
+
+class BabiAnswerer(TaskModel):
+    """A trained bAbI model (TPR-RNN or MemN2N) answering questions about stories.
+
+    Holds the Keras model (``.backbone``) and its :class:`BabiPreprocessor`
+    (``.preprocessor``, also ``.tokenizer``), built from a trained bAbI preset. It
+    answers as the family's SavedModel export does (``serving_default`` of
+    ``tpr_keras.models.babi.save_babi_servable``): the same ids, answer, scores and
+    unknown-word counts. The model answers with a word of its vocabulary whatever it is
+    asked: a non-zero ``unknown_words`` says that part of the request was not
+    understood, however high the score.
+
+    Args:
+        backbone: A Keras model taking ``{"story", "question"}`` ids and returning logits
+            over the vocabulary (``tpr_keras.models.TPRRNN`` or ``MemN2N``).
+        preprocessor: Its :class:`BabiPreprocessor`.
+
+    Example:
+    >>> answerer = BabiAnswerer.from_preset("tpr_rnn_babi_all_tasks")
+    >>> out = answerer.predict(["Mary went to the kitchen. John moved to the garden."],
+    ...                        ["Where is Mary?"])
+    >>> out["answer"].tolist(), out["unknown_words"].tolist()
+    (['kitchen'], [0])
+    """
+
+    task = "babi"
+    preprocessor_class = BabiPreprocessor
+
+    def predict(self, stories: Story | Sequence[Story], questions: str | Sequence[str],
+                top_k: int = 1, batch_size: int = 64) -> dict[str, np.ndarray]:
+        """Answers each question about the story beside it.
+
+        Args:
+            stories: One story or a list of them; a story is one string (sentences end
+                at newlines and after ``. ? !``) or a list of sentence strings.
+            questions: One question or a list of them, one per story.
+            top_k: Candidate answers returned per question, best first.
+            batch_size: Questions the model reads at once.
+
+        Returns:
+            ``{"answer": str[B], "scores": float32[B, top_k], "candidates":
+            str[B, top_k], "unknown_words": int32[B]}``: the answer word, the softmax
+            probabilities of the ``top_k`` best words and those words, and how many
+            words of the story and question are not in the vocabulary (the keys of the
+            served model's outputs).
+
+        Raises:
+            ValueError: no question, mismatched list lengths, a story or question
+                without a word (only whitespace or punctuation), one that is not text,
+                or ``top_k < 1``. (The served model answers those too, with a word of
+                its vocabulary; here they are errors.)
+        """
+        if isinstance(questions, str):  # one request: its story is a string or a list
+            stories, questions = [stories], [questions]
+        elif isinstance(stories, str):
+            stories = [stories]
+        questions = check_texts("questions", questions)
+        stories = list(stories)
+        check_same_length(stories=stories, questions=questions)
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        for i, (story, question) in enumerate(zip(stories, questions)):
+            if not isinstance(story, str) and not (
+                    isinstance(story, Sequence) and all(isinstance(t, str) for t in story)):
+                raise ValueError(f"stories[{i}] is neither a string nor a list of strings")
+            if not has_words(self.preprocessor.question_words(question)):
+                raise ValueError(f"questions[{i}] is empty: ask a question in words")
+            if not has_words(w for s in self.preprocessor.story_words(story) for w in s):
+                raise ValueError(f"stories[{i}] is empty: give the sentences the "
+                                 "question is about")
+        k = min(int(top_k), len(self.preprocessor.vocabulary))
+        ids, scores = [], []
+        for start in range(0, len(questions), batch_size):
+            inputs = self.preprocessor(stories[start:start + batch_size],
+                                       questions[start:start + batch_size])
+            logits = ops.convert_to_numpy(self.backbone(inputs, training=False))
+            top_ids, top_scores = top_k_softmax(logits, k)
+            ids.append(top_ids)
+            scores.append(top_scores)
+        candidates = self.preprocessor.decode(np.concatenate(ids)).astype(str)
+        unknown = [self.preprocessor.unknown_words(s, q) for s, q in zip(stories, questions)]
+        return {"answer": candidates[:, 0], "scores": np.concatenate(scores),
+                "candidates": candidates, "unknown_words": np.asarray(unknown, np.int32)}

@@ -1,0 +1,118 @@
+"""The Python bAbI preprocessor: story and question strings -> the ids a bAbI model reads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tpr_keras.data.babi.text import normalize, split_story, tokenize
+from tpr_keras.data.babi.truncation import SERVED_MAX_STORY_SENTENCES
+from tpr_keras.data.babi.vocabulary import Vocabulary
+from tpr_keras.models.task_models import trained_preset
+
+#: A story: one string (sentences end at newlines and after ``. ? !``) or its sentences.
+Story = str | Sequence[str]
+
+
+def story_text(story: Story) -> str:
+    """One story string: a list of sentence strings joined by newlines."""
+    return story if isinstance(story, str) else "\n".join(story)
+
+
+class BabiPreprocessor:
+    """Stories and questions -> ``{"story": int32[B, S, W], "question": int32[B, W]}``.
+
+    The NumPy twin of the exporters' in-graph :class:`BabiTokenizer` (the same text
+    specification, :mod:`tpr_keras.data.babi.text`, and tested to give the same ids):
+    lower-case; each of ``. ? ! , ; :`` a token; a story's sentences end at newlines and
+    after ``. ? !``; empty sentences dropped; a story keeps its last
+    ``max_story_sentences`` sentences, each sentence and question its first ``W``
+    tokens; words outside the vocabulary read as ``<unk>`` and are counted
+    (:meth:`unknown_words`); ``S`` is the most sentences of a story in the batch.
+
+    Args:
+        vocabulary: A :class:`~tpr_keras.data.babi.Vocabulary` (or its tokens).
+        max_words: ``W``, word slots per sentence and question (the model's).
+        max_story_sentences: Keep the last N sentences of a story; None keeps all.
+
+    Example:
+    >>> preprocessor = BabiPreprocessor.from_preset("tpr_rnn_babi_all_tasks")
+    >>> ids = preprocessor(["Mary went to the kitchen."], ["Where is Mary?"])
+    >>> ids["story"].shape, ids["question"].shape
+    ((1, 1, 12), (1, 12))
+    """
+
+    def __init__(self, vocabulary: Vocabulary | Sequence[str], max_words: int,
+                 max_story_sentences: int | None = SERVED_MAX_STORY_SENTENCES) -> None:
+        if max_words < 1:
+            raise ValueError(f"max_words must be >= 1, got {max_words}")
+        if max_story_sentences is not None and max_story_sentences < 1:
+            raise ValueError(f"max_story_sentences must be >= 1 or None, got "
+                             f"{max_story_sentences}")
+        self.vocabulary = (vocabulary if isinstance(vocabulary, Vocabulary)
+                           else Vocabulary(vocabulary))
+        self.max_words = int(max_words)
+        self.max_story_sentences = (None if max_story_sentences is None
+                                    else int(max_story_sentences))
+
+    @classmethod
+    def from_preset(cls, preset: str | os.PathLike | Any) -> BabiPreprocessor:
+        """The preprocessor of a trained bAbI preset (name, folder or ``TrainedPreset``):
+        its ``assets/vocab.txt``, the model's ``max_words`` and the story truncation its
+        export serves with (``serving_options``).
+
+        Raises:
+            PresetError (a ValueError): an unknown or altered preset, or not a bAbI one.
+        """
+        preset = trained_preset(preset, "babi")
+        served = preset.metadata.get("serving_options", {}).get(
+            "max_story_sentences", SERVED_MAX_STORY_SENTENCES)
+        return cls(Vocabulary.load(preset.asset_path("vocab.txt")),
+                   preset.config["max_words"], served)
+
+    def story_words(self, story: Story) -> list[list[str]]:
+        """A story's tokenized sentences, nothing cut yet."""
+        return split_story(story_text(story))
+
+    def question_words(self, question: str) -> list[str]:
+        """A question's tokens, nothing cut yet."""
+        return tokenize(normalize(question))
+
+    def unknown_words(self, story: Story, question: str) -> int:
+        """How many tokens of the story and the question are not in the vocabulary (all
+        of them, also those past the truncation limits)."""
+        words = [w for s in self.story_words(story) for w in s] + self.question_words(question)
+        return sum(w not in self.vocabulary for w in words)
+
+    def _row(self, tokens: list[str]) -> np.ndarray:
+        row = np.full(self.max_words, Vocabulary.PAD_ID, np.int32)
+        ids = self.vocabulary.encode(tokens[: self.max_words])
+        row[: len(ids)] = ids
+        return row
+
+    def __call__(self, stories: Sequence[Story], questions: Sequence[str]) -> dict[str, np.ndarray]:
+        """The model inputs of parallel lists of stories and questions (0-padded).
+
+        Returns:
+            ``{"story": int32[B, S, W], "question": int32[B, W]}``.
+        """
+        sentences = [self.story_words(s) for s in stories]
+        if self.max_story_sentences is not None:
+            sentences = [s[-self.max_story_sentences:] for s in sentences]
+        width = max((len(s) for s in sentences), default=0)
+        story = np.zeros((len(sentences), width, self.max_words), np.int32)
+        for i, story_sentences in enumerate(sentences):
+            for j, tokens in enumerate(story_sentences):
+                story[i, j] = self._row(tokens)
+        question = np.stack([self._row(self.question_words(q)) for q in questions]) if len(
+            questions) else np.zeros((0, self.max_words), np.int32)
+        return {"story": story, "question": question}
+
+    def decode(self, ids: Any) -> np.ndarray:
+        """Token ids (any integer array) -> their tokens, same shape."""
+        ids = np.asarray(ids)
+        tokens = np.asarray(self.vocabulary.tokens, dtype=object)
+        return tokens[ids.astype(np.int64)]

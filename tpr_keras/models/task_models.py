@@ -1,0 +1,134 @@
+"""Task models: a trained backbone and its preprocessor, strings in and answers out.
+
+As keras-hub pairs a backbone with its preprocessor, a task model
+(``tpr_keras.models.BabiAnswerer``, ``EntailmentClassifier``, ``MathAnswerer``) holds
+the trained Keras model (``.backbone``) and the Python preprocessor that turns text into
+its ids (``.preprocessor``), both built from one trained preset's folder (config, weights
+and ``assets/vocab.txt``, :mod:`tpr_keras.presets.preset_files`). The Python path uses
+NumPy and ``keras.ops`` only, so it runs on every backend the model runs on; its
+preprocessor follows the same text specification as the in-graph tokenizer of the
+family's SavedModel exporter, and the tests check that both answer alike.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from tpr_keras.presets.preset_files import PresetError, TrainedPreset, load_preset
+
+#: The task model class of each preset task (``metadata.json``'s ``task``).
+TASK_MODEL_OF_TASK = {"babi": "BabiAnswerer", "entailment": "EntailmentClassifier",
+                      "math": "MathAnswerer"}
+
+
+def trained_preset(preset: str | os.PathLike | TrainedPreset, task: str) -> TrainedPreset:
+    """The verified preset of ``task`` (a shipped name, a folder or a loaded preset).
+
+    Args:
+        preset: ``"tpr_rnn_babi_all_tasks"``, the path of a preset folder, or a
+            :class:`~tpr_keras.presets.TrainedPreset`.
+        task: ``"babi"``, ``"entailment"`` or ``"math"``.
+
+    Raises:
+        PresetError (a ValueError): an unknown, incomplete or altered preset, or one of
+            another task (the message names the task model that reads it).
+
+    Example:
+    >>> trained_preset("tpr_rnn_babi_all_tasks", "babi").class_name
+    'TPRRNN'
+    """
+    if not isinstance(preset, TrainedPreset):
+        preset = load_preset(preset)
+    found = preset.metadata.get("task")
+    if found != task:
+        reader = TASK_MODEL_OF_TASK.get(found, "no task model")
+        raise PresetError(f"{preset.path} is a preset of task {found!r}, not {task!r}; "
+                          f"load it with {reader}.from_preset.")
+    return preset
+
+
+def check_texts(name: str, texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list of strings: one string (a batch of one) or a sequence of them.
+
+    Raises:
+        ValueError: an empty batch, or an item that is not a string (naming ``name``
+            and its index).
+    """
+    if isinstance(texts, str):
+        texts = [texts]
+    texts = list(texts)
+    if not texts:
+        raise ValueError(f"no {name} given: pass at least one")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"{name}[{i}] is a {type(text).__name__}, not a string")
+    return texts
+
+
+def check_same_length(**batches: Sequence[Any]) -> int:
+    """The common length of ``batches``.
+
+    Raises:
+        ValueError: the lengths differ (the message names them).
+    """
+    lengths = {name: len(batch) for name, batch in batches.items()}
+    if len(set(lengths.values())) != 1:
+        described = ", ".join(f"{name}: {n}" for name, n in lengths.items())
+        raise ValueError(f"mismatched list lengths: {described}; pass one of each per "
+                         "request")
+    return next(iter(lengths.values()))
+
+
+class TaskModel:
+    """Base of the task models: ``.backbone`` and ``.preprocessor`` from one preset.
+
+    Subclasses set :attr:`task` and :attr:`preprocessor_class` (whose
+    ``from_preset`` takes a :class:`~tpr_keras.presets.TrainedPreset`).
+
+    Args:
+        backbone: The trained Keras model.
+        preprocessor: What turns its strings into the backbone's ids.
+
+    Attributes:
+        backbone: The Keras model.
+        preprocessor: The preprocessor; ``tokenizer`` is the same object.
+        preset: The :class:`~tpr_keras.presets.TrainedPreset` it came from, if any.
+    """
+
+    task = ""
+    preprocessor_class: Any = None
+
+    def __init__(self, backbone: Any, preprocessor: Any) -> None:
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.preset: TrainedPreset | None = None
+
+    @property
+    def tokenizer(self) -> Any:
+        """The preprocessor (one object turns text into ids and ids into text)."""
+        return self.preprocessor
+
+    @classmethod
+    def from_preset(cls, preset: str | os.PathLike | TrainedPreset, **overrides: Any):
+        """The task model of a trained preset: its weights and its vocabulary.
+
+        Args:
+            preset: A shipped preset's name (``python -m train.export
+                --list_presets`` lists them) or the path of a preset folder.
+            **overrides: Backbone constructor arguments that replace the preset's
+                (see ``TrainedPreset.build_model``).
+
+        Raises:
+            PresetError (a ValueError): an unknown, incomplete or altered preset, or a
+                preset of another task.
+        """
+        loaded = trained_preset(preset, cls.task)
+        model = cls(loaded.build_model(**overrides), cls.preprocessor_class.from_preset(loaded))
+        model.preset = loaded
+        return model
+
+    def __repr__(self) -> str:
+        source = f" from {self.preset.name!r}" if self.preset is not None else ""
+        return f"{type(self).__name__}({type(self.backbone).__name__}{source})"

@@ -1,0 +1,81 @@
+"""The Mathematics task model: questions in, greedy-decoded answer strings out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from keras import ops
+
+from tpr_keras.data.mathematics.parsing import MAX_ANSWER_LENGTH
+from tpr_keras.models.task_models import TaskModel, check_texts
+from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
+
+#: Decoding steps by default: the longest answer and its end symbol (the exporter's).
+DEFAULT_MAX_LENGTH = MAX_ANSWER_LENGTH + 1
+
+
+class MathAnswerer(TaskModel):
+    """A trained TP-Transformer answering Mathematics Dataset questions.
+
+    Holds the Keras model (``.backbone``, a ``TPTransformer``) and its
+    :class:`MathPreprocessor` (``.preprocessor``, also ``.tokenizer``). It decodes
+    greedily with the model's own ``greedy_decode`` (key/value cache, whole batch at
+    once), as the family's SavedModel export (``serving_default`` of
+    ``tpr_keras.models.tp_transformer.save_math_servable``) does.
+
+    Args:
+        backbone: The trained ``TPTransformer``.
+        preprocessor: Its :class:`MathPreprocessor`.
+
+    Example:
+    >>> answerer = MathAnswerer.from_preset("tp_transformer_math_focus")
+    >>> answerer.generate(["What is the hundreds digit of 81379118?"])
+    ['1']
+    """
+
+    task = "math"
+    preprocessor_class = MathPreprocessor
+
+    def predict(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
+                batch_size: int = 64) -> dict[str, np.ndarray]:
+        """Greedy answers with their log-probabilities (the served model's outputs).
+
+        Args:
+            questions: One question or a list of them.
+            max_length: Decoding steps (answer characters and the end symbol).
+            batch_size: Questions decoded at once.
+
+        Returns:
+            ``{"answer": str[B], "log_prob": float32[B], "unknown_characters":
+            int32[B]}``: the answer (cut at ``max_length - 1`` characters when it
+            does not end sooner), the sum of its symbols' log-probabilities, and how many
+            characters of the question are outside the vocabulary (they read as
+            ``<unk>``).
+
+        Raises:
+            ValueError: no question, an empty one, one that is not a string, or
+                ``max_length < 1``.
+        """
+        questions = check_texts("questions", questions)
+        for i, question in enumerate(questions):
+            if not question.strip():
+                raise ValueError(f"questions[{i}] is empty: ask a question")
+        if max_length < 1 or batch_size < 1:
+            raise ValueError(f"max_length and batch_size must be >= 1, got {max_length} "
+                             f"and {batch_size}")
+        answers, log_probs = [], []
+        for start in range(0, len(questions), batch_size):
+            source = self.preprocessor(questions[start:start + batch_size])
+            ids, log_prob = self.backbone.greedy_decode(source, max_length=int(max_length))
+            answers += self.preprocessor.decode(ops.convert_to_numpy(ids))
+            log_probs.append(ops.convert_to_numpy(log_prob))
+        unknown = [self.preprocessor.unknown_characters(q) for q in questions]
+        return {"answer": np.asarray(answers, dtype=str),
+                "log_prob": np.concatenate(log_probs).astype(np.float32),
+                "unknown_characters": np.asarray(unknown, np.int32)}
+
+    def generate(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
+                 batch_size: int = 64) -> list[str]:
+        """The greedy answer to each question (see :meth:`predict`)."""
+        return self.predict(questions, max_length, batch_size)["answer"].tolist()
