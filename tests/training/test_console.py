@@ -69,13 +69,15 @@ def test_progress_bar_with_max_steps_counts_the_steps_it_will_run(tmp_path, caps
 def test_a_callback_sees_each_validation_with_its_record_and_can_stop_the_run(tmp_path):
     class StopAfterTwo(Callback):
         def __init__(self):
+            super().__init__()
             self.seen = []
 
-        def on_validation(self, loop, valid, history):
-            self.seen.append((history[-1]["epoch"], history[-1]["valid_error_percent"],
-                              valid["error_percent"]))
+        def on_epoch_end(self, epoch, logs=None):
+            self.seen.append((self.trainer.history[-1]["epoch"],
+                              self.trainer.history[-1]["valid_error_percent"],
+                              logs["val_error_percent"]))
 
-        def stop_reason(self, loop):
+        def stop_reason(self):
             return "target_error" if len(self.seen) >= 2 else None
 
     trainer, data, valid = make_trainer(tmp_path, epochs=5)

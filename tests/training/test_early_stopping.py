@@ -30,4 +30,4 @@ def test_limits_come_before_early_stopping():
     assert stop_reason(config, 10, 5, 5.0, 3) == "epochs"
     assert stop_reason(config, 10, 4, 5.0, 3) == "early_stopping"
     assert set(STOP_REASONS) == {"epochs", "steps", "target_error", "early_stopping",
-                                 "time_budget"}
+                                 "time_budget", "callback"}

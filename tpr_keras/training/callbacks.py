@@ -1,8 +1,21 @@
-"""Training behaviours as callbacks of the epoch loop, the same on every backend.
+"""Training behaviours as callbacks of the epoch loop: Keras' callback protocol.
 
 :class:`~tpr_keras.training.epoch_loop.EpochLoop` runs the epochs and the steps, skips a
-non-finite step, validates and checkpoints after every epoch, and resumes; what else
-happens during a run is a :class:`Callback`:
+non-finite step, validates and checkpoints after every epoch, and resumes. Everything else
+is a callback, called as ``model.fit`` calls Keras callbacks (``keras.callbacks.CallbackList``):
+``on_train_begin``, ``on_epoch_begin(epoch)``, ``on_train_batch_end(batch, logs)`` after
+every step, ``on_epoch_end(epoch, logs)`` after the validation and ``on_train_end``; a
+callback stops the run with ``self.model.stop_training = True``. The step's ``logs`` hold
+``loss``, ``accuracy``, ``learning_rate``, ``grad_norm``, ``global_step`` and ``applied``
+(0 for a step skipped for a non-finite loss or gradient, whose ``loss`` is then not
+finite; ``overflow`` 1 for a mixed-float16 step skipped by the loss scale); the epoch's hold
+``loss``, ``accuracy``, ``learning_rate`` and, with validation data, ``val_loss``,
+``val_accuracy`` and ``val_error_percent``. So Keras' own callbacks (``TerminateOnNaN``,
+``CSVLogger``, ``LambdaCallback``, ...) work in the loop on every backend.
+
+This project's callbacks subclass :class:`Callback`, which adds the trainer
+(``self.trainer``) and two optional answers the loop asks for its console and
+``results.json``: :meth:`Callback.stop_reason` and :meth:`Callback.seconds_left`.
 
 - :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`: the one-time halving of the
   learning rate on a low validation loss (and, in the loop, the rate of every step);
@@ -21,38 +34,33 @@ trainer's checkpointed state or the model's variables, never in itself.
 
 import time
 
+import keras
 
-class Callback:
-    """Hooks :meth:`EpochLoop.fit <tpr_keras.training.epoch_loop.EpochLoop.fit>` calls;
-    each does nothing by default.
+
+class Callback(keras.callbacks.Callback):
+    """A callback of the training loop: Keras' protocol, plus the trainer.
+
+    The loop sets ``self.trainer`` (the running
+    :class:`~tpr_keras.training.epoch_loop.EpochLoop`) before ``on_train_begin``, and
+    ``self.model`` as Keras does.
 
     Example:
     >>> class Announce(Callback):
-    ...     def on_validation(self, loop, valid, history):
-    ...         print(f"epoch {history[-1]['epoch']}: {valid['error_percent']:.1f} %")
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         print(f"epoch {epoch + 1}: {logs['val_error_percent']:.1f} %")
     """
 
-    def on_fit_start(self, loop):
-        """``fit`` starts (after a resume restored the state)."""
+    trainer = None
 
-    def on_validation(self, loop, valid, history):
-        """After each validation: ``valid`` as :meth:`EpochLoop.evaluate` gives it,
-        ``history`` the per-epoch records so far, this epoch's included."""
+    def set_trainer(self, trainer):
+        self.trainer = trainer
 
-    def on_step_end(self, loop):
-        """After each applied step (``loop.step_counter("global_step")`` counts it): True
-        ends the epoch here, and the run then stops."""
-        return False
-
-    def on_step_skipped(self, loop):
-        """After a step skipped for a non-finite loss or gradient."""
-
-    def stop_reason(self, loop):
+    def stop_reason(self):
         """Before the first epoch and after each: a reason of
         :data:`~tpr_keras.training.early_stopping.STOP_REASONS` to stop, or None."""
         return None
 
-    def seconds_left(self, loop):
+    def seconds_left(self):
         """At most how many seconds the run has left by this callback, or None."""
         return None
 
@@ -67,6 +75,7 @@ class TimeBudget(Callback):
     """
 
     def __init__(self, seconds, clock=None):
+        super().__init__()
         self.seconds = seconds or None
         self.clock = clock
         self.deadline = None
@@ -74,24 +83,23 @@ class TimeBudget(Callback):
     def _now(self):
         return self.clock() if self.clock is not None else time.monotonic()
 
-    def on_fit_start(self, loop):
+    def on_train_begin(self, logs=None):
         self.deadline = self._now() + self.seconds if self.seconds else None
 
     def _past(self):
         return self.deadline is not None and self._now() >= self.deadline
 
-    def on_step_end(self, loop):
+    def on_train_batch_end(self, batch, logs=None):
         if not self._past():
-            return False
+            return
         print(f"Time budget of {self.seconds / 60:g} min reached at step "
-              f"{loop.step_counter('global_step')}: stopping (the same command resumes "
-              "from here).")
-        return True
+              f"{logs['global_step']}: stopping (the same command resumes from here).")
+        self.model.stop_training = True
 
-    def stop_reason(self, loop):
+    def stop_reason(self):
         return "time_budget" if self._past() else None
 
-    def seconds_left(self, loop):
+    def seconds_left(self):
         return None if self.deadline is None else self.deadline - self._now()
 
 
@@ -105,15 +113,17 @@ class NanReinit(Callback):
     """
 
     def __init__(self, max_reinits):
+        super().__init__()
         self.max_reinits = max_reinits
 
-    def on_step_skipped(self, loop):
-        if loop.step_counter("warmup_done"):
+    def on_train_batch_end(self, batch, logs=None):
+        trainer = self.trainer
+        if logs["applied"] or logs.get("overflow") or trainer.step_counter("warmup_done"):
             return
-        if loop.reinits >= self.max_reinits:
-            raise FloatingPointError(f"Warm-up diverged {loop.reinits} times; giving up.")
+        if trainer.reinits >= self.max_reinits:
+            raise FloatingPointError(f"Warm-up diverged {trainer.reinits} times; giving up.")
         print("NaN during warm-up: re-initialising model and optimizer.")
-        loop.reinitialize()
+        trainer.reinitialize()
 
 
 class StepCheckpoints(Callback):
@@ -125,27 +135,28 @@ class StepCheckpoints(Callback):
     """
 
     def __init__(self, every):
+        super().__init__()
         self.every = every
 
-    def on_step_end(self, loop):
-        if loop.step_counter("global_step") % self.every == 0:
-            loop.save_checkpoint()
-        return False
+    def on_train_batch_end(self, batch, logs=None):
+        if logs["applied"] and logs["global_step"] % self.every == 0:
+            self.trainer.save_checkpoint()
 
 
 class LinearStart(Callback):
     """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers were
     re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is a model
-    variable and the lr factor a trainer variable, so both are checkpointed."""
+    variable and the lr factor a trainer variable, so both are checkpointed; the previous
+    validation loss is read from the trainer's history, which a resumed run reloads."""
 
-    def on_validation(self, loop, valid, history):
-        model = loop.model
-        if not model.linear_start or len(history) < 2:
+    def on_epoch_end(self, epoch, logs=None):
+        model, history = self.model, self.trainer.history
+        if not model.linear_start or "val_loss" not in logs or len(history) < 2:
             return
-        if history[-1]["valid_loss"] >= history[-2]["valid_loss"]:
+        if logs["val_loss"] >= history[-2]["valid_loss"]:
             model.set_linear_start(False)
-            loop.set_lr_factor(1.0)
-            print(f"Validation loss stopped falling at epoch {history[-1]['epoch']}: "
+            self.trainer.set_lr_factor(1.0)
+            print(f"Validation loss stopped falling at epoch {epoch + 1}: "
                   "linear start ends, the hop softmax is back.")
 
 

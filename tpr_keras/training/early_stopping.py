@@ -11,10 +11,11 @@ STOP_REASONS = {
     "target_error": "the target validation error reached",
     "early_stopping": "early stopping (no validation improvement within the patience)",
     "time_budget": "the time budget ran out (the same command resumes)",
+    "callback": "a callback set model.stop_training",
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class EarlyStopping(Callback):
     """Early stopping on the validation error, ties broken by the validation loss.
 
@@ -48,6 +49,9 @@ class EarlyStopping(Callback):
     patience_at_zero: int | None = None
     target_error: float | None = None
 
+    def __post_init__(self):
+        Callback.__init__(self)
+
     @classmethod
     def from_config(cls, config):
         """The early stopping of a :class:`~tpr_keras.training.TrainConfig`."""
@@ -59,20 +63,22 @@ class EarlyStopping(Callback):
         return error < best_error or (
             error == best_error and loss < best_loss - self.min_delta_loss)
 
-    def on_validation(self, loop, valid, history):
-        state = loop.state
-        if self.improves(valid["error_percent"], valid["loss"],
+    def on_epoch_end(self, epoch, logs=None):
+        if "val_error_percent" not in logs:
+            return
+        state = self.trainer.state
+        if self.improves(logs["val_error_percent"], logs["val_loss"],
                          state.value("best_error"), state.value("best_loss")):
-            state.best_error.assign(valid["error_percent"])
-            state.best_loss.assign(valid["loss"])
+            state.best_error.assign(logs["val_error_percent"])
+            state.best_loss.assign(logs["val_loss"])
             state.bad_validations.assign(0)
-            loop.checkpoints.write_best()
+            self.trainer.checkpoints.write_best()
         else:
             state.bad_validations.assign_add(1)
 
-    def stop_reason(self, loop):
-        return self.reason(loop.state.value("best_error"),
-                           loop.state.value("bad_validations"))
+    def stop_reason(self):
+        return self.reason(self.trainer.state.value("best_error"),
+                           self.trainer.state.value("bad_validations"))
 
     def reason(self, best_error, bad_validations):
         """``"target_error"``, ``"early_stopping"`` or None for this record."""

@@ -53,6 +53,7 @@ class EpochLoop:
         self.restored_from = None
         self.stop_reason = None
         self.callbacks = []  # fit()'s: default_callbacks(config) and the caller's
+        self.history = []  # fit()'s per-epoch records, those of a resumed run's earlier epochs too
 
     # ------------------------------------------------------------------ hooks
     def _epoch_batches(self, train_dataset_fn, epoch, skip):
@@ -249,18 +250,19 @@ class EpochLoop:
             valid_dataset: evaluated after every epoch (early stopping, lr
                 halving); optional.
             steps_per_epoch: only for the progress bar.
-            callbacks: :class:`~tpr_keras.training.callbacks.Callback` objects run
-                after :func:`~tpr_keras.training.callbacks.default_callbacks` (the
+            callbacks: Keras callbacks (``keras.callbacks.Callback``: the loop calls
+                them as ``model.fit`` does, see :mod:`~tpr_keras.training.callbacks`),
+                run after :func:`~tpr_keras.training.callbacks.default_callbacks` (the
                 learning-rate halving, early stopping, the time budget, and as
                 ``config`` asks, the NaN re-initialisation and in-epoch checkpoints),
-                e.g. MemN2N's ``LinearStart``. State they change must live in model or
-                trainer variables so that it is checkpointed.
+                e.g. MemN2N's ``LinearStart`` or Keras' ``CSVLogger``. State they change
+                must live in model or trainer variables so that it is checkpointed.
         """
         cfg = self.config
         resumed = self.restore()
         start_epoch = self.state.value("epoch")
         history_path = os.path.join(self.write_dir, "history.json")
-        history = read_history(history_path, start_epoch) if resumed else []
+        history = self.history = read_history(history_path, start_epoch) if resumed else []
         summaries = Summaries(self.write_dir)
         if resumed:  # always said: a silent resume is a surprise
             print(
@@ -273,13 +275,14 @@ class EpochLoop:
                        "train_base": self.state.value("train_seconds"),
                        "epoch_start": None, "epoch_base": 0.0}
         self.callbacks = default_callbacks(cfg) + list(callbacks or ())
-        # The per-step hooks run only where a callback defines them.
-        self._step_handlers = [c for c in self.callbacks
-                               if type(c).on_step_end is not Callback.on_step_end]
-        self._step_skip_handlers = [c for c in self.callbacks
-                                    if type(c).on_step_skipped is not Callback.on_step_skipped]
         for callback in self.callbacks:
-            callback.on_fit_start(self)
+            if isinstance(callback, Callback):
+                callback.set_trainer(self)
+        self.model.stop_training = False
+        self._callback_list = keras.callbacks.CallbackList(
+            self.callbacks, model=self.model, epochs=cfg.epochs, steps=steps_per_epoch,
+            verbose=0)
+        self._callback_list.on_train_begin()
         rates = []  # examples/s of the epochs after the first (tracing) one
         self.stop_reason = None
         # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
@@ -292,6 +295,7 @@ class EpochLoop:
                 if stop:
                     break
                 epoch_started = time.monotonic()
+                self._callback_list.on_epoch_begin(epoch)
                 record = self._train_epoch(
                     epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, summaries
                 )
@@ -302,8 +306,12 @@ class EpochLoop:
                 if epoch > start_epoch and examples:
                     rates.append((examples, call_seconds))
                 self._sync_state()  # validation callbacks see the true state
+                logs = {"loss": record["train_loss"], "accuracy": record["train_accuracy"],
+                        "learning_rate": record["learning_rate"]}
                 if valid_dataset is not None:
                     valid = self.evaluate(valid_dataset)
+                    logs.update(val_loss=valid["loss"], val_accuracy=valid["accuracy"],
+                                val_error_percent=valid["error_percent"])
                     record.update(
                         valid_loss=valid["loss"],
                         valid_error_percent=valid["error_percent"],
@@ -313,9 +321,7 @@ class EpochLoop:
                 # curve against wall time can be drawn across restarts
                 record["finished_at"] = time.time()
                 history.append(record)
-                if valid_dataset is not None:
-                    for callback in self.callbacks:
-                        callback.on_validation(self, valid, history)
+                self._callback_list.on_epoch_end(epoch, logs)
                 if epoch_done:
                     self.state.epoch.assign(epoch + 1)
                     self.state.epoch_seconds.assign(0.0)
@@ -339,6 +345,7 @@ class EpochLoop:
             self._clock = None
         if self.stop_reason is None:
             self.stop_reason = self._stop_reason()
+        self._callback_list.on_train_end()
         if rates:
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
@@ -369,7 +376,7 @@ class EpochLoop:
             steps_left = cfg.max_steps - self.state.value("global_step")
             left = min(left, steps_left / steps_per_epoch * per_epoch)
         for callback in self.callbacks:
-            limit = callback.seconds_left(self)
+            limit = callback.seconds_left() if isinstance(callback, Callback) else None
             if limit is not None:
                 left = min(left, limit)
         return max(left, 0.0)
@@ -418,6 +425,7 @@ class EpochLoop:
             counters["step_in_epoch"] += 1
             examples += int(count)
             if not applied and self.loss_scaling:  # an overflow of the scaled gradient
+                self._step_logs(counters, loss, accuracy, norm, lr, applied, overflow=1)
                 counters["skipped_steps"] += 1
                 counters["loss_scale_good_steps"] = 0
                 scale = self.state.value("loss_scale") / 2.0
@@ -431,8 +439,10 @@ class EpochLoop:
                 counters["skipped_steps"] += 1
                 print(f"Non-finite loss/gradient at step {counters['global_step']}: "
                       "step skipped.")
-                for callback in self._step_skip_handlers:
-                    callback.on_step_skipped(self)
+                self._step_logs(counters, loss, accuracy, norm, lr, applied)
+                if self.model.stop_training:  # e.g. Keras' TerminateOnNaN
+                    epoch_done = False
+                    break
                 continue
             counters["global_step"] += 1
             step = counters["global_step"]
@@ -470,7 +480,8 @@ class EpochLoop:
                 epoch_done = False
                 break
             # Every callback sees the step; any of them may end the epoch (and the run).
-            if True in [callback.on_step_end(self) for callback in self._step_handlers]:
+            self._step_logs(counters, loss, accuracy, norm, lr, applied)
+            if self.model.stop_training:
                 epoch_done = False
                 break
         if epoch_done and not skip:
@@ -499,18 +510,28 @@ class EpochLoop:
             "epoch_done": epoch_done,
         }
 
+    def _step_logs(self, counters, loss, accuracy, norm, lr, applied, overflow=0):
+        """Calls every callback's ``on_train_batch_end`` with this step's logs."""
+        self._callback_list.on_train_batch_end(counters["step_in_epoch"] - 1, {
+            "loss": loss, "accuracy": accuracy, "grad_norm": norm, "learning_rate": lr,
+            "applied": int(applied), "overflow": overflow,
+            "global_step": counters["global_step"]})
+
     def _stop_reason(self):
         """The run's limits (``max_steps``, then ``epochs``), then the callbacks'
-        reasons, in their order."""
+        reasons, in their order; ``"callback"`` when another callback set
+        ``model.stop_training``."""
         cfg = self.config
         if cfg.max_steps and self.state.value("global_step") >= cfg.max_steps:
             return "steps"
         if self.state.value("epoch") >= cfg.epochs:
             return "epochs"
         for callback in self.callbacks:
-            reason = callback.stop_reason(self)
+            reason = callback.stop_reason() if isinstance(callback, Callback) else None
             if reason is not None:
                 return reason
+        if getattr(self.model, "stop_training", False):
+            return "callback"
         return None
 
     def _should_stop(self):

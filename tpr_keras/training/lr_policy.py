@@ -5,7 +5,7 @@ import dataclasses
 from tpr_keras.training.callbacks import Callback
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class LearningRatePolicy(Callback):
     """Warm-up, a one-time halving on a low validation loss, and step decay.
 
@@ -47,6 +47,9 @@ class LearningRatePolicy(Callback):
     decay_every_epochs: int | None = None
     decay_factor: float = 0.5
 
+    def __post_init__(self):
+        Callback.__init__(self)
+
     @classmethod
     def from_config(cls, config):
         """The policy of a :class:`~tpr_keras.training.TrainConfig`."""
@@ -71,12 +74,14 @@ class LearningRatePolicy(Callback):
         """Whether ``global_step`` applied steps end the warm-up."""
         return global_step >= self.warmup_steps
 
-    def on_validation(self, loop, valid, history):
-        state = loop.state
-        if self.halves_now(valid["loss"], state.value("lr_halved")):
+    def on_epoch_end(self, epoch, logs=None):
+        if "val_loss" not in logs:
+            return
+        state = self.trainer.state
+        if self.halves_now(logs["val_loss"], state.value("lr_halved")):
             state.lr_halved.assign(True)
-            if loop.config.verbose:
-                print(f"Validation loss {valid['loss']:.4f} < {self.halve_lr_below}: "
+            if self.trainer.config.verbose:
+                print(f"Validation loss {logs['val_loss']:.4f} < {self.halve_lr_below}: "
                       "learning rate halved.")
 
     def halves_now(self, valid_loss, lr_halved):
