@@ -9,8 +9,8 @@ decoding by the server's ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED
 
 Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the model
 spec picks a version (leased for the request), the signature, then inputs are checked
-against the SignatureDef (names, dtypes, shapes; :mod:`serving.core.tensors`) before any value
-is decoded, and ``output_filter`` picks the outputs.
+against the SignatureDef (names, dtypes; :mod:`serving.core.tensors`) before any value
+is decoded; shapes are the graph's to check, as in TF Serving, and ``output_filter`` picks the outputs.
 
 Deadlines: as TF Serving turns a call's gRPC deadline into the run's timeout, Predict passes
 ``context.time_remaining()`` down as a deadline (:mod:`serving.core.deadline`): a request
@@ -86,7 +86,7 @@ class PredictionService:
             sig = servable.signature(spec.signature_name)
             dtypes = {k: v.dtype for k, v in request.inputs.items()}
             shapes = {k: proto_shape(k, v) for k, v in request.inputs.items()}
-            validate_inputs(spec.name, sig, request.inputs.keys(), dtypes, shapes)
+            validate_inputs(spec.name, sig, request.inputs.keys(), dtypes)
             names = check_output_filter(sig, request.output_filter)
             inputs = {k: tensor_proto_to_array(k, v, shapes[k])
                       for k, v in request.inputs.items()}

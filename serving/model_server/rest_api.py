@@ -141,10 +141,9 @@ class RestApi:
         with self._manager.acquire(name, version, label) as servable:
             sig = servable.signature(sig_name)
             columns, batch = columns_for(doc, sorted(sig.inputs))
-            validate_inputs(name, sig, columns, {}, {})  # names first: nothing decoded yet
+            validate_inputs(name, sig, columns, {})  # names first: nothing decoded yet
             arrays = {k: json_to_array(v, sig.inputs[k].dtype, f"input '{k}'")
                       for k, v in columns.items()}
-            validate_inputs(name, sig, arrays, {}, {k: v.shape for k, v in arrays.items()})
             check_batch(sig, arrays)
             started = time.perf_counter()
             outputs = sig.run(arrays, deadline=deadline)
