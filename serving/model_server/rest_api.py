@@ -127,7 +127,8 @@ class RestApi:
                 return {"model_spec": {"name": name, "signature_name": "",
                                        "version": str(servable.version)},
                         "metadata": {"signature_def": json_format.MessageToDict(
-                            servable.signature_def_map, preserving_proto_field_name=True)}}
+                            servable.signature_def_map, preserving_proto_field_name=True,
+                            always_print_fields_with_no_presence=True)}}
             response = get_model_status_pb2.GetModelStatusResponse()
             response.model_version_status.extend(self._manager.status(name, version, label))
             return json_format.MessageToDict(response, preserving_proto_field_name=True,
