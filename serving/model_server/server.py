@@ -76,12 +76,16 @@ class ModelServer:
         self.predictions = add_services(self._grpc, manager, self._stats)
         self.health = ModelHealth(self._grpc, manager) if health else None
         address = f"{host}:{port}"
-        if ssl_config is not None:
-            self.port = self._grpc.add_secure_port(address, server_credentials(ssl_config))
-        else:
-            self.port = self._grpc.add_insecure_port(address)
+        try:
+            if ssl_config is not None:
+                self.port = self._grpc.add_secure_port(address, server_credentials(ssl_config))
+            else:
+                self.port = self._grpc.add_insecure_port(address)
+        except RuntimeError:  # grpcio's "Failed to bind to address ..."
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind gRPC to {address}")
+            raise OSError(f"cannot bind gRPC to {address} (--port={port}): the port is in "
+                          "use or the address is not available")
         if grpc_socket_path:
             unix = f"unix:{os.path.abspath(grpc_socket_path)}"
             bound = (self._grpc.add_secure_port(unix, server_credentials(ssl_config))
@@ -92,10 +96,16 @@ class ModelServer:
         self._http_thread: threading.Thread | None = None
         self.rest_api_port: int | None = None
         if rest_api_port is not None:
-            self._http = HttpServer((host, rest_api_port),
-                                    RestApi(manager, self._stats, self.metrics, metrics_path),
-                                    rest_api_num_threads or self.max_threads, max_message_bytes,
-                                    rest_api_timeout_s, cors)
+            try:
+                self._http = HttpServer((host, rest_api_port),
+                                        RestApi(manager, self._stats, self.metrics,
+                                                metrics_path),
+                                        rest_api_num_threads or self.max_threads,
+                                        max_message_bytes, rest_api_timeout_s, cors)
+            except OSError as exc:
+                self._grpc.stop(None)
+                raise OSError(f"cannot bind REST to {host}:{rest_api_port} (--rest_api_port="
+                              f"{rest_api_port}): {exc.strerror or exc}") from None
             self.rest_api_port = self._http.server_address[1]
 
     @property
