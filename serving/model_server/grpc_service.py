@@ -37,6 +37,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
+from serving.core import inference
 from serving.core.deadline import check, deadline_after
 from serving.core.manager import ModelManager
 from serving.core.stats import Stats
@@ -69,8 +70,8 @@ def _version_of(spec) -> int | None:
 
 
 class PredictionService:
-    """Predict and GetModelMetadata; Classify, Regress and MultiInference answer
-    UNIMPLEMENTED."""
+    """Predict, Classify, Regress, MultiInference (:mod:`serving.core.inference`) and
+    GetModelMetadata."""
 
     def __init__(self, manager: ModelManager, stats: Stats) -> None:
         self._manager = manager
@@ -104,6 +105,32 @@ class PredictionService:
             servable.release()
         self._stats.model_times.append(model_time)
         return response
+
+    def _inference(self, run, spec, request, deadline: float | None):
+        """``run(servable, request, deadline)`` on the version ``spec`` asks for, leased."""
+        check(deadline, "before the request was read")
+        servable = self._manager.lease(spec.name, _version_of(spec), spec.version_label)
+        try:
+            started = time.perf_counter()
+            response = run(servable, request, deadline)
+        finally:
+            servable.release()
+        self._stats.model_times.append(time.perf_counter() - started)
+        return response
+
+    def classify(self, request: classification_pb2.ClassificationRequest,
+                 deadline: float | None = None) -> classification_pb2.ClassificationResponse:
+        return self._inference(inference.classify, request.model_spec, request, deadline)
+
+    def regress(self, request: regression_pb2.RegressionRequest,
+                deadline: float | None = None) -> regression_pb2.RegressionResponse:
+        return self._inference(inference.regress, request.model_spec, request, deadline)
+
+    def multi_inference(self, request: inference_pb2.MultiInferenceRequest,
+                        deadline: float | None = None) -> inference_pb2.MultiInferenceResponse:
+        inference.check_tasks(request)
+        return self._inference(inference.multi_inference, request.tasks[0].model_spec,
+                               request, deadline)
 
     def metadata(self, request: get_model_metadata_pb2.GetModelMetadataRequest):
         spec = request.model_spec
@@ -147,19 +174,12 @@ class ModelService:
         return model_management_pb2.ReloadConfigResponse()
 
 
-def _unimplemented(method: str) -> Callable[[Any], Any]:
-    def run(_request):
-        raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
-                           f"{method} is not implemented by this server; it serves Predict, "
-                           "GetModelMetadata and GetModelStatus")
-    return run
-
-
 def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: Stats,
             timed: bool = False) -> grpc.RpcMethodHandler:
     """A unary method: decodes its own request (INVALID_ARGUMENT if it does not parse), maps
     ServingError to its status, and anything unexpected to INTERNAL with one log line.
-    ``timed`` (Predict): its handler time is recorded and ``fn`` gets the call's deadline."""
+    ``timed`` (Predict, Classify, Regress, MultiInference): its handler time is recorded and
+    ``fn`` gets the call's deadline."""
     message = request_cls.DESCRIPTOR.name
 
     def deserialize(data: bytes):
@@ -210,14 +230,14 @@ def add_services(server: grpc.Server, manager: ModelManager, stats: Stats) -> Pr
                 get_model_metadata_pb2.GetModelMetadataResponse, predictions.metadata, stats),
             "Classify": _method("gRPC Classify", classification_pb2.ClassificationRequest,
                                 classification_pb2.ClassificationResponse,
-                                _unimplemented("Classify"), stats),
+                                predictions.classify, stats, timed=True),
             "Regress": _method("gRPC Regress", regression_pb2.RegressionRequest,
-                               regression_pb2.RegressionResponse, _unimplemented("Regress"),
-                               stats),
+                               regression_pb2.RegressionResponse, predictions.regress, stats,
+                               timed=True),
             "MultiInference": _method("gRPC MultiInference",
                                       inference_pb2.MultiInferenceRequest,
                                       inference_pb2.MultiInferenceResponse,
-                                      _unimplemented("MultiInference"), stats),
+                                      predictions.multi_inference, stats, timed=True),
         }),
         grpc.method_handlers_generic_handler(MODEL_SERVICE, {
             "GetModelStatus": _method("gRPC GetModelStatus",

@@ -1,7 +1,8 @@
 """TF Serving's REST API (``tensorflow_serving/model_servers/http_rest_api_handler.cc``).
 
 ``GET /v1/models/<name>[/versions/<v> | /labels/<l>]`` (status), ``.../metadata``, and
-``POST .../<name>[...]:predict`` (``:classify`` and ``:regress`` answer UNIMPLEMENTED). Every
+``POST .../<name>[...]:predict``, ``:classify`` and ``:regress``
+(:mod:`serving.core.json_examples`, :mod:`serving.core.inference`). Every
 answer is JSON; an error is ``{"error": message}`` with TF Serving's HTTP status for its
 code (:data:`serving.core.status.HTTP_STATUS`), never 5xx for a malformed request.
 
@@ -34,11 +35,12 @@ import threading
 import time
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
-from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import classification_pb2, get_model_status_pb2, regression_pb2
 
+from serving.core import inference
 from serving.core.deadline import deadline_after, remaining
+from serving.core.json_examples import classification_json, input_from_json, regression_json
 from serving.core.json_tensor import (
     columns_for,
     json_to_array,
@@ -82,7 +84,7 @@ class RestApi:
         (None: none)."""
         path = path.split("?", 1)[0]
         predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
-        api = ("REST predict" if predict else
+        api = (f"REST {predict.group(4).lower()}" if predict else
                "REST metadata" if path.endswith("/metadata") else "REST status")
         started = time.perf_counter()
         if predict and self.metrics is not None:
@@ -105,7 +107,7 @@ class RestApi:
                                  elapsed)
         if status == 200:
             self._stats.count(api)
-            if api == "REST predict":
+            if predict:
                 self._stats.times.append(elapsed)  # successes only
         return status, doc
 
@@ -113,11 +115,11 @@ class RestApi:
         m = _PREDICT_RE.fullmatch(path)
         if method == "POST" and m:
             name, version, label, verb = m.groups()
+            version = int(version) if version else None
             if verb.lower() != "predict":
-                raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
-                                   f":{verb} is not implemented by this server; use :predict")
-            return self._predict(name, int(version) if version else None, label, body,
-                                 deadline)
+                return self._classify_regress(name, version, label, verb.lower(), body,
+                                              deadline)
+            return self._predict(name, version, label, body, deadline)
         m = _STATUS_RE.fullmatch(path)
         if method == "GET" and m:
             name, version, label, metadata = m.groups()
@@ -150,6 +152,23 @@ class RestApi:
             outputs = sig.run(arrays, deadline=deadline)
             self._stats.model_times.append(time.perf_counter() - started)
             return response_json(outputs, batch)
+
+
+    def _classify_regress(self, name: str, version: int | None, label: str | None,
+                          verb: str, body: bytes, deadline: float | None) -> dict:
+        sig_name, request_input = input_from_json(parse_json(body), verb)
+        request = (classification_pb2.ClassificationRequest() if verb == "classify"
+                   else regression_pb2.RegressionRequest())
+        request.model_spec.signature_name = sig_name
+        request.input.CopyFrom(request_input)
+        with self._manager.acquire(name, version, label) as servable:
+            started = time.perf_counter()
+            if verb == "classify":
+                doc = classification_json(inference.classify(servable, request, deadline).result)
+            else:
+                doc = regression_json(inference.regress(servable, request, deadline).result)
+            self._stats.model_times.append(time.perf_counter() - started)
+            return doc
 
 
 class HttpHandler(http.server.BaseHTTPRequestHandler):
