@@ -8,9 +8,11 @@ parse as the two merged), fed to the signature's single input ``inputs``. A
 classification signature has the output ``classes`` (DT_STRING ``[batch, k]``), ``scores``
 (DT_FLOAT ``[batch, k]``) or both; a regression signature the output ``outputs`` (DT_FLOAT
 ``[batch]`` or ``[batch, 1]``). As ``tensorflow_model_server`` without
-``--enable_signature_method_name_check``, a signature qualifies by these inputs and
-outputs, whatever its ``method_name`` (TF2 exports name every signature "predict"); one that
-does not is INVALID_ARGUMENT with TF Serving's message. The signature runs like a Predict
+``--enable_signature_method_name_check`` (``method_check``), a signature qualifies by these
+inputs and outputs, whatever its ``method_name`` (TF2 exports name every signature
+"predict"); with it, the ``method_name`` must be ``tensorflow/serving/classify`` or
+``.../regress`` too. A signature that does not qualify is INVALID_ARGUMENT with TF Serving's
+message. The signature runs like a Predict
 signature: batched when batching is on, cancelled at the request's deadline.
 """
 
@@ -77,9 +79,16 @@ def _single_string_input(sig: Signature, kind: str) -> None:
                       "DT_STRING (serialized tf.Example)")
 
 
-def classification_outputs(sig: Signature) -> list[str]:
+def _check_method(sig: Signature, kind: str, method: str, method_check: bool) -> None:
+    if method_check and sig.signature_def.method_name != method:
+        raise invalid(f"Expected {kind} signature method_name to be {method}. Was: "
+                      f"{sig.signature_def.method_name}")
+
+
+def classification_outputs(sig: Signature, method_check: bool = False) -> list[str]:
     """``classes`` and/or ``scores``: checks a classification signature (classifier.cc's
     ``PreProcessClassification``)."""
+    _check_method(sig, "classification", CLASSIFY_METHOD, method_check)
     _single_string_input(sig, "classification")
     if len(sig.outputs) not in (1, 2):
         raise invalid(f"Expected one or two output Tensors, found {len(sig.outputs)}")
@@ -90,8 +99,9 @@ def classification_outputs(sig: Signature) -> list[str]:
     return names
 
 
-def regression_outputs(sig: Signature) -> list[str]:
+def regression_outputs(sig: Signature, method_check: bool = False) -> list[str]:
     """``outputs``: checks a regression signature (regressor.cc's ``PreProcessRegression``)."""
+    _check_method(sig, "regression", REGRESS_METHOD, method_check)
     _single_string_input(sig, "regression")
     if len(sig.outputs) != 1:
         raise invalid("Expected one output Tensor.")
@@ -147,9 +157,10 @@ def regression_result(outputs: dict[str, np.ndarray], n: int,
 
 
 def classify(servable: Servable, request: classification_pb2.ClassificationRequest,
-             deadline: float | None = None) -> classification_pb2.ClassificationResponse:
+             deadline: float | None = None,
+             method_check: bool = False) -> classification_pb2.ClassificationResponse:
     sig = _signature(servable, request.model_spec.signature_name)
-    names = classification_outputs(sig)
+    names = classification_outputs(sig, method_check)
     examples = examples_tensor(request.input)
     outputs = sig.run({INPUTS: examples}, names, deadline=deadline)
     response = classification_pb2.ClassificationResponse()
@@ -159,9 +170,10 @@ def classify(servable: Servable, request: classification_pb2.ClassificationReque
 
 
 def regress(servable: Servable, request: regression_pb2.RegressionRequest,
-            deadline: float | None = None) -> regression_pb2.RegressionResponse:
+            deadline: float | None = None,
+            method_check: bool = False) -> regression_pb2.RegressionResponse:
     sig = _signature(servable, request.model_spec.signature_name)
-    names = regression_outputs(sig)
+    names = regression_outputs(sig, method_check)
     examples = examples_tensor(request.input)
     outputs = sig.run({INPUTS: examples}, names, deadline=deadline)
     response = regression_pb2.RegressionResponse()
@@ -189,7 +201,8 @@ def check_tasks(request: inference_pb2.MultiInferenceRequest) -> None:
 
 
 def multi_inference(servable: Servable, request: inference_pb2.MultiInferenceRequest,
-                    deadline: float | None = None) -> inference_pb2.MultiInferenceResponse:
+                    deadline: float | None = None,
+                    method_check: bool = False) -> inference_pb2.MultiInferenceResponse:
     """Each task's classification or regression signature over the same examples (every
     task is checked before any runs); results in task order."""
     plan = []
@@ -199,9 +212,9 @@ def multi_inference(servable: Servable, request: inference_pb2.MultiInferenceReq
         if sig is None:
             raise invalid(f"Requested signature not found in model graph: {key}")
         if task.method_name == CLASSIFY_METHOD:
-            plan.append((task, sig, classification_outputs(sig)))
+            plan.append((task, sig, classification_outputs(sig, method_check)))
         elif task.method_name == REGRESS_METHOD:
-            plan.append((task, sig, regression_outputs(sig)))
+            plan.append((task, sig, regression_outputs(sig, method_check)))
         else:
             raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
                                f"Unsupported signature method_name: {task.method_name}")

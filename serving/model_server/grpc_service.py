@@ -73,9 +73,10 @@ class PredictionService:
     """Predict, Classify, Regress, MultiInference (:mod:`serving.core.inference`) and
     GetModelMetadata."""
 
-    def __init__(self, manager: ModelManager, stats: Stats) -> None:
+    def __init__(self, manager: ModelManager, stats: Stats, method_check: bool = False) -> None:
         self._manager = manager
         self._stats = stats
+        self._method_check = method_check  # --enable_signature_method_name_check
 
     def predict(self, request: predict_pb2.PredictRequest,
                 deadline: float | None = None) -> predict_pb2.PredictResponse:
@@ -107,12 +108,13 @@ class PredictionService:
         return response
 
     def _inference(self, run, spec, request, deadline: float | None):
-        """``run(servable, request, deadline)`` on the version ``spec`` asks for, leased."""
+        """``run(servable, request, deadline, method_check)`` on the version ``spec`` asks
+        for, leased."""
         check(deadline, "before the request was read")
         servable = self._manager.lease(spec.name, _version_of(spec), spec.version_label)
         try:
             started = time.perf_counter()
-            response = run(servable, request, deadline)
+            response = run(servable, request, deadline, self._method_check)
         finally:
             servable.release()
         self._stats.model_times.append(time.perf_counter() - started)
@@ -216,9 +218,11 @@ def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: 
         response_serializer=response_cls.SerializeToString)
 
 
-def add_services(server: grpc.Server, manager: ModelManager, stats: Stats) -> PredictionService:
-    """Registers PredictionService and ModelService on ``server``."""
-    predictions = PredictionService(manager, stats)
+def add_services(server: grpc.Server, manager: ModelManager, stats: Stats,
+                 method_check: bool = False) -> PredictionService:
+    """Registers PredictionService and ModelService on ``server`` (``method_check``:
+    ``--enable_signature_method_name_check``)."""
+    predictions = PredictionService(manager, stats, method_check)
     models = ModelService(manager)
     server.add_generic_rpc_handlers([
         grpc.method_handlers_generic_handler(PREDICTION_SERVICE, {

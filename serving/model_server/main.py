@@ -182,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              grpc_options=channel_args,
                              health=args.enable_grpc_healthcheck_service,
                              metrics_path=metrics_path, metrics=metrics,
-                             cors=args.rest_api_enable_cors_support).start()
+                             cors=args.rest_api_enable_cors_support,
+                             signature_method_name_check=(
+                                 args.enable_signature_method_name_check)).start()
     except OSError as exc:  # a port in use: one line naming the port and its flag
         manager.stop()
         print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)

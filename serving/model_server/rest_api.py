@@ -72,8 +72,9 @@ class RestApi:
     """
 
     def __init__(self, manager: ModelManager, stats: Stats, metrics=None,
-                 metrics_path: str | None = None) -> None:
+                 metrics_path: str | None = None, method_check: bool = False) -> None:
         self._manager = manager
+        self._method_check = method_check  # --enable_signature_method_name_check
         self._stats = stats
         self.metrics = metrics
         self.metrics_path = metrics_path if metrics is not None else None
@@ -163,10 +164,10 @@ class RestApi:
         request.input.CopyFrom(request_input)
         with self._manager.acquire(name, version, label) as servable:
             started = time.perf_counter()
-            if verb == "classify":
-                doc = classification_json(inference.classify(servable, request, deadline).result)
-            else:
-                doc = regression_json(inference.regress(servable, request, deadline).result)
+            run = inference.classify if verb == "classify" else inference.regress
+            result = run(servable, request, deadline, self._method_check).result
+            doc = (classification_json(result) if verb == "classify"
+                   else regression_json(result))
             self._stats.model_times.append(time.perf_counter() - started)
             return doc
 

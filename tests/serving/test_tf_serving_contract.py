@@ -309,3 +309,28 @@ def test_classify_batched_and_counted(half_plus_base, make_model_config):
         in page
     assert 'API="Classify",entrypoint="GRPC"' in page and 'API="regress",entrypoint="REST"' \
         in page
+
+
+def test_signature_method_name_check(half_plus_base, make_model_config):
+    """--enable_signature_method_name_check: the TF1 export's classify signature has the
+    classify method_name and passes; the TF2 export's (method "predict") is refused."""
+    manager = ModelManager([make_model_config(n, half_plus_base / n)
+                            for n in ("half_plus_two", "half_plus_two_tf2")])
+    with ModelServer(manager, port=0, rest_api_port=0,
+                     signature_method_name_check=True) as srv, \
+            grpc.insecure_channel(f"127.0.0.1:{srv.port}") as ch:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(ch)
+        response = classify(stub, "half_plus_two", "classify_x_to_y", examples(1.0))
+        assert response.result.classifications[0].classes[0].score == 2.5
+        code, details = grpc_error(lambda: classify(stub, "half_plus_two_tf2",
+                                                    "classify_x_to_y", examples(1.0)))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and details == (
+            "Expected classification signature method_name to be tensorflow/serving/classify. "
+            "Was: tensorflow/serving/predict")
+        status, doc = rest(srv, "/v1/models/half_plus_two_tf2:regress", {
+            "signature_name": "regress_x_to_y", "examples": [{"x": 1.0}]})
+        assert status == 400 and doc["error"].startswith(
+            "Expected regression signature method_name to be tensorflow/serving/regress")
+        assert rest(srv, "/v1/models/half_plus_two:regress", {
+            "signature_name": "regress_x_to_y", "examples": [{"x": 1.0}]}) == (
+            200, {"results": [2.5]})
