@@ -334,3 +334,23 @@ def test_signature_method_name_check(half_plus_base, make_model_config):
         assert rest(srv, "/v1/models/half_plus_two:regress", {
             "signature_name": "regress_x_to_y", "examples": [{"x": 1.0}]}) == (
             200, {"results": [2.5]})
+
+
+def test_function_runtime_refuses_what_its_signature_cannot_take(half_plus_base):
+    """--servable_runtime=function runs the TF2 signature function, whose input signature
+    ([-1, 1]) refuses a [3] tensor: INVALID_ARGUMENT with TensorFlow's message."""
+    from serving.core.servable import Servable
+    from serving.core.status import ServingError
+
+    servable = Servable("h", 123, str(half_plus_base / "half_plus_two_tf2" / "00000123"),
+                        runtime="function")
+    try:
+        sig = servable.signature("")
+        np.testing.assert_array_equal(sig.run({"x": np.array([[1.0]], np.float32)})["y"],
+                                      [[2.5]])
+        with pytest.raises(ServingError) as info:
+            sig.run({"x": np.array([1.0, 2.0, 5.0], np.float32)})
+        assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "(3,)" in info.value.message
+    finally:
+        servable.close()
