@@ -336,7 +336,7 @@ def make_case(rng: random.Random, target: Target, pool) -> Case:
         return grpc_predict(req, None, {G.NOT_FOUND.name})
     if category == "grpc unknown signature":
         req = pr()
-        req.model_spec.signature_name = rng.choice(["classify", "x" * 3000, "ü"])
+        req.model_spec.signature_name = rng.choice(["classify_me", "x" * 3000, "ü"])
         return grpc_predict(req, None, {G.FAILED_PRECONDITION.name})
     if category == "grpc oversize":
         req = predict_request(t, [("a" * (t.max_message_bytes + 1024), "q")])
@@ -345,10 +345,15 @@ def make_case(rng: random.Random, target: Target, pool) -> Case:
             return _grpc_status(lambda: ctx.stub.Predict(req, timeout=60))[0], None
         return Case(category, "grpc", run, frozenset({G.RESOURCE_EXHAUSTED.name}))
     if category == "grpc classify":
+        # No examples, a predict signature or none of that name: TF Serving's
+        # INVALID_ARGUMENT (classifier.cc, util.cc)
+        creq = classification_pb2.ClassificationRequest()
+        creq.model_spec.name = t.model
+        creq.model_spec.signature_name = rng.choice(["", "classify", "nope"])
+
         def run(ctx):
-            return _grpc_status(lambda: ctx.stub.Classify(
-                classification_pb2.ClassificationRequest(), timeout=60))[0], None
-        return Case(category, "grpc", run, frozenset({G.UNIMPLEMENTED.name}))
+            return _grpc_status(lambda: ctx.stub.Classify(creq, timeout=60))[0], None
+        return Case(category, "grpc", run, frozenset({G.INVALID_ARGUMENT.name}))
     if category == "grpc metadata":
         req = get_model_metadata_pb2.GetModelMetadataRequest()
         req.model_spec.name = t.model
@@ -449,7 +454,7 @@ def _rest_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Cas
         return post(js({"instances": instances}), bad,
                     p=rng.choice(["/v2/x", "/v1/models", "/", "/v1/models/babi:explode"]))
     if category == "rest classify":
-        return post(js({"examples": []}), {"http:501"}, p=f"/v1/models/{t.model}:classify")
+        return post(js({"examples": []}), {"http:400"}, p=f"/v1/models/{t.model}:classify")
     if category == "rest bad content-length":
         return post(js({"instances": instances}), bad,
                     headers={"Content-Length": rng.choice(["abc", "1.5", "0x10", "", "1e3"])})

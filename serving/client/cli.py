@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from serving.client.model_clients import EntailmentClient, Solution, ask, solve
+from serving.client.serving_client import ServingClient
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,15 +28,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--hypothesis", default=None)
     p.add_argument("--rest", action="store_true", help="use TF Serving's REST API")
     p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--wait_seconds", type=float, default=5.0,
+                   help="retry this long while the server is not up yet (0: no retry)")
     p.add_argument("--json", action="store_true", help="print the reply as JSON")
     args = p.parse_args(argv)
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
-                   timeout=args.timeout)
+                   timeout=args.timeout, wait_seconds=args.wait_seconds)
     if (args.premise is None) != (args.hypothesis is None) or (
             args.question is None and args.premise is None):
         p.error("give --question (with --story for bAbI), or --premise and --hypothesis")
+    if args.premise is not None and (args.story is not None or args.question is not None):
+        p.error("--story/--question (bAbI, Mathematics) and --premise/--hypothesis "
+                "(entailment) ask different models: give one pair")
     try:
+        if args.signature_name != "serving_default":  # e.g. tokenize: its outputs as sent
+            inputs = ({"premise": [args.premise], "hypothesis": [args.hypothesis]}
+                      if args.premise is not None else
+                      {"question": [args.question]} if args.story is None else
+                      {"story": [args.story], "question": [args.question]})
+            name = args.model_name or ("entailment" if args.premise is not None else
+                                       "math" if args.story is None else "babi")
+            with ServingClient(server, name, **options) as client:
+                outputs, _ = client.predict(inputs)
+            for key in sorted(outputs):
+                print(f"{key}: {json.dumps(outputs[key])}")
+            return 0
         if args.premise is not None:
             with EntailmentClient(server, args.model_name or "entailment", **options) as client:
                 result = client.entails(args.premise, args.hypothesis)
@@ -50,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message
         details = getattr(exc, "details", None)
         code = getattr(exc, "code", None)
-        message = f"{code().name}: {details()}" if callable(details) and callable(code) else exc
-        print(f"error: {message}", file=sys.stderr)
+        message = (f"{code().name}: {details()}" if callable(details) and callable(code)
+                   else f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else exc)
+        print(f"error: {' '.join(str(message).split())}", file=sys.stderr)  # one line
         return 1
     if isinstance(reply, Solution):
         if args.json:

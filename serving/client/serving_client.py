@@ -4,6 +4,7 @@ TensorFlow-free messages of :mod:`serving.client.protos`) or REST."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -19,12 +20,16 @@ class ServingClient:
         signature_name: The signature (``serving_default``).
         timeout: Seconds per request.
         rest: Use the REST API instead of gRPC.
+        wait_seconds: While the server is not up yet (gRPC UNAVAILABLE, REST connection
+            refused), retry for up to this many seconds (0: fail at once). A server that
+            answers is ready: its ports open once its models are available.
     """
 
     def __init__(self, server: str = "localhost:8500", model_name: str = "babi",
                  version: int | None = None, signature_name: str = "serving_default",
-                 timeout: float = 30.0, rest: bool = False) -> None:
+                 timeout: float = 30.0, rest: bool = False, wait_seconds: float = 0.0) -> None:
         self.server = server
+        self.wait_seconds = wait_seconds
         self.model_name = model_name
         self.version = version
         self.signature_name = signature_name
@@ -66,9 +71,16 @@ class ServingClient:
             grpc.RpcError: gRPC errors (``.code()``, ``.details()``).
             RuntimeError: REST errors (the server's message, with the HTTP status).
         """
-        if self.rest:
-            return self._predict_rest(inputs), None
-        return self._predict_grpc(inputs)
+        deadline = time.monotonic() + max(self.wait_seconds, 0.0)
+        while True:
+            try:
+                if self.rest:
+                    return self._predict_rest(inputs), None
+                return self._predict_grpc(inputs)
+            except Exception as exc:  # noqa: BLE001 - retried only while not reachable
+                if not _unreachable(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
 
     def _predict_grpc(self, inputs):
         from serving.client import protos
@@ -92,10 +104,7 @@ class ServingClient:
                 flat = [v.decode("utf-8", "replace") for v in proto.string_val]
             else:
                 flat = _numbers(proto)
-            if len(dims) == 2:
-                k = dims[1]
-                flat = [flat[i * k:(i + 1) * k] for i in range(dims[0])]
-            outputs[name] = flat
+            outputs[name] = _nested(flat, dims)
         return outputs, response.model_spec.version.value
 
     def _predict_rest(self, inputs):
@@ -116,9 +125,9 @@ class ServingClient:
                 message = ""
             raise RuntimeError(f"{_HTTP_CODE_NAMES.get(exc.code, f'HTTP {exc.code}')}: "
                                f"{message or exc.reason}") from None
-        except urllib.error.URLError as exc:  # nothing listening, DNS, ...
+        except (urllib.error.URLError, ConnectionError) as exc:  # nothing listening, DNS
             raise RuntimeError(f"UNAVAILABLE: cannot reach http://{self.server} "
-                               f"({exc.reason})") from None
+                               f"({getattr(exc, 'reason', exc)})") from None
         outputs = doc["outputs"]
         if not isinstance(outputs, dict):  # a signature with a single output
             outputs = {"output": outputs}
@@ -130,6 +139,24 @@ _HTTP_CODE_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "DEADLINE_EX
                     409: "ALREADY_EXISTS", 413: "RESOURCE_EXHAUSTED", 429: "RESOURCE_EXHAUSTED",
                     500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE",
                     504: "DEADLINE_EXCEEDED"}
+
+
+def _unreachable(exc: Exception) -> bool:
+    """The server is not (yet) answering: gRPC UNAVAILABLE, or REST's UNAVAILABLE."""
+    code = getattr(exc, "code", None)
+    if callable(code):
+        try:
+            return code().name == "UNAVAILABLE"
+        except Exception:  # noqa: BLE001 - not a grpc.RpcError after all
+            return False
+    return isinstance(exc, RuntimeError) and str(exc).startswith("UNAVAILABLE: cannot reach")
+
+
+def _nested(flat: list, dims: list[int]) -> list:
+    """A row-major flat list as nested lists of shape ``dims`` (rank 0 and 1: as is)."""
+    for size in reversed(dims[1:]):
+        flat = [flat[i:i + size] for i in range(0, len(flat), size)] if size else []
+    return flat
 
 
 def _numbers(proto) -> list:

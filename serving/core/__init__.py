@@ -5,8 +5,12 @@
   (``AspiredVersionsManager``).
 * :mod:`serving.core.batching`: wraps a signature's runner when its version loads
   (``BatchingSession``).
+* :mod:`serving.core.versions`: version folders (``00000123`` is 123) and version states.
 * :mod:`serving.core.tensors` and :mod:`serving.core.json_tensor`: request tensors
   (``predict_util.cc``, ``util/json_tensor.cc``).
+* :mod:`serving.core.inference` and :mod:`serving.core.json_examples`: Classify, Regress and
+  MultiInference over ``tf.Example`` (``classifier.cc``, ``regressor.cc``,
+  ``multi_inference.cc``) and their REST JSON.
 * :mod:`serving.core.status` (status codes and errors), :mod:`serving.core.stats` (request
   statistics), :mod:`serving.core.layout` (file names in a version folder),
   :mod:`serving.core._tf` (TensorFlow, imported with its start-up noise filtered).

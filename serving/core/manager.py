@@ -3,7 +3,8 @@
 TF Serving's ``AspiredVersionsManager`` with a file-system source
 (``tensorflow_serving/core/aspired_versions_manager.cc``,
 ``sources/storage_path/file_system_storage_path_source.cc``): every poll lists each
-model's base path; the version policy (latest N, all, specific) says which versions are
+model's base path (a folder named by a non-negative integer is that version: ``00000123``
+is 123); the version policy (latest N, all, specific) says which versions are
 wanted; a new version is loaded completely (and warmed up) before it is published, then
 versions no longer wanted are removed from the table and closed. Requests hold a lease on
 the version they started on (:meth:`ModelManager.acquire`), so a request in flight during
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import dataclasses
 import logging
 import os
 import threading
@@ -38,46 +38,14 @@ from serving.core.runners import DEFAULT_MAX_ROWS
 from serving.core.servable import RUNTIMES, Servable
 from serving.core.status import ServingError
 from serving.core.version_labels import checked_labels
+from serving.core.versions import STATE, Model, VersionState, version_folders
 from serving.core.warmup import warm_up
 
 log = logging.getLogger("serving.server")
 
-_STATE = get_model_status_pb2.ModelVersionStatus.State
-
 #: ``on_load(name, version, path, ok, seconds)``: one attempt to load a SavedModel (its
 #: session and signatures; the warm-up replay is not part of it).
 LoadCallback = Callable[[str, int, str, bool, float], None]
-
-
-@dataclasses.dataclass
-class _VersionState:
-    state: int
-    error_code: grpc.StatusCode = grpc.StatusCode.OK
-    error_message: str = ""
-    failures: int = 0
-
-
-class _Model:
-    """One configured model: its loaded versions (copy-on-write dict), their states, its
-    checked version labels, and a lock held while it is polled or dropped."""
-
-    def __init__(self, config: model_server_config_pb2.ModelConfig,
-                 servables: dict[int, Servable] | None = None) -> None:
-        self.config = config
-        self.servables: dict[int, Servable] = dict(servables or {})  # replaced, never mutated
-        self.states: dict[int, _VersionState] = {
-            v: _VersionState(_STATE.AVAILABLE) for v in self.servables}
-        self.labels: dict[str, int] = {}
-        self.lock = threading.Lock()
-        self.dropped = False
-
-    def version_path(self, version: int) -> str:
-        return os.path.join(self.config.base_path, str(version))
-
-    def fresh(self, version: int) -> bool:
-        """``version`` is loaded from the current base path (not kept from an old one)."""
-        servable = self.servables.get(version)
-        return servable is not None and servable.path == self.version_path(version)
 
 
 class ModelManager:
@@ -128,7 +96,7 @@ class ModelManager:
         self._load_threads = num_load_threads
         self._warmup_iterations = warmup_iterations if model_warmup else 0
         self._on_load = on_load
-        self._models: dict[str, _Model] = {}
+        self._models: dict[str, Model] = {}
         self._lock = threading.Lock()  # swaps of the model table, never requests
         self._config_lock = threading.Lock()  # one reload_config at a time
         self._stop = threading.Event()
@@ -141,7 +109,7 @@ class ModelManager:
 
     # ---- requests -----------------------------------------------------------------
 
-    def model(self, name: str) -> _Model:
+    def model(self, name: str) -> Model:
         model = self._models.get(name)
         if model is None:
             raise ServingError(grpc.StatusCode.NOT_FOUND,
@@ -150,7 +118,7 @@ class ModelManager:
         return model
 
     @staticmethod
-    def _labelled_version(model: _Model, version: int | None, label: str | None) -> int | None:
+    def _labelled_version(model: Model, version: int | None, label: str | None) -> int | None:
         """``version``, or the version ``label`` names (NOT_FOUND if it names none)."""
         if not label:
             return version
@@ -253,11 +221,11 @@ class ModelManager:
                     elif old is not None:  # new base_path: serve the old versions meanwhile
                         with old.lock:
                             old.dropped = True
-                            models[c.name] = _Model(c, old.servables)
+                            models[c.name] = Model(c, old.servables)
                             models[c.name].labels = dict(old.labels)
                         kept_servables.update(id(s) for s in old.servables.values())
                     else:
-                        models[c.name] = _Model(c)
+                        models[c.name] = Model(c)
                 dropped = [m for n, m in self._models.items() if models.get(n) is not m]
                 self._models = models
             for m in dropped:
@@ -280,7 +248,7 @@ class ModelManager:
             if errors:
                 raise ValueError("; ".join(errors))
 
-    def _aspired(self, model: _Model, on_disk: list[int]) -> list[int]:
+    def _aspired(self, model: Model, on_disk: list[int]) -> list[int]:
         policy = model.config.model_version_policy
         kind = policy.WhichOneof("policy_choice")
         if kind == "all":
@@ -303,7 +271,7 @@ class ModelManager:
                 min(self._load_threads, len(models)), thread_name_prefix="load") as pool:
             list(pool.map(self._poll_locked, models))
 
-    def _poll_locked(self, model: _Model) -> None:
+    def _poll_locked(self, model: Model) -> None:
         with model.lock:
             if model.dropped:
                 return
@@ -312,7 +280,7 @@ class ModelManager:
             except Exception:  # noqa: BLE001 - a bad model must not stop the others
                 log.exception("polling model %s failed", model.config.name)
 
-    def _poll_model(self, model: _Model) -> None:
+    def _poll_model(self, model: Model) -> None:
         base = model.config.base_path
         try:
             names = os.listdir(base)
@@ -320,9 +288,8 @@ class ModelManager:
             log.warning("model %s: cannot list %s (%s); keeping loaded versions",
                         model.config.name, base, exc)
             return
-        on_disk = sorted(int(n) for n in names if n.isdigit() and int(n) > 0 and (
-            os.path.isfile(os.path.join(base, n, "saved_model.pb"))
-            or os.path.isfile(os.path.join(base, n, "saved_model.pbtxt"))))
+        model.folders = version_folders(base, names)
+        on_disk = sorted(model.folders)
         for _ in range(len(on_disk) + 1):  # bounded: each extra round gives up on a version
             # Versions that failed every load attempt drop out, so "latest" falls back to
             # the newest loadable version instead of serving nothing.
@@ -343,27 +310,27 @@ class ModelManager:
         if unwanted and any(model.fresh(v) for v in aspired):
             kept = {v: s for v, s in model.servables.items() if v not in unwanted}
             for v in unwanted:
-                model.states[v] = _VersionState(_STATE.UNLOADING)
+                model.states[v] = VersionState(STATE.UNLOADING)
             gone = [model.servables[v] for v in unwanted]
             model.servables = kept  # atomic swap; in-flight requests keep their lease
             for s in gone:
                 s.close()  # now, or when its last request in flight returns
             for v in unwanted:
-                model.states[v] = _VersionState(_STATE.END)
+                model.states[v] = VersionState(STATE.END)
                 log.info("model %s: unloaded version %d", model.config.name, v)
 
-    def _gave_up(self, model: _Model, version: int) -> bool:
+    def _gave_up(self, model: Model, version: int) -> bool:
         state = model.states.get(version)
         return state is not None and state.failures >= self._max_retries and (
             not model.fresh(version))
 
-    def _load(self, model: _Model, version: int) -> None:
+    def _load(self, model: Model, version: int) -> None:
         name, path = model.config.name, model.version_path(version)
         previous = model.states.get(version)
         failures = previous.failures if previous else 0
         serving_old = version in model.servables  # the same number from an old base_path
         if not serving_old:
-            model.states[version] = _VersionState(_STATE.LOADING, failures=failures)
+            model.states[version] = VersionState(STATE.LOADING, failures=failures)
         started = time.perf_counter()
         servable = None
         try:
@@ -381,8 +348,8 @@ class ModelManager:
             failures += 1
             log.error("model %s: loading version %d failed (attempt %d of %d): %s",
                       name, version, failures, self._max_retries, exc)
-            model.states[version] = _VersionState(
-                _STATE.AVAILABLE if serving_old else _STATE.END,
+            model.states[version] = VersionState(
+                STATE.AVAILABLE if serving_old else STATE.END,
                 grpc.StatusCode.UNKNOWN if failures >= self._max_retries
                 else grpc.StatusCode.UNAVAILABLE, f"loading failed: {exc}", failures)
             return
@@ -392,7 +359,7 @@ class ModelManager:
         model.servables = servables  # publish atomically
         if replaced is not None:
             replaced.close()  # now, or when its last request in flight returns
-        model.states[version] = _VersionState(_STATE.AVAILABLE)
+        model.states[version] = VersionState(STATE.AVAILABLE)
         log.info("model %s: version %d available (%s; loaded in %.2f s, %d warm-up requests)",
                  name, version, path, time.perf_counter() - started, warmed)
 

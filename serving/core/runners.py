@@ -11,6 +11,7 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from serving.core._tf import tf
 from serving.core.deadline import call, check, exceeded, timeout_ms
 from serving.core.signature import Runner
+from serving.core.status import invalid
 
 try:  # TF_SessionRun's Python binding: not public API, so optional (else Session.run)
     from tensorflow.python.client import pywrap_tf_session as tf_session
@@ -89,7 +90,10 @@ class FunctionRunner:
 
     def __call__(self, inputs: Mapping[str, np.ndarray],
                  outputs: tuple[str, ...]) -> dict[str, np.ndarray]:
-        result = self._fn(**inputs)
+        try:
+            result = self._fn(**inputs)
+        except (TypeError, ValueError) as exc:  # the function's input signature refused them
+            raise invalid(str(exc)) from None
         return {k: result[k].numpy() for k in outputs}
 
 

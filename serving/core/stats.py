@@ -17,8 +17,8 @@ class Stats:
 
     ``requests``: answered requests per API (``"gRPC Predict"``, ``"REST predict"``,
     ``"gRPC GetModelStatus"``, ``"REST status"``, ...), errors included;
-    ``times``: the whole Predict handler (request parsed -> response built), gRPC and
-    REST, successes only; ``model_times``: the part spent in the signature call (incl.
+    ``times``: the whole Predict (and Classify, Regress) handler (request parsed ->
+    response built), gRPC and REST, successes only; ``model_times``: the part spent in the signature call (incl.
     batching waits); ``errors``: failed requests per status code, every API.
     """
 

@@ -165,9 +165,14 @@ def dtype_enum(arr: np.ndarray) -> int:
 
 
 def validate_inputs(model: str, sig: Signature, names: Iterable[str],
-                    dtypes: Mapping[str, int], shapes: Mapping[str, Sequence[int]]) -> None:
-    """Checks input names, dtypes and shapes against the SignatureDef (INVALID_ARGUMENT),
-    as ``PreProcessPrediction`` in predict_util.cc does, before any value is decoded."""
+                    dtypes: Mapping[str, int]) -> None:
+    """Checks input names and dtypes against the SignatureDef (INVALID_ARGUMENT), as
+    ``PreProcessPrediction`` in predict_util.cc does, before any value is decoded.
+
+    Shapes are not checked: as ``tensorflow_model_server``, the tensors go to the graph as
+    sent, and a shape the graph cannot run fails there (the runtime's INVALID_ARGUMENT).
+    TF Serving's own ``half_plus_two`` (input ``x`` of shape [-1, 1]) answers a tensor of
+    shape [3] this way."""
     names = set(names)
     extra = sorted(names - set(sig.inputs))
     missing = sorted(set(sig.inputs) - names)
@@ -184,13 +189,6 @@ def validate_inputs(model: str, sig: Signature, names: Iterable[str],
         if dtype is not None and dtype != spec.dtype:
             raise invalid(f"input '{name}': expected dtype {dtype_name(spec.dtype)}, got "
                           f"{dtype_name(dtype)}. Expected inputs: {sig.expected_inputs()}")
-        shape = shapes.get(name)
-        if shape is not None and spec.shape is not None and (
-                len(shape) != len(spec.shape)
-                or any(e not in (-1, g) for e, g in zip(spec.shape, shape))):
-            raise invalid(f"input '{name}': expected shape {shape_str(spec.shape)} (-1: any "
-                          f"size), got {shape_str(shape)}. Expected inputs: "
-                          f"{sig.expected_inputs()}")
 
 
 def check_output_filter(sig: Signature, output_filter: Iterable[str]) -> list[str]:

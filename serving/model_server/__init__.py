@@ -1,9 +1,11 @@
 """The TF Serving-compatible model server: its flags, its two front ends, its ``main``.
 
 Serves the gRPC API of ``tensorflow-serving-api`` (``PredictionService``: ``Predict``,
-``GetModelMetadata``; ``Classify``/``Regress``/``MultiInference`` answer UNIMPLEMENTED;
-``ModelService``: ``GetModelStatus``, ``HandleReloadConfigRequest``) and TF Serving's REST
-API, from model folders in TF Serving's layout ``<model_base_path>/<integer version>/``.
+``Classify``, ``Regress``, ``MultiInference``, ``GetModelMetadata``; ``ModelService``:
+``GetModelStatus``, ``HandleReloadConfigRequest``) and TF Serving's REST API, from model
+folders in TF Serving's layout ``<model_base_path>/<integer version>/`` (``00000123`` is
+version 123). As ``tensorflow_model_server``, its ports open once every initially
+configured model is available (:mod:`serving.model_server.readiness`).
 It knows nothing about tpr-keras: any SavedModel with signatures can be served, and stock
 ``tensorflow_model_server`` can replace it with the same flags::
 
@@ -23,13 +25,15 @@ It knows nothing about tpr-keras: any SavedModel with signatures can be served, 
 * :mod:`serving.model_server.monitoring`, :mod:`serving.model_server.health` and
   :mod:`serving.model_server.tls`: Prometheus metrics, the gRPC health service and gRPC
   over TLS; :mod:`serving.model_server.config_protos`: their text config files.
+* :mod:`serving.model_server.readiness`: waiting for the initial models before the ports
+  open.
 * :mod:`serving.model_server.main`: ``main``, which wires them.
 
 Semantics follow TF Serving: an empty signature name means ``serving_default``; an unset
 version means the latest loaded one; NOT_FOUND for an unknown model, version or label;
 FAILED_PRECONDITION for an unknown signature; INVALID_ARGUMENT for a malformed request
-(bytes that do not parse, inputs whose names, dtypes or shapes do not match the
-SignatureDef). A malformed request is answered with its status and one log line, never
+(bytes that do not parse, inputs whose names or dtypes do not match the SignatureDef; shapes
+are the graph's to check, as TF Serving feeds request tensors as sent). A malformed request is answered with its status and one log line, never
 INTERNAL or a 5xx. SIGTERM/SIGINT: stop accepting, let in-flight requests finish
 (``--shutdown_grace_seconds``), exit 0.
 """

@@ -33,7 +33,6 @@ IGNORED: dict[str, object] = {
     "remove_unused_fields_from_bundle_metagraph": True,
     "prefer_tflite_model": False, "num_tflite_pools": _CPUS,
     "num_tflite_interpreters_per_pool": 1,
-    "enable_signature_method_name_check": False,
     "xla_cpu_compilation_enabled": False, "xla_gpu_compilation_enabled": False,
     "enable_profiler": False,
     "thread_pool_factory_config_file": "",
@@ -146,7 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prefer_tflite_model", default=False, help="not applied here")
     p.add_argument("--num_tflite_pools", default=_CPUS, help="not applied here")
     p.add_argument("--num_tflite_interpreters_per_pool", default=1, help="not applied here")
-    p.add_argument("--enable_signature_method_name_check", default=False, help="not applied here")
+    p.add_argument("--enable_signature_method_name_check", default=False,
+                   help="Classify/Regress/MultiInference: require the signature's method_name "
+                        "(tensorflow/serving/classify or regress)")
     p.add_argument("--xla_cpu_compilation_enabled", default=False, help="not applied here")
     p.add_argument("--xla_gpu_compilation_enabled", default=False, help="not applied here")
     p.add_argument("--enable_profiler", default=True,

@@ -9,8 +9,8 @@ decoding by the server's ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED
 
 Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the model
 spec picks a version (leased for the request), the signature, then inputs are checked
-against the SignatureDef (names, dtypes, shapes; :mod:`serving.core.tensors`) before any value
-is decoded, and ``output_filter`` picks the outputs.
+against the SignatureDef (names, dtypes; :mod:`serving.core.tensors`) before any value
+is decoded; shapes are the graph's to check, as in TF Serving, and ``output_filter`` picks the outputs.
 
 Deadlines: as TF Serving turns a call's gRPC deadline into the run's timeout, Predict passes
 ``context.time_remaining()`` down as a deadline (:mod:`serving.core.deadline`): a request
@@ -37,6 +37,7 @@ from tensorflow_serving.apis import (
     regression_pb2,
 )
 
+from serving.core import inference
 from serving.core.deadline import check, deadline_after
 from serving.core.manager import ModelManager
 from serving.core.stats import Stats
@@ -69,12 +70,13 @@ def _version_of(spec) -> int | None:
 
 
 class PredictionService:
-    """Predict and GetModelMetadata; Classify, Regress and MultiInference answer
-    UNIMPLEMENTED."""
+    """Predict, Classify, Regress, MultiInference (:mod:`serving.core.inference`) and
+    GetModelMetadata."""
 
-    def __init__(self, manager: ModelManager, stats: Stats) -> None:
+    def __init__(self, manager: ModelManager, stats: Stats, method_check: bool = False) -> None:
         self._manager = manager
         self._stats = stats
+        self._method_check = method_check  # --enable_signature_method_name_check
 
     def predict(self, request: predict_pb2.PredictRequest,
                 deadline: float | None = None) -> predict_pb2.PredictResponse:
@@ -86,7 +88,7 @@ class PredictionService:
             sig = servable.signature(spec.signature_name)
             dtypes = {k: v.dtype for k, v in request.inputs.items()}
             shapes = {k: proto_shape(k, v) for k, v in request.inputs.items()}
-            validate_inputs(spec.name, sig, request.inputs.keys(), dtypes, shapes)
+            validate_inputs(spec.name, sig, request.inputs.keys(), dtypes)
             names = check_output_filter(sig, request.output_filter)
             inputs = {k: tensor_proto_to_array(k, v, shapes[k])
                       for k, v in request.inputs.items()}
@@ -104,6 +106,33 @@ class PredictionService:
             servable.release()
         self._stats.model_times.append(model_time)
         return response
+
+    def _inference(self, run, spec, request, deadline: float | None):
+        """``run(servable, request, deadline, method_check)`` on the version ``spec`` asks
+        for, leased."""
+        check(deadline, "before the request was read")
+        servable = self._manager.lease(spec.name, _version_of(spec), spec.version_label)
+        try:
+            started = time.perf_counter()
+            response = run(servable, request, deadline, self._method_check)
+        finally:
+            servable.release()
+        self._stats.model_times.append(time.perf_counter() - started)
+        return response
+
+    def classify(self, request: classification_pb2.ClassificationRequest,
+                 deadline: float | None = None) -> classification_pb2.ClassificationResponse:
+        return self._inference(inference.classify, request.model_spec, request, deadline)
+
+    def regress(self, request: regression_pb2.RegressionRequest,
+                deadline: float | None = None) -> regression_pb2.RegressionResponse:
+        return self._inference(inference.regress, request.model_spec, request, deadline)
+
+    def multi_inference(self, request: inference_pb2.MultiInferenceRequest,
+                        deadline: float | None = None) -> inference_pb2.MultiInferenceResponse:
+        inference.check_tasks(request)
+        return self._inference(inference.multi_inference, request.tasks[0].model_spec,
+                               request, deadline)
 
     def metadata(self, request: get_model_metadata_pb2.GetModelMetadataRequest):
         spec = request.model_spec
@@ -147,19 +176,12 @@ class ModelService:
         return model_management_pb2.ReloadConfigResponse()
 
 
-def _unimplemented(method: str) -> Callable[[Any], Any]:
-    def run(_request):
-        raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
-                           f"{method} is not implemented by this server; it serves Predict, "
-                           "GetModelMetadata and GetModelStatus")
-    return run
-
-
 def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: Stats,
             timed: bool = False) -> grpc.RpcMethodHandler:
     """A unary method: decodes its own request (INVALID_ARGUMENT if it does not parse), maps
     ServingError to its status, and anything unexpected to INTERNAL with one log line.
-    ``timed`` (Predict): its handler time is recorded and ``fn`` gets the call's deadline."""
+    ``timed`` (Predict, Classify, Regress, MultiInference): its handler time is recorded and
+    ``fn`` gets the call's deadline."""
     message = request_cls.DESCRIPTOR.name
 
     def deserialize(data: bytes):
@@ -196,9 +218,11 @@ def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: 
         response_serializer=response_cls.SerializeToString)
 
 
-def add_services(server: grpc.Server, manager: ModelManager, stats: Stats) -> PredictionService:
-    """Registers PredictionService and ModelService on ``server``."""
-    predictions = PredictionService(manager, stats)
+def add_services(server: grpc.Server, manager: ModelManager, stats: Stats,
+                 method_check: bool = False) -> PredictionService:
+    """Registers PredictionService and ModelService on ``server`` (``method_check``:
+    ``--enable_signature_method_name_check``)."""
+    predictions = PredictionService(manager, stats, method_check)
     models = ModelService(manager)
     server.add_generic_rpc_handlers([
         grpc.method_handlers_generic_handler(PREDICTION_SERVICE, {
@@ -210,14 +234,14 @@ def add_services(server: grpc.Server, manager: ModelManager, stats: Stats) -> Pr
                 get_model_metadata_pb2.GetModelMetadataResponse, predictions.metadata, stats),
             "Classify": _method("gRPC Classify", classification_pb2.ClassificationRequest,
                                 classification_pb2.ClassificationResponse,
-                                _unimplemented("Classify"), stats),
+                                predictions.classify, stats, timed=True),
             "Regress": _method("gRPC Regress", regression_pb2.RegressionRequest,
-                               regression_pb2.RegressionResponse, _unimplemented("Regress"),
-                               stats),
+                               regression_pb2.RegressionResponse, predictions.regress, stats,
+                               timed=True),
             "MultiInference": _method("gRPC MultiInference",
                                       inference_pb2.MultiInferenceRequest,
                                       inference_pb2.MultiInferenceResponse,
-                                      _unimplemented("MultiInference"), stats),
+                                      predictions.multi_inference, stats, timed=True),
         }),
         grpc.method_handlers_generic_handler(MODEL_SERVICE, {
             "GetModelStatus": _method("gRPC GetModelStatus",

@@ -23,6 +23,7 @@ from serving.model_server.config_protos import ConfigError, read_text_proto
 from serving.model_server.flags import ignored_flags, parse_args
 from serving.model_server.model_config import read_model_config_file
 from serving.model_server.monitoring import Metrics, read_monitoring_config
+from serving.model_server.readiness import wait_until_available
 from serving.model_server.server import ModelServer
 from serving.model_server.tls import read_ssl_config
 
@@ -162,17 +163,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # the config's models or version labels
         print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
         return 1
+    # As tensorflow_model_server: the ports open once every initial model is available.
+    failure = wait_until_available(manager, stop)
+    if failure is not None or stop.is_set():
+        manager.stop()
+        if failure is None:
+            return 0
+        print(f"Failed to start server. Error: {failure}", file=sys.stderr, flush=True)
+        return 1
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
-    server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
-                         host=args.bind_address, max_threads=args.grpc_max_threads or None,
-                         rest_api_num_threads=args.rest_api_num_threads or None,
-                         max_message_bytes=args.max_message_bytes,
-                         rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000,
-                         ssl_config=ssl_config, grpc_socket_path=args.grpc_socket_path,
-                         grpc_options=channel_args,
-                         health=args.enable_grpc_healthcheck_service,
-                         metrics_path=metrics_path, metrics=metrics,
-                         cors=args.rest_api_enable_cors_support).start()
+    try:
+        server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
+                             host=args.bind_address, max_threads=args.grpc_max_threads or None,
+                             rest_api_num_threads=args.rest_api_num_threads or None,
+                             max_message_bytes=args.max_message_bytes,
+                             rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000,
+                             ssl_config=ssl_config, grpc_socket_path=args.grpc_socket_path,
+                             grpc_options=channel_args,
+                             health=args.enable_grpc_healthcheck_service,
+                             metrics_path=metrics_path, metrics=metrics,
+                             cors=args.rest_api_enable_cors_support,
+                             signature_method_name_check=(
+                                 args.enable_signature_method_name_check)).start()
+    except OSError as exc:  # a port in use: one line naming the port and its flag
+        manager.stop()
+        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
+        return 1
     manager.start_polling(args.file_system_poll_wait_seconds)
     print(f"Running gRPC ModelServer at {args.bind_address}:{server.port} ...", file=sys.stderr,
           flush=True)

@@ -10,9 +10,15 @@ from tensorflow_serving.config import model_server_config_pb2
 
 
 def parse_model_config(text: str) -> list[model_server_config_pb2.ModelConfig]:
-    """Parses TF Serving's text ``ModelServerConfig`` (``model_config_list { config {...} }``)."""
+    """Parses TF Serving's text ``ModelServerConfig`` (``model_config_list { config {...} }``);
+    ValueError starting with TF Serving's ``Error parsing text-format
+    tensorflow.serving.ModelServerConfig`` if the text does not parse."""
     config = model_server_config_pb2.ModelServerConfig()
-    text_format.Parse(text, config)
+    try:
+        text_format.Parse(text, config)
+    except text_format.ParseError as exc:  # in tensorflow_model_server's words
+        raise ValueError(f"Error parsing text-format {config.DESCRIPTOR.full_name}: "
+                         f"{exc}") from None
     if config.WhichOneof("config") != "model_config_list":
         raise ValueError("the model config file must hold a model_config_list")
     return list(config.model_config_list.config)

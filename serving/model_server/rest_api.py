@@ -1,7 +1,8 @@
 """TF Serving's REST API (``tensorflow_serving/model_servers/http_rest_api_handler.cc``).
 
 ``GET /v1/models/<name>[/versions/<v> | /labels/<l>]`` (status), ``.../metadata``, and
-``POST .../<name>[...]:predict`` (``:classify`` and ``:regress`` answer UNIMPLEMENTED). Every
+``POST .../<name>[...]:predict``, ``:classify`` and ``:regress``
+(:mod:`serving.core.json_examples`, :mod:`serving.core.inference`). Every
 answer is JSON; an error is ``{"error": message}`` with TF Serving's HTTP status for its
 code (:data:`serving.core.status.HTTP_STATUS`), never 5xx for a malformed request.
 
@@ -34,11 +35,12 @@ import threading
 import time
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
-from tensorflow_serving.apis import get_model_status_pb2
+from tensorflow_serving.apis import classification_pb2, get_model_status_pb2, regression_pb2
 
+from serving.core import inference
 from serving.core.deadline import deadline_after, remaining
+from serving.core.json_examples import classification_json, input_from_json, regression_json
 from serving.core.json_tensor import (
     columns_for,
     json_to_array,
@@ -70,8 +72,9 @@ class RestApi:
     """
 
     def __init__(self, manager: ModelManager, stats: Stats, metrics=None,
-                 metrics_path: str | None = None) -> None:
+                 metrics_path: str | None = None, method_check: bool = False) -> None:
         self._manager = manager
+        self._method_check = method_check  # --enable_signature_method_name_check
         self._stats = stats
         self.metrics = metrics
         self.metrics_path = metrics_path if metrics is not None else None
@@ -82,7 +85,7 @@ class RestApi:
         (None: none)."""
         path = path.split("?", 1)[0]
         predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
-        api = ("REST predict" if predict else
+        api = (f"REST {predict.group(4).lower()}" if predict else
                "REST metadata" if path.endswith("/metadata") else "REST status")
         started = time.perf_counter()
         if predict and self.metrics is not None:
@@ -105,7 +108,7 @@ class RestApi:
                                  elapsed)
         if status == 200:
             self._stats.count(api)
-            if api == "REST predict":
+            if predict:
                 self._stats.times.append(elapsed)  # successes only
         return status, doc
 
@@ -113,11 +116,11 @@ class RestApi:
         m = _PREDICT_RE.fullmatch(path)
         if method == "POST" and m:
             name, version, label, verb = m.groups()
+            version = int(version) if version else None
             if verb.lower() != "predict":
-                raise ServingError(grpc.StatusCode.UNIMPLEMENTED,
-                                   f":{verb} is not implemented by this server; use :predict")
-            return self._predict(name, int(version) if version else None, label, body,
-                                 deadline)
+                return self._classify_regress(name, version, label, verb.lower(), body,
+                                              deadline)
+            return self._predict(name, version, label, body, deadline)
         m = _STATUS_RE.fullmatch(path)
         if method == "GET" and m:
             name, version, label, metadata = m.groups()
@@ -127,7 +130,8 @@ class RestApi:
                 return {"model_spec": {"name": name, "signature_name": "",
                                        "version": str(servable.version)},
                         "metadata": {"signature_def": json_format.MessageToDict(
-                            servable.signature_def_map, preserving_proto_field_name=True)}}
+                            servable.signature_def_map, preserving_proto_field_name=True,
+                            always_print_fields_with_no_presence=True)}}
             response = get_model_status_pb2.GetModelStatusResponse()
             response.model_version_status.extend(self._manager.status(name, version, label))
             return json_format.MessageToDict(response, preserving_proto_field_name=True,
@@ -141,15 +145,31 @@ class RestApi:
         with self._manager.acquire(name, version, label) as servable:
             sig = servable.signature(sig_name)
             columns, batch = columns_for(doc, sorted(sig.inputs))
-            validate_inputs(name, sig, columns, {}, {})  # names first: nothing decoded yet
+            validate_inputs(name, sig, columns, {})  # names first: nothing decoded yet
             arrays = {k: json_to_array(v, sig.inputs[k].dtype, f"input '{k}'")
                       for k, v in columns.items()}
-            validate_inputs(name, sig, arrays, {}, {k: v.shape for k, v in arrays.items()})
             check_batch(sig, arrays)
             started = time.perf_counter()
             outputs = sig.run(arrays, deadline=deadline)
             self._stats.model_times.append(time.perf_counter() - started)
             return response_json(outputs, batch)
+
+
+    def _classify_regress(self, name: str, version: int | None, label: str | None,
+                          verb: str, body: bytes, deadline: float | None) -> dict:
+        sig_name, request_input = input_from_json(parse_json(body), verb)
+        request = (classification_pb2.ClassificationRequest() if verb == "classify"
+                   else regression_pb2.RegressionRequest())
+        request.model_spec.signature_name = sig_name
+        request.input.CopyFrom(request_input)
+        with self._manager.acquire(name, version, label) as servable:
+            started = time.perf_counter()
+            run = inference.classify if verb == "classify" else inference.regress
+            result = run(servable, request, deadline, self._method_check).result
+            doc = (classification_json(result) if verb == "classify"
+                   else regression_json(result))
+            self._stats.model_times.append(time.perf_counter() - started)
+            return doc
 
 
 class HttpHandler(http.server.BaseHTTPRequestHandler):

@@ -46,6 +46,8 @@ class ModelServer:
             they were made before the manager to count its loads (its ``on_load``:
             ``Metrics.saved_model_load``); by default a new one.
         cors: Send CORS headers on REST answers (``--rest_api_enable_cors_support``).
+        signature_method_name_check: Classify, Regress and MultiInference require the
+            signature's ``method_name`` (``--enable_signature_method_name_check``).
     """
 
     def __init__(self, manager: ModelManager, port: int = 8500, rest_api_port: int | None = None,
@@ -55,7 +57,8 @@ class ModelServer:
                  rest_api_timeout_s: float = 30.0, ssl_config=None, grpc_socket_path: str = "",
                  grpc_options: list[tuple[str, int | str]] | None = None, health: bool = False,
                  metrics_path: str | None = None, cors: bool = False,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None,
+                 signature_method_name_check: bool = False) -> None:
         self.manager = manager
         if metrics is None and metrics_path:
             metrics = Metrics()
@@ -73,15 +76,20 @@ class ModelServer:
             options=[("grpc.max_receive_message_length", max_message_bytes),
                      ("grpc.max_send_message_length", max_message_bytes),
                      ("grpc.so_reuseport", 0), *(grpc_options or [])])
-        self.predictions = add_services(self._grpc, manager, self._stats)
+        self.predictions = add_services(self._grpc, manager, self._stats,
+                                        signature_method_name_check)
         self.health = ModelHealth(self._grpc, manager) if health else None
         address = f"{host}:{port}"
-        if ssl_config is not None:
-            self.port = self._grpc.add_secure_port(address, server_credentials(ssl_config))
-        else:
-            self.port = self._grpc.add_insecure_port(address)
+        try:
+            if ssl_config is not None:
+                self.port = self._grpc.add_secure_port(address, server_credentials(ssl_config))
+            else:
+                self.port = self._grpc.add_insecure_port(address)
+        except RuntimeError:  # grpcio's "Failed to bind to address ..."
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind gRPC to {address}")
+            raise OSError(f"cannot bind gRPC to {address} (--port={port}): the port is in "
+                          "use or the address is not available")
         if grpc_socket_path:
             unix = f"unix:{os.path.abspath(grpc_socket_path)}"
             bound = (self._grpc.add_secure_port(unix, server_credentials(ssl_config))
@@ -92,10 +100,16 @@ class ModelServer:
         self._http_thread: threading.Thread | None = None
         self.rest_api_port: int | None = None
         if rest_api_port is not None:
-            self._http = HttpServer((host, rest_api_port),
-                                    RestApi(manager, self._stats, self.metrics, metrics_path),
-                                    rest_api_num_threads or self.max_threads, max_message_bytes,
-                                    rest_api_timeout_s, cors)
+            try:
+                self._http = HttpServer((host, rest_api_port),
+                                        RestApi(manager, self._stats, self.metrics,
+                                                metrics_path, signature_method_name_check),
+                                        rest_api_num_threads or self.max_threads,
+                                        max_message_bytes, rest_api_timeout_s, cors)
+            except OSError as exc:
+                self._grpc.stop(None)
+                raise OSError(f"cannot bind REST to {host}:{rest_api_port} (--rest_api_port="
+                              f"{rest_api_port}): {exc.strerror or exc}") from None
             self.rest_api_port = self._http.server_address[1]
 
     @property

@@ -152,3 +152,108 @@ def stub(server):
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
     yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
     channel.close()
+
+
+# --------------------------------------------------------------------------------------
+# TF Serving's test models, built here as its testdata/saved_model_half_plus_two.py has
+# them: y = 0.5 * x + b; predict ("x" [-1, 1] -> "y"), regress and classify signatures over
+# serialized tf.Example ("x", and "x2" defaulting to 0); version folder 00000123.
+# --------------------------------------------------------------------------------------
+
+
+def _tf1_half_plus(path, b, signature_keys=None):
+    """``signature_keys``: keep only these signatures (half_plus_three has its regression
+    signature under the key "tensorflow/serving/regress", as in TF Serving's docs)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    features = {"x": v1.FixedLenFeature([1], tf.float32),
+                "x2": v1.FixedLenFeature([1], tf.float32, default_value=[0.0])}
+    with tf.Graph().as_default(), v1.Session() as sess:
+        a_var, b_var = v1.Variable(0.5, name="a"), v1.Variable(float(b), name="b")
+        c_var = v1.Variable(float(b) + 1.0, name="c")
+        serialized = v1.placeholder(tf.string, name="tf_example", shape=[None])
+        parsed = v1.parse_example(serialized, features)
+        x = tf.identity(parsed["x"], name="x")
+        y = tf.identity(a_var * x + b_var, name="y")
+        y2 = tf.identity(a_var * x + c_var, name="y2")
+        x2 = tf.identity(parsed["x2"], name="x2")
+        y3 = tf.identity(a_var * x2 + c_var, name="y3")
+        info = v1.saved_model.utils.build_tensor_info
+        sc = v1.saved_model.signature_constants
+
+        def sig(inputs, outputs, method):
+            return v1.saved_model.signature_def_utils.build_signature_def(
+                {k: info(t) for k, t in inputs.items()},
+                {k: info(t) for k, t in outputs.items()}, method)
+
+        signatures = {
+            "regress_x_to_y": sig({sc.REGRESS_INPUTS: serialized}, {sc.REGRESS_OUTPUTS: y},
+                                  sc.REGRESS_METHOD_NAME),
+            "regress_x_to_y2": sig({sc.REGRESS_INPUTS: serialized}, {sc.REGRESS_OUTPUTS: y2},
+                                   sc.REGRESS_METHOD_NAME),
+            "regress_x2_to_y3": sig({sc.REGRESS_INPUTS: x2}, {sc.REGRESS_OUTPUTS: y3},
+                                    sc.REGRESS_METHOD_NAME),
+            "classify_x_to_y": sig({sc.CLASSIFY_INPUTS: serialized},
+                                   {sc.CLASSIFY_OUTPUT_SCORES: y}, sc.CLASSIFY_METHOD_NAME),
+            sc.DEFAULT_SERVING_SIGNATURE_DEF_KEY: sig({"x": x}, {"y": y},
+                                                      sc.PREDICT_METHOD_NAME),
+        }
+        signatures["tensorflow/serving/regress"] = signatures["regress_x_to_y"]
+        signatures["tensorflow/serving/classify"] = signatures["classify_x_to_y"]
+        if signature_keys is not None:
+            signatures = {k: signatures[k] for k in signature_keys}
+        sess.run(v1.global_variables_initializer())
+        builder = v1.saved_model.Builder(str(path))
+        builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map=signatures)
+        builder.save()
+
+
+def _tf2_half_plus(path, b):
+    import tensorflow as tf
+
+    features = {"x": tf.io.FixedLenFeature([1], tf.float32),
+                "x2": tf.io.FixedLenFeature([1], tf.float32, default_value=[0.0])}
+    serialized = tf.TensorSpec([None], tf.string, name="inputs")
+
+    class HalfPlus(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = tf.Variable(0.5), tf.Variable(float(b))
+            self.c = tf.Variable(float(b) + 1.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 1], tf.float32)])
+        def predict(self, x):
+            return {"y": self.a * x + self.b}
+
+        @tf.function(input_signature=[serialized])
+        def regress_xy(self, inputs):
+            return {"outputs": self.a * tf.io.parse_example(inputs, features)["x"] + self.b}
+
+        @tf.function(input_signature=[serialized])
+        def regress_xy2(self, inputs):
+            return {"outputs": self.a * tf.io.parse_example(inputs, features)["x"] + self.c}
+
+        @tf.function(input_signature=[serialized])
+        def classify_xy(self, inputs):
+            return {"scores": self.a * tf.io.parse_example(inputs, features)["x"] + self.b}
+
+    m = HalfPlus()
+    tf.saved_model.save(m, str(path), signatures={
+        "serving_default": m.predict, "regress_x_to_y": m.regress_xy,
+        "regress_x_to_y2": m.regress_xy2, "classify_x_to_y": m.classify_xy})
+
+
+@pytest.fixture(scope="session")
+def half_plus_base(tmp_path_factory):
+    """A model base folder with TF Serving's test models, each in version folder 00000123:
+    ``half_plus_two`` and ``half_plus_three`` (TF1 graph exports) and ``half_plus_two_tf2``
+    (a TF2 ``tf.function`` export; its predict input is named ``x`` too)."""
+    base = tmp_path_factory.mktemp("tf_serving_testdata")
+    _tf1_half_plus(base / "half_plus_two" / "00000123", 2.0, [
+        "regress_x_to_y", "regress_x_to_y2", "regress_x2_to_y3", "classify_x_to_y",
+        "serving_default"])
+    _tf1_half_plus(base / "half_plus_three" / "00000123", 3.0,
+                   ["serving_default", "tensorflow/serving/regress"])
+    _tf2_half_plus(base / "half_plus_two_tf2" / "00000123", 2.0)
+    return base

@@ -5,6 +5,7 @@ import os
 import pathlib
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -133,3 +134,54 @@ def test_server_process_client_cli_and_graceful_sigterm(server_process, task1, c
     assert stats["requests"]["gRPC Predict"] == 5 and stats["requests"]["REST predict"] == 2
     assert stats["errors"] == {"NOT_FOUND": 2} and stats["handler_ms"]["count"] == 5
     assert in_flight, "the request was not in flight when SIGTERM arrived"
+
+
+def test_client_prints_the_outputs_of_another_signature(server, capsys):
+    """``--signature_name tokenize`` (no ``answer`` output): its outputs, one per line."""
+    story, question = "Mary went to the kitchen.\nJohn went to the garden.", "Where is Mary?"
+    for transport in ([], ["--rest"]):
+        port = server.rest_api_port if transport else server.port
+        assert client.main([*transport, "--server", f"127.0.0.1:{port}", "--signature_name",
+                            "tokenize", "--story", story, "--question", question]) == 0
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert [line.split(":")[0] for line in lines] == ["question_ids", "story_ids"]
+        story_ids = json.loads(lines[1].split(": ", 1)[1])
+        assert len(story_ids) == 1 and len(story_ids[0]) == 2  # [batch, sentences, words]
+        assert all(isinstance(w, int) for w in story_ids[0][0])
+
+
+def test_client_refuses_story_with_premise(capsys):
+    with pytest.raises(SystemExit) as info:
+        client.main(["--story", "s", "--question", "q", "--premise", "p", "--hypothesis", "h"])
+    assert info.value.code == 2
+    assert "give one pair" in capsys.readouterr().err
+
+
+def test_client_waits_for_a_server_that_is_starting(export_base, make_model_config, capsys):
+    from serving.core.manager import ModelManager
+    from serving.model_server.server import ModelServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = ["--server", f"127.0.0.1:{port}", "--story", "Mary went home.", "--question",
+            "Where is Mary?"]
+    assert client.main([*argv, "--wait_seconds=0"]) == 1  # nothing listening: one line
+    err = capsys.readouterr().err
+    assert err.startswith("error: UNAVAILABLE: ") and err.count("\n") == 1
+    started = []
+
+    def start_later():
+        time.sleep(1.0)
+        manager = ModelManager([make_model_config("babi", os.path.join(export_base, "babi"))])
+        started.append(ModelServer(manager, port=port).start())
+
+    thread = threading.Thread(target=start_later)
+    thread.start()
+    try:
+        assert client.main([*argv, "--wait_seconds=120"]) == 0, capsys.readouterr().err
+        assert capsys.readouterr().out.split("\n")[0]
+    finally:
+        thread.join()
+        for srv in started:
+            srv.stop(grace=1)

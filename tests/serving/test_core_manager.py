@@ -221,3 +221,27 @@ def test_warm_up_follows_the_warmup_flags(tmp_path, monkeypatch, kwargs, expecte
     manager = ModelManager([config("m", versions(tmp_path / "m", 1))], **kwargs)
     assert manager.servable("m").version == 1 and calls == expected
     manager.stop()
+
+
+def test_version_folders_with_leading_zeros_are_their_number(tmp_path):
+    """TF Serving's file-system source: a folder named by a non-negative integer is that
+    version (its test models live in 00000123/); other names are not versions."""
+    versions(tmp_path / "m", "00000123", "0", "abc", "-5", "12x")
+    manager = ModelManager([config("m", tmp_path / "m", policy="all")])
+    try:
+        assert [s.version for s in manager.status("m")] == [0, 123]
+        servable = manager.servable("m")
+        assert (servable.version, servable.path) == (123, str(tmp_path / "m" / "00000123"))
+        assert manager.servable("m", 123) is servable
+    finally:
+        manager.stop()
+
+
+def test_two_folders_of_one_version_load_one_of_them(tmp_path):
+    versions(tmp_path / "m", "7", "007")
+    manager = ModelManager([config("m", tmp_path / "m")])
+    try:
+        assert manager.servable("m").path == str(tmp_path / "m" / "7")
+        assert [s.version for s in manager.status("m")] == [7]
+    finally:
+        manager.stop()

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 
 import numpy as np
 import pytest
@@ -275,3 +276,36 @@ def test_serving_default_counts_unknown_words(version_dir, task1):
     with open(os.path.join(version_dir, "assets.extra", "export_info.json")) as f:
         outputs = json.load(f)["signatures"]["serving_default"]["outputs"]
     assert outputs["unknown_words"] == "int32[batch]"
+
+
+def test_classify_signature_answers_a_stock_classify_client(server, stub, task1):
+    """TF Serving's Classify API over tf.Examples (features story, question): the classes
+    and scores are serving_default's candidates and scores."""
+    from tensorflow_serving.apis import classification_pb2, predict_pb2
+
+    request = classification_pb2.ClassificationRequest()
+    request.model_spec.name, request.model_spec.signature_name = "babi", "classify"
+    for story, question in zip(task1.stories[:3], task1.questions[:3]):
+        features = request.input.example_list.examples.add().features.feature
+        features["story"].bytes_list.value.append(story.encode())
+        features["question"].bytes_list.value.append(question.encode())
+    response = stub.Classify(request, timeout=60)
+    predict = predict_pb2.PredictRequest()
+    predict.model_spec.name = "babi"
+    for key, values in (("story", task1.stories[:3]), ("question", task1.questions[:3])):
+        predict.inputs[key].CopyFrom(tf.make_tensor_proto([v.encode() for v in values]))
+    expected = stub.Predict(predict, timeout=60).outputs
+    candidates = tf.make_ndarray(expected["candidates"]).astype(str).tolist()
+    assert [[c.label for c in row.classes] for row in
+            response.result.classifications] == candidates
+    np.testing.assert_allclose([[c.score for c in row.classes] for row in
+                                response.result.classifications],
+                               tf.make_ndarray(expected["scores"]), rtol=1e-6)
+    # REST :classify, TF Serving's JSON: [[label, score], ...] per example
+    body = json.dumps({"signature_name": "classify", "examples": [
+        {"story": task1.stories[0], "question": task1.questions[0]}]}).encode()
+    with urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{server.rest_api_port}/v1/models/babi:classify", body),
+            timeout=60) as resp:
+        results = json.load(resp)["results"]
+    assert [label for label, _ in results[0]] == candidates[0]

@@ -2,9 +2,11 @@
 
 import os
 
+import grpc
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
 from tpr_keras.data import entailment
 from tpr_keras.models import PlainEntailmentModel
@@ -66,6 +68,22 @@ def test_served_and_asked_with_the_client(exported):
         assert [r.entails for r in replies] == list(expected > 0.5)
         rest = EntailmentClient(f"127.0.0.1:{server.rest_api_port}", rest=True)
         assert rest.entails(*PAIRS[0]).probability == pytest.approx(expected[0], rel=1e-5)
+        # A stock Classify client (official stubs, tf.Example): entails / does not entail
+        request = classification_pb2.ClassificationRequest()
+        request.model_spec.name, request.model_spec.signature_name = "entailment", "classify"
+        for premise, hypothesis in PAIRS[:3]:
+            features = request.input.example_list.examples.add().features.feature
+            features["premise"].bytes_list.value.append(premise.encode())
+            features["hypothesis"].bytes_list.value.append(hypothesis.encode())
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            response = prediction_service_pb2_grpc.PredictionServiceStub(channel).Classify(
+                request, timeout=60)
+        rows = response.result.classifications
+        assert [[c.label for c in row.classes] for row in rows] == [
+            ["entails", "does not entail"]] * 3
+        np.testing.assert_allclose([[c.score for c in row.classes] for row in rows],
+                                   np.stack([expected, 1 - expected], axis=1), rtol=1e-5,
+                                   atol=1e-6)
     finally:
         server.stop(grace=2)
 

@@ -135,8 +135,9 @@ def test_malformed_config_file_is_one_start_up_error(tmp_path, capsys, flag, tex
 def test_flags_applied_since_issue_35_are_not_warned_about():
     args = parse_args(["--model_base_path=/m", "--num_load_threads=8",
                        "--enable_model_warmup=false", "--num_request_iterations_for_warmup=3",
-                       "--allow_version_labels_for_unavailable_models"])
-    assert ignored_flags(args) == []
+                       "--allow_version_labels_for_unavailable_models",
+                       "--enable_signature_method_name_check"])
+    assert ignored_flags(args) == [] and args.enable_signature_method_name_check is True
 
 
 def run_until_serving(argv, info):

@@ -3,14 +3,17 @@ batcher that wraps a runner when the version loads, and an explicit, determinist
 
 import concurrent.futures
 import dataclasses
+import shutil
 import threading
 
 import numpy as np
 import pytest
 
+from serving.core._tf import tf
 from serving.core.batching import Batcher, BatchingParameters
 from serving.core.runners import ChunkedRunner
 from serving.core.servable import Servable
+from serving.core.status import ServingError
 from serving.core.warmup import warm_up
 
 
@@ -124,3 +127,53 @@ def test_large_requests_run_in_chunks_with_the_same_answers(version_dir, task1):
     np.testing.assert_array_equal(ids, whole.signature("tokenize").run(odd)["story_ids"])
     whole.close()
     chunked.close()
+
+
+def test_warm_up_replays_classify_and_regress_logs(half_plus_base, tmp_path):
+    """saved_model_warmup.cc replays Classify, Regress and MultiInference logs too."""
+    from tensorflow_serving.apis import (
+        classification_pb2,
+        inference_pb2,
+        prediction_log_pb2,
+        regression_pb2,
+    )
+
+    from serving.core.layout import WARMUP_PATH
+
+    version = tmp_path / "00000123"
+    shutil.copytree(half_plus_base / "half_plus_two" / "00000123", version)
+    logs = [prediction_log_pb2.PredictionLog(classify_log=prediction_log_pb2.ClassifyLog(
+                request=classification_pb2.ClassificationRequest())),
+            prediction_log_pb2.PredictionLog(regress_log=prediction_log_pb2.RegressLog(
+                request=regression_pb2.RegressionRequest())),
+            prediction_log_pb2.PredictionLog(multi_inference_log=(
+                prediction_log_pb2.MultiInferenceLog(
+                    request=inference_pb2.MultiInferenceRequest())))]
+    logs[0].classify_log.request.model_spec.signature_name = "classify_x_to_y"
+    logs[1].regress_log.request.model_spec.signature_name = "regress_x_to_y"
+    task = logs[2].multi_inference_log.request.tasks.add(
+        method_name="tensorflow/serving/regress")
+    task.model_spec.name, task.model_spec.signature_name = "half", "regress_x_to_y2"
+    for log in logs:
+        request = getattr(log, log.WhichOneof("log_type")).request
+        request.input.example_list.examples.add().features.feature[
+            "x"].float_list.value.append(1.0)
+    (version / WARMUP_PATH).parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(version / WARMUP_PATH)) as writer:
+        for log in logs:
+            writer.write(log.SerializeToString())
+    servable = Servable("half", 123, str(version))
+    try:
+        calls = []
+        sig = servable.signatures["regress_x_to_y2"]
+        servable.signatures["regress_x_to_y2"] = dataclasses.replace(
+            sig, runner=lambda inputs, outputs: calls.append(1) or sig.runner(inputs, outputs))
+        assert warm_up(servable, iterations=2) == 6 and calls == [1, 1]
+        # a log the model cannot answer fails the warm-up (so the version does not load)
+        logs[1].regress_log.request.model_spec.signature_name = "classify_x_to_y"
+        with tf.io.TFRecordWriter(str(version / WARMUP_PATH)) as writer:
+            writer.write(logs[1].SerializeToString())
+        with pytest.raises(ServingError, match="No regression outputs found"):
+            warm_up(servable)
+    finally:
+        servable.close()

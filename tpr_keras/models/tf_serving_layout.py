@@ -41,6 +41,9 @@ import tensorflow as tf
 #: TensorFlow's name of the default signature ("serving_default"), the one every
 #: exporter here uses and the server looks up.
 SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+#: The classification signature of an export (one DT_STRING input ``inputs`` of serialized
+#: ``tf.Example``; outputs ``classes`` and ``scores``), for TF Serving's Classify API.
+CLASSIFY_SIGNATURE_KEY = "classify"
 #: Folder of a version's extra files, which TF Serving keeps out of the SavedModel.
 EXTRA_ASSETS_DIR = "assets.extra"
 #: Name of the warm-up file inside :data:`EXTRA_ASSETS_DIR`.

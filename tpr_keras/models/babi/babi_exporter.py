@@ -10,7 +10,12 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
   vocabulary (they all read as ``<unk>``). The model answers with a word of its
   vocabulary whatever it is asked; a non-zero count says that it did not understand
   part of the request, however high the score.
-* ``tokenize`` (:data:`TOKENIZE_SIGNATURE_KEY`): the same inputs; outputs
+* ``classify`` (:data:`~tpr_keras.models.tf_serving_layout.CLASSIFY_SIGNATURE_KEY`): TF
+  Serving's Classify API over serialized ``tf.Example`` (input ``inputs``, features
+  ``story`` and ``question``, one string each); outputs ``classes`` (the ``k`` candidate
+  answers, best first) and ``scores`` (their probabilities): the answer of
+  ``serving_default`` as a stock Classify client reads it.
+* ``tokenize`` (:data:`TOKENIZE_SIGNATURE_KEY`): the same inputs as ``serving_default``; outputs
   ``story_ids`` (``int32[batch, S, W]``) and ``question_ids`` (``int32[batch, W]``),
   the ids the model sees.
 
@@ -31,7 +36,11 @@ import tensorflow as tf
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
 from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer
-from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
+from tpr_keras.models.tf_serving_layout import (
+    CLASSIFY_SIGNATURE_KEY,
+    SIGNATURE_KEY,
+    export_version,
+)
 
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"
@@ -59,6 +68,8 @@ class BabiServingModule(tf.Module):
         serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates",
             "unknown_words"}``.
         tokenize: ``tf.function(story, question)`` -> ``{"story_ids", "question_ids"}``.
+        classify: ``tf.function(inputs)`` (serialized ``tf.Example``) -> ``{"classes",
+            "scores"}``.
     """
 
     def __init__(self, model: Any, vocab_file: str, vocabulary_size: int,
@@ -91,10 +102,20 @@ class BabiServingModule(tf.Module):
                     "candidates": candidates,
                     "unknown_words": tokenizer.unknown_words(story, question)}
 
+        features = {"story": tf.io.FixedLenFeature([], tf.string),
+                    "question": tf.io.FixedLenFeature([], tf.string)}
+
+        def classify(inputs):
+            parsed = tf.io.parse_example(inputs, features)
+            out = serve(parsed["story"], parsed["question"])
+            return {"classes": out["candidates"], "scores": out["scores"]}
+
         specs = [tf.TensorSpec([None], tf.string, name="story"),
                  tf.TensorSpec([None], tf.string, name="question")]
         self.serve = tf.function(serve, input_signature=specs)
         self.tokenize = tf.function(tokenize, input_signature=specs)
+        self.classify = tf.function(
+            classify, input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
         # Track the tf.Variables the traced graph reads, not the Keras model or its
         # keras.Variable wrappers: those are saved as separate copies, and the TF1 loader
         # (the path TF Serving takes) would restore the copies while the graph reads
@@ -173,7 +194,8 @@ def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
         tf.saved_model.save(
             module, os.fspath(path),
             signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
-                        TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function()})
+                        TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function(),
+                        CLASSIFY_SIGNATURE_KEY: module.classify.get_concrete_function()})
     return {
         "format": "tpr-keras/babi-serving/1",
         "signatures": {
@@ -184,6 +206,10 @@ def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
                                         "unknown_words": "int32[batch]"}},
             TOKENIZE_SIGNATURE_KEY: {"outputs": {"story_ids": "int32[batch, S, W]",
                                                  "question_ids": "int32[batch, W]"}},
+            CLASSIFY_SIGNATURE_KEY: {"inputs": {"inputs": "string[batch] (serialized "
+                                                          "tf.Example: story, question)"},
+                                     "outputs": {"classes": f"string[batch, {module.top_k}]",
+                                                 "scores": f"float32[batch, {module.top_k}]"}},
         },
         "max_words": int(max_words),
         "max_story_sentences": max_story_sentences,

@@ -3,7 +3,10 @@
 Signature ``serving_default``: ``premise`` and ``hypothesis`` (``tf.string[batch]``,
 formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
 ``probability`` (``float32[batch]``, the model's probability that the premise entails the
-hypothesis). Characters become ids in the graph (:class:`EntailmentTokenizer`, the same
+hypothesis). Signature ``classify``, for TF Serving's Classify API: serialized
+``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``, one string each)
+-> ``classes`` (``["entails", "does not entail"]`` for every example, in that order) and
+``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph (:class:`EntailmentTokenizer`, the same
 ids as ``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other
 unknown character maps to ``<unk>``, never an error. :func:`export_entailment_model`
 puts the SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`).
@@ -16,11 +19,17 @@ import tensorflow as tf
 
 from tpr_keras.data.entailment import save_vocabulary
 from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer
-from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
+from tpr_keras.models.tf_serving_layout import (
+    CLASSIFY_SIGNATURE_KEY,
+    SIGNATURE_KEY,
+    export_version,
+)
 
 VOCAB_ASSET = "entailment_vocab.txt"
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"premise": ["(a>b)"], "hypothesis": ["(~b>~a)"]}
+#: The classes of the ``classify`` signature, in the order of its scores.
+CLASSES = ("entails", "does not entail")
 
 
 class EntailmentServingModule(tf.Module):
@@ -45,9 +54,20 @@ class EntailmentServingModule(tf.Module):
             probability = tf.sigmoid(tf.reshape(tf.cast(logits, tf.float32), [-1]))
             return {"entails": probability > 0.5, "probability": probability}
 
+        features = {"premise": tf.io.FixedLenFeature([], tf.string),
+                    "hypothesis": tf.io.FixedLenFeature([], tf.string)}
+
+        def classify(inputs):
+            parsed = tf.io.parse_example(inputs, features)
+            p = serve(parsed["premise"], parsed["hypothesis"])["probability"]
+            classes = tf.tile(tf.constant([CLASSES]), [tf.shape(p)[0], 1])
+            return {"classes": classes, "scores": tf.stack([p, 1.0 - p], axis=1)}
+
         spec = [tf.TensorSpec([None], tf.string, name="premise"),
                 tf.TensorSpec([None], tf.string, name="hypothesis")]
         self.serve = tf.function(serve, input_signature=spec)
+        self.classify = tf.function(
+            classify, input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
         self.captured_variables = list(self.serve.get_concrete_function().variables)
 
 
@@ -58,12 +78,17 @@ def save_entailment_servable(model, path):
         vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
         save_vocabulary(vocab_file)
         module = EntailmentServingModule(model, vocab_file)
-        tf.saved_model.save(module, os.fspath(path),
-                            signatures={SIGNATURE_KEY: module.serve.get_concrete_function()})
+        tf.saved_model.save(module, os.fspath(path), signatures={
+            SIGNATURE_KEY: module.serve.get_concrete_function(),
+            CLASSIFY_SIGNATURE_KEY: module.classify.get_concrete_function()})
     return {"format": "tpr-keras/entailment-serving/1", "model_class": type(model).__name__,
             "signatures": {SIGNATURE_KEY: {
                 "inputs": {"premise": "string[batch]", "hypothesis": "string[batch]"},
-                "outputs": {"entails": "bool[batch]", "probability": "float32[batch]"}}}}
+                "outputs": {"entails": "bool[batch]", "probability": "float32[batch]"}},
+                CLASSIFY_SIGNATURE_KEY: {
+                    "inputs": {"inputs": "string[batch] (serialized tf.Example: premise, "
+                                         "hypothesis)"},
+                    "outputs": {"classes": "string[batch, 2]", "scores": "float32[batch, 2]"}}}}
 
 
 def export_entailment_model(model, export_dir, model_name="entailment", version=None):
