@@ -1,5 +1,7 @@
-"""The README against the code: CI runs the README's test command, and the flag tables list
-every flag with its default. When this fails, update README.md, not this test."""
+"""The README and docs/ against the code: CI runs the README's test command, the flag tables
+of docs/training.md and docs/serving.md list every flag with its default, the README's Keras
+example runs as written, and every relative link names a file that exists. When this fails,
+update README.md or docs/, not this test."""
 
 import os
 import pathlib
@@ -9,13 +11,19 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+TRAINING = (DOCS / "training.md").read_text(encoding="utf-8")
+SERVING = (DOCS / "serving.md").read_text(encoding="utf-8")
 FLAG = re.compile(r"`--([a-z_0-9]+)`")
 
 
-def section(title):
-    start = README.index(title)
-    end = README.find("\n## ", start + len(title))
-    return README[start:end if end >= 0 else None]
+def section(text, title):
+    """From the heading ``title`` to the next heading of its level (``## `` or ``### ``) or above."""
+    start = text.index(title)
+    level = title[:title.index(" ") + 1]
+    ends = [text.find("\n" + "#" * n + " ", start + len(title)) for n in range(1, len(level))]
+    ends = [end for end in ends if end >= 0]
+    return text[start:min(ends) if ends else None]
 
 
 def table_rows(text):
@@ -94,12 +102,12 @@ def test_optional_extra_tests_skip_without_it():
 
 
 def test_babi_flag_table_lists_every_flag_with_its_default():
-    rows = table_rows(section("## Training bAbI"))
+    rows = table_rows(section(TRAINING, "## Training bAbI"))
     listed = [name for names, _ in rows for name in names]
     flags = babi_flags()
     assert len(listed) == len(set(listed)), "a flag appears twice in the table"
     assert sorted(listed) == sorted(flags), (
-        f"missing from the README table: {sorted(set(flags) - set(listed))}; "
+        f"missing from docs/training.md's table: {sorted(set(flags) - set(listed))}; "
         f"not flags of train.babi: {sorted(set(listed) - set(flags))}")
     checked = 0
     for names, cell in rows:
@@ -115,7 +123,6 @@ def test_babi_flag_table_lists_every_flag_with_its_default():
 def test_server_flag_table_lists_every_flag():
     source = (REPO / "serving" / "model_server" / "flags.py").read_text()
     options = set(re.findall(r'add_argument\("--([a-z_0-9]+)"', source))
-    text = README[README.index("### The server"):]
-    text = text[:text.index("\n### ", 5)]
-    listed = [name for names, _ in table_rows(text) for name in names]
+    listed = [name for names, _ in table_rows(section(SERVING, "## The server"))
+              for name in names]
     assert sorted(listed) == sorted(options)
