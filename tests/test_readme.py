@@ -1,6 +1,7 @@
 """The README and docs/ against the code: CI runs the README's test command, the flag tables
 of docs/training.md and docs/serving.md list every flag with its default, the README's Keras
-example runs as written. When this fails, update README.md or docs/, not this test."""
+example runs as written, and every relative link names a file that exists. When this fails,
+update README.md or docs/, not this test."""
 
 import os
 import pathlib
@@ -150,3 +151,44 @@ def test_readme_keras_example_runs_as_written(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "tpru.keras").is_file()
 
+
+DOC_FILES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def without_code(text):
+    """Markdown without fenced code blocks (a ``# comment`` there is no heading)."""
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def anchors(path):
+    """GitHub's heading anchors of a Markdown file."""
+    slugs = set()
+    for heading in re.findall(r"^#+ (.+)$", without_code(path.read_text(encoding="utf-8")), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        slugs.add(slug)
+    return slugs
+
+
+def test_relative_links_name_files_and_headings_that_exist():
+    broken = []
+    for path in DOC_FILES:
+        for target in LINK.findall(without_code(path.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s), mailto: not checked here
+            file, _, anchor = target.partition("#")
+            resolved = (path.parent / file).resolve() if file else path
+            if not resolved.exists():
+                broken.append(f"{path.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, broken
+
+
+def test_no_machine_paths_in_readme_and_docs():
+    """Commands name data as --data_dir DIR or $DATA, never this project's build machine."""
+    offenders = [f"{path.relative_to(REPO)}: {match}"
+                 for path in DOC_FILES
+                 for match in re.findall(r"\.\./shared/\S*|/work/\S*|/home/\S*|/tmp/mdgen\S*",
+                                         path.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
