@@ -15,7 +15,7 @@ setup(
     packages=find_packages(include=["tpr_keras*", "train*", "serving*"]),
     # The trained presets (tpr_keras/presets/<name>/): config, weights, vocabulary, metadata.
     package_data={"tpr_keras.presets": ["*/*.json", "*/*.h5", "*/assets/*"]},
-    # The stack verified to work together (see README, "Dependencies").
+    # The stack verified to work together (see docs/architecture.md, "Dependencies").
     install_requires=[
         "tensorflow==2.21.*",
         "keras==3.15.*",

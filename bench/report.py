@@ -1,4 +1,5 @@
-"""Regenerate every table of ``results/*.md`` and the README from committed JSON.
+"""Regenerate every table of ``results/*.md``, the README and ``docs/`` from committed JSON
+(and docs/training.md's flag listings from the train commands' ``--help``).
 
     python -m bench.report            # rewrite the generated blocks in place
     python -m bench.report --check    # rewrite nothing; exit 1 with a diff if any block differs
@@ -102,9 +103,10 @@ def run(root, files, check, blocks=None, out=sys.stdout):
 
 
 def default_files(root):
-    """``results/*.md`` and the README (its presets table)."""
-    return sorted(glob.glob(os.path.join(root, "results", "*.md"))) + [
-        os.path.join(root, "README.md")]
+    """``results/*.md``, the README (its presets table) and ``docs/*.md`` (the flags)."""
+    return (sorted(glob.glob(os.path.join(root, "results", "*.md")))
+            + [os.path.join(root, "README.md")]
+            + sorted(glob.glob(os.path.join(root, "docs", "*.md"))))
 
 
 def missing_extra():
@@ -124,7 +126,7 @@ def main(argv=None):
                         help="rewrite nothing; exit 1 and print a diff if a block differs")
     parser.add_argument("--root", default=ROOT, help="the repository root")
     parser.add_argument("files", nargs="*",
-                        help="Markdown files (default: results/*.md and README.md under --root)")
+                        help="Markdown files (default: results/*.md, README.md and docs/*.md under --root)")
     args = parser.parse_args(argv)
     missing = missing_extra()
     if missing:

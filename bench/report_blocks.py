@@ -1,4 +1,6 @@
-"""The generated blocks of ``results/*.md``: block name -> Markdown made from committed JSON.
+"""The generated blocks of ``results/*.md``, the README and ``docs/``: block name -> Markdown
+made from committed JSON (or, for the ``help-*`` blocks of docs/training.md, from the code:
+each ``train.*`` command's ``--help``).
 
 Each generator takes the repository root and returns Markdown text. Those of entailment
 Table 1, the bAbI Table 1 and the math per-module tables call the code that already renders
@@ -10,6 +12,8 @@ import argparse
 import json
 import os
 import re
+import subprocess
+import sys
 
 from bench import babi_table1, entailment_table1
 from tpr_keras.analysis import modules
@@ -396,6 +400,26 @@ def backends_babi_task1_block(root):
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------- command flags
+#: The commands whose every flag docs/training.md lists, generated from their ``--help``.
+TRAIN_COMMANDS = ("train.babi", "train.math", "train.entailment")
+
+
+def command_help_block(module):
+    """``python -m MODULE --help`` as a text block: every flag the command defines, grouped,
+    with its default and help, made from the flag definitions themselves (``--help`` starts
+    no TensorFlow, and its layout does not depend on the terminal)."""
+    def block(root):
+        env = dict(os.environ, PYTHONPATH=root)
+        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            from bench.report import ReportError
+            raise ReportError(f"python -m {module} --help failed: {done.stderr[-2000:]}")
+        return f"```text\n{done.stdout.rstrip()}\n```"
+    return block
+
+
 BLOCKS = {
     "backends": backends_block,
     "gpu": gpu_block("gpu.json"),
@@ -417,4 +441,5 @@ BLOCKS = {
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
     "serving-batching": serving_batching_block,
+    **{f"help-{module}": command_help_block(module) for module in TRAIN_COMMANDS},
 }

@@ -1,5 +1,7 @@
-"""The README against the code: CI runs the README's test command, and the flag tables list
-every flag with its default. When this fails, update README.md, not this test."""
+"""The README and docs/ against the code: CI runs the README's test command, the flag tables
+of docs/training.md and docs/serving.md list every flag with its default, the README's Keras
+example runs as written, and every relative link names a file that exists. When this fails,
+update README.md or docs/, not this test."""
 
 import os
 import pathlib
@@ -9,13 +11,25 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+TRAINING = (DOCS / "training.md").read_text(encoding="utf-8")
+SERVING = (DOCS / "serving.md").read_text(encoding="utf-8")
 FLAG = re.compile(r"`--([a-z_0-9]+)`")
 
 
-def section(title):
-    start = README.index(title)
-    end = README.find("\n## ", start + len(title))
-    return README[start:end if end >= 0 else None]
+def section(text, title):
+    """From the heading ``title`` to the next heading of its level or above (``#`` lines
+    inside fenced code blocks are comments, not headings)."""
+    start = text.index(title)
+    level = title.index(" ")
+    offset, fenced = start + len(title), False
+    for line in text[offset:].splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(rf"#{{1,{level}}} ", line):
+            return text[start:offset]
+        offset += len(line)
+    return text[start:]
 
 
 def table_rows(text):
@@ -94,12 +108,12 @@ def test_optional_extra_tests_skip_without_it():
 
 
 def test_babi_flag_table_lists_every_flag_with_its_default():
-    rows = table_rows(section("## Training bAbI"))
+    rows = table_rows(section(TRAINING, "## Training bAbI"))
     listed = [name for names, _ in rows for name in names]
     flags = babi_flags()
     assert len(listed) == len(set(listed)), "a flag appears twice in the table"
     assert sorted(listed) == sorted(flags), (
-        f"missing from the README table: {sorted(set(flags) - set(listed))}; "
+        f"missing from docs/training.md's table: {sorted(set(flags) - set(listed))}; "
         f"not flags of train.babi: {sorted(set(listed) - set(flags))}")
     checked = 0
     for names, cell in rows:
@@ -115,7 +129,66 @@ def test_babi_flag_table_lists_every_flag_with_its_default():
 def test_server_flag_table_lists_every_flag():
     source = (REPO / "serving" / "model_server" / "flags.py").read_text()
     options = set(re.findall(r'add_argument\("--([a-z_0-9]+)"', source))
-    text = README[README.index("### The server"):]
-    text = text[:text.index("\n### ", 5)]
-    listed = [name for names, _ in table_rows(text) for name in names]
+    listed = [name for names, _ in table_rows(section(SERVING, "## The server"))
+              for name in names]
     assert sorted(listed) == sorted(options)
+
+
+def readme_python_block(title):
+    """The one ``python`` code block of the README section ``title``."""
+    blocks = re.findall(r"```python\n(.*?)```", section(README, title), re.S)
+    assert len(blocks) == 1, f"{title!r} has {len(blocks)} python blocks"
+    return blocks[0]
+
+
+def test_readme_keras_example_runs_as_written(tmp_path):
+    """The README's 'own Keras model' example builds, fits, predicts, saves and reloads."""
+    code = readme_python_block("## Your own Keras model with a TPR layer")
+    assert "from tpr_keras.layers import" in code and "model.fit(" in code
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "tpru.keras").is_file()
+
+
+DOC_FILES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def without_code(text):
+    """Markdown without fenced code blocks (a ``# comment`` there is no heading)."""
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def anchors(path):
+    """GitHub's heading anchors of a Markdown file."""
+    slugs = set()
+    for heading in re.findall(r"^#+ (.+)$", without_code(path.read_text(encoding="utf-8")), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        slugs.add(slug)
+    return slugs
+
+
+def test_relative_links_name_files_and_headings_that_exist():
+    broken = []
+    for path in DOC_FILES:
+        for target in LINK.findall(without_code(path.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s), mailto: not checked here
+            file, _, anchor = target.partition("#")
+            resolved = (path.parent / file).resolve() if file else path
+            if not resolved.exists():
+                broken.append(f"{path.relative_to(REPO)}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{path.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, broken
+
+
+def test_no_machine_paths_in_readme_and_docs():
+    """Commands name data as --data_dir DIR or $DATA, never this project's build machine."""
+    offenders = [f"{path.relative_to(REPO)}: {match}"
+                 for path in DOC_FILES
+                 for match in re.findall(r"\.\./shared/\S*|/work/\S*|/home/\S*|/tmp/mdgen\S*",
+                                         path.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

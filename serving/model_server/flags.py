@@ -1,5 +1,5 @@
 """The server's flags: every flag of TF Serving 2.x's ``tensorflow_model_server`` (its
-``main.cc``), with its name, type and default, plus a few of this server's own (README,
+``main.cc``), with its name, type and default, plus a few of this server's own (docs/serving.md,
 "The server").
 
 Flags take ``--flag=value`` or ``--flag value``; booleans also take ``true``/``false``,

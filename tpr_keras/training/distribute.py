@@ -28,8 +28,8 @@ def make_strategy(name="auto"):
         if "TF_CONFIG" not in os.environ:
             raise ValueError(
                 "--strategy=multi_worker needs the TF_CONFIG environment variable "
-                "(cluster spec and this worker's task); see README 'Training on N "
-                "GPUs and on K machines'."
+                "(cluster spec and this worker's task); see docs/distributed.md, "
+                "'K machines'."
             )
         _cluster_tasks()  # fail early on malformed JSON
         return tf.distribute.MultiWorkerMirroredStrategy()
