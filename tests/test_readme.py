@@ -152,6 +152,18 @@ def test_readme_keras_example_runs_as_written(tmp_path):
     assert (tmp_path / "tpru.keras").is_file()
 
 
+def test_readme_task_model_example_prints_the_answers_it_shows(tmp_path):
+    """The README's 'Use it from Python' block runs and prints the answers its comments show."""
+    code = readme_python_block("## Use it from Python")
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("['kitchen']") and lines[0].endswith("[0]"), lines[0]
+    assert lines[1:] == ["[ True False]", "['1']"], lines
+
+
 DOC_FILES = [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
