@@ -15,6 +15,7 @@ from tpr_keras.training.callbacks import (LinearStart, NanReinit, StepCheckpoint
 from tpr_keras.training.config import TrainConfig
 from tpr_keras.training.early_stopping import EarlyStopping
 from tpr_keras.training.lr_policy import LearningRatePolicy
+from tpr_keras.training.progress import ConsoleProgress, TrainingSummaries
 from tpr_keras.training.state import TrainerState
 
 
@@ -115,7 +116,8 @@ def test_step_checkpoints_every_n_applied_steps():
 
 def test_every_run_gets_the_callbacks_its_config_asks_for():
     kinds = [type(c) for c in default_callbacks(TrainConfig(max_train_seconds=60))]
-    assert kinds == [LearningRatePolicy, EarlyStopping, NanReinit, TimeBudget]
+    assert kinds == [ConsoleProgress, TrainingSummaries, LearningRatePolicy, EarlyStopping,
+                     NanReinit, TimeBudget]
     config = TrainConfig(reinit_on_nan=False, checkpoint_every_steps=10)
-    assert [type(c) for c in default_callbacks(config)] == [
+    assert [type(c) for c in default_callbacks(config)][2:] == [
         LearningRatePolicy, EarlyStopping, StepCheckpoints, TimeBudget]

@@ -6,9 +6,10 @@ is a callback, called as ``model.fit`` calls Keras callbacks (``keras.callbacks.
 ``on_train_begin``, ``on_epoch_begin(epoch)``, ``on_train_batch_end(batch, logs)`` after
 every step, ``on_epoch_end(epoch, logs)`` after the validation and ``on_train_end``; a
 callback stops the run with ``self.model.stop_training = True``. The step's ``logs`` hold
-``loss``, ``accuracy``, ``learning_rate``, ``grad_norm``, ``global_step`` and ``applied``
-(0 for a step skipped for a non-finite loss or gradient, whose ``loss`` is then not
-finite; ``overflow`` 1 for a mixed-float16 step skipped by the loss scale); the epoch's hold
+``loss``, ``accuracy``, ``learning_rate``, ``grad_norm``, ``global_step``, ``examples``,
+``applied`` (0 for a step skipped for a non-finite loss or gradient, whose ``loss`` is then
+not finite) and ``overflow`` (1 for a mixed-float16 step skipped by the loss scale), all as
+floats (Keras' ``CallbackList`` makes them so); the epoch's hold
 ``loss``, ``accuracy``, ``learning_rate`` and, with validation data, ``val_loss``,
 ``val_accuracy`` and ``val_error_percent``. So Keras' own callbacks (``TerminateOnNaN``,
 ``CSVLogger``, ``LambdaCallback``, ...) work in the loop on every backend.
@@ -24,9 +25,12 @@ This project's callbacks subclass :class:`Callback`, which adds the trainer
 - :class:`TimeBudget`: a run's training minutes (``--max_train_minutes``);
 - :class:`NanReinit`: a fresh start when the warm-up diverges;
 - :class:`StepCheckpoints`: checkpoints inside epochs (``--checkpoint_every_steps``);
-- :class:`LinearStart`: MemN2N's linear start (§4.2), which ``train.babi`` adds.
+- :class:`LinearStart`: MemN2N's linear start (§4.2), which ``train.babi`` adds;
+- :class:`~tpr_keras.training.progress.ConsoleProgress` and
+  :class:`~tpr_keras.training.progress.TrainingSummaries`: the progress bar or lines, and
+  the TensorBoard scalars.
 
-All but the last are every run's, as its
+All but LinearStart are every run's, as its
 :class:`~tpr_keras.training.config.TrainConfig` sets them (:func:`default_callbacks`);
 ``fit(callbacks=...)`` adds more. A callback keeps what must survive a restart in the
 trainer's checkpointed state or the model's variables, never in itself.
@@ -93,7 +97,7 @@ class TimeBudget(Callback):
         if not self._past():
             return
         print(f"Time budget of {self.seconds / 60:g} min reached at step "
-              f"{logs['global_step']}: stopping (the same command resumes from here).")
+              f"{int(logs['global_step'])}: stopping (the same command resumes from here).")
         self.model.stop_training = True
 
     def stop_reason(self):
@@ -139,7 +143,7 @@ class StepCheckpoints(Callback):
         self.every = every
 
     def on_train_batch_end(self, batch, logs=None):
-        if logs["applied"] and logs["global_step"] % self.every == 0:
+        if logs["applied"] and int(logs["global_step"]) % self.every == 0:
             self.trainer.save_checkpoint()
 
 
@@ -161,14 +165,18 @@ class LinearStart(Callback):
 
 
 def default_callbacks(config):
-    """Every run's callbacks for ``config``: the learning-rate policy, early stopping, the
-    time budget, and where ``config`` asks for them, re-initialising after a NaN in the
+    """Every run's callbacks for ``config``: the console progress, the TensorBoard
+    scalars, the learning-rate policy, early stopping, the time budget, and where
+    ``config`` asks for them, re-initialising after a NaN in the
     warm-up and checkpoints inside epochs (before the time budget, so that the step that
     spends the budget is saved by the checkpoint the stop writes anyway)."""
     from tpr_keras.training.early_stopping import EarlyStopping
     from tpr_keras.training.lr_policy import LearningRatePolicy
+    from tpr_keras.training.progress import ConsoleProgress, TrainingSummaries
 
-    callbacks = [LearningRatePolicy.from_config(config), EarlyStopping.from_config(config)]
+    callbacks = [ConsoleProgress(config.verbose, config.progress_seconds),
+                 TrainingSummaries(config.log_every_steps),
+                 LearningRatePolicy.from_config(config), EarlyStopping.from_config(config)]
     if config.reinit_on_nan:
         callbacks.append(NanReinit(config.max_reinits))
     if config.checkpoint_every_steps:

@@ -15,21 +15,13 @@ import os
 import time
 
 import keras
-import numpy as np
 
-from tpr_keras.training.console import (
-    Summaries,
-    epoch_line,
-    progress_line,
-    read_history,
-    write_history,
-)
+from tpr_keras.training.console import epoch_line, read_history, write_history
 from tpr_keras.training.callbacks import Callback, default_callbacks
-from tpr_keras.training.early_stopping import EarlyStopping
-from tpr_keras.training.lr_policy import LearningRatePolicy
+from tpr_keras.training.loop_state import LoopState
 
 
-class EpochLoop:
+class EpochLoop(LoopState):
     """The backend-neutral part of a trainer (see the module docstring).
 
     A subclass sets ``config`` (a :class:`~tpr_keras.training.config.TrainConfig`),
@@ -82,161 +74,6 @@ class EpochLoop:
         them (and the step built for them)."""
         raise NotImplementedError
 
-    def reinitialize(self):
-        """Fresh weights for the model and a zeroed optimizer state."""
-        fresh = self.model_fn()
-        for variable, value in zip(self.model.weights, fresh.weights):
-            variable.assign(value)
-        for variable in self.optimizer.variables:
-            if "learning_rate" not in variable.path:
-                variable.assign(keras.ops.zeros(variable.shape, variable.dtype))
-        self.state.global_step.assign(0)
-        if self._counters is not None:
-            self._counters["global_step"] = 0
-        self.reinits += 1
-
-    def benchmark_train_step(self, dataset, seconds=10.0, batches=40, warmup=3):
-        """Examples/s of the compiled training step alone, on cached batches.
-
-        Takes up to ``batches`` batches of ``dataset`` into memory, runs
-        ``warmup`` steps (tracing, if the step is new), then cycles through
-        them for ``seconds``: the rate :meth:`fit` would reach with a free
-        input pipeline and no loop overhead. Model, optimizer and learning
-        rate are restored afterwards, so it can run before, during or after
-        training.
-        """
-        cached = self._cache_batches(dataset, batches)
-        if not cached:
-            raise ValueError("benchmark_train_step needs a non-empty dataset")
-        variables = self.model.variables + self.optimizer.variables
-        saved = [keras.ops.convert_to_numpy(v) for v in variables]
-        try:
-            for batch in cached[:warmup]:
-                self._run_step(batch)
-            examples, i = 0, 0
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                examples += int(self._run_step(cached[i % len(cached)])[4])
-                i += 1
-            return examples / (time.perf_counter() - start)
-        finally:
-            self._after_benchmark()
-            for variable, value in zip(variables, saved):
-                variable.assign(value)
-
-    def _after_benchmark(self):
-        """Called before :meth:`benchmark_train_step` puts the saved values back."""
-
-    @property
-    def lr_policy(self):
-        """The :class:`LearningRatePolicy` of ``config``."""
-        return LearningRatePolicy.from_config(self.config)
-
-    @property
-    def early_stopping(self):
-        """The :class:`EarlyStopping` of ``config``."""
-        return EarlyStopping.from_config(self.config)
-
-    @property
-    def train_seconds(self):
-        """Seconds spent in :meth:`fit` over every process of this run, up to now.
-
-        Training steps and validations, continued from the checkpoint's count when
-        the run resumed (so a schedule spread over several sittings reports its whole
-        cost, without the work redone after an interruption counted twice).
-        """
-        self._sync_state()
-        return self.state.value("train_seconds")
-
-    def current_learning_rate(self):
-        """The learning rate of the next step, from the checkpointed state."""
-        self._sync_state()
-        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor())
-
-    def set_lr_factor(self, factor):
-        """Sets the caller's phase factor of the learning rate (MemN2N linear start).
-
-        It is a state variable, so it is checkpointed and a resumed run keeps it;
-        the loop reads it at the start of every epoch.
-        """
-        self.state.lr_factor.assign(float(factor))
-
-    def _epoch_lr_factor(self):
-        """The lr factors that change at most once per epoch (read from variables)."""
-        return self.lr_policy.epoch_factor(self.state.value("epoch"),
-                                           self.state.value("lr_halved"),
-                                           self.state.value("lr_factor"))
-
-    # During fit() the per-step counters live in self._counters (Python ints and
-    # floats) and are written to their variables by _sync_state() before every
-    # checkpoint and whenever the loop hands control to other code.
-    _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
-                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps",
-                      "loss_scale_good_steps")
-
-    def step_counter(self, name):
-        """A per-step counter (``global_step``, ...) as it is now: during an epoch the
-        loop keeps these ahead of :attr:`state`."""
-        if self._counters is not None and name in self._counters:
-            return self._counters[name]
-        return self.state.value(name)
-
-    def _load_counters(self):
-        self._counters = {
-            name: self.state.value(name) for name in self._STEP_COUNTERS
-        }
-
-    def _sync_state(self):
-        clock = self._clock
-        if clock is not None:  # inside fit(): the time counters run
-            now = time.perf_counter()
-            self.state.train_seconds.assign(clock["train_base"] + now - clock["fit_start"])
-            if clock["epoch_start"] is not None:
-                self.state.epoch_seconds.assign(
-                    clock["epoch_base"] + now - clock["epoch_start"])
-        if self._counters is None:
-            return
-        for name, value in self._counters.items():
-            if self.state.value(name) != value:
-                getattr(self.state, name).assign(value)
-
-    def evaluate(self, dataset, group_key=None):
-        """Loss and accuracy of the current weights on ``dataset``.
-
-        Runs on the current device in cross-replica context (every worker
-        computes the same numbers; no collectives). With ``group_key`` the
-        result also holds accuracy per value of ``labels[group_key]``.
-        """
-        losses, corrects, groups = [], [], []
-        for loss, correct, group in self._eval_batches(dataset, group_key):
-            losses.append(loss)
-            corrects.append(correct)
-            groups.append(group)
-        loss = np.concatenate(losses)
-        correct = np.concatenate(corrects)
-        result = {
-            "loss": float(loss.mean()),
-            "accuracy": float(correct.mean()),
-            "error_percent": float(100.0 * (1.0 - correct.mean())),
-            "count": int(correct.size),
-        }
-        if group_key is not None:
-            group = np.concatenate(groups)
-            result["error_percent_by_group"] = {
-                int(g): float(100.0 * (1.0 - correct[group == g].mean()))
-                for g in np.unique(group)
-            }
-        return result
-
-    def restore_best(self):
-        """Loads the best validation weights, if any were saved."""
-        return self.checkpoints.restore_best()
-
-    def save_checkpoint(self):
-        """Writes the counters back to the state and checkpoints everything."""
-        self._sync_state()
-        return self.checkpoints.save(self.state.value("global_step"))
-
     # ------------------------------------------------------------------ fit
     def fit(self, train_dataset_fn, valid_dataset=None, steps_per_epoch=None,
             callbacks=None):
@@ -263,7 +100,6 @@ class EpochLoop:
         start_epoch = self.state.value("epoch")
         history_path = os.path.join(self.write_dir, "history.json")
         history = self.history = read_history(history_path, start_epoch) if resumed else []
-        summaries = Summaries(self.write_dir)
         if resumed:  # always said: a silent resume is a surprise
             print(
                 f"Resumed from {self.restored_from} at epoch "
@@ -295,10 +131,8 @@ class EpochLoop:
                 if stop:
                     break
                 epoch_started = time.monotonic()
-                self._callback_list.on_epoch_begin(epoch)
                 record = self._train_epoch(
-                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch, summaries
-                )
+                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch)
                 epoch_done = record.pop("epoch_done")
                 # examples trained in this call (a resumed epoch counts only its rest)
                 examples = record.pop("examples")
@@ -316,7 +150,6 @@ class EpochLoop:
                         valid_loss=valid["loss"],
                         valid_error_percent=valid["error_percent"],
                     )
-                    summaries.validation(record["step"], valid["loss"], valid["error_percent"])
                 # wall-clock time at the end of the epoch (validation included), so a
                 # curve against wall time can be drawn across restarts
                 record["finished_at"] = time.time()
@@ -350,7 +183,6 @@ class EpochLoop:
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
             )
-        summaries.flush()
         if valid_dataset is not None:
             self.restore_best()
         return history
@@ -393,7 +225,7 @@ class EpochLoop:
             target = steps_left if target is None else min(target, steps_left)
         return target
 
-    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch, summaries):
+    def _train_epoch(self, epoch, train_dataset_fn, steps_per_epoch):
         """One pass over the training data; returns the epoch's record."""
         cfg = self.config
         self._load_counters()
@@ -404,19 +236,12 @@ class EpochLoop:
             self._clock["epoch_base"] = self.state.value("epoch_seconds")
         skip = counters["step_in_epoch"]
         batches = self._epoch_batches(train_dataset_fn, epoch, skip)
-        progbar = None
-        target = self._epoch_target(steps_per_epoch)
-        total_epochs = self._total_epochs(steps_per_epoch)
-        if cfg.verbose == 1:
-            print(f"Epoch {epoch + 1}/{total_epochs}", flush=True)
-            progbar = keras.utils.Progbar(target or None, stateful_metrics=["lr"])
+        self.epoch_plan = {"total_epochs": self._total_epochs(steps_per_epoch),
+                           "target": self._epoch_target(steps_per_epoch)}
+        self._callback_list.on_epoch_begin(epoch)
         epoch_factor = self._epoch_lr_factor()
         policy = self.lr_policy
-        epoch_done, examples, done_steps = True, 0, 0
-        # The in-epoch lines of verbose=2: the rate leaves out the epoch's first step
-        # (tracing, iterator start-up), so the time left is right from the first line.
-        paced_from, paced_examples = None, 0
-        next_line = time.perf_counter() + cfg.progress_seconds
+        epoch_done, examples = True, 0
         for batch in batches:
             lr = policy.rate(counters["warmup_done"], epoch_factor)
             self._set_learning_rate(lr)
@@ -425,7 +250,8 @@ class EpochLoop:
             counters["step_in_epoch"] += 1
             examples += int(count)
             if not applied and self.loss_scaling:  # an overflow of the scaled gradient
-                self._step_logs(counters, loss, accuracy, norm, lr, applied, overflow=1)
+                self._step_logs(counters, loss, accuracy, norm, lr, applied, count,
+                                overflow=1)
                 counters["skipped_steps"] += 1
                 counters["loss_scale_good_steps"] = 0
                 scale = self.state.value("loss_scale") / 2.0
@@ -439,7 +265,7 @@ class EpochLoop:
                 counters["skipped_steps"] += 1
                 print(f"Non-finite loss/gradient at step {counters['global_step']}: "
                       "step skipped.")
-                self._step_logs(counters, loss, accuracy, norm, lr, applied)
+                self._step_logs(counters, loss, accuracy, norm, lr, applied, count)
                 if self.model.stop_training:  # e.g. Keras' TerminateOnNaN
                     epoch_done = False
                     break
@@ -457,37 +283,16 @@ class EpochLoop:
             counters["epoch_loss_sum"] += loss
             counters["epoch_accuracy_sum"] += accuracy
             counters["epoch_steps"] += 1
-            done_steps += 1
-            if progbar is not None:
-                progbar.add(1, [("loss", loss), ("acc", accuracy), ("lr", lr)])
-            elif cfg.verbose == 2:
-                now = time.perf_counter()
-                if paced_from is None:
-                    paced_from = now
-                else:
-                    paced_examples += int(count)
-                if now >= next_line and paced_examples:
-                    next_line = now + cfg.progress_seconds
-                    print(progress_line(
-                        epoch + 1, total_epochs, done_steps, target,
-                        counters["epoch_loss_sum"] / counters["epoch_steps"],
-                        counters["epoch_accuracy_sum"] / counters["epoch_steps"],
-                        paced_examples / (now - paced_from),
-                        (done_steps - 1) / (now - paced_from)), flush=True)
-            if step % cfg.log_every_steps == 0:
-                summaries.train_step(step, loss, accuracy, norm, lr)
-            if cfg.max_steps and step >= cfg.max_steps:
-                epoch_done = False
-                break
             # Every callback sees the step; any of them may end the epoch (and the run).
-            self._step_logs(counters, loss, accuracy, norm, lr, applied)
-            if self.model.stop_training:
+            self._step_logs(counters, loss, accuracy, norm, lr, applied, count)
+            if (cfg.max_steps and step >= cfg.max_steps) or self.model.stop_training:
                 epoch_done = False
                 break
         if epoch_done and not skip:
             self._steps_seen = counters["step_in_epoch"]
-        if progbar is not None and (target is None or done_steps < target):
-            progbar.update(done_steps, finalize=True)  # end the bar's line: epoch cut short
+        for callback in self.callbacks:
+            if hasattr(callback, "on_epoch_steps_end"):  # a progress bar ends its line
+                callback.on_epoch_steps_end()
         seconds = time.perf_counter() - started
         # A resumed epoch's record counts the seconds of the processes before (kept in the
         # checkpoint); its examples/s is this process's part alone.
@@ -510,11 +315,11 @@ class EpochLoop:
             "epoch_done": epoch_done,
         }
 
-    def _step_logs(self, counters, loss, accuracy, norm, lr, applied, overflow=0):
+    def _step_logs(self, counters, loss, accuracy, norm, lr, applied, examples, overflow=0):
         """Calls every callback's ``on_train_batch_end`` with this step's logs."""
         self._callback_list.on_train_batch_end(counters["step_in_epoch"] - 1, {
             "loss": loss, "accuracy": accuracy, "grad_norm": norm, "learning_rate": lr,
-            "applied": int(applied), "overflow": overflow,
+            "applied": int(applied), "overflow": overflow, "examples": int(examples),
             "global_step": counters["global_step"]})
 
     def _stop_reason(self):
