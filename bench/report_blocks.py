@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-from bench import babi_table1, entailment_table1
+from bench import babi_recipes, babi_table1, entailment_table1
 from tpr_keras.analysis import modules
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
@@ -430,6 +430,7 @@ BLOCKS = {
     **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},
     "babi-table1-tpr_rnn": babi_table1_block("tpr_rnn"),
     "babi-table1-memn2n": babi_table1_block("memn2n"),
+    "babi-recipes": babi_recipes.markdown,
     "entailment-table1": entailment_table1_block,
     "entailment-curves": entailment_curves_block,
     "entailment-default": entailment_default_block,
