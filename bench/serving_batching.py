@@ -10,7 +10,7 @@ subprocess on loopback, official stubs, in-process baselines interleaved with th
 Prints QPS, examples/s, p50/p99 client latency and the server's peak RSS per run, and the
 batched/unbatched ratios of the means of each configuration's two runs; ``--json`` keeps all
 of it with the command, the parameters file and the machine.
-``bench.report`` turns that file into the table of ``results/serving.md``.
+``tools.report`` turns that file into the table of ``results/serving.md``.
 """
 
 import argparse

@@ -16,7 +16,7 @@
 
 Imports go one way (client and core apart; model_server over core), without cycles
 (``tests/serving/test_layout_of_package.py``). The request fuzzer that probes a running
-server is test and bench code: ``bench/fuzz.py``.
+server is test code: ``tests/serving/fuzz.py`` (its long run: ``tests/serving/serving_fuzz.py``).
 
 Nothing is imported here, so ``import serving.client`` does not pull in Keras.
 """

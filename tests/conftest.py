@@ -23,10 +23,13 @@ import tensorflow as tf  # noqa: E402
 import serving  # noqa: E402, F401
 import train  # noqa: E402, F401
 
-# The same for bench/ (tests/bench), which is not installed: imported from this checkout.
+# The same for bench/, tools/ and experiments/ (tests/bench, tests/tools, tests/experiments),
+# which are not installed: imported from this checkout (as is tests.serving.fuzz).
 if str(pathlib.Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import bench  # noqa: E402, F401
+import experiments  # noqa: E402, F401
+import tools  # noqa: E402, F401
 
 _cpus = tf.config.list_physical_devices("CPU")
 tf.config.set_logical_device_configuration(

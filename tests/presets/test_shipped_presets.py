@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from bench.preset_serving_check import (DATA, recorded_accuracy, sample_requests,
+from tools.preset_serving_check import (DATA, recorded_accuracy, sample_requests,
                                         serve_presets, served_rows)
-from bench.report_blocks import PRESET_NAMES
+from tools.report_blocks import PRESET_NAMES
 from tpr_keras.presets import load_preset, shipped_presets
 from tpr_keras.training import evaluation
 

@@ -1,6 +1,6 @@
-"""A seeded randomized probe (bench.fuzz) against an in-process server on loopback:
+"""A seeded randomized probe (tests.serving.fuzz) against an in-process server on loopback:
 valid and malformed requests, gRPC and REST, each answered with TF Serving's status, and
-valid ones with the right answers. The longer run is bench/serving_fuzz.py."""
+valid ones with the right answers. The longer run is tests/serving/serving_fuzz.py."""
 
 import os
 import random
@@ -10,7 +10,7 @@ import grpc
 import pytest
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from bench import fuzz
+from tests.serving import fuzz
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 

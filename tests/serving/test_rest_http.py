@@ -12,7 +12,7 @@ import time
 import pytest
 from tensorflow_serving.config import model_server_config_pb2
 
-from bench import fuzz
+from tests.serving import fuzz
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 

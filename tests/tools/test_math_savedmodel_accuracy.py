@@ -1,4 +1,4 @@
-"""bench/math_savedmodel_accuracy.py: per-module exact match through a SavedModel's signature.
+"""tools/math_savedmodel_accuracy.py: per-module exact match through a SavedModel's signature.
 
 An untrained exported model answers some questions; files built from its own answers (some
 replaced by wrong ones) have a known accuracy, which the script must measure exactly and
@@ -19,8 +19,8 @@ QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest intege
 
 
 @pytest.fixture(scope="module")
-def script(bench_script):
-    return bench_script("math_savedmodel_accuracy")
+def script(load_script):
+    return load_script("math_savedmodel_accuracy")
 
 
 @pytest.fixture(scope="module")

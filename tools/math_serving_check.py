@@ -1,7 +1,7 @@
 """Export a trained math model, serve it, and ask it over gRPC and with saved_model_cli.
 
-    python -m bench.math_serving_check RUN_DIR [--data_dir ../shared/data/mathematics] [--n 5]
-    python -m bench.math_serving_check RUN_DIR --modules all [--n 5] [--json FILE]
+    python -m tools.math_serving_check RUN_DIR [--data_dir ../shared/data/mathematics] [--n 5]
+    python -m tools.math_serving_check RUN_DIR --modules all [--n 5] [--json FILE]
 
 RUN_DIR is a ``train.math --model_dir`` (its ``export/model.keras`` and ``vocab.txt``). Prints
 the first N interpolate questions of the module with the served and expected answers, then the

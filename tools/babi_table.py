@@ -1,4 +1,4 @@
-"""Markdown tables from ``train.babi`` runs: ``python -m bench.babi_table RUN_DIR...``.
+"""Markdown tables from ``train.babi`` runs: ``python -m tools.babi_table RUN_DIR...``.
 
 Each RUN_DIR is a ``--model_dir`` holding ``results.json``. Prints one row per
 task (test and validation error, epochs, wall time) next to the paper's
@@ -8,7 +8,7 @@ per-task test errors are printed next to Appendix B's Table 4 (best and mean of
 the paper's 8 runs) with the mean error and failed tasks next to Table 1, and
 the curve carries the wall time since the run started (restarts included).
 
-    python -m bench.babi_table runs/babi-all --all_tasks --curve
+    python -m tools.babi_table runs/babi-all --all_tasks --curve
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Serve an exported bAbI model and ask it one test question of every task over gRPC.
 
-    python -m bench.babi_serving_check runs/babi-all/export/babi [--data_dir ../shared/data/babi]
+    python -m tools.babi_serving_check runs/babi-all/export/babi [--data_dir ../shared/data/babi]
         [--index 0 | --all] [--tasks 1,2,...] [--json FILE]
 
 MODEL_BASE_PATH is the ``<export_dir>/<model_name>`` folder that ``train.babi`` prints (integer

@@ -7,7 +7,7 @@ script runs in a separate environment that has it, and imports nothing from tpr-
 
     python3 -m venv /tmp/mdgen
     /tmp/mdgen/bin/pip install 'numpy==1.23.5' 'sympy==1.4' 'mathematics_dataset==1.0.1'
-    /tmp/mdgen/bin/python -m bench.math_heldout_sample --out /tmp/heldout --seed 7 \\
+    /tmp/mdgen/bin/python -m experiments.math_heldout_sample --out /tmp/heldout --seed 7 \\
         [--regimes interpolate,extrapolate] [--per_module 1000] [--filter place_value] \\
         [--train_dir ../shared/data/mathematics]
 
@@ -25,7 +25,7 @@ module early (the file then holds fewer questions, and the summary says how many
 With ``--train_dir`` (a dataset folder with ``train-easy/medium/hard``) it counts the sampled
 questions that also occur in that module's training files; the summary prints them per module,
 since the generator can repeat short questions. Score the sample through an exported model with
-``bench/math_savedmodel_accuracy.py EXPORT OUT/interpolate --reported RUN/results.json``.
+``tools/math_savedmodel_accuracy.py EXPORT OUT/interpolate --reported RUN/results.json``.
 
 The output folder must not exist yet or be empty: nothing is overwritten.
 """

@@ -3,7 +3,7 @@ seed off the plateau (issue #42). Reads committed runs and prints one row per ru
 
 Runs are kept as ``results/babi/recipes/<recipe>/tpr_rnn-seed<N>/results.json`` (each with
 its command); the Appendix-recipe runs of Table 1 (``results/babi/all_tasks/``) are the
-baseline rows. ``python -m bench.report`` places the table in ``results/babi.md``.
+baseline rows. ``python -m tools.report`` places the table in ``results/babi.md``.
 """
 
 import glob

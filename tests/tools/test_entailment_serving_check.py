@@ -1,4 +1,4 @@
-"""bench/entailment_serving_check.py: the served model's accuracy, split by split."""
+"""tools/entailment_serving_check.py: the served model's accuracy, split by split."""
 
 import json
 import os
@@ -17,8 +17,8 @@ PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("(a|b)", "(b|a)"
 
 
 @pytest.fixture(scope="module")
-def script(bench_script):
-    return bench_script("entailment_serving_check")
+def script(load_script):
+    return load_script("entailment_serving_check")
 
 
 def predictions(model, pairs):

@@ -1,9 +1,9 @@
 """Train the shipped presets' runs and turn the finished ones into presets, over several sittings.
 
-    python -m bench.train_presets --data_root ../shared/data --dry_run      # the commands
-    python -m bench.train_presets --data_root ../shared/data --jobs 2 \
+    python -m experiments.train_presets --data_root ../shared/data --dry_run      # the commands
+    python -m experiments.train_presets --data_root ../shared/data --jobs 2 \
         --presets tpr_rnn_babi_all_tasks --max_train_minutes 170            # train (resumes)
-    python -m bench.train_presets --data_root ../shared/data --make         # keep + save
+    python -m experiments.train_presets --data_root ../shared/data --make         # keep + save
 
 Every run is one ``train.*`` command with the paper's recipe (the exact command is what the
 preset's metadata.json records). A run folder under ``--runs`` resumes from its checkpoints
@@ -13,7 +13,7 @@ when the same command starts again, so the runs can be worked off over several s
 
 ``--make`` copies each finished run's (with ``--accept_time_budget``, also a run its last
 sitting's budget stopped) ``results.json`` to its place under ``results/`` (where
-``python -m bench.report`` makes the tables from it) and writes the preset from the chosen
+``python -m tools.report`` makes the tables from it) and writes the preset from the chosen
 run with ``python -m train.save_preset`` into ``tpr_keras/presets/<name>``. Where a preset has
 several seeds (TPR-RNN all tasks: the paper's Table 1 reports seeds, Table 4 its best run),
 the preset is the seed with the lowest mean validation error: the test set plays no part in

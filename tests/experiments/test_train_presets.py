@@ -1,11 +1,11 @@
-"""bench/train_presets.py: the runs behind each shipped preset, and which run becomes it."""
+"""experiments/train_presets.py: the runs behind each shipped preset, and which run becomes it."""
 
 import json
 import os
 
 import pytest
 
-from bench import train_presets
+from experiments import train_presets
 
 
 def args_for(tmp_path, *extra):

@@ -1,11 +1,10 @@
 """The generated blocks of ``results/*.md``, the README and ``docs/``: block name -> Markdown
 made from committed JSON (or, for the ``help-*`` blocks of docs/training.md, from the code:
-each ``train.*`` command's ``--help``).
-
-Each generator takes the repository root and returns Markdown text. Those of entailment
-Table 1, the bAbI Table 1 and the math per-module tables call the code that already renders
-them (``bench/entailment_table1.py``, ``bench/babi_table1.py``,
-``tpr_keras.analysis.modules``); the others are small tables of one committed file each.
+each ``train.*`` command's ``--help``). Each generator takes the repository root and returns
+Markdown text. Those of entailment Table 1, the bAbI Table 1 and the math per-module tables
+call the code that already renders them (``experiments/entailment_table1.py``,
+``tools/babi_table1.py``, ``tpr_keras.analysis.modules``); the others are small tables of one
+committed file each.
 """
 
 import argparse
@@ -15,7 +14,8 @@ import re
 import subprocess
 import sys
 
-from bench import babi_recipes, babi_table1, entailment_table1
+from experiments import entailment_table1
+from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1
 from tpr_keras.analysis import modules
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
@@ -211,7 +211,7 @@ def math_bench_block(name):
 
 # ----------------------------------------------------------------------------- bAbI
 def babi_table1_block(model):
-    """A generator of the bAbI Table 1 block of ``model`` (``bench/babi_table1.py``)."""
+    """A generator of the bAbI Table 1 block of ``model`` (``tools/babi_table1.py``)."""
     def block(root):
         return babi_table1.markdown(root, model)
     block.__doc__ = f"bAbI Table 1 of {model}."
@@ -254,12 +254,13 @@ def presets_block(root):
 
 
 def portable_command(command):
-    """A recorded command as a reader can run it from the repository root: the absolute
-    path of the checkout it ran in is left out of ``--flag=/abs/path/runs/...`` and
-    ``--flag=/abs/path/../shared/...`` (bench.train_presets runs from the root), and a bench
-    script recorded as ``python bench/NAME.py`` runs as ``python -m bench.NAME``."""
+    """A recorded command as a reader can run it from the repository root: no absolute path
+    of the checkout in ``--flag=/abs/path/runs/...`` or ``--flag=/abs/path/../shared/...``,
+    and a script recorded as ``python bench/NAME.py`` or ``python -m bench.NAME`` runs as
+    ``python -m PACKAGE.NAME`` from where it is now (:data:`tools.MOVED_FROM_BENCH`)."""
     command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
-    return re.sub(r"python bench/(\w+)\.py", r"python -m bench.\1", command)
+    return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?",
+                  lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
 
 
 def preset_block(name):
@@ -267,8 +268,8 @@ def preset_block(name):
     def block(root):
         path = os.path.join(root, "tpr_keras", "presets", name, "metadata.json")
         if not os.path.isfile(path):
-            return (f"`{name}` is not shipped yet: `python -m bench.train_presets --presets "
-                    f"{name}` trains its run(s), `--make` writes it.")
+            return (f"`{name}` is not shipped yet: `python -m experiments.train_presets "
+                    f"--presets {name}` trains its run(s), `--make` writes it.")
         meta = _load(os.path.dirname(path), "metadata.json")
         training = meta["training"]
         table = meta["evaluation"]["table"]
@@ -298,13 +299,13 @@ def preset_block(name):
 
 
 def presets_served_block(root):
-    """Every committed ``bench.preset_serving_check --json`` run: the presets' test sets
+    """Every committed ``tools.preset_serving_check --json`` run: the presets' test sets
     answered over gRPC, against the accuracy each preset records."""
     folder = os.path.join(root, "results", "presets")
     names = sorted(f for f in os.listdir(folder) if f.endswith("-served.json")) if (
         os.path.isdir(folder)) else []
     if not names:
-        return ("No served check is committed yet (`python -m bench.preset_serving_check "
+        return ("No served check is committed yet (`python -m tools.preset_serving_check "
                 "--preset NAME --data_dir DIR --json results/presets/NAME-served.json`).")
     lines = ["| preset | rows (tasks, splits, modules) | questions over gRPC | served accuracy "
              "equal to the recorded (±0.05) | lowest served % | seconds |",
@@ -375,7 +376,7 @@ def gpu_block(name):
 def backends_babi_task1_block(root):
     """``results/backends/babi-task1-<backend>-r<round>.json``: the task-1 command per backend,
     round by round, and the test error of its export served over gRPC
-    (``bench.babi_serving_check --all``, ``...-served.json``) where recorded."""
+    (``tools.babi_serving_check --all``, ``...-served.json``) where recorded."""
     folder = os.path.join(root, "results", "backends")
     runs = sorted((int(m[2]), m[1], m[0]) for m in (
         re.fullmatch(r"babi-task1-(\w+)-r(\d+)\.json", n) for n in os.listdir(folder)) if m)
@@ -414,7 +415,7 @@ def command_help_block(module):
         done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=root, env=env,
                               capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
-            from bench.report import ReportError
+            from tools.report import ReportError
             raise ReportError(f"python -m {module} --help failed: {done.stderr[-2000:]}")
         return f"```text\n{done.stdout.rstrip()}\n```"
     return block
@@ -428,8 +429,7 @@ BLOCKS = {
     "presets": presets_block,
     "presets-served": presets_served_block,
     **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},
-    "babi-table1-tpr_rnn": babi_table1_block("tpr_rnn"),
-    "babi-table1-memn2n": babi_table1_block("memn2n"),
+    **{f"babi-table1-{model}": babi_table1_block(model) for model in ("tpr_rnn", "memn2n")},
     "babi-recipes": babi_recipes.markdown,
     "entailment-table1": entailment_table1_block,
     "entailment-curves": entailment_curves_block,

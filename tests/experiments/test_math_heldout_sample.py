@@ -1,4 +1,4 @@
-"""bench/math_heldout_sample.py: seeded, non-overwriting samples in the v1.0 layout.
+"""experiments/math_heldout_sample.py: seeded, non-overwriting samples in the v1.0 layout.
 
 DeepMind's generator is not installed with tpr-keras (it needs numpy < 1.24), so these tests
 drive the script's functions with small generator-like modules that draw from Python's
@@ -14,8 +14,8 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def script(bench_script):
-    return bench_script("math_heldout_sample")
+def script(load_script):
+    return load_script("math_heldout_sample")
 
 
 def add_module():

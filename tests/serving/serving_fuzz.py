@@ -1,13 +1,14 @@
 """Randomized probe of ``python -m serving.server``: thousands of valid and malformed requests.
 
-    python -m bench.serving_fuzz --model_base_path /tmp/export/babi --requests 10000 --threads 16
-    python -m bench.serving_fuzz ... --json fuzz.json --seed 3
+    python -m tests.serving.serving_fuzz --model_base_path /tmp/export/babi --requests 10000 \
+        --threads 16
+    python -m tests.serving.serving_fuzz ... --json fuzz.json --seed 3
 
 Starts the server as a subprocess on loopback (free ports, read back from its
 ``--server_info_file``), takes each pool question's answer with one plain request, then
 sends ``--requests`` requests from ``--threads`` threads, generated from ``--seed`` by
-:mod:`bench.fuzz` (gRPC and REST; corrupt bytes, bad shapes and dtypes, bad JSON, bad
-``Content-Length``, short bodies, oversize messages, unknown models, valid requests...).
+:mod:`tests.serving.fuzz` (gRPC and REST; corrupt bytes, bad shapes and dtypes, bad JSON,
+bad ``Content-Length``, short bodies, oversize messages, unknown models, valid requests...).
 Prints requests per category and status, the server's peak RSS and its mean RSS over the
 first and last 10 % of the requests, and the server's own error counts
 (``ModelServer.stats()``). Exits 1 on any failure: a status outside the category's
@@ -30,10 +31,10 @@ import tempfile
 import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bench import fuzz  # noqa: E402
+from tests.serving import fuzz  # noqa: E402
 
 
 def rss_mib(pid, field="VmRSS"):

@@ -1,4 +1,5 @@
-"""bench/entailment_bidaf_diagnosis.py: each training variant changes the model as it says."""
+"""experiments/entailment_bidaf_diagnosis.py: each training variant changes the model as it
+says."""
 
 import keras
 import numpy as np
@@ -14,7 +15,7 @@ PAIR = {"a": np.array([[6, 8, 3, 9, 7], [8, 4, 9, 0, 0]]), "b": np.array([[8, 0,
 
 
 @pytest.fixture
-def diagnosis(bench_script, monkeypatch):
+def diagnosis(load_script, monkeypatch):
     """The script, with what its variants patch restored after the test."""
     monkeypatch.setattr(entailment_layers, "make_recurrent_layer",
                         entailment_layers.make_recurrent_layer)
@@ -24,7 +25,7 @@ def diagnosis(bench_script, monkeypatch):
     for model_class in (BiDAFEntailmentModel, PlainEntailmentModel):
         monkeypatch.setattr(model_class, "encode_pair",
                             staticmethod(model_class.__dict__["encode_pair"].__func__))
-    return bench_script("entailment_bidaf_diagnosis")
+    return load_script("entailment_bidaf_diagnosis")
 
 
 def _bidaf(cell="tpru"):

@@ -1,13 +1,13 @@
 """Regenerate every table of ``results/*.md``, the README and ``docs/`` from committed JSON
 (and docs/training.md's flag listings from the train commands' ``--help``).
 
-    python -m bench.report            # rewrite the generated blocks in place
-    python -m bench.report --check    # rewrite nothing; exit 1 with a diff if any block differs
+    python -m tools.report            # rewrite the generated blocks in place
+    python -m tools.report --check    # rewrite nothing; exit 1 with a diff if any block differs
 
 A generated block is the text between two HTML comments naming it::
 
     <!-- report:entailment-table1 -->
-    ...made by bench.report_blocks.BLOCKS["entailment-table1"]...
+    ...made by tools.report_blocks.BLOCKS["entailment-table1"]...
     <!-- /report:entailment-table1 -->
 
 Text outside the markers is never touched. A begin marker without its end marker, an end
@@ -75,7 +75,7 @@ def generator(root, blocks):
 def run(root, files, check, blocks=None, out=sys.stdout):
     """Rewrite (or with ``check`` compare) ``files``; the number of files that differ."""
     if blocks is None:
-        from bench.report_blocks import BLOCKS as blocks
+        from tools.report_blocks import BLOCKS as blocks
     generate = generator(root, blocks)
     differ = 0
     for path in files:
@@ -115,7 +115,7 @@ def missing_extra():
     import importlib.util
 
     if importlib.util.find_spec("scipy") is None:
-        return ("bench.report needs the 'analysis' extra (scipy, for the p-values of the "
+        return ("tools.report needs the 'analysis' extra (scipy, for the p-values of the "
                 "math seed tables): pip install -e \".[analysis]\"")
     return None
 
@@ -139,7 +139,7 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.check and differ:
-        print(f"\n{differ} file(s) differ from what the JSON gives: run python -m bench.report",
+        print(f"\n{differ} file(s) differ from what the JSON gives: run python -m tools.report",
               file=sys.stderr)
         return 1
     return 0

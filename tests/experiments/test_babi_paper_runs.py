@@ -1,4 +1,4 @@
-"""bench/babi_paper_runs.py: which run a Table 2 / Table 3 cell reports, and what it trains.
+"""experiments/babi_paper_runs.py: which run a Table 2 / Table 3 cell reports, and what it trains.
 
 The second recipe (``--fallback_above``) must be chosen on the validation error alone; these
 tests build finished runs' ``results.json`` files by hand and check the choice, the commands
@@ -14,8 +14,8 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def runs_module(bench_script):
-    return bench_script("babi_paper_runs")
+def runs_module(load_script):
+    return load_script("babi_paper_runs")
 
 
 def _args(tmp_path, fallback_above=1.0, table=2):

@@ -1,8 +1,8 @@
 """bAbI Table 1 (all 20 tasks, one model) from the committed all-tasks runs, beside the papers.
 
-    python -m bench.babi_table1                      # both models, Markdown on stdout
-    python -m bench.babi_table1 --model tpr_rnn      # one
-    python -m bench.babi_table1 --plot results/figures/babi-all-tasks-curve.png   # + the curves
+    python -m tools.babi_table1                      # both models, Markdown on stdout
+    python -m tools.babi_table1 --model tpr_rnn      # one
+    python -m tools.babi_table1 --plot results/figures/babi-all-tasks-curve.png   # + the curves
 
 Reads ``results/babi/all_tasks/<model>-seed<N>/results.json`` (``<model>``: ``tpr_rnn`` or
 ``memn2n``), the ``results.json`` that ``python -m train.babi --task all`` writes to its
@@ -10,7 +10,7 @@ Reads ``results/babi/all_tasks/<model>-seed<N>/results.json`` (``<model>``: ``tp
 per-task table with each seed's test error, the mean ± sample standard deviation over seeds
 (ddof = 1, only from 2 seeds on), the best seed's error and the paper's numbers; then the
 mean error over the 20 tasks and the failed tasks (> 5 %) of every seed. ``python -m
-bench.report`` puts the result into ``results/babi.md``.
+tools.report`` puts the result into ``results/babi.md``.
 
 The paper numbers are citations, typed here from the papers:
 
@@ -29,7 +29,7 @@ import math
 import os
 import re
 
-from bench.babi_table import PAPER_TABLE4  # noqa: E402
+from tools.babi_table import PAPER_TABLE4  # noqa: E402
 
 TASKS = tuple(range(1, 21))
 FAILED_ABOVE = 5.0

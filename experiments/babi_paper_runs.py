@@ -1,9 +1,10 @@
 """Run and tabulate the single-task experiments of TPR-RNN Table 2 and Table 3 (issue #16).
 
-    python -m bench.babi_paper_runs --table 2 --seeds 0,1,2 --data_dir ../shared/data/babi --dry_run
-    python -m bench.babi_paper_runs --table 2 --seeds 0 --data_dir ../shared/data/babi   # runs them
-    python -m bench.babi_paper_runs --table 3 --data_dir ../shared/data/babi
-    python -m bench.babi_paper_runs --table 2 --report                            # Markdown only
+    python -m experiments.babi_paper_runs --table 2 --seeds 0,1,2 --data_dir ../shared/data/babi \
+        --dry_run
+    python -m experiments.babi_paper_runs --table 2 --seeds 0 --data_dir ../shared/data/babi  # runs
+    python -m experiments.babi_paper_runs --table 3 --data_dir ../shared/data/babi
+    python -m experiments.babi_paper_runs --table 2 --report                 # Markdown only
 
 Every run is one ``python -m train.babi`` process with the single-task recipe of Appendix A
 and early stopping on the validation set (the reported test error is that of the
@@ -59,7 +60,7 @@ import time
 
 import numpy as np
 
-from bench.babi_table import PAPER_TABLE2  # noqa: E402
+from tools.babi_table import PAPER_TABLE2  # noqa: E402
 
 # Table 3: tasks failed (> 5 % test error) by each operation set; "all" fails none (Table 2).
 PAPER_TABLE3 = {

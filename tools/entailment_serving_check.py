@@ -1,6 +1,6 @@
 """Serve an exported entailment model and score it over gRPC on the dataset's files.
 
-    python -m bench.entailment_serving_check RUN_DIR [--data_dir ../shared/data/entailment]
+    python -m tools.entailment_serving_check RUN_DIR [--data_dir ../shared/data/entailment]
         [--splits validate,test_easy,...] [--batch 500] [--json FILE]
 
 RUN_DIR is a ``train.entailment --model_dir``: its ``export/entailment/<version>/`` (the

@@ -1,9 +1,9 @@
 """Run and tabulate Table 1 of Tang, Smolensky & de Sa (2018) on this machine (issue #14).
 
-    python -m bench.entailment_table1 --data_dir ../shared/data/entailment --dry_run
-    python -m bench.entailment_table1 --data_dir ../shared/data/entailment --jobs 2  # runs them
-    python -m bench.entailment_table1 --report                                      # Markdown
-    python -m bench.entailment_table1 --report --plot results/figures/entailment/table1.png
+    python -m experiments.entailment_table1 --data_dir ../shared/data/entailment --dry_run
+    python -m experiments.entailment_table1 --data_dir ../shared/data/entailment --jobs 2  # runs
+    python -m experiments.entailment_table1 --report                               # Markdown
+    python -m experiments.entailment_table1 --report --plot results/figures/entailment/table1.png
 
 Every row is one ``python -m train.entailment --recipe paper`` process with the §5.1 recipe
 of the entailment presets (Adam lr 1e-3 divided by 10 every 30 epochs, batch 64, global-norm

@@ -1,8 +1,8 @@
 """Exact match of an exported math SavedModel on question/answer files, through its signature.
 
-    python -m bench.math_savedmodel_accuracy runs/math/export/math/1 \\
+    python -m tools.math_savedmodel_accuracy runs/math/export/math/1 \\
         ../shared/data/mathematics/interpolate/numbers__place_value.txt [--json out.json]
-    python -m bench.math_savedmodel_accuracy runs/math-all/export/math/1 MY_SAMPLE/interpolate \\
+    python -m tools.math_savedmodel_accuracy runs/math-all/export/math/1 MY_SAMPLE/interpolate \\
         --reported runs/math-all/results.json [--tolerance 3] [--json out.json]
 
 Loads the SavedModel with ``tf.saved_model.load`` only (no tpr_keras, as a server would),

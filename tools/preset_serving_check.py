@@ -1,6 +1,6 @@
 """Serve trained presets from serving/models.config and score their test sets over gRPC.
 
-    python -m bench.preset_serving_check --preset tpr_rnn_babi_all_tasks \
+    python -m tools.preset_serving_check --preset tpr_rnn_babi_all_tasks \
         --data_dir ../shared/data/babi [--sample] [--json FILE]
 
 Exports each preset with ``train.export``'s code into a temporary folder, starts the embedded
@@ -169,7 +169,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"preset": meta["name"], "limit": limit, "seconds": seconds,
-                       "command": "python -m bench.preset_serving_check " + " ".join(
+                       "command": "python -m tools.preset_serving_check " + " ".join(
                            argv if argv is not None else sys.argv[1:]),
                        "rows": checked}, f, indent=1)
     return 1 if bad else 0

@@ -33,11 +33,11 @@ checkpoint (``<model_dir>/best/weights``); then the norm of the loss gradient on
 for each layer's weights of each kind (e.g. ``contextual/unbinding_kernel``, both directions
 together).
 
-    python -m bench.entailment_bidaf_diagnosis train layers=tpru,lstm \\
+    python -m experiments.entailment_bidaf_diagnosis train layers=tpru,lstm \\
         --model_dir=runs/entailment/diag-tpru-lstm --data_dir=../shared/data/entailment \\
         --recipe=paper --arch=bidaf --cell=tpru --roles=32 --dim=64 --seed=0 --jit_compile \\
         --max_train_minutes=26
-    python -m bench.entailment_bidaf_diagnosis probe --data_dir ../shared/data/entailment
+    python -m experiments.entailment_bidaf_diagnosis probe --data_dir ../shared/data/entailment
 """
 
 import argparse

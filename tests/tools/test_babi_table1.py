@@ -1,10 +1,10 @@
-"""bench/babi_table1.py: bAbI Table 1 from synthetic all-tasks results.json files."""
+"""tools/babi_table1.py: bAbI Table 1 from synthetic all-tasks results.json files."""
 
 import json
 
 import pytest
 
-from bench import babi_table1
+from tools import babi_table1
 
 
 def _write(root, model, seed, errors, **extra):

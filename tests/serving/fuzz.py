@@ -2,8 +2,8 @@
 REST, each checked against the status TF Serving gives for it.
 
 Used by ``tests/serving/test_fuzz.py`` (a few hundred requests),
-``tests/serving/test_rest_http.py`` and ``bench/serving_fuzz.py`` (thousands); not part of
-the served package (it lives in ``bench/``, which the wheel does not ship).
+``tests/serving/test_rest_http.py`` and ``tests/serving/serving_fuzz.py`` (thousands); test
+code, not part of the served package (the wheel does not ship ``tests/``).
 
 A request *fails* when the server answers a status outside its category's expected set,
 INTERNAL/UNKNOWN or any 5xx other than 501 for an unimplemented verb, a REST error without

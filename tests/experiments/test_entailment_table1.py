@@ -1,4 +1,5 @@
-"""bench/entailment_table1.py: the commands of Table 1's rows and the report of finished ones."""
+"""experiments/entailment_table1.py: the commands of Table 1's rows and the report of finished
+ones."""
 
 import argparse
 import json
@@ -7,8 +8,8 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def table1(bench_script):
-    return bench_script("entailment_table1")
+def table1(load_script):
+    return load_script("entailment_table1")
 
 
 def _args(tmp_path, rows, keep=None):

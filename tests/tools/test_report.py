@@ -1,4 +1,4 @@
-"""bench/report.py: the committed results/*.md equal what the JSON gives; the marker rewriting."""
+"""tools/report.py: the committed results/*.md equal what the JSON gives; the marker rewriting."""
 
 import io
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench import report
+from tools import report
 
 ROOT = report.ROOT
 BLOCKS = {"one": lambda root: "| a |\n|---|\n| 1 |", "two": lambda root: f"root {root}"}
@@ -38,7 +38,7 @@ def _page(tmp_path, text=PAGE, name="page.md"):
 
 
 def test_the_committed_results_equal_what_the_json_gives():
-    """``python -m bench.report --check`` on this checkout: no block differs."""
+    """``python -m tools.report --check`` on this checkout: no block differs."""
     pytest.importorskip("scipy")  # the math seed table's p-values need it (analysis extra)
     out = io.StringIO()
     differ = report.run(ROOT, report.default_files(ROOT), check=True, out=out)
@@ -46,7 +46,7 @@ def test_the_committed_results_equal_what_the_json_gives():
 
 
 def test_every_block_is_placed_in_some_results_file():
-    from bench.report_blocks import BLOCKS as real
+    from tools.report_blocks import BLOCKS as real
 
     placed = set()
     for path in report.default_files(ROOT):
@@ -101,7 +101,7 @@ def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tm
     assert "| TPRU, 32 roles | 75.6 |" in text
     stale = _page(tmp_path, text.replace("| TPRU, 32 roles | 75.6 |", "| TPRU, 32 roles | 99.9 |"),
                   name="entailment.md")
-    command = [sys.executable, "-m", "bench.report", "--check"]
+    command = [sys.executable, "-m", "tools.report", "--check"]
     done = subprocess.run([*command, str(stale)], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 1, done.stderr
     assert "-| TPRU, 32 roles | 99.9 |" in done.stdout
@@ -115,7 +115,7 @@ def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tm
 
 
 def test_recorded_commands_are_shown_from_the_repository_root():
-    from bench.report_blocks import portable_command
+    from tools.report_blocks import portable_command
     ran = ("python -m train.babi --seed=0 --data_dir=/work/main/../shared/data/babi "
            "--model_dir=/home/u/tpr-keras/runs/presets/x/seed0 --max_train_minutes=60")
     assert portable_command(ran) == (
