@@ -1,10 +1,38 @@
-"""Process settings for training entry points; importing this does not import TensorFlow."""
+"""Process settings for training entry points and library users; importing this does not
+import TensorFlow, and nothing here reads command-line flags.
 
+* :func:`limit_malloc_arenas` caps glibc's malloc arenas (before TensorFlow starts).
+* :func:`import_tensorflow` imports TensorFlow and probes its devices with the
+  start-up noise of a CPU-only machine (CUDA probing, CPU-feature notes, absl's
+  pre-initialisation banner) filtered out, and with ``TF_CPP_MIN_LOG_LEVEL=2``
+  unless the user set it; ``TPR_KERAS_TF_LOGS=1`` (or ``tf_logs=True``) keeps it all.
+  The ``train.*`` commands call it through :func:`train.cli.import_tensorflow`, which
+  adds their ``--tf_logs`` flag.
+"""
+
+import contextlib
 import ctypes
 import os
+import re
 import sys
+import tempfile
+import warnings
+
+TF_LOGS_ENV = "TPR_KERAS_TF_LOGS"
 
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
+
+#: TensorFlow start-up lines that say nothing about the user's run: CUDA probing on a
+#: machine without a GPU (some at error severity), the CPU-feature note, the banner
+#: absl prints before its logging is initialised, oneDNN and TF-TRT notes.
+_STARTUP_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog"
+    r"|cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions"
+    r"|cuInit|cuda_(platform|executor|diagnostics|driver|dnn|fft|blas)\.cc"
+    r"|Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered"
+    r"|TF-TRT Warning|oneDNN custom operations are on|Could not find cuda drivers"
+    r"|successful NUMA node read|Unable to (find|load) (cuda|CUDA|TensorRT|libcuda)"
+    r"|kernel driver does not appear to be running|no NVIDIA GPU device")
 
 
 def limit_malloc_arenas(count=2):
@@ -28,3 +56,103 @@ def limit_malloc_arenas(count=2):
     except (OSError, AttributeError):  # musl or another libc
         return False
 
+
+def truthy(value: str | None) -> bool:
+    """An environment variable's value as a switch: unset, empty, 0, false, no, off are off."""
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def tf_logs_enabled() -> bool:
+    """``TPR_KERAS_TF_LOGS=1``: keep TensorFlow's start-up logging."""
+    return truthy(os.environ.get(TF_LOGS_ENV))
+
+
+# ------------------------------------------------------------------ TensorFlow noise
+@contextlib.contextmanager
+def _filtered_stderr():
+    """Captures file descriptor 2 (C++ logging writes there) and replays the lines
+    that are not :data:`_STARTUP_NOISE` when the block ends."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no real stderr (embedded, pytest capture)
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", "replace")
+            kept = "".join(line for line in text.splitlines(keepends=True)
+                           if not _STARTUP_NOISE.search(line))
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
+
+
+def quiet_environment(tf_logs: bool | None = None) -> None:
+    """``TF_CPP_MIN_LOG_LEVEL=2`` (errors only) unless set or TF logs are asked for.
+
+    Must run before TensorFlow is imported to have an effect. Level 2 hides
+    TensorFlow's INFO and WARNING lines, e.g. tf.data's ``GeneratorDatasetOp ... will
+    not be optimized``, which came 8 times per bAbI run.
+
+    Args:
+        tf_logs: Keep TensorFlow's logging (None: :func:`tf_logs_enabled`).
+    """
+    if tf_logs_enabled() if tf_logs is None else tf_logs:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Python warnings from libraries that are not the user's business, shown once.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(keras|tensorflow)")
+    warnings.filterwarnings("once", category=UserWarning)
+    default_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category is UserWarning:  # ours (data notes): one line, no source excerpt
+            print(f"warning: {message}", file=file or sys.stderr, flush=True)
+        else:
+            default_show(message, category, filename, lineno, file, line)
+
+    if getattr(warnings.showwarning, "__name__", "") != "show":
+        warnings.showwarning = show
+
+
+def import_tensorflow(tf_logs: bool | None = None):
+    """Imports TensorFlow and Keras and probes the GPUs, quietly (see the module doc).
+
+    Args:
+        tf_logs: Keep TensorFlow's start-up and INFO logging (None:
+            :func:`tf_logs_enabled`, i.e. ``TPR_KERAS_TF_LOGS``).
+
+    Returns the ``tensorflow`` module. Later calls return it at once.
+    """
+    tf_logs = tf_logs_enabled() if tf_logs is None else tf_logs
+    quiet_environment(tf_logs)
+    quiet = not tf_logs and "tensorflow" not in sys.modules
+    with _filtered_stderr() if quiet else contextlib.nullcontext():
+        import keras  # noqa: F401
+        import tensorflow as tf
+
+        # CUDA is probed here, once, inside the filter; listing physical devices does
+        # not initialise the runtime (MultiWorkerMirroredStrategy can still be created).
+        tf.config.list_physical_devices("GPU")
+    if quiet:  # TensorFlow's Python INFO lines (SavedModel writing, ...): through its own
+        import logging  # logger, and in newer modules through absl's directly
+
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
+        # absl's logger by name (TensorFlow has created it): the library imports no absl.
+        if "absl.logging" in sys.modules:
+            absl_logger = logging.getLogger("absl")
+            if absl_logger.getEffectiveLevel() < logging.WARNING:
+                absl_logger.setLevel(logging.WARNING)
+    return tf

@@ -18,8 +18,8 @@ runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
 
 from absl import flags  # noqa: E402
 
-from tpr_keras import cli  # noqa: E402
-from tpr_keras.training import flags as train_flags  # noqa: E402
+from train import cli  # noqa: E402
+from train import flags as train_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -124,8 +124,8 @@ HELP_GROUPS = [
 
 def main(argv):
     del argv
-    from tpr_keras.training.runner import run
-    from tpr_keras.training.tasks.babi import BabiTask
+    from train.runner import run
+    from train.tasks.babi import BabiTask
 
     run(BabiTask(FLAGS), PROCESS_START)
 

@@ -18,8 +18,8 @@ import time
 
 from absl import flags
 
-from tpr_keras import cli
-from tpr_keras.training import flags as train_flags
+from train import cli
+from train import flags as train_flags
 
 PROCESS_START = time.time()
 FLAGS = flags.FLAGS
@@ -77,8 +77,8 @@ HELP_GROUPS = [
 
 def main(argv):
     del argv
-    from tpr_keras.training.runner import run
-    from tpr_keras.training.tasks.entailment import EntailmentTask
+    from train.runner import run
+    from train.tasks.entailment import EntailmentTask
 
     run(EntailmentTask(FLAGS), PROCESS_START)
 

@@ -14,7 +14,7 @@ import time
 
 from absl import flags
 
-from tpr_keras import cli
+from train import cli
 
 FLAGS = flags.FLAGS
 cli.define_preset_flags()

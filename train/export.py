@@ -15,7 +15,8 @@ import os
 
 from absl import flags
 
-from tpr_keras import cli
+from train import cli
+from train.outputs import SAVED_MODEL_LINE
 
 FLAGS = flags.FLAGS
 cli.define_preset_flags()
@@ -113,7 +114,7 @@ def main(argv):
         preset = cli.load_flagged_preset()
         served = export_preset(preset, FLAGS.export_dir, FLAGS.model_name, FLAGS.version)
     base = os.path.abspath(os.path.dirname(served))
-    print(f"SavedModel for TF Serving: {served}\n"
+    print(f"{SAVED_MODEL_LINE}{served}\n"
           f"Serve it: python -m serving.server --model_name={os.path.basename(base)} "
           f"--model_base_path={base}")
 

@@ -20,8 +20,8 @@ import time
 from absl import flags
 
 PROCESS_START = time.time()
-from tpr_keras import cli  # noqa: E402
-from tpr_keras.training import flags as train_flags  # noqa: E402
+from train import cli  # noqa: E402
+from train import flags as train_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
@@ -76,8 +76,8 @@ HELP_GROUPS = [
 
 def main(argv):
     del argv
-    from tpr_keras.training.runner import run
-    from tpr_keras.training.tasks.math import MathTask
+    from train.runner import run
+    from train.tasks.math import MathTask
 
     run(MathTask(FLAGS), PROCESS_START)
 

@@ -18,7 +18,7 @@ import platform
 
 from absl import app, flags
 
-from tpr_keras import cli
+from train import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")

@@ -3,7 +3,7 @@
 TensorFlow's start-up lines on a machine without a GPU (CUDA probing, CPU-feature note,
 absl's pre-initialisation banner) are kept out of the server's log unless
 ``TPR_KERAS_TF_LOGS=1``. (The server imports nothing from tpr_keras; same list as
-``tpr_keras.cli``.)
+``tpr_keras.runtime``.)
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def python(args, cwd, **env):
 
 def accepted_flags(command):
     """Every flag the command accepts (absl's own aside), read without running it."""
-    code = (f"import train.{command}; from tpr_keras import cli; "
+    code = (f"import train.{command}; from train import cli; "
             "print(' '.join(sorted(cli.command_flags())))")
     done = python(["-c", code], REPO)
     assert done.returncode == 0, done.stderr

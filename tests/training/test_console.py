@@ -10,7 +10,6 @@ import numpy as np
 import tensorflow as tf
 
 from tpr_keras.training import Trainer, TrainConfig, finished_run, sparse_classification
-from tpr_keras.training import flags as train_flags
 from tpr_keras.training.callbacks import Callback, TimeBudget
 from tpr_keras.training.early_stopping import stop_reason
 from tpr_keras.training.console import format_seconds
@@ -130,20 +129,6 @@ def test_stop_reasons():
     assert stop_reason(config, 10, 2, 5.0, 0) == "target_error"
     config.max_steps = 10
     assert stop_reason(config, 10, 2, 50.0, 0) == "steps"
-
-
-def test_verbose_auto_is_a_bar_only_on_a_terminal():
-    class Stream:
-        def __init__(self, tty):
-            self.tty = tty
-
-        def isatty(self):
-            return self.tty
-
-    assert train_flags.verbose_level("auto", Stream(True)) == 1
-    assert train_flags.verbose_level("auto", Stream(False)) == 2
-    assert train_flags.verbose_level("0", Stream(True)) == 0
-    assert train_flags.verbose_level("2", Stream(True)) == 2
 
 
 def test_format_seconds():

@@ -350,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--attention_maps", type=int, default=3, help="problems in Figure 3")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    from tpr_keras.cli import import_tensorflow
+    from tpr_keras.runtime import import_tensorflow
 
     import_tensorflow()  # quiet start-up, as the train.* commands
     import keras

@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    from tpr_keras.cli import import_tensorflow
+    from tpr_keras.runtime import import_tensorflow
 
     import_tensorflow()  # quiet start-up, as the train.* commands
     model, ids, texts = unique_sentences(args.model_dir, args.task, args.data_dir,

@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_compare(args.compare, args.out)
     if not (args.model_dir and args.data):
         parser.error("--model_dir and --data are required (or --compare)")
-    from tpr_keras.cli import import_tensorflow
+    from tpr_keras.runtime import import_tensorflow
 
     import_tensorflow()  # quiet start-up, as the train.* commands
     import keras

@@ -1,8 +1,9 @@
 """The strategy-agnostic training loop and optimizers.
 
-The names are imported on first use, so that ``from tpr_keras.training import flags``
-(what every ``train.*`` command does at start-up) does not import TensorFlow: ``--help``
-answers without it.
+The names are imported on first use, so that importing this package (what every
+``train.*`` command does at start-up) does not import TensorFlow: ``--help`` answers
+without it. The command-line side (flags, the runner, the task recipes) is the ``train``
+package; nothing here parses flags or imports absl.
 """
 
 from tpr_keras.lazy import lazy_getattr
@@ -16,7 +17,7 @@ _EXPORTS = {
     "Callback": "callbacks", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "NanReinit": "callbacks", "StepCheckpoints": "callbacks",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
-    "save_run": "outputs", "training_time_line": "outputs",
+    "save_run": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
     "STRATEGIES": "distribute", "make_strategy": "distribute",
 }

@@ -2,7 +2,7 @@
 or LSTM/GRU) on the logical entailment data, plain or BiDAF (§5.1-5.2), scored by the
 accuracy on validate and the five test sets (Table 1)."""
 
-from tpr_keras.training.runner import TrainTask
+from train.runner import TrainTask
 
 #: Flags that override the preset's training recipe when given.
 RECIPE_FLAGS = ("batch_size", "learning_rate", "epochs", "decay_every_epochs", "clip_norm",

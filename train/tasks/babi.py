@@ -2,7 +2,7 @@
 (Sukhbaatar et al., 2015) on bAbI, one task or several jointly, scored by the test error
 per task (Table 1)."""
 
-from tpr_keras.training.runner import TrainTask
+from train.runner import TrainTask
 
 
 def parse_tasks(value):

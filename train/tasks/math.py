@@ -2,7 +2,7 @@
 Mathematics Dataset, scored by the exact match of the whole greedy answer per module, on
 interpolate and extrapolate (Table 1)."""
 
-from tpr_keras.training.runner import TrainTask
+from train.runner import TrainTask
 
 #: Flags whose default is the preset's training recipe (``TPTransformer.preset_recipe``).
 RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",

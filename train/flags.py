@@ -5,7 +5,7 @@ Each entry point calls :func:`define_flags` once at import time and
 and determinism behave the same for every model:
 
     from absl import app
-    from tpr_keras.training import flags as train_flags
+    from train import flags as train_flags
 
     train_flags.define_flags()
 
@@ -110,7 +110,7 @@ def setup(global_batch):
     """
     from absl import app
 
-    from tpr_keras import cli
+    from train import cli
     from tpr_keras.training.distribute import make_strategy
 
     tf = cli.import_tensorflow()  # quietly: no CUDA probing noise on CPU-only machines

@@ -5,53 +5,37 @@
   flags stay under ``--helpfull``); an error ends the command with one line saying what
   failed and exit status 1 (the traceback only with ``--debug`` or
   ``TPR_KERAS_DEBUG=1``).
-* :func:`import_tensorflow` imports TensorFlow and probes its devices with the
-  start-up noise of a CPU-only machine (CUDA probing, CPU-feature notes, absl's
-  pre-initialisation banner) filtered out, and with ``TF_CPP_MIN_LOG_LEVEL=2``
-  unless the user set it; ``--tf_logs`` or ``TPR_KERAS_TF_LOGS=1`` keeps it all.
+* :func:`import_tensorflow` is :func:`tpr_keras.runtime.import_tensorflow` (TensorFlow
+  imported with its start-up noise filtered out) with the ``--tf_logs`` flag honoured
+  besides ``TPR_KERAS_TF_LOGS=1``.
+
+The command-line half of the project: this package (``train``) parses flags, the library
+(``tpr_keras``) does not.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
-import tempfile
 import textwrap
-import warnings
+
+from tpr_keras import runtime
 
 DEBUG_ENV = "TPR_KERAS_DEBUG"
-TF_LOGS_ENV = "TPR_KERAS_TF_LOGS"
 
 #: absl's own flags: listed by ``--helpfull`` only.
 _ABSL_MODULE = re.compile(r"^absl(\.|$)")
 
-#: TensorFlow start-up lines that say nothing about the user's run: CUDA probing on a
-#: machine without a GPU (some at error severity), the CPU-feature note, the banner
-#: absl prints before its logging is initialised, oneDNN and TF-TRT notes.
-_STARTUP_NOISE = re.compile(
-    r"All log messages before absl::InitializeLog"
-    r"|cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions"
-    r"|cuInit|cuda_(platform|executor|diagnostics|driver|dnn|fft|blas)\.cc"
-    r"|Unable to register cu(DNN|FFT|BLAS) factory|computation placer already registered"
-    r"|TF-TRT Warning|oneDNN custom operations are on|Could not find cuda drivers"
-    r"|successful NUMA node read|Unable to (find|load) (cuda|CUDA|TensorRT|libcuda)"
-    r"|kernel driver does not appear to be running|no NVIDIA GPU device")
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
-
 
 def debug_enabled() -> bool:
     """``--debug`` (when defined and parsed) or ``TPR_KERAS_DEBUG=1``."""
-    return _truthy(os.environ.get(DEBUG_ENV)) or _flag_value("debug", False)
+    return runtime.truthy(os.environ.get(DEBUG_ENV)) or _flag_value("debug", False)
 
 
 def tf_logs_enabled() -> bool:
     """``--tf_logs`` (when defined and parsed) or ``TPR_KERAS_TF_LOGS=1``."""
-    return _truthy(os.environ.get(TF_LOGS_ENV)) or _flag_value("tf_logs", False)
+    return runtime.tf_logs_enabled() or _flag_value("tf_logs", False)
 
 
 def _flag_value(name, default):
@@ -63,83 +47,22 @@ def _flag_value(name, default):
     return FLAGS[name].value
 
 
-# ------------------------------------------------------------------ TensorFlow noise
-@contextlib.contextmanager
-def _filtered_stderr():
-    """Captures file descriptor 2 (C++ logging writes there) and replays the lines
-    that are not :data:`_STARTUP_NOISE` when the block ends."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):  # no real stderr (embedded, pytest capture)
-        yield
-        return
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            try:
-                sys.stderr.flush()
-            except (OSError, ValueError):
-                pass
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            text = capture.read().decode("utf-8", "replace")
-            kept = "".join(line for line in text.splitlines(keepends=True)
-                           if not _STARTUP_NOISE.search(line))
-            if kept:
-                sys.stderr.write(kept)
-                sys.stderr.flush()
-
-
 def quiet_environment() -> None:
-    """``TF_CPP_MIN_LOG_LEVEL=2`` (errors only) unless set or TF logs are asked for.
-
-    Must run before TensorFlow is imported to have an effect. Level 2 hides
-    TensorFlow's INFO and WARNING lines, e.g. tf.data's ``GeneratorDatasetOp ... will
-    not be optimized``, which came 8 times per bAbI run.
-    """
-    if tf_logs_enabled():
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # Python warnings from libraries that are not the user's business, shown once.
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"(keras|tensorflow)")
-    warnings.filterwarnings("once", category=UserWarning)
-    default_show = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if category is UserWarning:  # ours (data notes): one line, no source excerpt
-            print(f"warning: {message}", file=file or sys.stderr, flush=True)
-        else:
-            default_show(message, category, filename, lineno, file, line)
-
-    if getattr(warnings.showwarning, "__name__", "") != "show":
-        warnings.showwarning = show
+    """:func:`tpr_keras.runtime.quiet_environment`, ``--tf_logs`` honoured."""
+    runtime.quiet_environment(tf_logs=tf_logs_enabled())
 
 
 def import_tensorflow():
-    """Imports TensorFlow and Keras and probes the GPUs, quietly (see the module doc).
+    """:func:`tpr_keras.runtime.import_tensorflow`, ``--tf_logs`` honoured; a quiet start
+    also caps absl's ``--verbosity`` at WARNING (TensorFlow's INFO lines go through it).
 
-    Returns the ``tensorflow`` module. Later calls return it at once.
+    Returns the ``tensorflow`` module.
     """
-    quiet_environment()
-    quiet = not tf_logs_enabled() and "tensorflow" not in sys.modules
-    with _filtered_stderr() if quiet else contextlib.nullcontext():
-        import keras  # noqa: F401
-        import tensorflow as tf
-
-        # CUDA is probed here, once, inside the filter; listing physical devices does
-        # not initialise the runtime (MultiWorkerMirroredStrategy can still be created).
-        tf.config.list_physical_devices("GPU")
-    if quiet:  # TensorFlow's Python INFO lines (SavedModel writing, ...): through its own
-        import logging  # logger, and in newer modules through absl's directly
-
+    tf_logs = tf_logs_enabled()
+    tf = runtime.import_tensorflow(tf_logs=tf_logs)
+    if not tf_logs:
         from absl import logging as absl_logging
 
-        logging.getLogger("tensorflow").setLevel(logging.WARNING)
         if absl_logging.get_verbosity() > absl_logging.WARNING:
             absl_logging.set_verbosity(absl_logging.WARNING)
     return tf

@@ -2,7 +2,7 @@
 ``results.json`` and the SavedModel, in that order, for any :class:`TrainTask`.
 
 A command (``train/babi.py``, ``train/entailment.py``, ``train/math.py``) defines its flags
-and hands a task object (:mod:`tpr_keras.training.tasks`) to :func:`run`; the task supplies
+and hands a task object (:mod:`train.tasks`) to :func:`run`; the task supplies
 what differs between the families: the recipe, the data, the model, the loss, the metrics
 and the exporter. Everything else, the same for every family and both backends, is here.
 """
@@ -95,8 +95,8 @@ def run(task, process_start):
     (for the wall time it reports)."""
     from absl import logging
 
-    from tpr_keras import cli
-    from tpr_keras.training import flags as train_flags
+    from train import cli
+    from train import flags as train_flags
 
     flags = task.flags
     if flags.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
@@ -106,8 +106,8 @@ def run(task, process_start):
         cli.import_tensorflow()
     import keras
 
-    from tpr_keras.training import make_trainer, save_run, training_time_line
-    from tpr_keras.training.outputs import export_in_tensorflow
+    from tpr_keras.training import make_trainer, save_run
+    from train.outputs import SAVED_MODEL_LINE, export_in_tensorflow, training_time_line
 
     batch_size = task.resolve_recipe()
     strategy, replicas = train_flags.setup_backend(global_batch=batch_size)
@@ -152,7 +152,7 @@ def run(task, process_start):
         else:  # from the saved file, so that no strategy variables end up in it
             served = task.export(keras.models.load_model(saved), export_dir)
         if served:
-            print(f"SavedModel for TF Serving: {served} (serve with python -m "
+            print(f"{SAVED_MODEL_LINE}{served} (serve with python -m "
                   f"serving.server --model_name={flags.model_name} "
                   f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
     loop_rate = trainer.train_examples_per_second  # epochs 2+, validation excluded

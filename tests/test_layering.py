@@ -1,0 +1,80 @@
+"""The project's layering (docs/architecture.md): the library (``tpr_keras``) parses no
+flags and imports neither absl nor the command-line app (``train``); ``serving`` never
+imports ``train``. Checked in fresh processes and by reading the sources."""
+
+import ast
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+#: Every package of the library a user imports (the brief of issue 43, item 3).
+LIBRARY = ("tpr_keras", "tpr_keras.layers", "tpr_keras.models", "tpr_keras.training",
+           "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets")
+
+#: The library packages that import no Keras. Keras itself imports ``absl.logging`` (and
+#: so ``absl.flags``), and on TensorFlow ``absl.app`` too, so only these can leave absl
+#: out of the process altogether; the others are held to defining and parsing no flags.
+KERAS_FREE = ("tpr_keras", "tpr_keras.training", "tpr_keras.data", "tpr_keras.presets",
+              "tpr_keras.runtime", "tpr_keras.training.outputs")
+
+
+def _python(code):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _imported_roots(package):
+    """``{(file, top-level module)}`` of every absolute import under ``REPO/package``,
+    those inside functions included."""
+    found = set()
+    for path in sorted((REPO / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            found |= {(str(path.relative_to(REPO)), name.split(".")[0]) for name in names}
+    return found
+
+
+def test_the_keras_free_library_packages_leave_absl_out_of_the_process():
+    loaded = _python(
+        f"import json, sys\nimport {', '.join(KERAS_FREE)}\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "                        if m.split('.')[0] in ('absl', 'keras', 'tensorflow'))))")
+    assert "absl.flags" not in loaded and "absl.app" not in loaded, loaded
+
+
+def test_the_library_defines_and_parses_no_flags_and_imports_no_train():
+    report = _python(
+        f"import json, sys\nimport {', '.join(LIBRARY)}\n"
+        "from absl import flags\n"
+        "print(json.dumps({'parsed': flags.FLAGS.is_parsed(),\n"
+        "                  'flag_modules': sorted(flags.FLAGS.flags_by_module_dict()),\n"
+        "                  'train': sorted(m for m in sys.modules\n"
+        "                                  if m.split('.')[0] == 'train')}))")
+    assert not report["parsed"]
+    ours = [m for m in report["flag_modules"] if m.split(".")[0] in ("tpr_keras", "train")]
+    assert not ours, f"flags defined by {ours}"
+    assert not report["train"], report["train"]
+
+
+def test_no_library_module_imports_absl_or_the_app():
+    found = sorted(f"{path}: {root}" for path, root in _imported_roots("tpr_keras")
+                   if root in ("absl", "train"))
+    assert not found, found
+
+
+def test_serving_never_imports_train():
+    found = sorted(f"{path}: {root}" for path, root in _imported_roots("serving")
+                   if root == "train")
+    assert not found, found

@@ -1,0 +1,26 @@
+"""The shared train flags' defaults that depend on the machine."""
+
+from train import flags as train_flags
+from train.flags import xla_default
+
+
+def test_xla_is_on_by_default_on_a_gpu_and_as_given_otherwise():
+    gpu = ["PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')"]
+    assert xla_default(False, given=False, gpus=gpu) is True
+    assert xla_default(False, given=False, gpus=[]) is False
+    assert xla_default(False, given=True, gpus=gpu) is False  # --nojit_compile wins
+    assert xla_default(True, given=False, gpus=[]) is True  # a recipe's choice stays
+
+
+def test_verbose_auto_is_a_bar_only_on_a_terminal():
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    assert train_flags.verbose_level("auto", Stream(True)) == 1
+    assert train_flags.verbose_level("auto", Stream(False)) == 2
+    assert train_flags.verbose_level("0", Stream(True)) == 0
+    assert train_flags.verbose_level("2", Stream(True)) == 2

@@ -1,0 +1,65 @@
+"""What the ``train.*`` commands print and hand on at the end of a run: the closing time
+line, and the SavedModel of a JAX run written by a TensorFlow ``train.export`` process.
+(The run's files themselves: :func:`tpr_keras.training.outputs.save_run`.)"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from typing import Any
+
+
+def training_time_line(total_seconds: float, process_seconds: float,
+                       process_wall_seconds: float) -> str:
+    """The closing line of a training entry point.
+
+    ``total_seconds`` is :attr:`Trainer.train_seconds` (every process of the run),
+    ``process_seconds`` the time this process spent in ``fit``; a resumed run shows both.
+
+    Example:
+    >>> training_time_line(3600.0, 600.0, 650.0)
+    "Training took 3600 s over the run's processes (600 s in this one); process wall time 650 s."
+    """
+    line = f"Training took {total_seconds:.0f} s"
+    if total_seconds - process_seconds >= 1:
+        line += f" over the run's processes ({process_seconds:.0f} s in this one)"
+    return line + f"; process wall time {process_wall_seconds:.0f} s."
+
+
+SAVED_MODEL_LINE = "SavedModel for TF Serving: "
+
+
+def export_in_tensorflow(keras_path: str, export_dir: str, model_name: str,
+                         **options: Any) -> str | None:
+    """Writes the SavedModel of a run trained on another backend, in a TensorFlow process.
+
+    Runs ``python -m train.export --keras_model <keras_path>`` with
+    ``KERAS_BACKEND=tensorflow`` (the SavedModel and its in-graph tokenizer are
+    TensorFlow's) and returns the version folder it wrote. Where TensorFlow is not
+    installed it prints the command to run elsewhere and returns None.
+
+    Args:
+        keras_path: the run's ``model.keras`` (its ``vocab.txt`` beside it).
+        export_dir: base folder; the model goes to ``<export_dir>/<model_name>/<version>``.
+        model_name: the served model name.
+        **options: more ``train.export`` flags (bAbI: ``max_story_sentences``, 0 for
+            no limit).
+    """
+    import importlib.util
+
+    command = [sys.executable, "-m", "train.export", "--keras_model", keras_path,
+               "--export_dir", export_dir, "--model_name", model_name]
+    command += [f"--{name}={value}" for name, value in options.items()]
+    if importlib.util.find_spec("tensorflow") is None:
+        print("TensorFlow is not installed here, so no SavedModel was written; where it "
+              f"is: KERAS_BACKEND=tensorflow python {shlex.join(command[1:])}")
+        return None
+    done = subprocess.run(command, env=dict(os.environ, KERAS_BACKEND="tensorflow"),
+                          capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(SAVED_MODEL_LINE)]
+    if done.returncode or not lines:
+        raise RuntimeError(f"Export in TensorFlow failed ({shlex.join(command)}):\n"
+                           f"{done.stdout[-2000:]}{done.stderr[-4000:]}")
+    return lines[-1][len(SAVED_MODEL_LINE):].strip()
