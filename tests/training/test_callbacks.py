@@ -38,10 +38,13 @@ def test_time_budget_ends_the_epoch_and_stops_once_its_seconds_are_spent(capsys)
     budget = attached(TimeBudget(90.0, clock=lambda: now[0]))
     budget.on_train_begin()
     assert budget.seconds_left() == 90.0
-    now[0] = 189.0
+    now[0] = 500.0  # past the budget before the first step: a call trains at least one
+    assert budget.stop_reason() is None
+    budget.on_train_begin()
+    now[0] = 589.0
     budget.on_train_batch_end(0, step_logs(7))
     assert not budget.model.stop_training and budget.stop_reason() is None
-    now[0] = 190.0
+    now[0] = 590.0
     budget.on_train_batch_end(1, step_logs(7))
     assert budget.model.stop_training and budget.stop_reason() == "time_budget"
     assert "Time budget of 1.5 min reached at step 7" in capsys.readouterr().out

@@ -89,10 +89,10 @@ def test_a_callback_sees_each_validation_with_its_record_and_can_stop_the_run(tm
 
 def test_time_budget_is_not_a_finished_run(tmp_path):
     trainer, data, valid = make_trainer(tmp_path, max_train_seconds=3600)
-    # A clock that advances 1 s per reading: a budget of 1.5 s (set at 0, read at 1 before
-    # the first epoch) runs out after the first step.
+    # A clock that advances 1 s per reading: a budget of 0.5 s (set at 0) has run out when
+    # it is first read, after the first step; a call always trains that step.
     ticks = itertools.count()
-    budget = TimeBudget(1.5, clock=lambda: float(next(ticks)))
+    budget = TimeBudget(0.5, clock=lambda: float(next(ticks)))
     trainer.fit(data, valid, steps_per_epoch=6, callbacks=[budget])
     assert trainer.stop_reason == "time_budget"
     steps = int(trainer.state.global_step.numpy())

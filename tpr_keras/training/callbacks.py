@@ -70,8 +70,9 @@ class Callback(keras.callbacks.Callback):
 
 
 class TimeBudget(Callback):
-    """Stops training after ``seconds`` of this process's ``fit`` (mid-epoch, after a
-    step); the same command resumes from the checkpoint written on stopping.
+    """Stops training after ``seconds`` of this process's ``fit``, at the first step past
+    them (mid-epoch); the same command resumes from the checkpoint written on stopping.
+    Every call trains at least one step, so a resumed run always moves on.
 
     Args:
         seconds: the budget; None or 0: no limit.
@@ -83,17 +84,20 @@ class TimeBudget(Callback):
         self.seconds = seconds or None
         self.clock = clock
         self.deadline = None
+        self.stepped = False
 
     def _now(self):
         return self.clock() if self.clock is not None else time.monotonic()
 
     def on_train_begin(self, logs=None):
         self.deadline = self._now() + self.seconds if self.seconds else None
+        self.stepped = False
 
     def _past(self):
-        return self.deadline is not None and self._now() >= self.deadline
+        return self.stepped and self.deadline is not None and self._now() >= self.deadline
 
     def on_train_batch_end(self, batch, logs=None):
+        self.stepped = True
         if not self._past():
             return
         print(f"Time budget of {self.seconds / 60:g} min reached at step "
