@@ -1,6 +1,11 @@
-"""Keras layers of tpr-keras (importing this module registers them for load_model)."""
+"""The shared TPR blocks of tpr-keras (importing this module registers them for load_model).
 
-from tpr_keras.layers.memn2n import MemN2NEmbedding, MemN2NHop, MemN2NNetwork  # noqa: F401
+A family's own layers live in its package (MemN2N's in :mod:`tpr_keras.models.memn2n`);
+``MemN2NEmbedding``, ``MemN2NHop`` and ``MemN2NNetwork`` are still importable from here,
+loaded on first use so that the shared blocks do not import a model family.
+"""
+
+from tpr_keras.lazy import lazy_getattr
 from tpr_keras.layers.mlp import TanhMLP  # noqa: F401
 from tpr_keras.layers.scalar_layer_norm import ScalarLayerNorm  # noqa: F401
 from tpr_keras.layers.sentence_encoder import SentenceEncoder  # noqa: F401
@@ -15,3 +20,12 @@ from tpr_keras.layers.tpr_inference import TPRInference  # noqa: F401
 from tpr_keras.layers.tpr_update import TPRUpdate  # noqa: F401
 from tpr_keras.layers.tpru_cell import TPRUCell  # noqa: F401
 from tpr_keras.layers.tpru import TPRU  # noqa: F401
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "MemN2NEmbedding": "tpr_keras.models.memn2n",
+        "MemN2NHop": "tpr_keras.models.memn2n",
+        "MemN2NNetwork": "tpr_keras.models.memn2n",
+    },
+)
