@@ -34,7 +34,7 @@ def test_layers_and_models_use_the_shared_value():
     import tpr_keras.models.memn2n.memn2n_hop as memn2n
     import tpr_keras.layers.tp_attention as tp_attention
     import tpr_keras.models.entailment.entailment_layers as entailment
-    import tpr_keras.models.tp_transformer.tp_transformer_model as tp_transformer
+    import tpr_keras.models.tp_transformer.decoding as tp_transformer
 
     assert memn2n.mask_value is mask_value and tp_attention.mask_value is mask_value
     assert entailment.mask_value is mask_value and tp_transformer.MASK_VALUE == MASK_VALUE

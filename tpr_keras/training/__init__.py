@@ -11,6 +11,7 @@ _EXPORTS = {
     "Trainer": "loop", "TrainConfig": "config", "EpochLoop": "epoch_loop",
     "JaxTrainer": "jax_trainer", "make_trainer": "trainers", "binary_classification": "losses",
     "is_chief": "loop", "sparse_classification": "losses",
+    "sequence_cross_entropy": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "Callback": "callbacks", "TimeBudget": "callbacks", "LinearStart": "callbacks",
