@@ -14,7 +14,7 @@ _EXPORTS = {
     "sequence_cross_entropy": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
-    "Callback": "callbacks", "TimeBudget": "callbacks", "LinearStart": "callbacks",
+    "Callback": "callback_base", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "NanReinit": "callbacks", "StepCheckpoints": "callbacks",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
     "save_run": "outputs", "training_time_line": "outputs",

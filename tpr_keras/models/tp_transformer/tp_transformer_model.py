@@ -8,6 +8,7 @@ importable here as ``sequence_compute_fn``.
 import keras
 from keras import ops
 
+import tpr_keras.models.tp_transformer.decoding as decoding
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.layers.tp_transformer_layers import (
     TPTransformerDecoderLayer,
@@ -16,7 +17,6 @@ from tpr_keras.layers.tp_transformer_layers import (
 )
 from tpr_keras.models.dtype_policy import building_under
 from tpr_keras.models.presets import PresetMixin
-from tpr_keras.models.tp_transformer import decoding
 from tpr_keras.models.tp_transformer.tp_transformer_presets import PRESETS
 from tpr_keras.training.losses import sequence_cross_entropy as sequence_compute_fn  # noqa: F401
 
