@@ -59,3 +59,17 @@ def test_all_families_registers_every_model_class():
         print(all(keras.saving.get_registered_object(f"tpr_keras>{n}") for n in names))
     """)
     assert out.split("\n")[-2] == "True"
+
+
+def test_shared_layers_import_no_family_and_keep_the_family_names():
+    out = run("""
+        import sys
+        import tpr_keras.layers as layers
+        print(sorted(m for m in sys.modules if m.startswith("tpr_keras.models.")))
+        from tpr_keras.models import memn2n, tp_transformer
+        assert layers.MemN2NNetwork is memn2n.MemN2NNetwork
+        assert layers.TPTransformerEmbedding is tp_transformer.TPTransformerEmbedding
+        assert layers.TPTransformerEncoderLayer is tp_transformer.TPTransformerEncoderLayer
+        print("ok")
+    """)
+    assert out.split("\n")[-3] == "[]" and out.split("\n")[-2] == "ok"

@@ -20,9 +20,12 @@ from tpr_keras.ops.masking import MASK_VALUE
 
 
 def take_rows(x, index):
-    """Rows of each batch entry: ``x[b, index[b, k], ...]``, ``[B, N, ...]`` (static beyond ``B``) by ``int32[B, K]``
-    -> ``[B, K, ...]``, as one gather along a flattened first axis (``tf.gather`` with
-    ``batch_dims=1``; ``keras.ops.take_along_axis`` costs far more per decoding step)."""
+    """Rows of each batch entry: ``x[b, index[b, k], ...]``.
+
+    ``[B, N, ...]`` (static beyond ``B``) by ``int32[B, K]`` -> ``[B, K, ...]``, as one
+    gather along a flattened first axis (``tf.gather`` with ``batch_dims=1``;
+    ``keras.ops.take_along_axis`` costs far more per decoding step).
+    """
     n, k = x.shape[1], index.shape[1]
     rows = ops.arange(ops.shape(x)[0], dtype="int32")[:, None] * n + index
     flat = ops.reshape(x, (-1, *x.shape[2:]))

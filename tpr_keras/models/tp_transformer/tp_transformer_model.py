@@ -10,13 +10,13 @@ from keras import ops
 
 import tpr_keras.models.tp_transformer.decoding as decoding
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
-from tpr_keras.layers.tp_transformer_layers import (
-    TPTransformerDecoderLayer,
-    TPTransformerEmbedding,
-    TPTransformerEncoderLayer,
-)
 from tpr_keras.models.dtype_policy import building_under
 from tpr_keras.models.presets import PresetMixin
+from tpr_keras.models.tp_transformer.tp_transformer_embedding import TPTransformerEmbedding
+from tpr_keras.models.tp_transformer.tp_transformer_layers import (
+    TPTransformerDecoderLayer,
+    TPTransformerEncoderLayer,
+)
 from tpr_keras.models.tp_transformer.tp_transformer_presets import PRESETS
 from tpr_keras.training.losses import sequence_cross_entropy as sequence_compute_fn  # noqa: F401
 
@@ -288,7 +288,7 @@ class TPTransformer(PresetMixin, keras.Model):
         return ops.log_softmax(logits, axis=-1), new_caches
 
     def greedy_decode(self, source, max_length=None, use_cache=True):
-        """Greedy decoding (§2.3); see :func:`~tpr_keras.models.tp_transformer.decoding.greedy_decode`.
+        """Greedy decoding (§2.3): :func:`.decoding.greedy_decode` on this model.
 
         Returns:
             ``(ids int32[B, L], log_prob float32[B])``.
@@ -301,7 +301,7 @@ class TPTransformer(PresetMixin, keras.Model):
         return decoding.length_penalty(length, alpha)
 
     def beam_search(self, source, beam_size=4, max_length=None, alpha=0.6, return_all=False):
-        """Beam search; see :func:`~tpr_keras.models.tp_transformer.decoding.beam_search`.
+        """Beam search: :func:`.decoding.beam_search` on this model.
 
         Returns:
             ``(ids int32[B, L], log_prob float32[B])`` of the best hypothesis, or
