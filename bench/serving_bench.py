@@ -251,7 +251,7 @@ def main():
         if args.keras_model:
             import keras
 
-            import tpr_keras.models  # noqa: F401
+            import tpr_keras.models.all_families  # noqa: F401
             from serving.export import export_babi_model
 
             model = keras.models.load_model(args.keras_model)

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import keras
 
-    import tpr_keras.models  # noqa: F401  (registers the classes for load_model)
+    import tpr_keras.models.all_families  # noqa: F401  (registers the classes for load_model)
 
     model = keras.models.load_model(args.model)
     vocab = args.vocab or os.path.join(os.path.dirname(os.path.abspath(args.model)), "vocab.txt")

@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
-import tpr_keras.models  # noqa: E402, F401  (registers TPTransformer)
+import tpr_keras.models.tp_transformer  # noqa: E402, F401  (registers TPTransformer)
 from serving.client import MathClient  # noqa: E402
 from tpr_keras.models.tp_transformer import export_math_model  # noqa: E402
 from serving.core.manager import ModelManager  # noqa: E402

@@ -80,6 +80,7 @@ def export_keras_model(path, export_dir, model_name=None, version=None,
     model's class; any other model is an error."""
     import keras
 
+    import tpr_keras.models.all_families  # noqa: F401  (registers the classes for load_model)
     from tpr_keras import models
 
     model = keras.models.load_model(path)

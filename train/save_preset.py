@@ -105,7 +105,7 @@ def main(argv):
     cli.import_tensorflow()
     import keras
 
-    import tpr_keras.models  # noqa: F401  (registers the model classes for load_model)
+    import tpr_keras.models.all_families  # noqa: F401  (registers the model classes for load_model)
     from tpr_keras.training import evaluation
     from tpr_keras.training.outputs import relative_command
 

@@ -356,3 +356,19 @@ def test_training_checkpoint_holds_every_weight(tmp_path):
     checkpoint.read(path).assert_consumed()
     for w, value in zip(model.weights, saved):
         np.testing.assert_array_equal(testing.numpy(w), value, err_msg=w.path)
+
+
+def test_decoding_and_loss_live_in_their_modules():
+    """Issue 43: decoding in the family's decoding.py, the loss with the other losses;
+    the names users import keep working."""
+    from tpr_keras import models
+    from tpr_keras.models.tp_transformer import decoding
+    from tpr_keras.training import losses
+
+    assert models.sequence_compute_fn is losses.sequence_cross_entropy
+    model = _model()
+    source = np.array([[4, 5, 6, 0]], "int32")
+    ids, log_prob = decoding.greedy_decode(model, source, max_length=5)
+    same_ids, same_log_prob = model.greedy_decode(source, max_length=5)
+    np.testing.assert_array_equal(testing.numpy(ids), testing.numpy(same_ids))
+    np.testing.assert_allclose(testing.numpy(log_prob), testing.numpy(same_log_prob))

@@ -31,10 +31,10 @@ def test_masked_softmax_gives_zero_weight_and_no_nan_in_float16():
 
 def test_layers_and_models_use_the_shared_value():
     """The four former copies now read this module (no local constant left)."""
-    import tpr_keras.layers.memn2n as memn2n
+    import tpr_keras.models.memn2n.memn2n_hop as memn2n
     import tpr_keras.layers.tp_attention as tp_attention
     import tpr_keras.models.entailment.entailment_layers as entailment
-    import tpr_keras.models.tp_transformer.tp_transformer_model as tp_transformer
+    import tpr_keras.models.tp_transformer.decoding as tp_transformer
 
     assert memn2n.mask_value is mask_value and tp_attention.mask_value is mask_value
     assert entailment.mask_value is mask_value and tp_transformer.MASK_VALUE == MASK_VALUE

@@ -74,7 +74,7 @@ TRAINED = os.environ.get("TPR_KERAS_SERVING_MODEL")
 def trained_model():
     if not TRAINED:
         return None
-    import tpr_keras.models  # noqa: F401  (registers the classes)
+    import tpr_keras.models.all_families  # noqa: F401  (registers the classes)
 
     return keras.models.load_model(TRAINED)
 

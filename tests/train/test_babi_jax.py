@@ -23,7 +23,7 @@ JAX_LOGITS = textwrap.dedent("""
     os.environ["KERAS_BACKEND"] = "jax"
     import keras
     import numpy as np
-    import tpr_keras.models  # registers TPRRNN
+    import tpr_keras.models.tpr_rnn  # registers TPRRNN
 
     model = keras.models.load_model(sys.argv[1])
     ids = dict(np.load(sys.argv[2]))

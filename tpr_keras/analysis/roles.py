@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import_tensorflow()  # quiet start-up, as the train.* commands
     import keras
 
-    import tpr_keras.models  # noqa: F401  (registers TPTransformer)
+    import tpr_keras.models.tp_transformer  # noqa: F401  (registers TPTransformer)
     from tpr_keras.data.mathematics import CharVocabulary
 
     export = os.path.join(args.model_dir, "export")

@@ -140,7 +140,7 @@ def unique_sentences(model_dir: str, task: int, data_dir: str | None, max_senten
     """
     import keras
 
-    import tpr_keras.models  # noqa: F401  (registers TPRRNN)
+    import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN)
     from tpr_keras.data import babi
 
     export = os.path.join(model_dir, "export")

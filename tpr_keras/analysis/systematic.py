@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import_tensorflow()  # quiet start-up, as the train.* commands
     import keras
 
-    import tpr_keras.models  # noqa: F401  (registers the models for load_model)
+    import tpr_keras.models.all_families  # noqa: F401  (registers the models for load_model)
     from tpr_keras.data import babi
 
     export = os.path.join(args.model_dir, "export")

@@ -1,17 +1,46 @@
-"""Full models of tpr-keras (importing this module registers them for load_model), and the
-task models that pair a trained one with its NumPy preprocessor, strings in and answers
-out (:mod:`tpr_keras.models.task_models`): ``BabiAnswerer``, ``EntailmentClassifier``,
-``MathAnswerer``. Nothing here imports TensorFlow."""
+"""Full models of tpr-keras, one package per family, and the task models that pair a
+trained one with its NumPy preprocessor, strings in and answers out
+(:mod:`tpr_keras.models.task_models`): ``BabiAnswerer``, ``EntailmentClassifier``,
+``MathAnswerer``. Nothing here imports TensorFlow.
 
-from tpr_keras.models.babi import BabiAnswerer, BabiPreprocessor  # noqa: F401
-from tpr_keras.models.entailment import BiDAFEntailmentModel, PlainEntailmentModel  # noqa: F401
-from tpr_keras.models.entailment import EntailmentClassifier, EntailmentPreprocessor  # noqa: F401
-from tpr_keras.models.memn2n import PRESETS as MEMN2N_PRESETS  # noqa: F401
-from tpr_keras.models.memn2n import MemN2N  # noqa: F401
-from tpr_keras.models.tp_transformer import PRESETS as TP_TRANSFORMER_PRESETS  # noqa: F401
-from tpr_keras.models.tp_transformer import MathAnswerer, MathPreprocessor  # noqa: F401
-from tpr_keras.models.tp_transformer import RECIPES as TP_TRANSFORMER_RECIPES  # noqa: F401
-from tpr_keras.models.tp_transformer import TPTransformer, sequence_compute_fn  # noqa: F401
-from tpr_keras.models.tp_transformer import resolve_preset  # noqa: F401
-from tpr_keras.models.tpr_rnn import PRESETS as TPR_RNN_PRESETS  # noqa: F401
-from tpr_keras.models.tpr_rnn import TPRRNN  # noqa: F401
+The names below are loaded on first use (PEP 562): ``from tpr_keras.models import TPRRNN``
+imports the TPR-RNN family only. To register every model class for
+``keras.saving.load_model``, import :mod:`tpr_keras.models.all_families`.
+
+Example:
+>>> from tpr_keras.models import TPRRNN
+>>> model = TPRRNN.from_preset("single_task", vocabulary_size=40)  # doctest: +SKIP
+"""
+
+from tpr_keras.lazy import lazy_getattr
+
+_EXPORTS = {
+    # bAbI: TPR-RNN, MemN2N and what they share.
+    "BabiAnswerer": "babi",
+    "BabiPreprocessor": "babi",
+    "TPRRNN": "tpr_rnn",
+    "TPR_RNN_PRESETS": "tpr_rnn:PRESETS",
+    "MemN2N": "memn2n",
+    "MEMN2N_PRESETS": "memn2n:PRESETS",
+    # Entailment.
+    "BiDAFEntailmentModel": "entailment",
+    "PlainEntailmentModel": "entailment",
+    "EntailmentClassifier": "entailment",
+    "EntailmentPreprocessor": "entailment",
+    # Mathematics: the TP-Transformer.
+    "TPTransformer": "tp_transformer",
+    "MathAnswerer": "tp_transformer",
+    "MathPreprocessor": "tp_transformer",
+    "TP_TRANSFORMER_PRESETS": "tp_transformer:PRESETS",
+    "TP_TRANSFORMER_RECIPES": "tp_transformer:RECIPES",
+    "resolve_preset": "tp_transformer",
+    "sequence_compute_fn": "tp_transformer",
+}
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -124,11 +124,10 @@ class TrainedPreset:
 
         if model_class is None:
             model_class = keras.saving.get_registered_object(f"tpr_keras>{self.class_name}")
-            if model_class is None:
-                import tpr_keras.models  # noqa: F401  (registers the model classes)
+            if model_class is None:  # the package imports the one family on first use
+                import tpr_keras.models
 
-                model_class = keras.saving.get_registered_object(
-                    f"tpr_keras>{self.class_name}")
+                model_class = getattr(tpr_keras.models, self.class_name, None)
         elif model_class.__name__ != self.class_name:
             raise PresetError(f"{self.path} holds a {self.class_name}, not a "
                               f"{model_class.__name__}; load it with "

@@ -14,9 +14,10 @@ floats (Keras' ``CallbackList`` makes them so); the epoch's hold
 ``val_accuracy`` and ``val_error_percent``. So Keras' own callbacks (``TerminateOnNaN``,
 ``CSVLogger``, ``LambdaCallback``, ...) work in the loop on every backend.
 
-This project's callbacks subclass :class:`Callback`, which adds the trainer
-(``self.trainer``) and two optional answers the loop asks for its console and
-``results.json``: :meth:`Callback.stop_reason` and :meth:`Callback.seconds_left`.
+This project's callbacks subclass :class:`~tpr_keras.training.callback_base.Callback`
+(importable from here too), which adds the trainer (``self.trainer``) and two optional
+answers the loop asks for its console and ``results.json``: :meth:`Callback.stop_reason`
+and :meth:`Callback.seconds_left`.
 
 - :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`: the one-time halving of the
   learning rate on a low validation loss (and, in the loop, the rate of every step);
@@ -38,35 +39,10 @@ trainer's checkpointed state or the model's variables, never in itself.
 
 import time
 
-import keras
-
-
-class Callback(keras.callbacks.Callback):
-    """A callback of the training loop: Keras' protocol, plus the trainer.
-
-    The loop sets ``self.trainer`` (the running
-    :class:`~tpr_keras.training.epoch_loop.EpochLoop`) before ``on_train_begin``, and
-    ``self.model`` as Keras does.
-
-    Example:
-    >>> class Announce(Callback):
-    ...     def on_epoch_end(self, epoch, logs=None):
-    ...         print(f"epoch {epoch + 1}: {logs['val_error_percent']:.1f} %")
-    """
-
-    trainer = None
-
-    def set_trainer(self, trainer):
-        self.trainer = trainer
-
-    def stop_reason(self):
-        """Before the first epoch and after each: a reason of
-        :data:`~tpr_keras.training.early_stopping.STOP_REASONS` to stop, or None."""
-        return None
-
-    def seconds_left(self):
-        """At most how many seconds the run has left by this callback, or None."""
-        return None
+from tpr_keras.training.callback_base import Callback
+from tpr_keras.training.early_stopping import EarlyStopping
+from tpr_keras.training.lr_policy import LearningRatePolicy
+from tpr_keras.training.progress import ConsoleProgress, TrainingSummaries
 
 
 class TimeBudget(Callback):
@@ -174,10 +150,6 @@ def default_callbacks(config):
     ``config`` asks for them, re-initialising after a NaN in the
     warm-up and checkpoints inside epochs (before the time budget, so that the step that
     spends the budget is saved by the checkpoint the stop writes anyway)."""
-    from tpr_keras.training.early_stopping import EarlyStopping
-    from tpr_keras.training.lr_policy import LearningRatePolicy
-    from tpr_keras.training.progress import ConsoleProgress, TrainingSummaries
-
     callbacks = [ConsoleProgress(config.verbose, config.progress_seconds),
                  TrainingSummaries(config.log_every_steps),
                  LearningRatePolicy.from_config(config), EarlyStopping.from_config(config)]

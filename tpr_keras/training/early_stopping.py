@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from tpr_keras.training.callbacks import Callback
+from tpr_keras.training.callback_base import Callback
 
 #: Why a run stopped, as :attr:`Trainer.stop_reason` and ``results.json`` give it.
 STOP_REASONS = {

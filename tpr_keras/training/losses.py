@@ -5,6 +5,11 @@ A ``compute_fn(model, features, labels, training)`` returns ``{"loss": float32[B
 ``labels["weight"]`` where the batch carries one, see
 :class:`~tpr_keras.data.babi.batches.NumpyBatches`). Losses are computed in float32
 whatever the model's dtype policy.
+
+* :func:`sparse_classification` — one label per example (bAbI's answer word);
+* :func:`binary_classification` — one logit per example (entailment);
+* :func:`sequence_cross_entropy` — a masked token sequence under teacher forcing (the
+  TP-Transformer's answer; re-exported as ``tpr_keras.models.sequence_compute_fn``).
 """
 
 from keras import ops
@@ -40,6 +45,52 @@ def binary_classification(label_key=None):
         target = ops.reshape(ops.cast(target, "float32"), [-1])
         loss = ops.binary_crossentropy(target, logits, from_logits=True)
         correct = ops.cast(ops.equal(ops.cast(logits > 0, "float32"), target), "float32")
+        return {"loss": loss, "correct": correct}
+
+    return compute
+
+
+def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
+    """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
+
+    Schlag et al. (2019), §4.1: the TP-Transformer is trained with the token
+    cross-entropy of the answer. Per example: ``loss`` = token cross-entropy over the
+    non-pad positions of ``labels[label_key]``, summed (``reduction="sum"``; the
+    Trainer's batch mean is then the authors' per-token mean times the mean answer
+    length) or averaged (``"mean"``); ``correct`` = 1 when the argmax of every non-pad
+    position equals the target, end symbol included (exact match of the whole answer
+    under teacher forcing; the greedy exact match is a separate evaluation). In
+    float32 whatever the model's compute dtype; a caller may compile it (XLA:
+    ``tf.function(compute, jit_compile=True)``).
+
+    Args:
+        pad_id: the padding id, masked out of loss and match (the Mathematics
+            vocabulary's ``CharVocabulary.PAD_ID`` is 0).
+        reduction: ``"sum"`` or ``"mean"`` over the real positions of each example.
+        label_key: the ``labels`` entry holding the ``int32[B, L]`` targets.
+
+    Returns:
+        ``compute(model, features, labels, training) -> {"loss": float32[B],
+        "correct": float32[B]}``; ``model(features)`` gives ``[B, L, V]`` logits.
+
+    Example:
+    >>> compute = sequence_cross_entropy(reduction="mean")
+    """
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
+
+    def compute(model, features, labels, training):
+        logits = ops.cast(model(features, training=training), "float32")
+        target = ops.cast(labels[label_key], "int32")
+        real = ops.not_equal(target, pad_id)
+        weights = ops.cast(real, "float32")
+        tokens = ops.sparse_categorical_crossentropy(target, logits, from_logits=True)
+        loss = ops.sum(tokens * weights, axis=-1)
+        if reduction == "mean":
+            loss = loss / ops.maximum(ops.sum(weights, axis=-1), 1.0)
+        prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
+        match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
+        correct = ops.cast(ops.all(match, axis=-1), "float32")
         return {"loss": loss, "correct": correct}
 
     return compute

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from tpr_keras.training.callbacks import Callback
+from tpr_keras.training.callback_base import Callback
 
 
 @dataclasses.dataclass

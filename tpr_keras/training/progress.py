@@ -11,7 +11,7 @@ import time
 
 import keras
 
-from tpr_keras.training.callbacks import Callback
+from tpr_keras.training.callback_base import Callback
 from tpr_keras.training.console import Summaries, progress_line
 
 

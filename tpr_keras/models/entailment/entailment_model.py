@@ -23,9 +23,9 @@ import numpy as np
 
 import keras
 
+import tpr_keras.models.entailment.entailment_layers as entailment_layers  # swapped by bench/
 from tpr_keras.data.entailment import VOCAB_SIZE
 from tpr_keras.models.dtype_policy import building_under
-from tpr_keras.models.entailment import entailment_layers
 from tpr_keras.models.entailment.entailment_layers import (
     CELLS,
     FEATURES,

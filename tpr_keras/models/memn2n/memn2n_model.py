@@ -2,7 +2,7 @@
 
 import keras
 
-from tpr_keras.layers.memn2n import MemN2NNetwork
+from tpr_keras.models.memn2n.memn2n_network import MemN2NNetwork
 from tpr_keras.models.babi.babi_inputs import babi_inputs
 from tpr_keras.models.dtype_policy import FLOAT32, building_under, resolve
 from tpr_keras.models.memn2n.memn2n_presets import PRESETS

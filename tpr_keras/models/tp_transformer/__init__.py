@@ -1,8 +1,10 @@
 """TP-Transformer (Schlag et al., 2019) for the Mathematics Dataset: model, presets,
 preprocessor, exporter.
 
-* :class:`TPTransformer` (greedy decoding with a key/value cache, beam search) and
-  :func:`sequence_compute_fn`, the teacher-forcing loss for the Trainer;
+* :class:`TPTransformer`, its layers (:mod:`.tp_transformer_embedding`,
+  :mod:`.tp_transformer_layers`) and its decoding (:mod:`.decoding`: greedy with a key/value
+  cache, beam search); :func:`sequence_compute_fn`, the teacher-forcing loss for the
+  Trainer (:func:`tpr_keras.training.losses.sequence_cross_entropy`);
 * presets with §4.1's sizes and recipe, and CPU sizes (:data:`PRESETS`,
   :func:`resolve_preset`);
 * :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
@@ -15,9 +17,17 @@ preprocessor, exporter.
 
 from tpr_keras.lazy import lazy_getattr
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer  # noqa: F401
+from tpr_keras.models.tp_transformer.decoding import MASK_VALUE  # noqa: F401
+from tpr_keras.models.tp_transformer.tp_transformer_embedding import (  # noqa: F401
+    TPTransformerEmbedding,
+)
+from tpr_keras.models.tp_transformer.tp_transformer_layers import (  # noqa: F401
+    PositionwiseFeedForward,
+    TPTransformerDecoderLayer,
+    TPTransformerEncoderLayer,
+)
 from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     END_ID,
-    MASK_VALUE,
     PAD_ID,
     START_ID,
     UNK_ID,

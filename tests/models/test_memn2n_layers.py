@@ -4,13 +4,8 @@ import pytest
 from keras import ops
 
 from tpr_keras import testing
-from tpr_keras.layers.memn2n import (
-    MemN2NEmbedding,
-    MemN2NHop,
-    MemN2NNetwork,
-    coded_position_encoding,
-    position_encoding,
-)
+from tpr_keras.models.memn2n import MemN2NEmbedding, MemN2NHop, MemN2NNetwork
+from tpr_keras.models.memn2n.memn2n_embedding import coded_position_encoding, position_encoding
 
 
 def story_batch():

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 from tpr_keras import testing
-from tpr_keras.layers.tp_transformer_layers import (
+from tpr_keras.models.tp_transformer import (
     PositionwiseFeedForward,
     TPTransformerDecoderLayer,
     TPTransformerEmbedding,
     TPTransformerEncoderLayer,
-    sinusoidal_positions,
 )
+from tpr_keras.models.tp_transformer.tp_transformer_embedding import sinusoidal_positions
 
 
 def _randomize(layer, seed=0, scale=0.3):

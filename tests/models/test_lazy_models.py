@@ -1,0 +1,75 @@
+"""``tpr_keras.models`` loads its families on first use (issue 43): one family's import
+does not import the others."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(code):
+    """Runs ``code`` in a fresh interpreter (a clean ``sys.modules``) from the repo root."""
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+FAMILIES = ("tpr_rnn", "memn2n", "entailment", "tp_transformer")
+
+
+@pytest.mark.parametrize("name, family", [("TPRRNN", "tpr_rnn"), ("MemN2N", "memn2n"),
+                                          ("PlainEntailmentModel", "entailment"),
+                                          ("TPTransformer", "tp_transformer")])
+def test_one_family_imports_only_that_family(name, family):
+    out = run(f"""
+        import sys
+        from tpr_keras.models import {name}
+        print(sorted(f for f in {FAMILIES!r} if f"tpr_keras.models.{{f}}" in sys.modules))
+    """)
+    assert out.split("\n")[-2] == repr([family])
+
+
+def test_package_import_loads_no_family_and_names_resolve():
+    out = run("""
+        import sys
+        import tpr_keras.models as models
+        print(sorted(m for m in sys.modules if m.startswith("tpr_keras.models.")))
+        assert models.MEMN2N_PRESETS is models.memn2n.PRESETS
+        assert models.TP_TRANSFORMER_RECIPES is models.tp_transformer.RECIPES
+        assert models.TPR_RNN_PRESETS is models.tpr_rnn.PRESETS
+        assert set(models.__all__) <= set(dir(models))
+        for name in models.__all__:
+            getattr(models, name)
+        print("ok")
+    """)
+    assert out.split("\n")[-3] == "[]" and out.split("\n")[-2] == "ok"
+
+
+def test_all_families_registers_every_model_class():
+    out = run("""
+        import keras
+        import tpr_keras.models.all_families  # noqa: F401
+        names = ["TPRRNN", "MemN2N", "PlainEntailmentModel", "BiDAFEntailmentModel",
+                 "TPTransformer", "MemN2NNetwork"]
+        print(all(keras.saving.get_registered_object(f"tpr_keras>{n}") for n in names))
+    """)
+    assert out.split("\n")[-2] == "True"
+
+
+def test_shared_layers_import_no_family_and_keep_the_family_names():
+    out = run("""
+        import sys
+        import tpr_keras.layers as layers
+        print(sorted(m for m in sys.modules if m.startswith("tpr_keras.models.")))
+        from tpr_keras.models import memn2n, tp_transformer
+        assert layers.MemN2NNetwork is memn2n.MemN2NNetwork
+        assert layers.TPTransformerEmbedding is tp_transformer.TPTransformerEmbedding
+        assert layers.TPTransformerEncoderLayer is tp_transformer.TPTransformerEncoderLayer
+        print("ok")
+    """)
+    assert out.split("\n")[-3] == "[]" and out.split("\n")[-2] == "ok"
