@@ -85,3 +85,20 @@ def write_babi_task1(path, stories, seed):
 def babi_task1_writer():
     """The :func:`write_babi_task1` helper, for tests that build tiny bAbI files."""
     return write_babi_task1
+
+
+@pytest.fixture(scope="module")
+def load_script(request):
+    """``load_script(name)``: ``<package>/<name>.py`` of the repository package named like
+    the test's folder (``tests/tools`` → ``tools/``, ``tests/experiments`` →
+    ``experiments/``), loaded fresh as a module, to test its functions."""
+    import importlib.util
+
+    package = REPO / request.path.parent.name
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, package / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load

@@ -156,30 +156,30 @@ def regression_result(outputs: dict[str, np.ndarray], n: int,
         result.regressions.add(value=value)
 
 
+def _run_examples(servable, request, deadline, method_check, outputs_of, response,
+                  fill_result):
+    """Classify or Regress: the request's examples through its signature into ``response``."""
+    sig = _signature(servable, request.model_spec.signature_name)
+    names = outputs_of(sig, method_check)
+    examples = examples_tensor(request.input)
+    outputs = sig.run({INPUTS: examples}, names, deadline=deadline)
+    _model_spec(response.model_spec, servable, sig)
+    fill_result(outputs, len(examples), response.result)
+    return response
+
+
 def classify(servable: Servable, request: classification_pb2.ClassificationRequest,
              deadline: float | None = None,
              method_check: bool = False) -> classification_pb2.ClassificationResponse:
-    sig = _signature(servable, request.model_spec.signature_name)
-    names = classification_outputs(sig, method_check)
-    examples = examples_tensor(request.input)
-    outputs = sig.run({INPUTS: examples}, names, deadline=deadline)
-    response = classification_pb2.ClassificationResponse()
-    _model_spec(response.model_spec, servable, sig)
-    classification_result(outputs, len(examples), response.result)
-    return response
+    return _run_examples(servable, request, deadline, method_check, classification_outputs,
+                         classification_pb2.ClassificationResponse(), classification_result)
 
 
 def regress(servable: Servable, request: regression_pb2.RegressionRequest,
             deadline: float | None = None,
             method_check: bool = False) -> regression_pb2.RegressionResponse:
-    sig = _signature(servable, request.model_spec.signature_name)
-    names = regression_outputs(sig, method_check)
-    examples = examples_tensor(request.input)
-    outputs = sig.run({INPUTS: examples}, names, deadline=deadline)
-    response = regression_pb2.RegressionResponse()
-    _model_spec(response.model_spec, servable, sig)
-    regression_result(outputs, len(examples), response.result)
-    return response
+    return _run_examples(servable, request, deadline, method_check, regression_outputs,
+                         regression_pb2.RegressionResponse(), regression_result)
 
 
 def check_tasks(request: inference_pb2.MultiInferenceRequest) -> None:
