@@ -50,13 +50,13 @@ def row(recipe, seed, result):
 def markdown(root):
     """The ablation table of every committed run, with the commands of the recipes."""
     found = runs(root)
-    lines = ["| recipe | seed | epochs (stopped) | optimizer | lr halved after epoch | "
+    lines = ["| recipe | seed | epochs (stopped) | optimizer | first epoch at the halved lr | "
              "best valid error % | test error %, 19 tasks (no 3) | 20 tasks | "
              "failed tasks (> 5 %) |", "|---|---:|---|---|---:|---:|---:|---:|---|"]
     lines += [row(recipe, seed, result) for recipe, seed, result in found]
     commands = {}
     for recipe, _, result in found:
-        commands.setdefault(recipe, re.sub(r"--seed[= ]\d+", "--seed=N", result["command"]))
+        commands.setdefault(recipe, re.sub(r"seed([= ]?)\d+", r"seed\1N", result["command"]))
     lines += ["", "Commands (`N`: the seed): "
               + "; ".join(f"{recipe}: `{command}`" for recipe, command in commands.items())
               + ". Task 3 trains on the 1,000 official questions available here."]
