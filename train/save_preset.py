@@ -107,7 +107,7 @@ def main(argv):
 
     import tpr_keras.models.all_families  # noqa: F401  (registers the model classes for load_model)
     from tpr_keras.training import evaluation
-    from tpr_keras.training.outputs import relative_command
+    from tpr_keras.training.outputs import shareable_command
 
     with open(os.path.join(FLAGS.model_dir, "results.json")) as f:
         results = json.load(f)
@@ -171,7 +171,7 @@ def main(argv):
         "headline": headline(task, table),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "training": {
-            "command": relative_command(results.get("command") or FLAGS.command or ""),
+            "command": shareable_command(results.get("command") or FLAGS.command or ""),
             "source": results.get("source"),
             "seed": config.get("seed"),
             "train_seconds": results.get("train_seconds"),

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tpr_keras.training.outputs import shareable_command
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -58,7 +60,10 @@ def test_preset_records_the_run_and_its_tables(tiny_preset, tiny_babi):
     work, results = tiny_preset
     meta = json.loads((work / "preset" / "metadata.json").read_text())
     assert meta["task"] == "babi" and meta["class_name"] == "TPRRNN"
-    assert meta["training"]["command"] == results["command"]
+    # the run's command, its data folder a placeholder no user's clone lacks
+    assert meta["training"]["command"] == shareable_command(results["command"])
+    assert "--data_dir=DIR " in meta["training"]["command"]
+    assert str(tiny_babi) not in meta["training"]["command"]
     assert meta["training"]["seed"] == 0 and meta["training"]["epochs"] == 2
     assert meta["training"]["source"] == results["source"]
     assert "cores" in meta["training"]["machine"]

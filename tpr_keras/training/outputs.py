@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -67,6 +68,19 @@ def relative_command(command: str, root: str | None = None) -> str:
     current folder) made relative (:func:`relative_path_argument`)."""
     root = root or os.getcwd()
     return shlex.join(relative_path_argument(a, root) for a in shlex.split(command))
+
+
+def shareable_command(command: str) -> str:
+    """``command`` as a reader of a shipped record runs it: the data folder is the
+    placeholder ``DIR`` (``--data_dir=DIR``), since no user's clone has the folder the run
+    read; other paths are made relative (:func:`relative_command`).
+
+    Example:
+    >>> shareable_command("python -m train.babi --data_dir ../shared/data/babi --task 1")
+    'python -m train.babi --data_dir=DIR --task 1'
+    """
+    command = relative_command(command)
+    return re.sub(r"--data_dir(=|\s+)(\'[^\']*\'|\S+)", "--data_dir=DIR", command)
 
 
 def run_command(argv: list[str] | None = None) -> str:
