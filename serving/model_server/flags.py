@@ -56,7 +56,8 @@ def _flag(command: Command, name: str, default, help: str) -> None:
         command.string(name, default, help)
 
 
-def _command() -> Command:
+def server_command() -> Command:
+    """The server's flags, defined on a fresh :class:`~serving.command_flags.Command`."""
     c = Command("python -m serving.server",
                 "TF Serving-compatible gRPC/REST server for SavedModels (flags as "
                 "tensorflow_model_server).")
@@ -187,7 +188,7 @@ def parse_args(argv: Sequence[str] | None) -> types.SimpleNamespace:
     """The flags of ``argv`` (default ``sys.argv[1:]``); a bad one ends the command with a
     one-line error and exit status 2. ``args.given`` is the set of flag names the command
     line named."""
-    command = _command()
+    command = server_command()
     argv = sys.argv[1:] if argv is None else list(argv)
     booleans = {name for name in command.flag_values
                 if command.flag_values[name].flag_type() == "bool"}
