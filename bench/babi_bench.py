@@ -19,7 +19,6 @@ Like ``train.babi``, each run caps glibc's malloc arenas at 2
 (:func:`tpr_keras.runtime.limit_malloc_arenas`; ``MALLOC_ARENA_MAX`` overrides).
 """
 
-import argparse
 import json
 import os
 import resource
@@ -141,26 +140,24 @@ def run_one(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--task", default="1", help="a task number 1..20 or 'all'")
-    parser.add_argument("--preset", default="single_task",
-                        choices=["single_task", "all_tasks", "all_tasks_code"],
-                        help="TPR-RNN size preset")
-    parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--seconds", type=float, default=20.0,
-                        help="measuring time per model, train and inference each")
-    parser.add_argument("--models", default="tpr_rnn,memn2n")
-    parser.add_argument("--implementations", default="parallel,recurrent",
-                        help="TPR-RNN memory implementations to compare")
-    parser.add_argument("--bucket_width", type=int, default=10,
-                        help="as train.babi's --bucket_width; 0 = plain random batches")
-    parser.add_argument("--batches", type=int, default=100,
-                        help="distinct batches cycled through while measuring")
-    parser.add_argument("--json", default=None, help="also write the numbers here")
-    parser.add_argument("--model", default=None, help=argparse.SUPPRESS)  # subprocess
-    parser.add_argument("--implementation", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.babi_bench", __doc__.split("\n\n")[0])
+    parser.string("data_dir", None)
+    parser.string("task", "1", "a task number 1..20 or 'all'")
+    parser.enum("preset", "single_task", ["single_task", "all_tasks", "all_tasks_code"],
+                "TPR-RNN size preset")
+    parser.integer("batch_size", 128)
+    parser.float("seconds", 20.0, "measuring time per model, train and inference each")
+    parser.string("models", "tpr_rnn,memn2n")
+    parser.string("implementations", "parallel,recurrent",
+                  "TPR-RNN memory implementations to compare")
+    parser.integer("bucket_width", 10, "as train.babi's --bucket_width; 0 = plain random batches")
+    parser.integer("batches", 100, "distinct batches cycled through while measuring")
+    parser.string("json", None, "also write the numbers here")
+    parser.string("model", None, "internal: set by the parent process")  # subprocess
+    parser.string("implementation", None, "internal: set by the parent process")
+    args = parser.parse()
     if args.task != "all" and not 1 <= int(args.task) <= 20:
         parser.error(f"--task must be 1..20 or 'all'; got {args.task}")
 

@@ -21,7 +21,6 @@ On this project's 2-core CPU the TP-Transformer at the paper's size is measured 
 batch (``--batch_size tp_transformer=8``); on a GPU use the paper's 128 or more.
 """
 
-import argparse
 import json
 import os
 import resource
@@ -181,20 +180,21 @@ def start_worker(family, backend, dtype, batch_size):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--families", default=",".join(FAMILIES))
-    parser.add_argument("--backends", default="tensorflow,tensorflow_xla,jax")
-    parser.add_argument("--dtype_policies", default="float32,mixed_bfloat16")
-    parser.add_argument("--batch_size", action="append", default=[],
-                        help="FAMILY=N overrides a family's batch (repeatable)")
-    parser.add_argument("--baseline", default=None,
-                        help="BACKEND:POLICY the ratios are against (default: the first "
-                             "backend at the first policy)")
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--json", default=None)
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.backends", __doc__.split("\n\n")[0])
+    parser.string("families", ",".join(FAMILIES))
+    parser.string("backends", "tensorflow,tensorflow_xla,jax")
+    parser.string("dtype_policies", "float32,mixed_bfloat16")
+    parser.multi("batch_size", "FAMILY=N overrides a family's batch")
+    parser.string("baseline", None,
+                  "BACKEND:POLICY the ratios are against (default: the first "
+                  "backend at the first policy)")
+    parser.float("seconds", 5.0)
+    parser.integer("repeats", 3)
+    parser.string("json", None)
+    parser.string("worker", None, "internal: set by the parent process")
+    args = parser.parse()
     if args.worker:
         return worker(args.worker)
 

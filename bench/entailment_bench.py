@@ -32,7 +32,6 @@ al.'s eq. 4, twice as wide, the model before session 11).
 ``--cells`` is another name for ``--cell``.
 """
 
-import argparse
 import json
 import os
 import resource
@@ -200,28 +199,30 @@ def start_worker(cell, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cell", "--cells", dest="cells", default="tpru,tpru_rnn,lstm,gru",
-                        help="comma-separated cells (see the module docstring)")
-    parser.add_argument("--reference", default="lstm",
-                        help="cell added when missing, to which time ratios refer ('none': no "
-                             "reference)")
-    parser.add_argument("--arch", choices=("plain", "bidaf"), default="plain")
-    parser.add_argument("--attention_output", choices=("context", "full"), default="context",
-                        help="with --arch bidaf: the second layer's input, [h; context] as "
-                             "in the bidaf presets (§5.2), or Seo et al.'s eq. 4 (the "
-                             "model before session 11)")
-    parser.add_argument("--roles", type=int, default=32)
-    parser.add_argument("--dim", type=int, default=64)
-    parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of one window")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="rounds of windows, one per cell, interleaved (A B C A B C ...)")
-    parser.add_argument("--batches", type=int, default=60)
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--json", default=None)
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # one subprocess
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.entailment_bench", __doc__.split("\n\n")[0])
+    parser.string("cells", "tpru,tpru_rnn,lstm,gru",
+                  "comma-separated cells (see the module docstring)")
+    parser.alias("cell", "cells")
+    parser.string("reference", "lstm",
+                  "cell added when missing, to which time ratios refer ('none': no "
+                  "reference)")
+    parser.enum("arch", "plain", ("plain", "bidaf"))
+    parser.enum("attention_output", "context", ("context", "full"),
+                "with --arch bidaf: the second layer's input, [h; context] as "
+                "in the bidaf presets (§5.2), or Seo et al.'s eq. 4 (the "
+                "model before session 11)")
+    parser.integer("roles", 32)
+    parser.integer("dim", 64)
+    parser.integer("batch_size", 64)
+    parser.float("seconds", 5.0, "length of one window")
+    parser.integer("repeats", 5, "rounds of windows, one per cell, interleaved (A B C A B C ...)")
+    parser.integer("batches", 60)
+    parser.string("data_dir", None)
+    parser.string("json", None)
+    parser.string("worker", None, "internal: set by the parent process")  # one subprocess
+    args = parser.parse()
     if args.worker:
         print("RESULT " + json.dumps(run_one(args)))
         return

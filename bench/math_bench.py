@@ -36,7 +36,6 @@ clipping + optimizer. ``--decode`` adds the decoding rates (greedy with and with
 key/value cache, beam 4) of both model variants.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -211,27 +210,29 @@ def decode_rates(data, module, preset, decode_batch, seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--modules", default="numbers__place_value",
-                        help="comma-separated, or all; several modules give mixed lengths")
-    parser.add_argument("--preset", default="tiny")
-    parser.add_argument("--model", default="tp_transformer",
-                        choices=["tp_transformer", "transformer"])
-    parser.add_argument("--configs", default="baseline,trainer,batch_max,fixed_max,"
-                        "jit_bucketed,jit_fixed,trainer_jit,trainer_jit_fixed,matmul")
-    parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--batches", type=int, default=24, help="distinct cached batches")
-    parser.add_argument("--limit_per_file", type=int, default=4000)
-    parser.add_argument("--seconds", type=float, default=8.0, help="per configuration per round")
-    parser.add_argument("--repeats", type=int, default=3, help="round-robin rounds")
-    parser.add_argument("--profile", action="store_true",
-                        help="split the first configuration's step into forward / backward / "
-                             "optimizer")
-    parser.add_argument("--decode", action="store_true", help="also time decoding")
-    parser.add_argument("--decode_batch", type=int, default=64)
-    parser.add_argument("--json", default=None, help="write the results to this file")
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.math_bench", __doc__.split("\n\n")[0])
+    parser.string("data_dir", None)
+    parser.string("modules", "numbers__place_value",
+                  "comma-separated, or all; several modules give mixed lengths")
+    parser.string("preset", "tiny")
+    parser.enum("model", "tp_transformer", ["tp_transformer", "transformer"])
+    parser.string("configs",
+                  "baseline,trainer,batch_max,fixed_max,"
+                  "jit_bucketed,jit_fixed,trainer_jit,trainer_jit_fixed,matmul")
+    parser.integer("batch_size", 128)
+    parser.integer("batches", 24, "distinct cached batches")
+    parser.integer("limit_per_file", 4000)
+    parser.float("seconds", 8.0, "per configuration per round")
+    parser.integer("repeats", 3, "round-robin rounds")
+    parser.boolean("profile", False,
+                   "split the first configuration's step into forward / backward / "
+                   "optimizer")
+    parser.boolean("decode", False, "also time decoding")
+    parser.integer("decode_batch", 64)
+    parser.string("json", None, "write the results to this file")
+    args = parser.parse()
     names = args.configs.split(",")
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:

@@ -13,7 +13,6 @@ of it with the command, the parameters file and the machine.
 ``tools.report`` turns that file into the table of ``results/serving.md``.
 """
 
-import argparse
 import json
 import os
 import platform
@@ -55,17 +54,19 @@ def run(args, clients, server_args, out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_base_path", required=True, help="folder with version folders")
-    p.add_argument("--model_name", default="babi")
-    p.add_argument("--data_dir", default=None)
-    p.add_argument("--clients", default="1,4,16")
-    p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--baseline_seconds", type=float, default=2)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--json", help="also write the numbers to this file")
-    args = p.parse_args()
+    from serving.command_flags import Command
+
+    p = Command("python -m bench.serving_batching", __doc__.split("\n")[0])
+    p.string("model_base_path", None, "folder with version folders", required=True)
+    p.string("model_name", "babi")
+    p.string("data_dir", None)
+    p.string("clients", "1,4,16")
+    p.float("seconds", 10)
+    p.float("baseline_seconds", 2)
+    p.integer("rounds", 2)
+    p.integer("batch", 1)
+    p.string("json", None, "also write the numbers to this file")
+    args = p.parse()
 
     work = tempfile.mkdtemp(prefix="serving-batching-")
     params_file = os.path.join(work, "batching.config")

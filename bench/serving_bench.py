@@ -33,7 +33,6 @@
 Stories are the task-1 test stories when ``--data_dir`` finds them, else built-in ones.
 """
 
-import argparse
 import collections
 import json
 import os
@@ -219,24 +218,24 @@ def thread_settings(server_args):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_base_path", help="folder with integer version folders")
-    p.add_argument("--keras_model", help="or: a model.keras to export first (vocab.txt next to it)")
-    p.add_argument("--model_name", default="babi")
-    p.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data", "babi"))
-    p.add_argument("--clients", type=int, default=1)
-    p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--baseline_seconds", type=float, default=5,
-                   help="per baseline (three of them), over all rounds")
-    p.add_argument("--rounds", type=int, default=5,
-                   help="alternate baseline and load phases this many times")
-    p.add_argument("--batch", type=int, default=1, help="examples per request")
-    p.add_argument("--swap", action="store_true", help="add a new version halfway through")
-    p.add_argument("--pin", action="store_true",
-                   help="server and baselines on the first half of the CPUs, clients on the rest")
-    p.add_argument("--server_args", default="", help="extra flags for serving.server")
-    p.add_argument("--json", help="also write the numbers to this file")
-    args = p.parse_args()
+    from serving.command_flags import Command
+
+    p = Command("python -m bench.serving_bench", __doc__.split("\n")[0])
+    p.string("model_base_path", None, "folder with integer version folders")
+    p.string("keras_model", None, "or: a model.keras to export first (vocab.txt next to it)")
+    p.string("model_name", "babi")
+    p.string("data_dir", os.path.join(REPO, "..", "shared", "data", "babi"))
+    p.integer("clients", 1)
+    p.float("seconds", 10)
+    p.float("baseline_seconds", 5, "per baseline (three of them), over all rounds")
+    p.integer("rounds", 5, "alternate baseline and load phases this many times")
+    p.integer("batch", 1, "examples per request")
+    p.boolean("swap", False, "add a new version halfway through")
+    p.boolean("pin", False,
+              "server and baselines on the first half of the CPUs, clients on the rest")
+    p.string("server_args", "", "extra flags for serving.server")
+    p.string("json", None, "also write the numbers to this file")
+    args = p.parse()
 
     server_args = args.server_args.split()
     runtime, session_config = thread_settings(server_args)

@@ -18,7 +18,6 @@ It explains why the call inside the server is slower than the same call in a tig
 (``results/serving.md``). Pin it to one CPU (``taskset``) so that it measures one core.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -37,12 +36,14 @@ from tensorflow_serving.apis import predict_pb2  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model_dir", required=True, help="one version folder (a SavedModel)")
-    p.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data", "babi"))
-    p.add_argument("--calls", type=int, default=3000)
-    p.add_argument("--busy_cpu", type=int, default=-1, help="also run with a busy loop here")
-    args = p.parse_args()
+    from serving.command_flags import Command
+
+    p = Command("python -m bench.serving_idle_gap", __doc__.split("\n")[0])
+    p.string("model_dir", None, "one version folder (a SavedModel)", required=True)
+    p.string("data_dir", os.path.join(REPO, "..", "shared", "data", "babi"))
+    p.integer("calls", 3000)
+    p.integer("busy_cpu", -1, "also run with a busy loop here")
+    args = p.parse()
 
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=1,
                                       inter_op_parallelism_threads=-1)

@@ -8,7 +8,6 @@ milliseconds per batch for each, alternating twice. ``TPRUpdate(implementation="
 (``tpr_keras.ops.factored.recurrent_targets``) uses the matmul form.
 """
 
-import argparse
 import os
 import time
 
@@ -19,13 +18,15 @@ import tensorflow as tf  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch", type=int, default=128)
-    parser.add_argument("--sentences", type=int, default=70)
-    parser.add_argument("--entity", type=int, default=15)
-    parser.add_argument("--relation", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.tpr_update_bench", __doc__.split("\n\n")[0])
+    parser.integer("batch", 128)
+    parser.integer("sentences", 70)
+    parser.integer("entity", 15)
+    parser.integer("relation", 10)
+    parser.integer("repeats", 5)
+    args = parser.parse()
     B, T, E, R, K = args.batch, args.sentences, args.entity, args.relation, 3
     rng = np.random.default_rng(0)
     src = tf.constant(rng.normal(size=(T, B, K, E)).astype("float32") * 0.3)

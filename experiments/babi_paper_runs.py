@@ -49,7 +49,6 @@ failed tasks (> 5 % test error) per operation set next to the paper's (Table 3).
 trains on the 1,000 official questions available here (see the data README).
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -269,26 +268,28 @@ def execute(args, runs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--table", type=int, choices=[2, 3], required=True)
-    parser.add_argument("--tasks", default=None,
-                        help="comma list (default: 1..20 for Table 2, the 8 of Table 3)")
-    parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--runs", default="runs/paper")
-    parser.add_argument("--keep", default="results/babi/paper_runs",
-                        help="where finished runs' results.json are copied, to be committed "
-                             "('' to keep none); runs found there are skipped")
-    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="long",
-                        help="how long a run may train (see the module doc)")
-    parser.add_argument("--jobs", type=int, default=1,
-                        help="trainings at once (each gets cores/jobs intra-op threads)")
-    parser.add_argument("--fallback_above", type=float, default=None,
-                        help="retrain with the all-tasks optimiser where the paper recipe's "
-                             "best validation error exceeds this %% (see the module doc)")
-    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
-    parser.add_argument("--report", action="store_true", help="tabulate finished runs only")
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m experiments.babi_paper_runs", __doc__.split("\n\n")[0])
+    parser.enum("table", None, ["2", "3"], "the paper's Table 2 (per-task runs) or 3 "
+                "(the operations' ablation)", required=True)
+    parser.string("tasks", None, "comma list (default: 1..20 for Table 2, the 8 of Table 3)")
+    parser.string("seeds", "0,1,2")
+    parser.string("data_dir", None)
+    parser.string("runs", "runs/paper")
+    parser.string("keep", "results/babi/paper_runs",
+                  "where finished runs' results.json are copied, to be committed "
+                  "('' to keep none); runs found there are skipped")
+    parser.enum("protocol", "long", sorted(PROTOCOLS),
+                "how long a run may train (see the module doc)")
+    parser.integer("jobs", 1, "trainings at once (each gets cores/jobs intra-op threads)")
+    parser.float("fallback_above", None,
+                 "retrain with the all-tasks optimiser where the paper recipe's "
+                 "best validation error exceeds this % (see the module doc)")
+    parser.boolean("dry_run", False, "print the commands only")
+    parser.boolean("report", False, "tabulate finished runs only")
+    args = parser.parse()
+    args.table = int(args.table)
     default_tasks = range(1, 21) if args.table == 2 else TABLE3_TASKS
     tasks = [int(t) for t in args.tasks.split(",")] if args.tasks else list(default_tasks)
     seeds = [int(s) for s in args.seeds.split(",")]

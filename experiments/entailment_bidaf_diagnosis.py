@@ -40,7 +40,6 @@ together).
     python -m experiments.entailment_bidaf_diagnosis probe --data_dir ../shared/data/entailment
 """
 
-import argparse
 import os
 import runpy
 import sys
@@ -277,18 +276,23 @@ def main(argv=None):
         sys.argv = ["train.entailment", *argv[2:]]
         runpy.run_module("train.entailment", run_name="__main__")
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("train", help=f"train VARIANT [flags]; VARIANT: {', '.join(VARIANTS)}")
-    p = sub.add_parser("probe", help="role distributions and contextual-output statistics")
-    p.add_argument("--data_dir", default=None)
-    p.add_argument("--checkpoint", default=None, help="a best/weights prefix")
-    p.add_argument("--arch", default="bidaf", choices=["bidaf", "plain"])
-    p.add_argument("--cell", default="tpru", choices=["tpru", "lstm", "gru"])
-    p.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m experiments.entailment_bidaf_diagnosis",
+                     __doc__.split("\n\n")[0])
+    parser.positional("command", "probe (role distributions and contextual-output "
+                      "statistics; the flags below are its), or train VARIANT "
+                      f"[train.entailment flags] with VARIANT one of {', '.join(VARIANTS)}")
+    parser.string("data_dir", None)
+    parser.string("checkpoint", None, "a best/weights prefix")
+    parser.enum("arch", "bidaf", ["bidaf", "plain"])
+    parser.enum("cell", "tpru", ["tpru", "lstm", "gru"])
+    parser.integer("seed", 0)
+    args = parser.parse(argv)
     if args.command == "train":
         parser.error("train needs a VARIANT")
+    if args.command != "probe":
+        parser.error(f"the command is probe or train, not {args.command!r}")
     probe(args)
 
 

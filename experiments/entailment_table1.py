@@ -30,7 +30,6 @@ the best validation (whose weights are evaluated) and the training time summed o
 process of the row.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -195,28 +194,28 @@ def plot(args, path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", default=",".join(ROWS),
-                        help=f"comma-separated, from {', '.join(ROWS)}")
-    parser.add_argument("--runs", default="runs/entailment/table1",
-                        help="checkpoints and logs of the rows (not committed)")
-    parser.add_argument("--keep", default="results/entailment/table1",
-                        help="where finished rows' results.json are copied (committed)")
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--epochs", type=int, default=90)
-    parser.add_argument("--patience", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jit_compile", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--max_train_minutes", type=float, default=None,
-                        help="stop each row's training after this many minutes (the row is "
-                             "then reported with the stop reason 'time budget'); for rows "
-                             "longer than a sitting")
-    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
-    parser.add_argument("--report", action="store_true", help="print the Markdown table only")
-    parser.add_argument("--plot", default=None,
-                        help="with --report: also draw the validation curves to this PNG")
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m experiments.entailment_table1", __doc__.split("\n\n")[0])
+    parser.string("rows", ",".join(ROWS), f"comma-separated, from {', '.join(ROWS)}")
+    parser.string("runs", "runs/entailment/table1",
+                  "checkpoints and logs of the rows (not committed)")
+    parser.string("keep", "results/entailment/table1",
+                  "where finished rows' results.json are copied (committed)")
+    parser.string("data_dir", None)
+    parser.integer("epochs", 90)
+    parser.integer("patience", 20)
+    parser.integer("seed", 0)
+    parser.boolean("jit_compile", True)
+    parser.integer("jobs", 1)
+    parser.float("max_train_minutes", None,
+                 "stop each row's training after this many minutes (the row is "
+                 "then reported with the stop reason 'time budget'); for rows "
+                 "longer than a sitting")
+    parser.boolean("dry_run", False, "print the commands only")
+    parser.boolean("report", False, "print the Markdown table only")
+    parser.string("plot", None, "with --report: also draw the validation curves to this PNG")
+    args = parser.parse()
     args.rows = args.rows.split(",")
     unknown = [r for r in args.rows if r not in ROWS]
     if unknown:

@@ -30,7 +30,6 @@ since the generator can repeat short questions. Score the sample through an expo
 The output folder must not exist yet or be empty: nothing is overwritten.
 """
 
-import argparse
 import json
 import os
 import random
@@ -135,17 +134,19 @@ def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--seed", type=int, required=True,
-                        help="seeds Python's random and numpy's global generator")
-    parser.add_argument("--regimes", default="interpolate", help="comma list of " +
-                        ", ".join(REGIMES))
-    parser.add_argument("--per_module", type=int, default=1000)
-    parser.add_argument("--filter", default="", help="only modules whose name contains this")
-    parser.add_argument("--train_dir", help="count sampled questions found in its training files")
-    parser.add_argument("--max_seconds_per_module", type=float)
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m experiments.math_heldout_sample", __doc__.split("\n\n")[0])
+    parser.string("out", None, "folder for the sampled <regime>/<module>.txt files",
+                  required=True)
+    parser.integer("seed", None, "seeds Python's random and numpy's global generator",
+                   required=True)
+    parser.string("regimes", "interpolate", "comma list of " + ", ".join(REGIMES))
+    parser.integer("per_module", 1000)
+    parser.string("filter", "", "only modules whose name contains this")
+    parser.string("train_dir", None, "count sampled questions found in its training files")
+    parser.float("max_seconds_per_module", None)
+    args = parser.parse(argv)
     if argv is None and os.environ.get("PYTHONHASHSEED") != "0":
         # The generator names variables by iterating over sets of letters: without a fixed
         # string hash the same seed gives the same problems under other variable names.

@@ -20,7 +20,6 @@ the preset is the seed with the lowest mean validation error: the test set plays
 the choice. Task 3 trains on the 1,000 official questions available here.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -220,22 +219,23 @@ def make(args, name):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data_root", default=os.path.join(REPO, "..", "shared", "data"))
-    parser.add_argument("--runs", default=os.path.join(REPO, "runs", "presets"))
-    parser.add_argument("--root", default=REPO,
-                        help="the repository whose results/ and tpr_keras/presets/ --make fills")
-    parser.add_argument("--presets", default=",".join(PRESETS))
-    parser.add_argument("--seeds", default=None,
-                        help="comma-separated seeds to train (default: every seed of a preset)")
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--max_train_minutes", type=float, default=None)
-    parser.add_argument("--make", action="store_true",
-                        help="keep finished runs' results.json and write the presets")
-    parser.add_argument("--accept_time_budget", action="store_true",
-                        help="--make also from runs stopped by --max_train_minutes")
-    parser.add_argument("--dry_run", action="store_true", help="print the commands only")
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m experiments.train_presets", __doc__.split("\n\n")[0])
+    parser.string("data_root", os.path.join(REPO, "..", "shared", "data"))
+    parser.string("runs", os.path.join(REPO, "runs", "presets"))
+    parser.string("root", REPO,
+                  "the repository whose results/ and tpr_keras/presets/ --make fills")
+    parser.string("presets", ",".join(PRESETS))
+    parser.string("seeds", None,
+                  "comma-separated seeds to train (default: every seed of a preset)")
+    parser.integer("jobs", 1)
+    parser.float("max_train_minutes", None)
+    parser.boolean("make", False, "keep finished runs' results.json and write the presets")
+    parser.boolean("accept_time_budget", False,
+                   "--make also from runs stopped by --max_train_minutes")
+    parser.boolean("dry_run", False, "print the commands only")
+    args = parser.parse(argv)
     names = args.presets.split(",")
     unknown = sorted(set(names) - set(PRESETS))
     if unknown:

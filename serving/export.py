@@ -25,20 +25,19 @@ __all__ = ["export_babi_model", "main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m serving.export``: export a saved ``.keras`` model."""
-    import argparse
+    from serving.command_flags import Command
 
-    parser = argparse.ArgumentParser(
-        prog="python -m serving.export",
-        description="Export a .keras bAbI model to <export_dir>/<model_name>/<version>/.")
-    parser.add_argument("--model", required=True, help="model.keras written by train.babi")
-    parser.add_argument("--vocab", default=None, help="vocab.txt (default: next to --model)")
-    parser.add_argument("--export_dir", required=True, help="TF Serving base folder")
-    parser.add_argument("--model_name", default="babi")
-    parser.add_argument("--version", type=int, default=None, help="default: next free number")
-    parser.add_argument("--max_story_sentences", type=int, default=DEFAULT_MAX_STORY_SENTENCES,
-                        help="keep the last N sentences (70; use 130 for task 3; 0 = all)")
-    parser.add_argument("--top_k", type=int, default=DEFAULT_TOP_K)
-    args = parser.parse_args(argv)
+    parser = Command("python -m serving.export",
+                     "Export a .keras bAbI model to <export_dir>/<model_name>/<version>/.")
+    parser.string("model", None, "model.keras written by train.babi", required=True)
+    parser.string("vocab", None, "vocab.txt (default: next to --model)")
+    parser.string("export_dir", None, "TF Serving base folder", required=True)
+    parser.string("model_name", "babi")
+    parser.integer("version", None, "default: next free number")
+    parser.integer("max_story_sentences", DEFAULT_MAX_STORY_SENTENCES,
+                   "keep the last N sentences (70; use 130 for task 3; 0 = all)")
+    parser.integer("top_k", DEFAULT_TOP_K)
+    args = parser.parse(argv)
 
     import keras
 

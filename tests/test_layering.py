@@ -1,6 +1,6 @@
 """The project's layering (docs/architecture.md): the library (``tpr_keras``) parses no
-flags and imports neither absl nor the command-line app (``train``); ``serving`` never
-imports ``train``. Checked in fresh processes and by reading the sources."""
+flags and imports neither absl, argparse nor the command-line app (``train``); ``serving``
+never imports ``train``. Checked in fresh processes and by reading the sources."""
 
 import ast
 import json
@@ -30,11 +30,11 @@ def _python(code):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _imported_roots(package):
-    """``{(file, top-level module)}`` of every absolute import under ``REPO/package``,
+def _imported_roots(package, root=REPO):
+    """``{(file, top-level module)}`` of every absolute import under ``root/package``,
     those inside functions included."""
     found = set()
-    for path in sorted((REPO / package).rglob("*.py")):
+    for path in sorted((root / package).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -42,7 +42,7 @@ def _imported_roots(package):
                 names = [node.module]
             else:
                 continue
-            found |= {(str(path.relative_to(REPO)), name.split(".")[0]) for name in names}
+            found |= {(str(path.relative_to(root)), name.split(".")[0]) for name in names}
     return found
 
 
@@ -68,10 +68,28 @@ def test_the_library_defines_and_parses_no_flags_and_imports_no_train():
     assert not report["train"], report["train"]
 
 
-def test_no_library_module_imports_absl_or_the_app():
+#: What parses command lines; the library leaves both to train/, serving/ and tools/.
+FLAG_PARSERS = ("absl", "argparse", "optparse", "getopt")
+
+
+def test_no_library_module_imports_a_flag_parser_or_the_app():
     found = sorted(f"{path}: {root}" for path, root in _imported_roots("tpr_keras")
-                   if root in ("absl", "train"))
+                   if root in FLAG_PARSERS + ("train",))
     assert not found, found
+
+
+def test_the_import_scan_sees_flag_parsers_anywhere_in_a_module(tmp_path):
+    """The scan that guards the library finds ``import argparse`` at module level, ``from
+    absl import flags`` inside a function, and ``import absl.app as app`` in a class body."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("import argparse\n")
+    (package / "b.py").write_text("def main():\n    from absl import flags\n")
+    (package / "c.py").write_text("class C:\n    import absl.app as app\n")
+    (package / "d.py").write_text("from . import a\nimport json\n")
+    found = sorted((path, root) for path, root in _imported_roots("pkg", tmp_path)
+                   if root in FLAG_PARSERS)
+    assert found == [("pkg/a.py", "argparse"), ("pkg/b.py", "absl"), ("pkg/c.py", "absl")]
 
 
 def test_serving_never_imports_train():

@@ -12,7 +12,6 @@ per request) and prints each task's served test error. Exits 1 if the server can
 or a request fails.
 """
 
-import argparse
 import contextlib
 import json
 import os
@@ -45,17 +44,18 @@ def served(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model_base_path")
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--model_name", default="babi")
-    parser.add_argument("--index", type=int, default=0, help="which test question of each task")
-    parser.add_argument("--all", action="store_true",
-                        help="score every test question of each task (served test error)")
-    parser.add_argument("--batch", type=int, default=250, help="questions per request (--all)")
-    parser.add_argument("--tasks", default=",".join(str(t) for t in range(1, 21)))
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.babi_serving_check", __doc__.split("\n\n")[0])
+    parser.positional("model_base_path")
+    parser.string("data_dir", None)
+    parser.string("model_name", "babi")
+    parser.integer("index", 0, "which test question of each task")
+    parser.boolean("all", False, "score every test question of each task (served test error)")
+    parser.integer("batch", 250, "questions per request (--all)")
+    parser.string("tasks", ",".join(str(t) for t in range(1, 21)))
+    parser.string("json", None)
+    args = parser.parse()
     if args.all:
         return score_test_sets(args)
 

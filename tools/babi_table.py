@@ -11,7 +11,6 @@ the curve carries the wall time since the run started (restarts included).
     python -m tools.babi_table runs/babi-all --all_tasks --curve
 """
 
-import argparse
 import json
 import os
 
@@ -75,12 +74,14 @@ def curve(history):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+")
-    parser.add_argument("--curve", action="store_true")
-    parser.add_argument("--all_tasks", action="store_true",
-                        help="the first run is one model over all tasks (Table 1 / Table 4)")
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.babi_table", __doc__.split("\n\n")[0])
+    parser.positional("runs", "train.babi --model_dir folders", "+")
+    parser.boolean("curve", False)
+    parser.boolean("all_tasks", False,
+                   "the first run is one model over all tasks (Table 1 / Table 4)")
+    args = parser.parse()
     if args.all_tasks:
         with open(os.path.join(args.runs[0], "results.json")) as f:
             results = json.load(f)

@@ -22,7 +22,6 @@ The paper numbers are citations, typed here from the papers:
   Table 1 gives the same column for 1k questions and its 10k mean (7.5 %, 6 failed tasks).
 """
 
-import argparse
 import glob
 import json
 import math
@@ -221,13 +220,13 @@ def plot_curves(root, path, models=tuple(MODELS)):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=list(MODELS), action="append",
-                        help="tpr_rnn or memn2n (repeatable; default both)")
-    parser.add_argument("--root", default=".", help="the repository root")
-    parser.add_argument("--plot", default=None,
-                        help="also draw every committed seed's validation curve to this PNG")
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.babi_table1", __doc__.split("\n\n")[0])
+    parser.multi("model", "tpr_rnn or memn2n (default both)", choices=list(MODELS))
+    parser.string("root", ".", "the repository root")
+    parser.string("plot", None, "also draw every committed seed's validation curve to this PNG")
+    args = parser.parse()
     if args.plot:
         plot_curves(args.root, args.plot, args.model or tuple(MODELS))
     for model in args.model or MODELS:

@@ -14,7 +14,6 @@ accuracy next to the training run's, with pairs/s through the server. It ends wi
 ``saved_model_cli run`` of three pairs, the command-line route the C++ server shares.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -56,15 +55,17 @@ def score(client, data, batch):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir")
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--splits", default=",".join(s for s in SPLITS if s != "train"))
-    parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--model_config_file", default="serving/models.config",
-                        help="serve these models too, where their exports exist ('' for none)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.entailment_serving_check", __doc__.split("\n\n")[0])
+    parser.positional("run_dir")
+    parser.string("data_dir", None)
+    parser.string("splits", ",".join(s for s in SPLITS if s != "train"))
+    parser.integer("batch", 500)
+    parser.string("model_config_file", "serving/models.config",
+                  "serve these models too, where their exports exist ('' for none)")
+    parser.string("json", None)
+    args = parser.parse()
     export_base = os.path.join(args.run_dir, "export", "entailment")
     with open(os.path.join(args.run_dir, "results.json")) as f:
         trained = json.load(f)["accuracy_percent"]

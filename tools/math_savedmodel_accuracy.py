@@ -19,7 +19,6 @@ stays within ``--tolerance`` points. The exit status is 1 when a module with a r
 accuracy differs by more than the tolerance.
 """
 
-import argparse
 import json
 import math
 import os
@@ -101,23 +100,23 @@ def compare(measured, reported, tolerance):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("saved_model", help="<export_dir>/math/<version>")
-    parser.add_argument("questions", help="a <module>.txt file (question, answer, question, "
-                        "...) or a folder of them")
-    parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--limit", type=int, default=None, help="score the first N of each file")
-    parser.add_argument("--show", type=int, default=5,
-                        help="print the first N wrong answers (of each file)")
-    parser.add_argument("--reported", default=None,
-                        help="results.json of the train.math run, to compare per module")
-    parser.add_argument("--reported_questions", type=int, default=None,
-                        help="questions per module behind the reported accuracies, for the "
-                        "standard error (default: the number scored here)")
-    parser.add_argument("--tolerance", type=float, default=3.0,
-                        help="points of difference allowed per module (with --reported)")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.math_savedmodel_accuracy", __doc__.split("\n\n")[0])
+    parser.positional("saved_model", "<export_dir>/math/<version>")
+    parser.positional("questions",
+                      "a <module>.txt file (question, answer, question, "
+                      "...) or a folder of them")
+    parser.integer("batch", 256)
+    parser.integer("limit", None, "score the first N of each file")
+    parser.integer("show", 5, "print the first N wrong answers (of each file)")
+    parser.string("reported", None, "results.json of the train.math run, to compare per module")
+    parser.integer("reported_questions", None,
+                   "questions per module behind the reported accuracies, for the "
+                   "standard error (default: the number scored here)")
+    parser.float("tolerance", 3.0, "points of difference allowed per module (with --reported)")
+    parser.string("json", None)
+    args = parser.parse(argv)
     try:
         files = module_files(args.questions)
         pairs = {module: read_pairs(path, args.limit) for module, path in files.items()}

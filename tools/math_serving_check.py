@@ -12,7 +12,6 @@ modules answered correctly at least once and the exact-match % over all question
 ``--json FILE`` also writes every question, answer and count.
 """
 
-import argparse
 import glob
 import json
 import os
@@ -34,15 +33,16 @@ from tpr_keras.data.mathematics import CharVocabulary  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir")
-    parser.add_argument("--data_dir", default="../shared/data/mathematics")
-    parser.add_argument("--module", default="numbers__place_value")
-    parser.add_argument("--modules", default=None,
-                        help="'all' or a comma list: ask every module over gRPC")
-    parser.add_argument("--n", type=int, default=5)
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args()
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.math_serving_check", __doc__.split("\n\n")[0])
+    parser.positional("run_dir")
+    parser.string("data_dir", "../shared/data/mathematics")
+    parser.string("module", "numbers__place_value")
+    parser.string("modules", None, "'all' or a comma list: ask every module over gRPC")
+    parser.integer("n", 5)
+    parser.string("json", None)
+    args = parser.parse()
     export = os.path.join(args.run_dir, "export")
     model = keras.models.load_model(os.path.join(export, "model.keras"))
     vocab = CharVocabulary.load(os.path.join(export, "vocab.txt"))

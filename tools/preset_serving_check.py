@@ -12,7 +12,6 @@ the preset recorded. Exits 1 if any differs by more than 0.05 points.
 ``tests/presets/test_shipped_presets.py`` runs the same on every preset's recorded sample.
 """
 
-import argparse
 import contextlib
 import json
 import os
@@ -135,14 +134,16 @@ def served_rows(stub, meta, requests, batch=500):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", required=True, help="a shipped name or a preset folder")
-    parser.add_argument("--data_dir", required=True, help="the task's official files")
-    parser.add_argument("--sample", action="store_true",
-                        help="only the preset's recorded sample (the first questions of "
-                             "every test file) instead of every question")
-    parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.preset_serving_check", __doc__.split("\n\n")[0])
+    parser.string("preset", None, "a shipped name or a preset folder", required=True)
+    parser.string("data_dir", None, "the task's official files", required=True)
+    parser.boolean("sample", False,
+                   "only the preset's recorded sample (the first questions of "
+                   "every test file) instead of every question")
+    parser.string("json", None)
+    args = parser.parse(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from tpr_keras.presets import load_preset
 

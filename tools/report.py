@@ -15,7 +15,6 @@ marker without a begin, a nested block or an unknown block name is an error nami
 Figures (PNG) are not made here: each is made by the command named beside it.
 """
 
-import argparse
 import difflib
 import glob
 import os
@@ -121,13 +120,14 @@ def missing_extra():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true",
-                        help="rewrite nothing; exit 1 and print a diff if a block differs")
-    parser.add_argument("--root", default=ROOT, help="the repository root")
-    parser.add_argument("files", nargs="*",
-                        help="Markdown files (default: results/*.md, README.md and docs/*.md under --root)")
-    args = parser.parse_args(argv)
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.report", __doc__.split("\n\n")[0])
+    parser.boolean("check", False, "rewrite nothing; exit 1 and print a diff if a block differs")
+    parser.string("root", ROOT, "the repository root")
+    parser.positional("files", "Markdown files (default: results/*.md, README.md and "
+                      "docs/*.md under --root)", "*")
+    args = parser.parse(argv)
     missing = missing_extra()
     if missing:
         print(f"error: {missing}", file=sys.stderr)

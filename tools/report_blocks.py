@@ -7,12 +7,12 @@ call the code that already renders them (``experiments/entailment_table1.py``,
 committed file each.
 """
 
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
+import types
 
 from experiments import entailment_table1
 from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1
@@ -39,7 +39,7 @@ def demote(text, levels=1):
 def entailment_table1_block(root):
     """Table 1 of Tang et al. (2018): the kept rows beside the paper's."""
     keep = os.path.join(root, "results", "entailment", "table1")
-    args = argparse.Namespace(rows=list(ENTAILMENT_ROWS), runs=keep, keep=keep)
+    args = types.SimpleNamespace(rows=list(ENTAILMENT_ROWS), runs=keep, keep=keep)
     return entailment_table1.report_markdown(args)
 
 

@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 
 from serving.client.model_clients import EntailmentClient, Solution, ask, solve
 from serving.client.serving_client import ServingClient
+from serving.command_flags import Command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m serving.client",
-        description="Ask a served bAbI model about a story (--story and --question), or a "
-                    "served Mathematics model a question (--question alone).")
-    p.add_argument("--server", default=None,
-                   help="host:port (default localhost:8500, or localhost:8501 with --rest)")
-    p.add_argument("--model_name", default=None, help="default: babi, or math without --story")
-    p.add_argument("--version", type=int, default=None, help="default: the latest")
-    p.add_argument("--signature_name", default="serving_default")
-    p.add_argument("--story", default=None,
-                   help="sentences separated by newlines or ending in . ? ! (bAbI models)")
-    p.add_argument("--question", default=None)
-    p.add_argument("--premise", default=None, help="entailment models: with --hypothesis")
-    p.add_argument("--hypothesis", default=None)
-    p.add_argument("--rest", action="store_true", help="use TF Serving's REST API")
-    p.add_argument("--timeout", type=float, default=30.0)
-    p.add_argument("--wait_seconds", type=float, default=5.0,
-                   help="retry this long while the server is not up yet (0: no retry)")
-    p.add_argument("--json", action="store_true", help="print the reply as JSON")
-    args = p.parse_args(argv)
+    p = Command("python -m serving.client",
+                "Ask a served bAbI model about a story (--story and --question), or a served "
+                "Mathematics model a question (--question alone).")
+    p.string("server", None,
+             "host:port (default localhost:8500, or localhost:8501 with --rest)")
+    p.string("model_name", None, "default: babi, or math without --story")
+    p.integer("version", None, "default: the latest")
+    p.string("signature_name", "serving_default")
+    p.string("story", None, "sentences separated by newlines or ending in . ? ! (bAbI models)")
+    p.string("question", None)
+    p.string("premise", None, "entailment models: with --hypothesis")
+    p.string("hypothesis", None)
+    p.boolean("rest", False, "use TF Serving's REST API")
+    p.float("timeout", 30.0)
+    p.float("wait_seconds", 5.0, "retry this long while the server is not up yet (0: no retry)")
+    p.boolean("json", False, "print the reply as JSON")
+    args = p.parse(argv)
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
                    timeout=args.timeout, wait_seconds=args.wait_seconds)

@@ -3,18 +3,20 @@
 "The server").
 
 Flags take ``--flag=value`` or ``--flag value``; booleans also take ``true``/``false``,
-``1``/``0`` or nothing (``--enable_batching`` is ``--enable_batching=true``). Flags that
+``1``/``0`` or nothing (``--enable_batching`` is ``--enable_batching=true``), parsed by absl
+(:mod:`serving.command_flags`, this server's own ``FlagValues``). Flags that
 cannot apply to this server (:data:`IGNORED`) are accepted; :func:`ignored_flags` names
 the ones a command line asked for, and ``main`` logs them on one warning line.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+import types
 from collections.abc import Sequence
 
+from serving.command_flags import Command
 from serving.core.runners import DEFAULT_MAX_ROWS
 from serving.core.servable import RUNTIMES
 from serving.model_server.server import DEFAULT_MAX_MESSAGE_BYTES
@@ -42,160 +44,163 @@ IGNORED: dict[str, object] = {
 }
 
 
-def parse_bool(text: str | bool) -> bool:
-    """``true``/``false``/``1``/``0`` (any case), as TensorFlow's command-line flags."""
-    if isinstance(text, bool):
-        return text
-    value = text.strip().lower()
-    if value in ("true", "1"):
-        return True
-    if value in ("false", "0"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true/false/1/0, got {text!r}")
+def _flag(command: Command, name: str, default, help: str) -> None:
+    """A flag whose type is its default's, as in TF Serving's ``main.cc``."""
+    if isinstance(default, bool):
+        command.boolean(name, default, help)
+    elif isinstance(default, int):
+        command.integer(name, default, help)
+    elif isinstance(default, float):
+        command.float(name, default, help)
+    else:
+        command.string(name, default, help)
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose ``add_argument`` takes the type from ``default`` (a bool
-    default makes a boolean flag that also stands alone)."""
-
-    def add_argument(self, *names, **kwargs):
-        default = kwargs.get("default")
-        if kwargs.get("action") is None and "type" not in kwargs and "choices" not in kwargs:
-            if isinstance(default, bool):
-                kwargs.update(type=parse_bool, nargs="?", const=True, metavar="BOOL")
-            elif isinstance(default, (int, float)):
-                kwargs["type"] = type(default)
-        return super().add_argument(*names, **kwargs)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m serving.server", allow_abbrev=False,
-                description="TF Serving-compatible gRPC/REST server for SavedModels "
-                            "(flags as tensorflow_model_server).")
+def server_command() -> Command:
+    """The server's flags, defined on a fresh :class:`~serving.command_flags.Command`."""
+    c = Command("python -m serving.server",
+                "TF Serving-compatible gRPC/REST server for SavedModels (flags as "
+                "tensorflow_model_server).")
 
     # tensorflow_model_server's flags (main.cc), in its order.
-    p.add_argument("--port", default=8500, help="gRPC port (0: a free one)")
-    p.add_argument("--grpc_socket_path", default="", help="also serve gRPC on this UNIX socket")
-    p.add_argument("--rest_api_port", default=0, help="REST port; 0 disables REST (-1: a free one)")
-    p.add_argument("--rest_api_num_threads", default=0,
-                   help="REST requests at once (0: --grpc_max_threads)")
-    p.add_argument("--rest_api_timeout_in_ms", default=30_000,
-                   help="deadline of a whole REST request: body not in by then 408, model "
-                        "not reached by then 504 (DEADLINE_EXCEEDED)")
-    p.add_argument("--rest_api_enable_cors_support", default=False,
-                   help="CORS headers on REST answers")
-    p.add_argument("--enable_batching", default=False,
-                   help="batch concurrent Predict calls of a signature")
-    p.add_argument("--allow_version_labels_for_unavailable_models", default=False,
-                   help="a new version label may name a version that is not loaded yet")
-    p.add_argument("--batching_parameters_file", default="",
-                   help="TF Serving's text BatchingParameters")
-    p.add_argument("--enable_per_model_batching_parameters", default=False, help="not applied here")
-    p.add_argument("--model_config_file", default="",
-                   help="text ModelServerConfig with several models (--model_name and "
-                        "--model_base_path "
-                        "are then ignored); relative base_paths start from the current directory")
-    p.add_argument("--model_config_file_poll_wait_seconds", default=0.0,
-                   help="re-read --model_config_file this often (0: never)")
-    p.add_argument("--model_name", default="default", help="name of the single model")
-    p.add_argument("--model_base_path", default="",
-                   help="folder of the model's integer version folders")
-    p.add_argument("--num_load_threads", default=0,
-                   help="models loaded in parallel (0: 4)")
-    p.add_argument("--num_unload_threads", default=0, help="not applied here")
-    p.add_argument("--max_num_load_retries", default=5,
-                   help="attempts per version before it is failed")
-    p.add_argument("--load_retry_interval_micros", default=60_000_000,
-                   help="not applied here: a failed version is retried at the next "
-                        "file-system poll")
-    p.add_argument("--file_system_poll_wait_seconds", default=1.0,
-                   help="look for new versions this often (0: only at start)")
-    p.add_argument("--flush_filesystem_caches", default=True, help="accepted; no effect here")
-    p.add_argument("--tensorflow_session_parallelism", default=0,
-                   help="threads of both TensorFlow pools where the next two flags are 0 "
-                        "(0: TF's default)")
-    p.add_argument("--tensorflow_session_config_file", default="",
-                   help="text ConfigProto for each session")
-    p.add_argument("--tensorflow_intra_op_parallelism", default=0,
-                   help="threads in one op (0: TF's default)")
-    p.add_argument("--tensorflow_inter_op_parallelism", default=0,
-                   help="ops run in parallel (0: TF's default; negative: in the request's thread)")
-    p.add_argument("--use_alts_credentials", default=False, help="not applied here")
-    p.add_argument("--ssl_config_file", default="", help="text SSLConfig: serve gRPC over TLS")
-    p.add_argument("--platform_config_file", default="", help="not applied here")
-    p.add_argument("--per_process_gpu_memory_fraction", default=0.0,
-                   help="GPU memory fraction in each session's ConfigProto (0: TF's default)")
-    p.add_argument("--saved_model_tags", default="serve", help="comma-separated MetaGraph tags")
-    p.add_argument("--grpc_channel_arguments", default="",
-                   help="comma-separated gRPC server arguments "
-                        "(grpc.max_connection_age_ms=2000,...)")
-    p.add_argument("--grpc_max_threads", default=0,
-                   help="gRPC handler threads (0: max(8, 4 x CPUs))")
-    p.add_argument("--enable_model_warmup", default=True,
-                   help="replay each version's assets.extra/tf_serving_warmup_requests "
-                        "before it serves")
-    p.add_argument("--num_request_iterations_for_warmup", default=0,
-                   help="run each warm-up request this many times (used only if > 0: "
-                        "else once, as TF Serving)")
-    p.add_argument("--version", action="store_true", help="print the version and exit")
-    p.add_argument("--monitoring_config_file", default="",
-                   help="text MonitoringConfig: Prometheus metrics on the REST port")
-    p.add_argument("--remove_unused_fields_from_bundle_metagraph", default=True,
-                   help="accepted; no effect")
-    p.add_argument("--prefer_tflite_model", default=False, help="not applied here")
-    p.add_argument("--num_tflite_pools", default=_CPUS, help="not applied here")
-    p.add_argument("--num_tflite_interpreters_per_pool", default=1, help="not applied here")
-    p.add_argument("--enable_signature_method_name_check", default=False,
-                   help="Classify/Regress/MultiInference: require the signature's method_name "
-                        "(tensorflow/serving/classify or regress)")
-    p.add_argument("--xla_cpu_compilation_enabled", default=False, help="not applied here")
-    p.add_argument("--xla_gpu_compilation_enabled", default=False, help="not applied here")
-    p.add_argument("--enable_profiler", default=True,
-                   help="accepted; this server has no profiler service")
-    p.add_argument("--thread_pool_factory_config_file", default="", help="not applied here")
-    p.add_argument("--mixed_precision", default="", help="not applied here")
-    p.add_argument("--skip_initialize_tpu", default=False, help="not applied here")
-    p.add_argument("--enable_grpc_healthcheck_service", default=False,
-                   help="serve grpc.health.v1.Health (SERVING once every model has a version)")
-    p.add_argument("--enable_serialization_as_tensor_content", default=False,
-                   help="not applied here")
+    _flag(c, "port", 8500, "gRPC port (0: a free one)")
+    _flag(c, "grpc_socket_path", "", "also serve gRPC on this UNIX socket")
+    _flag(c, "rest_api_port", 0, "REST port; 0 disables REST (-1: a free one)")
+    _flag(c, "rest_api_num_threads", 0,
+          "REST requests at once (0: --grpc_max_threads)")
+    _flag(c, "rest_api_timeout_in_ms", 30_000,
+          "deadline of a whole REST request: body not in by then 408, model "
+          "not reached by then 504 (DEADLINE_EXCEEDED)")
+    _flag(c, "rest_api_enable_cors_support", False,
+          "CORS headers on REST answers")
+    _flag(c, "enable_batching", False,
+          "batch concurrent Predict calls of a signature")
+    _flag(c, "allow_version_labels_for_unavailable_models", False,
+          "a new version label may name a version that is not loaded yet")
+    _flag(c, "batching_parameters_file", "",
+          "TF Serving's text BatchingParameters")
+    _flag(c, "enable_per_model_batching_parameters", False, "not applied here")
+    _flag(c, "model_config_file", "",
+          "text ModelServerConfig with several models (--model_name and "
+          "--model_base_path "
+          "are then ignored); relative base_paths start from the current directory")
+    _flag(c, "model_config_file_poll_wait_seconds", 0.0,
+          "re-read --model_config_file this often (0: never)")
+    _flag(c, "model_name", "default", "name of the single model")
+    _flag(c, "model_base_path", "",
+          "folder of the model's integer version folders")
+    _flag(c, "num_load_threads", 0,
+          "models loaded in parallel (0: 4)")
+    _flag(c, "num_unload_threads", 0, "not applied here")
+    _flag(c, "max_num_load_retries", 5,
+          "attempts per version before it is failed")
+    _flag(c, "load_retry_interval_micros", 60_000_000,
+          "not applied here: a failed version is retried at the next "
+          "file-system poll")
+    _flag(c, "file_system_poll_wait_seconds", 1.0,
+          "look for new versions this often (0: only at start)")
+    _flag(c, "flush_filesystem_caches", True, "accepted; no effect here")
+    _flag(c, "tensorflow_session_parallelism", 0,
+          "threads of both TensorFlow pools where the next two flags are 0 "
+          "(0: TF's default)")
+    _flag(c, "tensorflow_session_config_file", "",
+          "text ConfigProto for each session")
+    _flag(c, "tensorflow_intra_op_parallelism", 0,
+          "threads in one op (0: TF's default)")
+    _flag(c, "tensorflow_inter_op_parallelism", 0,
+          "ops run in parallel (0: TF's default; negative: in the request's thread)")
+    _flag(c, "use_alts_credentials", False, "not applied here")
+    _flag(c, "ssl_config_file", "", "text SSLConfig: serve gRPC over TLS")
+    _flag(c, "platform_config_file", "", "not applied here")
+    _flag(c, "per_process_gpu_memory_fraction", 0.0,
+          "GPU memory fraction in each session's ConfigProto (0: TF's default)")
+    _flag(c, "saved_model_tags", "serve", "comma-separated MetaGraph tags")
+    _flag(c, "grpc_channel_arguments", "",
+          "comma-separated gRPC server arguments "
+          "(grpc.max_connection_age_ms=2000,...)")
+    _flag(c, "grpc_max_threads", 0,
+          "gRPC handler threads (0: max(8, 4 x CPUs))")
+    _flag(c, "enable_model_warmup", True,
+          "replay each version's assets.extra/tf_serving_warmup_requests "
+          "before it serves")
+    _flag(c, "num_request_iterations_for_warmup", 0,
+          "run each warm-up request this many times (used only if > 0: "
+          "else once, as TF Serving)")
+    c.boolean("version", False, "print the version and exit")
+    _flag(c, "monitoring_config_file", "",
+          "text MonitoringConfig: Prometheus metrics on the REST port")
+    _flag(c, "remove_unused_fields_from_bundle_metagraph", True,
+          "accepted; no effect")
+    _flag(c, "prefer_tflite_model", False, "not applied here")
+    _flag(c, "num_tflite_pools", _CPUS, "not applied here")
+    _flag(c, "num_tflite_interpreters_per_pool", 1, "not applied here")
+    _flag(c, "enable_signature_method_name_check", False,
+          "Classify/Regress/MultiInference: require the signature's method_name "
+          "(tensorflow/serving/classify or regress)")
+    _flag(c, "xla_cpu_compilation_enabled", False, "not applied here")
+    _flag(c, "xla_gpu_compilation_enabled", False, "not applied here")
+    _flag(c, "enable_profiler", True,
+          "accepted; this server has no profiler service")
+    _flag(c, "thread_pool_factory_config_file", "", "not applied here")
+    _flag(c, "mixed_precision", "", "not applied here")
+    _flag(c, "skip_initialize_tpu", False, "not applied here")
+    _flag(c, "enable_grpc_healthcheck_service", False,
+          "serve grpc.health.v1.Health (SERVING once every model has a version)")
+    _flag(c, "enable_serialization_as_tensor_content", False,
+          "not applied here")
 
     # This server's own.
-    p.add_argument("--max_message_bytes", default=DEFAULT_MAX_MESSAGE_BYTES,
-                   help="largest gRPC message / REST body, checked before decoding")
-    p.add_argument("--max_rows_per_call", default=DEFAULT_MAX_ROWS,
-                   help="batchable signatures run at most this many rows per call (0: never split)")
-    p.add_argument("--servable_runtime", choices=RUNTIMES, default="session",
-                   help="session: tf.compat.v1.Session by SignatureDef tensor names, as "
-                        "tensorflow_model_server; function: TF2 signature functions")
-    p.add_argument("--bind_address", default="0.0.0.0",
-                   help="address to listen on (0.0.0.0: all interfaces, as TF Serving; "
-                        "127.0.0.1: this "
-                        "machine only)")
-    p.add_argument("--shutdown_grace_seconds", default=10.0,
-                   help="on SIGTERM/SIGINT, wait this long for in-flight requests")
-    p.add_argument("--server_info_file", default="",
-                   help="write JSON here: the bound ports once serving, and request "
-                        "statistics at shutdown")
-    p.add_argument("--verbosity", default="INFO", help="logging level")
-    return p
+    _flag(c, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES,
+          "largest gRPC message / REST body, checked before decoding")
+    _flag(c, "max_rows_per_call", DEFAULT_MAX_ROWS,
+          "batchable signatures run at most this many rows per call (0: never split)")
+    c.enum("servable_runtime", "session", RUNTIMES,
+           "session: tf.compat.v1.Session by SignatureDef tensor names, as "
+           "tensorflow_model_server; function: TF2 signature functions")
+    _flag(c, "bind_address", "0.0.0.0",
+          "address to listen on (0.0.0.0: all interfaces, as TF Serving; "
+          "127.0.0.1: this "
+          "machine only)")
+    _flag(c, "shutdown_grace_seconds", 10.0,
+          "on SIGTERM/SIGINT, wait this long for in-flight requests")
+    _flag(c, "server_info_file", "",
+          "write JSON here: the bound ports once serving, and request "
+          "statistics at shutdown")
+    _flag(c, "verbosity", "INFO", "logging level")
+    return c
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The flags of ``argv``; exits 2 with a usage message on a bad one. ``args.given`` is
-    the set of flag names the command line named."""
-    p = _parser()
+def _join_bool_values(argv: list[str], booleans: set[str]) -> list[str]:
+    """``--flag true`` as ``--flag=true`` for a boolean flag (``true``/``false``/``1``/``0``,
+    any case, stand apart in TF Serving's command lines as in any other flag's)."""
+    out = []
+    for arg in argv:
+        previous = out[-1] if out else ""
+        if (previous.lstrip("-") in booleans and previous.startswith("-") and "=" not in previous
+                and arg.lower() in ("true", "false", "1", "0")):
+            out[-1] = f"{previous}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def parse_args(argv: Sequence[str] | None) -> types.SimpleNamespace:
+    """The flags of ``argv`` (default ``sys.argv[1:]``); a bad one ends the command with a
+    one-line error and exit status 2. ``args.given`` is the set of flag names the command
+    line named."""
+    command = server_command()
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = p.parse_args(argv)
-    args.given = {a[2:].split("=", 1)[0] for a in argv if a.startswith("--")}
+    booleans = {name for name in command.flag_values
+                if command.flag_values[name].flag_type() == "bool"}
+    args = command.parse(_join_bool_values(argv, booleans))
     if args.version:
         return args
     if not args.model_config_file and not args.model_base_path:
-        p.error("pass --model_base_path (with --model_name) or --model_config_file")
+        command.error("pass --model_base_path (with --model_name) or --model_config_file")
     return args
 
 
-def ignored_flags(args: argparse.Namespace) -> list[str]:
+def ignored_flags(args: types.SimpleNamespace) -> list[str]:
     """``--name=value`` of every flag the command line set to something this server does
     not do (:data:`IGNORED`), in flag order."""
     return [f"--{name}={getattr(args, name)}" for name, harmless in IGNORED.items()

@@ -3,7 +3,6 @@ then serve until SIGTERM/SIGINT (``python -m serving.server``)."""
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import logging
@@ -11,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import types
 from collections.abc import Sequence
 
 from google.protobuf import text_format
@@ -30,7 +30,7 @@ from serving.model_server.tls import read_ssl_config
 log = logging.getLogger("serving.server")
 
 
-def _configs_from_args(args: argparse.Namespace) -> list[model_server_config_pb2.ModelConfig]:
+def _configs_from_args(args: types.SimpleNamespace) -> list[model_server_config_pb2.ModelConfig]:
     if args.model_config_file:
         return read_model_config_file(args.model_config_file)
     return [model_server_config_pb2.ModelConfig(
@@ -47,7 +47,7 @@ def version_text() -> str:
     return f"TensorFlow ModelServer: tpr-keras {ours}\nTensorFlow Library: {tf.__version__}"
 
 
-def session_config(args: argparse.Namespace) -> tf.compat.v1.ConfigProto:
+def session_config(args: types.SimpleNamespace) -> tf.compat.v1.ConfigProto:
     """Each session's ConfigProto: ``--tensorflow_session_config_file``, then the thread
     flags (``--tensorflow_session_parallelism`` where the intra/inter flags are 0) and
     ``--per_process_gpu_memory_fraction`` over it."""
@@ -82,7 +82,7 @@ def grpc_channel_arguments(text: str) -> list[tuple[str, int | str]]:
     return out
 
 
-def batching_parameters(args: argparse.Namespace) -> BatchingParameters | None:
+def batching_parameters(args: types.SimpleNamespace) -> BatchingParameters | None:
     """``--enable_batching`` with ``--batching_parameters_file`` (None: batching off)."""
     if not args.enable_batching:
         return None

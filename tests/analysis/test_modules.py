@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from tools.analysis import modules as command
 from tpr_keras.analysis import modules as ma
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -72,9 +73,9 @@ def test_figures_table_numbers_and_missing_module(pair, capsys):
 def test_figures_command_writes_pngs_markdown_and_json(pair, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out, extra = tmp_path / "out", tmp_path / "numbers.json"
-    assert ma.main(["--runs", f"TP-Transformer={pair[0]}",
-                    f"Transformer={pair[1]}/results.json", "--out", str(out),
-                    "--json", str(extra)]) == 0
+    assert command.main(["--runs", f"TP-Transformer={pair[0]}",
+                         f"--runs=Transformer={pair[1]}/results.json", "--out", str(out),
+                         "--json", str(extra)]) == 0
     for name in ("interpolate.png", "extrapolate.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG and len(data) > 5000
@@ -87,8 +88,8 @@ def test_figures_command_writes_pngs_markdown_and_json(pair, tmp_path, capsys):
     assert result["regimes"]["extrapolate"]["summary"]["TP-Transformer"]["mean"] == 20.0
     # A label that names a model must be that run's model: swapped directories are refused.
     with pytest.raises(SystemExit) as error:
-        ma.main(["--runs", f"transformer={pair[0]}", f"tp_transformer={pair[1]}",
-                 "--out", str(out)])
+        command.main(["--runs", f"transformer={pair[0]}", "--runs", f"tp_transformer={pair[1]}",
+                      "--out", str(out)])
     assert error.value.code == 2
     assert "config.model is 'tp_transformer', but it is labelled 'transformer'" in (
         capsys.readouterr().err)
@@ -183,8 +184,8 @@ def test_seeds_refuses_too_few_seeds_mismatched_labels_and_repeated_seeds(seeds,
     with pytest.raises(ValueError, match="two models"):
         check({"tp_transformer": tp})
     with pytest.raises(SystemExit) as error:
-        ma.main(["--seeds", "tp_transformer=" + ",".join(tf), "transformer=" + ",".join(tp),
-                 "--out", str(tmp_path / "refused")])
+        command.main(["--seeds", "tp_transformer=" + ",".join(tf),
+                      "--seeds", "transformer=" + ",".join(tp), "--out", str(tmp_path / "refused")])
     assert error.value.code == 2 and not (tmp_path / "refused").exists()
 
 
@@ -195,9 +196,9 @@ def test_seeds_command_with_a_missing_module(seeds, tmp_path, capsys):
     del run["interpolate_accuracy_percent"]["comparison__pair"]
     open(gap, "w").write(json.dumps(run))
     out, extra = tmp_path / "out", tmp_path / "seeds-numbers.json"
-    assert ma.main(["--seeds", "tp_transformer=" + ",".join(seeds["tp_transformer"]),
-                    "transformer=" + ",".join(seeds["transformer"]), "--out", str(out),
-                    "--json", str(extra)]) == 0
+    assert command.main(["--seeds", "tp_transformer=" + ",".join(seeds["tp_transformer"]),
+                         "--seeds", "transformer=" + ",".join(seeds["transformer"]),
+                         "--out", str(out), "--json", str(extra)]) == 0
     captured = capsys.readouterr()
     assert "transformer-seed0 has no interpolate accuracy for comparison__pair" in captured.err
     assert captured.out == (out / "seeds.md").read_text() + "\n"

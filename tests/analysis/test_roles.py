@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tools.analysis import roles as command
 from tpr_keras.analysis import roles as ra
 
 
@@ -130,9 +131,9 @@ def test_command_end_to_end(tiny_model_and_vocab, tmp_path):
     (data / "numbers__place_value.txt").write_text(
         "".join(f"What is the units digit of {n}?\n{n % 10}\n" for n in numbers))
     out = tmp_path / "out"
-    assert ra.main(["--model_dir", str(tmp_path / "run"), "--data_dir", str(tmp_path / "data"),
-                    "--out", str(out), "--samples", "10", "--clusters", "5",
-                    "--figure_rows", "4", "--attention_maps", "2"]) == 0
+    assert command.main(["--model_dir", str(tmp_path / "run"), "--data_dir",
+                         str(tmp_path / "data"), "--out", str(out), "--samples", "10",
+                         "--clusters", "5", "--figure_rows", "4", "--attention_maps", "2"]) == 0
     assert (out / "roles.png").stat().st_size > 2000
     assert (out / "attention.png").stat().st_size > 2000
     text = (out / "roles.txt").read_text()

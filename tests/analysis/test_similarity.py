@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from tools.analysis import similarity as command
 from tpr_keras.analysis import similarity as sim
 
 pytest.importorskip("scipy")
@@ -63,8 +64,8 @@ def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_
     data.vocab.save(export / "vocab.txt")
 
     out = tmp_path / "figures"
-    assert sim.main(["--model_dir", str(tmp_path / "run"), "--task", "1", "--data_dir",
-                     str(root.parent), "--out", str(out), "--clusters", "3"]) == 0
+    assert command.main(["--model_dir", str(tmp_path / "run"), "--task", "1", "--data_dir",
+                         str(root.parent), "--out", str(out), "--clusters", "3"]) == 0
     for name in sim.REPRESENTATIONS:
         png = (out / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from tools.analysis import systematic as command
 from tpr_keras.analysis import systematic
 from tpr_keras.data import babi
 from tpr_keras.data.babi import systematic as babi_systematic
@@ -69,12 +70,12 @@ def test_compare_tables_the_drop_against_the_fully_trained_name(tmp_path):
     for label, res in (("A", a), ("B", b)):
         (tmp_path / f"{label}.json").write_text(json.dumps(res))
     out = tmp_path / "cmp"
-    assert systematic.main(["--compare", f"TPR={tmp_path / 'A.json'}",
-                            f"Mem={tmp_path / 'B.json'}", "--out", str(out)]) == 0
+    assert command.main(["--compare", f"TPR={tmp_path / 'A.json'}",
+                         "--compare", f"Mem={tmp_path / 'B.json'}", "--out", str(out)]) == 0
     table = (out / "compare.md").read_text()
     assert "| Logan | 1 | 90.0 | +5.0 | 50.0 | +40.0 |" in table
     assert "TPR +5.0 points, Mem +40.0 points" in table
     pytest.importorskip("matplotlib")
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(SystemExit):
-        systematic.main(["--out", str(out)])
+        command.main(["--out", str(out)])

@@ -5,10 +5,10 @@ tests build finished runs' ``results.json`` files by hand and check the choice, 
 and the report.
 """
 
-import argparse
 import json
 import os
 import shutil
+import types
 
 import pytest
 
@@ -19,7 +19,7 @@ def runs_module(load_script):
 
 
 def _args(tmp_path, fallback_above=1.0, table=2):
-    return argparse.Namespace(runs=str(tmp_path), table=table, protocol="long",
+    return types.SimpleNamespace(runs=str(tmp_path), table=table, protocol="long",
                               data_dir=None, fallback_above=fallback_above)
 
 

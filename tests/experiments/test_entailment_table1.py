@@ -1,8 +1,8 @@
 """experiments/entailment_table1.py: the commands of Table 1's rows and the report of finished
 ones."""
 
-import argparse
 import json
+import types
 
 import pytest
 
@@ -13,7 +13,7 @@ def table1(load_script):
 
 
 def _args(tmp_path, rows, keep=None):
-    return argparse.Namespace(runs=str(tmp_path), rows=rows, data_dir="data", epochs=90,
+    return types.SimpleNamespace(runs=str(tmp_path), rows=rows, data_dir="data", epochs=90,
                               patience=20, seed=0, jit_compile=True, jobs=2,
                               keep=str(keep or tmp_path / "kept"), max_train_minutes=None)
 

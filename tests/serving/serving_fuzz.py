@@ -21,7 +21,6 @@ cases cost 2 s each instead of 30); other flags are the server's defaults unless
 ``--server_args`` adds some.
 """
 
-import argparse
 import json
 import os
 import signal
@@ -80,19 +79,21 @@ def start_server(base, name, info_file, server_args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model_base_path", required=True, help="folder with integer version folders")
-    p.add_argument("--model_name", default="babi")
-    p.add_argument("--data_dir", default=os.path.join(REPO, "..", "shared", "data", "babi"))
-    p.add_argument("--pool", type=int, default=50, help="task-1 test questions to draw from")
-    p.add_argument("--requests", type=int, default=10_000)
-    p.add_argument("--threads", type=int, default=16)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max_message_bytes", type=int, default=8 << 20)
-    p.add_argument("--rest_api_timeout_in_ms", type=int, default=2000)
-    p.add_argument("--server_args", default="", help="extra flags for serving.server")
-    p.add_argument("--json", help="also write the numbers to this file")
-    args = p.parse_args(argv)
+    from serving.command_flags import Command
+
+    p = Command("python -m tests.serving.serving_fuzz", __doc__.split("\n\n")[0])
+    p.string("model_base_path", None, "folder with integer version folders", required=True)
+    p.string("model_name", "babi")
+    p.string("data_dir", os.path.join(REPO, "..", "shared", "data", "babi"))
+    p.integer("pool", 50, "task-1 test questions to draw from")
+    p.integer("requests", 10_000)
+    p.integer("threads", 16)
+    p.integer("seed", 0)
+    p.integer("max_message_bytes", 8 << 20)
+    p.integer("rest_api_timeout_in_ms", 2000)
+    p.string("server_args", "", "extra flags for serving.server")
+    p.string("json", None, "also write the numbers to this file")
+    args = p.parse(argv)
 
     pool, source = load_pool(args.data_dir, args.pool)
     workdir = tempfile.mkdtemp(prefix="serving-fuzz-")

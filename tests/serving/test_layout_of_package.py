@@ -98,7 +98,15 @@ def test_the_three_sub_packages_and_the_entry_points_exist():
 
 def test_every_serving_module_is_in_a_sub_package_or_is_an_entry_point():
     top = sorted(p.name for p in SERVING.glob("*.py"))
-    assert top == ["__init__.py", "export.py", "server.py"], top
+    assert top == ["__init__.py", "command_flags.py", "export.py", "server.py"], top
+
+
+def test_the_flags_module_every_command_shares_imports_absl_and_the_standard_library_only(
+        all_imports):
+    """``serving.command_flags`` parses the client's flags too: it must stay TensorFlow-free."""
+    imported = {m.split(".")[0] for m in all_imports["serving.command_flags"]}
+    assert imported <= {"__future__", "absl", "collections", "re", "sys", "textwrap",
+                        "types"}, imported
 
 
 def test_the_core_imports_no_front_end_and_the_client_no_server(all_imports):
@@ -109,7 +117,7 @@ def test_the_core_imports_no_front_end_and_the_client_no_server(all_imports):
             assert not bad, (name, bad)
         if name.startswith("serving.client"):  # TensorFlow-free: nothing of the server
             bad = {m for m in modules if m.startswith("serving.") and
-                   not m.startswith("serving.client")}
+                   not m.startswith(("serving.client", "serving.command_flags"))}
             assert not bad, (name, bad)
         if name.startswith("serving.model_server") or name == "serving.server":
             bad = {m for m in modules if m.startswith(("serving.client", "serving.export"))

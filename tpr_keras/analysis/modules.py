@@ -1,10 +1,13 @@
 """TP-Transformer Figures 4/5 and Table 1: per-module accuracy of finished ``train.math`` runs.
 
+The command line is ``python -m tools.analysis.modules`` (:mod:`tools.analysis.modules`);
+this module computes and draws what it writes.
+
 Figures mode, one run per model, side by side (Schlag et al. 2019, Appendix B, Figures 4 and 5;
 the summary rows are Table 1's "acc" and ">95%" columns)::
 
-    python -m tpr_keras.analysis.modules --runs TP-Transformer=runs/math-all \\
-        Transformer=runs/math-all-transformer --out results/figures/modules
+    python -m tools.analysis.modules --runs TP-Transformer=runs/math-all \\
+        --runs Transformer=runs/math-all-transformer --out results/figures/modules
 
 writes ``interpolate.png`` and ``extrapolate.png`` (accuracy of every module, one bar per model,
 modules in alphabetical order, i.e. grouped by area: algebra, arithmetic, calculus, ...),
@@ -16,9 +19,10 @@ difference of the two means as shown.
 
 Seeds mode, several seeds per model::
 
-    python -m tpr_keras.analysis.modules \\
+    python -m tools.analysis.modules \\
         --seeds tp_transformer=runs/focus/tp_transformer-seed0,...-seed1,...-seed2 \\
-        transformer=runs/focus/transformer-seed0,...-seed1,...-seed2 --out results/figures/seeds
+        --seeds transformer=runs/focus/transformer-seed0,...-seed1,...-seed2 \\
+        --out results/figures/seeds
 
 Per module and regime: each model's mean ± sample standard deviation (ddof = 1) over its
 seeds, the difference of the means ``Δ = mean_a − mean_b`` (first model minus second) and the
@@ -41,8 +45,6 @@ figures need the ``analysis`` extra (``pip install -e ".[analysis]"``); the tabl
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 from typing import Sequence
@@ -70,7 +72,7 @@ from tpr_keras.analysis.module_tables import (  # noqa: F401  (the tables' names
 )
 
 
-# --------------------------------------------------------------------------- main
+# ------------------------------------------------------------------- the two modes
 def parse_specs(specs: Sequence[str], flag: str) -> dict[str, list[str]]:
     """``["A=d1,d2", "B=d3"]`` -> ``{"A": ["d1", "d2"], "B": ["d3"]}``."""
     out = {}
@@ -129,31 +131,3 @@ def run_seeds(specs: Sequence[str], out: str) -> tuple[str, dict]:
                                  "(sample std, ddof=1); difference: first minus second",
                    "regimes": tables}
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--runs", nargs="+", metavar="LABEL=DIR",
-                      help="one train.math run per model, side by side (Figures 4/5)")
-    mode.add_argument("--seeds", nargs="+", metavar="MODEL=DIR,DIR,...",
-                      help="two models, >= 2 seeds each: mean ± std and the verdict")
-    parser.add_argument("--out", required=True, help="folder for the tables and PNGs")
-    parser.add_argument("--json", default=None, help="also write the numbers to this file")
-    args = parser.parse_args(argv)
-    try:
-        if args.runs:
-            table, result = run_figures(args.runs, args.out)
-        else:
-            table, result = run_seeds(args.seeds, args.out)
-    except (ValueError, OSError) as error:
-        parser.error(str(error))
-    name = "modules.json" if args.runs else "seeds.json"
-    for path in filter(None, (os.path.join(args.out, name), args.json)):
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1)
-    print(table)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

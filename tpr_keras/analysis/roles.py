@@ -1,6 +1,6 @@
 """TP-Transformer §5 analysis: role clusters (Figure 2) and attention maps (Figure 3).
 
-    python -m tpr_keras.analysis.roles --model_dir runs/math \\
+    python -m tools.analysis.roles --model_dir runs/math \\
         --data_dir ../shared/data/mathematics --module numbers__place_value \\
         --out results/figures/roles-place_value
 
@@ -10,7 +10,7 @@ position, and cluster them with k-means (k = 20) across problems and positions. 
 draws each character of a few problems on a square coloured by its role's cluster. §5.2 /
 Figure 3: the attention weights ``α`` (eq. 3) of the same head on a few problems.
 
-This command writes ``roles.png`` (Figure 2), ``attention.png`` (Figure 3) and ``roles.txt``.
+The command (:mod:`tools.analysis.roles`) writes ``roles.png`` (Figure 2), ``attention.png`` (Figure 3) and ``roles.txt``.
 The listing gives, per cluster, its size, the characters it holds and, for digits, their
 place in their number (0 = units, 1 = tens, ...); the *purity* of the clustering by
 character and by digit place (the fraction of vectors whose key is their cluster's most
@@ -27,7 +27,6 @@ the clustering is NumPy only. ``--model_dir`` is a ``train.math`` run (its
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Sequence
 
@@ -334,67 +333,3 @@ def sample_questions(data_dir: str | None, module: str, samples: int, seed: int)
                                                       min(samples, len(questions)),
                                                       replace=False))
     return [questions[i] for i in pick], [answers[i] for i in pick]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", required=True, help="a train.math --model_dir")
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--module", default="numbers__place_value")
-    parser.add_argument("--out", required=True, help="folder for the PNGs and roles.txt")
-    parser.add_argument("--samples", type=int, default=128, help="problems (§5.1: 128)")
-    parser.add_argument("--clusters", type=int, default=20, help="k of k-means (§5.1: 20)")
-    parser.add_argument("--layer", type=int, default=-1, help="encoder layer (-1: last)")
-    parser.add_argument("--head", type=int, default=0)
-    parser.add_argument("--figure_rows", type=int, default=8, help="problems in Figure 2")
-    parser.add_argument("--attention_maps", type=int, default=3, help="problems in Figure 3")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    from tpr_keras.runtime import import_tensorflow
-
-    import_tensorflow()  # quiet start-up, as the train.* commands
-    import keras
-
-    import tpr_keras.models.tp_transformer  # noqa: F401  (registers TPTransformer)
-    from tpr_keras.data.mathematics import CharVocabulary
-
-    export = os.path.join(args.model_dir, "export")
-    model = keras.models.load_model(os.path.join(export, "model.keras"))
-    vocab = CharVocabulary.load(os.path.join(export, "vocab.txt"))
-    questions, answers = sample_questions(args.data_dir, args.module, args.samples, args.seed)
-    found = cluster_roles(model, questions, vocab, k=args.clusters, layer=args.layer,
-                          head=args.head, seed=args.seed)
-    layer = args.layer % model.num_encoder_layers
-    where = f"encoder layer {layer}, head {args.head}"
-    os.makedirs(args.out, exist_ok=True)
-    rows = slice(0, args.figure_rows)
-    figure2 = os.path.join(args.out, "roles.png")
-    plot_role_clusters(found["chars"][rows], found["labels"][rows], args.clusters, figure2,
-                       f"{args.module}: k-means (k={args.clusters}) clusters of the role "
-                       f"vectors of {where}")
-    figure3 = os.path.join(args.out, "attention.png")
-    maps = slice(0, args.attention_maps)
-    plot_attention_maps(found["chars"][maps], found["attention"][maps], figure3,
-                        f"{args.module}: attention of {where}")
-    lines, scores = describe_clusters(found["chars"], found["labels"], args.clusters)
-    listing = [
-        f"# {args.module}: {len(questions)} interpolate problems (seed {args.seed}), "
-        f"{len(found['roles'])} role vectors of {where}, model {args.model_dir}",
-        f"k-means k={args.clusters}: within-cluster sum of squares {found['inertia']:.4g}",
-        "purity (cluster -> key) and consistency (key -> cluster; _chance: shuffled labels): "
-        + ", ".join(f"{name} {value:.2f}" for name, value in scores.items()),
-        "", "## clusters", *lines, "", "## problems (symbol:cluster), answer",
-    ]
-    for symbols, clusters, answer in zip(found["chars"], found["labels"], answers):
-        listing.append(" ".join(f"{s}:{int(c)}" for s, c in zip(symbols, clusters))
-                       + f"  -> {answer}")
-    with open(os.path.join(args.out, "roles.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(listing) + "\n")
-    print("\n".join(listing[:3]))
-    print(f"Figure 2: {figure2}\nFigure 3: {figure3}\n"
-          f"Listing: {os.path.join(args.out, 'roles.txt')}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

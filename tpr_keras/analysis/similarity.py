@@ -1,12 +1,12 @@
 """TPR-RNN §7 representation analysis (Figure 4): clustered similarity of e1, e2, r1, r2, r3.
 
-    python -m tpr_keras.analysis.similarity --model_dir runs/babi-all --task 3 \\
+    python -m tools.analysis.similarity --model_dir runs/babi-all --task 3 \\
         --data_dir ../shared/data/babi --out results/figures/similarity-task3
 
 Schlag & Schmidhuber (2018) §7 / Appendix C: for sentences of one task, the update module's
 entity (e1, e2; eq. 7) and relation (r1, r2, r3; eq. 8) vectors are compared by cosine
 similarity, the sentences are clustered hierarchically, and the similarity matrix is drawn in
-cluster order. This command takes the unique statements of the task's validation split (at
+cluster order. The command (:mod:`tools.analysis.similarity`) takes the unique statements of the task's validation split (at
 most ``--max_sentences``, a seeded sample), computes the five representations with the
 trained model, clusters each by average linkage on cosine distance, and writes one PNG per
 representation (``e1.png`` ...) plus ``clusters.txt`` listing every cluster's sentences.
@@ -27,7 +27,6 @@ Needs the ``analysis`` extra (``pip install -e ".[analysis]"``: matplotlib and s
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Sequence
 
@@ -160,49 +159,3 @@ def unique_sentences(model_dir: str, task: int, data_dir: str | None, max_senten
     ids[:, : rows.shape[1]] = rows
     texts = [" ".join(vocab.decode(row)) for row in rows]
     return model, ids, texts
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", required=True, help="a train.babi --model_dir")
-    parser.add_argument("--task", type=int, required=True)
-    parser.add_argument("--data_dir", default=None)
-    parser.add_argument("--out", required=True, help="folder for the PNGs and clusters.txt")
-    parser.add_argument("--max_sentences", type=int, default=60)
-    parser.add_argument("--clusters", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    from tpr_keras.runtime import import_tensorflow
-
-    import_tensorflow()  # quiet start-up, as the train.* commands
-    model, ids, texts = unique_sentences(args.model_dir, args.task, args.data_dir,
-                                         args.max_sentences, args.seed)
-    os.makedirs(args.out, exist_ok=True)
-    listing = [f"# task {args.task}: {len(texts)} unique validation statements, "
-               f"model {args.model_dir}"]
-    for name, vectors in representations(model, ids).items():
-        similarity = cosine_similarity(vectors)
-        order, labels = cluster(similarity, args.clusters)
-        path = os.path.join(args.out, f"{name}.png")
-        plot(similarity, order, texts, f"task {args.task}: cosine similarity of {name}", path)
-        first, second = purity(labels, word_at(texts, 0)), purity(labels, word_at(texts, 1))
-        event = purity(labels, events(texts))
-        listing.append(f"\n## {name} ({path})")
-        listing.append(f"purity by first word {first:.2f}, by second word {second:.2f}, "
-                       f"by event {event:.2f}")
-        for label in sorted(set(labels)):
-            members = [texts[i] for i in order if labels[i] == label]
-            listing.append(f"cluster {label} ({len(members)}): first words "
-                           f"{tally(word_at(members, 0))}; second words "
-                           f"{tally(word_at(members, 1))}; events {tally(events(members))}")
-            listing.extend(f"  {text}" for text in members)
-        print(f"{name}: {len(set(labels))} clusters, purity by first word {first:.2f}, "
-              f"by second word {second:.2f}, by event {event:.2f} -> {path}")
-    with open(os.path.join(args.out, "clusters.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join(listing) + "\n")
-    print(f"Cluster listing: {os.path.join(args.out, 'clusters.txt')}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

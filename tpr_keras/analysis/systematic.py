@@ -1,8 +1,8 @@
 """TPR-RNN §7 systematic generalisation (Figure 5): test accuracy per new name and task.
 
-    python -m tpr_keras.data.babi.systematic --data_dir ../shared/data/babi --out runs/sg-data
+    python -m tools.analysis.systematic_data --data_dir ../shared/data/babi --out runs/sg-data
     python -m train.babi --task 1,6,7,8,9,11,12,13 --data_dir runs/sg-data --model_dir runs/sg
-    python -m tpr_keras.analysis.systematic --model_dir runs/sg --data runs/sg-data \\
+    python -m tools.analysis.systematic --model_dir runs/sg --data runs/sg-data \\
         --out results/figures/systematic
 
 Evaluates a trained bAbI model on every ``systematic/<name>/qaN_*_test.txt`` test set that
@@ -14,8 +14,8 @@ pairs. Writes ``systematic.json``, ``systematic.md`` and, with the ``analysis`` 
 
 Two or more evaluated models side by side (Figure 5 next to its baseline)::
 
-    python -m tpr_keras.analysis.systematic --compare TPR-RNN=runs/sg-fig/systematic.json \
-        MemN2N=runs/sg-memn2n-fig/systematic.json --out results/figures/systematic
+    python -m tools.analysis.systematic --compare TPR-RNN=runs/sg-fig/systematic.json \
+        --compare MemN2N=runs/sg-memn2n-fig/systematic.json --out results/figures/systematic
 
 writes ``compare.md`` (per model and name: accuracy over the 8 tasks and its drop against
 Alex, the name trained on all 8; §7's claim is that partial coverage costs nothing) and
@@ -24,7 +24,6 @@ Alex, the name trained on all 8; §7's claim is that partial coverage costs noth
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
@@ -180,66 +179,3 @@ def plot_compare(results: dict[str, dict], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-
-
-def run_compare(specs: Sequence[str], out: str) -> int:
-    results = {}
-    for spec in specs:
-        label, _, path = spec.partition("=")
-        if not path:
-            raise SystemExit(f"--compare takes LABEL=path/to/systematic.json, got {spec!r}")
-        with open(path) as f:
-            results[label] = json.load(f)
-    os.makedirs(out, exist_ok=True)
-    table = compare_markdown(results)
-    with open(os.path.join(out, "compare.md"), "w") as f:
-        f.write(table)
-    print(table)
-    try:
-        plot_compare(results, os.path.join(out, "compare.png"))
-    except ImportError:
-        print("(no matplotlib: pip install -e '.[analysis]' for compare.png)")
-    return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model_dir", help="a train.babi --model_dir")
-    parser.add_argument("--data", help="the --out folder of tpr_keras.data.babi.systematic")
-    parser.add_argument("--compare", nargs="+", metavar="LABEL=JSON",
-                        help="side by side: systematic.json files of earlier evaluations")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    if args.compare:
-        return run_compare(args.compare, args.out)
-    if not (args.model_dir and args.data):
-        parser.error("--model_dir and --data are required (or --compare)")
-    from tpr_keras.runtime import import_tensorflow
-
-    import_tensorflow()  # quiet start-up, as the train.* commands
-    import keras
-
-    import tpr_keras.models.all_families  # noqa: F401  (registers the models for load_model)
-    from tpr_keras.data import babi
-
-    export = os.path.join(args.model_dir, "export")
-    model = keras.models.load_model(os.path.join(export, "model.keras"))
-    vocab = babi.Vocabulary.load(os.path.join(export, "vocab.txt"))
-    result = evaluate_pairs(model, vocab, args.data)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "systematic.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    table = markdown(result)
-    with open(os.path.join(args.out, "systematic.md"), "w") as f:
-        f.write(table)
-    print(table)
-    try:
-        plot(result, os.path.join(args.out, "systematic.png"),
-             f"{type(model).__name__}: accuracy on the new names")
-    except ImportError:
-        print("(no matplotlib: pip install -e '.[analysis]' for systematic.png)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -5,7 +5,7 @@ One module per concern: :mod:`.text` (the tokenizer specification), :mod:`.parsi
 :mod:`.pipeline` (``tf.data``), :mod:`.files` (discovery and download) and
 :mod:`.loader` (:func:`load_babi`); their public names are importable from here.
 :mod:`.systematic` builds the systematic-generalisation data of TPR-RNN §7 from the
-bAbI files (``python -m tpr_keras.data.babi.systematic``).
+bAbI files (``python -m tools.analysis.systematic_data``).
 
 Conventions (those of the TPR-RNN authors' published code):
 

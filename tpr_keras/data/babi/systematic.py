@@ -17,7 +17,7 @@ file, test pairs from the test file, so no test story is in training. Which task
 trains on is a seeded permutation of the tasks, cut into nested prefixes (Logan's task
 is among Mike's, Mike's among Jordan's, ...). Everything depends only on ``seed``.
 
-Output layout (``build`` / ``python -m tpr_keras.data.babi.systematic``)::
+Output layout (``build``; the command is ``python -m tools.analysis.systematic_data``)::
 
     OUT/en-10k/qaN_<name>_train.txt   the task's training file with its generated
                                       training stories inserted at seeded positions
@@ -31,7 +31,6 @@ so ``train.babi --task 1,6,7,8,9,11,12,13 --data_dir OUT`` trains on it and each
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -226,24 +225,3 @@ def build(babi_dir: str | os.PathLike, out_dir: str | os.PathLike, seed: int = 0
                 "source": str(babi_dir)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data_dir", default=None,
-                        help="where bAbI's en-10k is (default: as train.babi finds it)")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pairs", type=int, default=PAIRS)
-    args = parser.parse_args(argv)
-    from tpr_keras.data.babi import find_babi_dir
-
-    manifest = build(find_babi_dir(args.data_dir), args.out, args.seed, pairs=args.pairs)
-    for name, tasks in manifest["trained_on"].items():
-        print(f"{name:7s} trains on tasks {tasks}")
-    print(f"Wrote {args.out}/en-10k, {args.out}/systematic/<name>/ and manifest.json")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
