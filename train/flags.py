@@ -65,11 +65,12 @@ def define_flags():
         "small recurrent models on a CPU most; every new batch shape is compiled once. "
         "Default: on where a GPU is, else off.")
     flags.DEFINE_integer(
-        "steps_per_execution", 1,
+        "steps_per_execution", 8,
         "Training steps per compiled call (Keras' option of that name): the loop's Python "
         "work and host transfers happen once per call. The progress, TensorBoard scalars "
         "and the time budget then act once per call; the steps and their losses, the "
-        "warm-up, --steps and --checkpoint_every_steps stay exact.", lower_bound=1)
+        "warm-up, --steps and --checkpoint_every_steps stay exact. 1: a call per step.",
+        lower_bound=1)
     flags.DEFINE_enum(
         "dtype_policy", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
         "Keras dtype policy of the model. mixed_*: matrix products in bfloat16/float16 "
