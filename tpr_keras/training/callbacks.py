@@ -8,8 +8,9 @@ every compiled call of ``steps_per_execution`` steps (every step by default; ``b
 the call's last batch index, as in ``model.fit``), ``on_epoch_end(epoch, logs)`` after the
 validation and ``on_train_end``; a callback stops the run with
 ``self.model.stop_training = True``. The call's ``logs`` hold ``loss``, ``accuracy`` and
-``grad_norm`` of its last applied step (of its last step if none applied: then ``loss`` is
-not finite), ``learning_rate``, ``global_step``, and counts over the call: ``steps``,
+``grad_norm`` of its last skipped step if it has one (its ``loss`` is then not finite,
+unless the loss scale skipped it), else of its last step, ``learning_rate``,
+``global_step``, and counts over the call: ``steps``,
 ``examples``, ``applied`` (steps applied; 0 or 1 for one step per call) and ``overflow``
 (mixed-float16 steps skipped by the loss scale; the other skipped steps had a non-finite
 loss or gradient), all as floats (Keras' ``CallbackList`` makes them so); the epoch's hold

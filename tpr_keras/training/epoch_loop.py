@@ -339,15 +339,17 @@ class EpochLoop(LoopState):
     def _step_logs(self, counters, rows, lr):
         """Calls every callback's ``on_train_batch_end`` once for the steps of one
         compiled call (as ``model.fit`` does with ``steps_per_execution``), with the last
-        batch's index; the logs hold the last applied step's loss, accuracy and norm (the
-        last step's if none applied) and the call's counts of applied and
-        loss-scale-skipped steps, steps and examples."""
-        applied = [row for row in rows if row[3]]
-        loss, accuracy, norm = (applied or rows)[-1][:3]
-        overflow = len(rows) - len(applied) if self.loss_scaling else 0
+        batch's index; the logs hold the loss, accuracy and norm of the call's last
+        skipped step if it has one (so ``TerminateOnNaN`` sees a NaN), else of its last
+        step, and the call's counts of applied and loss-scale-skipped steps, steps and
+        examples."""
+        skipped = [row for row in rows if not row[3]]
+        loss, accuracy, norm = (skipped or rows)[-1][:3]
+        applied = len(rows) - len(skipped)
+        overflow = len(skipped) if self.loss_scaling else 0
         self._callback_list.on_train_batch_end(counters["step_in_epoch"] - 1, {
             "loss": loss, "accuracy": accuracy, "grad_norm": norm, "learning_rate": lr,
-            "applied": len(applied), "overflow": overflow, "steps": len(rows),
+            "applied": applied, "overflow": overflow, "steps": len(rows),
             "examples": int(sum(row[4] for row in rows)),
             "global_step": counters["global_step"]})
 
