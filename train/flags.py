@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 HELP_GROUPS = [
     ("Distribution, checkpoints and time budget (every train.* command)",
      ["strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
-      "jit_compile", "dtype_policy"]),
+      "jit_compile", "steps_per_execution", "dtype_policy"]),
     ("Output (every train.* command)", ["verbose", "debug", "tf_logs", "list_presets"]),
 ]
 
@@ -64,6 +64,13 @@ def define_flags():
         "Compile the training step with XLA: it fuses the step's small ops, which speeds up "
         "small recurrent models on a CPU most; every new batch shape is compiled once. "
         "Default: on where a GPU is, else off.")
+    flags.DEFINE_integer(
+        "steps_per_execution", 8,
+        "Training steps per compiled call (Keras' option of that name): the loop's Python "
+        "work and host transfers happen once per call. The progress, TensorBoard scalars "
+        "and the time budget then act once per call; the steps and their losses, the "
+        "warm-up, --steps and --checkpoint_every_steps stay exact. 1: a call per step.",
+        lower_bound=1)
     flags.DEFINE_enum(
         "dtype_policy", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
         "Keras dtype policy of the model. mixed_*: matrix products in bfloat16/float16 "
@@ -229,7 +236,8 @@ def trainer_kwargs():
     return {"checkpoint_every_steps": FLAGS.checkpoint_every_steps or None,
             "max_train_seconds": minutes * 60 if minutes else None,
             "verbose": verbose_level(),
-            "jit_compile": FLAGS.jit_compile}
+            "jit_compile": FLAGS.jit_compile,
+            "steps_per_execution": FLAGS.steps_per_execution}
 
 
 _CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",

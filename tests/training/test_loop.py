@@ -70,6 +70,25 @@ def test_mirrored_two_replicas_equals_one_device(tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_mirrored_fit_of_several_steps_per_call_with_loss_scaling_equals_one_device(tmp_path):
+    """fit's compiled call reads a distributed iterator in-graph and updates the loss scale
+    (a mirrored variable) in cross-replica context: two replicas, 3 steps per call, give
+    the one-device run of one step per call (tolerance: the all-reduce's float32 sums)."""
+    x, y = make_data()
+    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+    scaling = dict(epochs=2, loss_scale=True, loss_scale_period=4)
+    single = trainer(tmp_path / "one", tf.distribute.OneDeviceStrategy("/cpu:0"), **scaling)
+    mirrored = trainer(tmp_path / "two", tf.distribute.MirroredStrategy(devices),
+                       steps_per_execution=3, **scaling)
+    one, two = single.fit(dataset_fn(x, y)), mirrored.fit(dataset_fn(x, y))
+    np.testing.assert_allclose([h["train_loss"] for h in two],
+                               [h["train_loss"] for h in one], rtol=1e-5)
+    for a, b in zip(single.model.weights, mirrored.model.weights):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+    assert mirrored.state.value("loss_scale") == single.state.value("loss_scale") == 2.0 ** 18
+    assert mirrored.state.value("global_step") == 12
+
+
 def test_nan_step_is_skipped_and_state_untouched(tmp_path):
     x, y = make_data()
     x_bad = x.copy()

@@ -4,12 +4,16 @@
 non-finite step, validates and checkpoints after every epoch, and resumes. Everything else
 is a callback, called as ``model.fit`` calls Keras callbacks (``keras.callbacks.CallbackList``):
 ``on_train_begin``, ``on_epoch_begin(epoch)``, ``on_train_batch_end(batch, logs)`` after
-every step, ``on_epoch_end(epoch, logs)`` after the validation and ``on_train_end``; a
-callback stops the run with ``self.model.stop_training = True``. The step's ``logs`` hold
-``loss``, ``accuracy``, ``learning_rate``, ``grad_norm``, ``global_step``, ``examples``,
-``applied`` (0 for a step skipped for a non-finite loss or gradient, whose ``loss`` is then
-not finite) and ``overflow`` (1 for a mixed-float16 step skipped by the loss scale), all as
-floats (Keras' ``CallbackList`` makes them so); the epoch's hold
+every compiled call of ``steps_per_execution`` steps (every step by default; ``batch`` is
+the call's last batch index, as in ``model.fit``), ``on_epoch_end(epoch, logs)`` after the
+validation and ``on_train_end``; a callback stops the run with
+``self.model.stop_training = True``. The call's ``logs`` hold ``loss``, ``accuracy`` and
+``grad_norm`` of its last skipped step if it has one (its ``loss`` is then not finite,
+unless the loss scale skipped it), else of its last step, ``learning_rate``,
+``global_step``, and counts over the call: ``steps``,
+``examples``, ``applied`` (steps applied; 0 or 1 for one step per call) and ``overflow``
+(mixed-float16 steps skipped by the loss scale; the other skipped steps had a non-finite
+loss or gradient), all as floats (Keras' ``CallbackList`` makes them so); the epoch's hold
 ``loss``, ``accuracy``, ``learning_rate`` and, with validation data, ``val_loss``,
 ``val_accuracy`` and ``val_error_percent``. So Keras' own callbacks (``TerminateOnNaN``,
 ``CSVLogger``, ``LambdaCallback``, ...) work in the loop on every backend.
@@ -102,7 +106,8 @@ class NanReinit(Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         trainer = self.trainer
-        if logs["applied"] or logs.get("overflow") or trainer.step_counter("warmup_done"):
+        non_finite = logs.get("steps", 1) - logs["applied"] - logs.get("overflow", 0)
+        if non_finite <= 0 or trainer.step_counter("warmup_done"):
             return
         if trainer.reinits >= self.max_reinits:
             raise FloatingPointError(f"Warm-up diverged {trainer.reinits} times; giving up.")
@@ -123,6 +128,7 @@ class StepCheckpoints(Callback):
         self.every = every
 
     def on_train_batch_end(self, batch, logs=None):
+        # the loop ends a call of several steps at every multiple of `every`
         if logs["applied"] and int(logs["global_step"]) % self.every == 0:
             self.trainer.save_checkpoint()
 

@@ -46,12 +46,24 @@ class TrainConfig:
         progress_seconds: with ``verbose=2``, the interval of in-epoch lines.
         loss_scale: dynamic loss scaling (for ``mixed_float16``): the summed loss is
             multiplied by a scale before differentiation and the gradients divided by
-            it; a step whose scaled gradient overflows is skipped and halves the scale
+            it, inside the compiled step, which also updates the scale (in the
+            checkpointed state, so a resumed run goes on with it): a step whose scaled
+            gradient overflows is skipped and halves the scale
             (it is not a NaN: no re-initialisation), and every
-            ``loss_scale_period`` applied steps double it. None (default): on exactly
+            ``loss_scale_period`` applied steps double it; a scale halved below 1
+            raises ``FloatingPointError`` (the model diverged). None (default): on exactly
             when Keras' global dtype policy is ``mixed_float16`` when the trainer is
             built.
         loss_scale_period: applied steps between doublings of the loss scale.
+        steps_per_execution: training steps per compiled call (Keras' option of that
+            name): the call reads its batches itself, so the loop's Python work and
+            host transfers happen once per call. Callbacks' ``on_train_batch_end`` runs
+            once per call, with the index of its last batch (as in ``model.fit``); a
+            call ends early at the end of the warm-up, at ``max_steps`` and at every
+            ``checkpoint_every_steps`` multiple, and the warm-up runs one step per call
+            when ``reinit_on_nan`` is on, so those stay exact, while the time budget and
+            other callbacks' stops act at the end of the call. The steps and their
+            numbers are those of one step per call.
         jit_compile: compile the training step with XLA, which fuses its many
             small ops. Small recurrent models on a CPU, whose steps are
             dominated by per-op overhead, gain the most (measured in
@@ -82,3 +94,4 @@ class TrainConfig:
     jit_compile: bool = False
     loss_scale: bool | None = None
     loss_scale_period: int = 2000
+    steps_per_execution: int = 1

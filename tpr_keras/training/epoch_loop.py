@@ -49,11 +49,19 @@ class EpochLoop(LoopState):
 
     # ------------------------------------------------------------------ hooks
     def _epoch_batches(self, train_dataset_fn, epoch, skip):
-        """The batches of ``epoch`` after the first ``skip``, as :meth:`_run_step` takes them."""
+        """An iterator over the batches of ``epoch`` after the first ``skip``, as
+        :meth:`_run_steps` takes it."""
+        raise NotImplementedError
+
+    def _run_steps(self, batches, count):
+        """Up to ``count`` training steps on the next batches of ``batches``, in one
+        compiled call where the backend can: a list of ``[loss, accuracy, grad_norm,
+        applied, examples, loss_scale]`` rows (floats; ``loss_scale`` after the step),
+        one per step, shorter than ``count`` (or empty) when ``batches`` runs out."""
         raise NotImplementedError
 
     def _run_step(self, batch):
-        """One training step: ``[loss, accuracy, grad_norm, applied, examples]`` (floats)."""
+        """One training step on a batch (the benchmark's): one row as :meth:`_run_steps`."""
         raise NotImplementedError
 
     def _eval_batches(self, dataset, group_key):
@@ -242,51 +250,21 @@ class EpochLoop(LoopState):
         epoch_factor = self._epoch_lr_factor()
         policy = self.lr_policy
         epoch_done, examples = True, 0
-        for batch in batches:
+        while True:
             lr = policy.rate(counters["warmup_done"], epoch_factor)
             self._set_learning_rate(lr)
-            loss, accuracy, norm, applied, count = self._run_step(batch)
-            # the data position counts every batch consumed, skipped or not
-            counters["step_in_epoch"] += 1
-            examples += int(count)
-            if not applied and self.loss_scaling:  # an overflow of the scaled gradient
-                self._step_logs(counters, loss, accuracy, norm, lr, applied, count,
-                                overflow=1)
-                counters["skipped_steps"] += 1
-                counters["loss_scale_good_steps"] = 0
-                scale = self.state.value("loss_scale") / 2.0
-                self.state.loss_scale.assign(scale)  # the next step reads it
-                if scale < 1.0:
-                    raise FloatingPointError(
-                        f"Non-finite loss or gradient at loss scale {scale * 2:g} (step "
-                        f"{counters['global_step']}): not an overflow, the model diverged.")
-                continue
-            if not applied:
-                counters["skipped_steps"] += 1
-                print(f"Non-finite loss/gradient at step {counters['global_step']}: "
-                      "step skipped.")
-                self._step_logs(counters, loss, accuracy, norm, lr, applied, count)
-                if self.model.stop_training:  # e.g. Keras' TerminateOnNaN
-                    epoch_done = False
-                    break
-                continue
-            counters["global_step"] += 1
+            count = self._execution_size()
+            rows = self._run_steps(batches, count)
+            if not rows:
+                break
+            examples += self._count_steps(rows, policy)
+            # Every callback sees the execution; any of them may end the epoch (and the run).
+            self._step_logs(counters, rows, lr)
             step = counters["global_step"]
-            if self.loss_scaling:
-                counters["loss_scale_good_steps"] += 1
-                if counters["loss_scale_good_steps"] >= cfg.loss_scale_period:
-                    counters["loss_scale_good_steps"] = 0
-                    scale = self.state.value("loss_scale") * 2.0
-                    self.state.loss_scale.assign(scale)
-            if not counters["warmup_done"] and policy.warmup_done(step):
-                counters["warmup_done"] = True
-            counters["epoch_loss_sum"] += loss
-            counters["epoch_accuracy_sum"] += accuracy
-            counters["epoch_steps"] += 1
-            # Every callback sees the step; any of them may end the epoch (and the run).
-            self._step_logs(counters, loss, accuracy, norm, lr, applied, count)
             if (cfg.max_steps and step >= cfg.max_steps) or self.model.stop_training:
                 epoch_done = False
+                break
+            if len(rows) < count:  # the data ran out
                 break
         if epoch_done and not skip:
             self._steps_seen = counters["step_in_epoch"]
@@ -315,11 +293,64 @@ class EpochLoop(LoopState):
             "epoch_done": epoch_done,
         }
 
-    def _step_logs(self, counters, loss, accuracy, norm, lr, applied, examples, overflow=0):
-        """Calls every callback's ``on_train_batch_end`` with this step's logs."""
+    def _execution_size(self):
+        """The steps of the next compiled call: ``steps_per_execution``, cut so that the
+        call ends at the end of the warm-up (the rate changes there), at ``max_steps``
+        and at the next ``checkpoint_every_steps`` multiple. Skipped steps make a call
+        end before them; the next call then goes on to them. With ``reinit_on_nan`` the
+        warm-up runs one step per call, so a NaN re-initialises right after its step."""
+        cfg, counters = self.config, self._counters
+        step = counters["global_step"]
+        size = max(int(cfg.steps_per_execution or 1), 1)
+        if not counters["warmup_done"]:
+            size = 1 if cfg.reinit_on_nan else min(size, max(cfg.warmup_steps - step, 1))
+        if cfg.max_steps:
+            size = min(size, max(cfg.max_steps - step, 1))
+        if cfg.checkpoint_every_steps:
+            size = min(size, cfg.checkpoint_every_steps - step % cfg.checkpoint_every_steps)
+        return size
+
+    def _count_steps(self, rows, policy):
+        """Adds the steps of ``rows`` to the counters; returns their examples."""
+        counters = self._counters
+        examples = 0
+        for loss, accuracy, _, applied, count, scale in rows:
+            # the data position counts every batch consumed, skipped or not
+            counters["step_in_epoch"] += 1
+            examples += int(count)
+            if not applied:
+                counters["skipped_steps"] += 1
+                if not self.loss_scaling:
+                    print(f"Non-finite loss/gradient at step {counters['global_step']}: "
+                          "step skipped.")
+                elif scale < 1.0:  # the step halved the scale of an overflow below 1
+                    raise FloatingPointError(
+                        f"Non-finite loss or gradient at loss scale {scale * 2:g} (step "
+                        f"{counters['global_step']}): not an overflow, the model diverged.")
+                continue
+            counters["global_step"] += 1
+            if not counters["warmup_done"] and policy.warmup_done(counters["global_step"]):
+                counters["warmup_done"] = True
+            counters["epoch_loss_sum"] += loss
+            counters["epoch_accuracy_sum"] += accuracy
+            counters["epoch_steps"] += 1
+        return examples
+
+    def _step_logs(self, counters, rows, lr):
+        """Calls every callback's ``on_train_batch_end`` once for the steps of one
+        compiled call (as ``model.fit`` does with ``steps_per_execution``), with the last
+        batch's index; the logs hold the loss, accuracy and norm of the call's last
+        skipped step if it has one (so ``TerminateOnNaN`` sees a NaN), else of its last
+        step, and the call's counts of applied and loss-scale-skipped steps, steps and
+        examples."""
+        skipped = [row for row in rows if not row[3]]
+        loss, accuracy, norm = (skipped or rows)[-1][:3]
+        applied = len(rows) - len(skipped)
+        overflow = len(skipped) if self.loss_scaling else 0
         self._callback_list.on_train_batch_end(counters["step_in_epoch"] - 1, {
             "loss": loss, "accuracy": accuracy, "grad_norm": norm, "learning_rate": lr,
-            "applied": int(applied), "overflow": overflow, "examples": int(examples),
+            "applied": applied, "overflow": overflow, "steps": len(rows),
+            "examples": int(sum(row[4] for row in rows)),
             "global_step": counters["global_step"]})
 
     def _stop_reason(self):

@@ -8,7 +8,9 @@ model runs statelessly on arrays (``keras.StatelessScope``), ``jax.value_and_gra
 differentiates the summed per-example loss, and ``optimizer.stateless_apply`` updates.
 The step computes what the TensorFlow step does on one replica — mean loss over the
 batch's real examples, the gradient's global norm, clipping by it, an update skipped
-when the loss or norm is not finite — and returns the five numbers in one host transfer.
+when the loss or norm is not finite, dynamic loss scaling — and returns its numbers as one
+array; :meth:`JaxTrainer._run_steps` dispatches ``steps_per_execution`` steps before it
+waits for their numbers, in one host transfer.
 
 Data parallelism: under a ``keras.distribution.DataParallel`` distribution (set before the
 model is built; ``train.*`` set one where JAX has more than one device) the variables are
@@ -72,6 +74,7 @@ class JaxTrainer(EpochLoop):
         self._lr_index = lr_index[0] if lr_index else None
         self._lr = float(keras.ops.convert_to_numpy(self.optimizer.learning_rate))
         self._values = None  # (trainable, non_trainable, optimizer) arrays during fit
+        self._scaling = None  # (loss-scale exponent, good steps) arrays during fit
         self._train_step = None
         self._eval_step = None
         self._init_loop()
@@ -80,15 +83,23 @@ class JaxTrainer(EpochLoop):
 
     # ------------------------------------------------------------- variables
     def _pull(self):
-        """The variables' values as the arrays the compiled step takes."""
+        """The variables' values and the loss scale's state (exponent, good steps) as
+        the arrays the compiled step takes."""
         if self._values is None:
             self._values = tuple([v.value for v in variables] for variables in (
                 self.model.trainable_variables, self.model.non_trainable_variables,
                 self.optimizer.variables))
-        return self._values
+            scale = self.state.value("loss_scale")
+            exponent = int(np.round(np.log2(scale)))
+            if self.loss_scaling and 2.0 ** exponent != scale:
+                raise ValueError(f"JaxTrainer's loss scale is a power of two, not {scale}.")
+            self._scaling = (np.int32(exponent),
+                             np.int32(self.state.value("loss_scale_good_steps")))
+        return self._values, self._scaling
 
     def _push(self):
-        """Writes the step's arrays back into the Keras variables (which then lead)."""
+        """Writes the step's arrays back into the Keras variables and the loss scale's
+        state (which then lead)."""
         if self._values is None:
             return
         for variables, values in zip((self.model.trainable_variables,
@@ -96,7 +107,11 @@ class JaxTrainer(EpochLoop):
                                       self.optimizer.variables), self._values):
             for variable, value in zip(variables, values):
                 variable.assign(value)
-        self._values = None
+        if self.loss_scaling:
+            exponent, good = (int(np.asarray(a)) for a in self._scaling)
+            self.state.loss_scale.assign(2.0 ** exponent)
+            self.state.loss_scale_good_steps.assign(good)
+        self._values = self._scaling = None
 
     # ----------------------------------------------------------------- steps
     def _forward(self, trainable, non_trainable, features, labels, training):
@@ -124,6 +139,7 @@ class JaxTrainer(EpochLoop):
         import jax.numpy as jnp
 
         clip = self.config.clip_norm
+        period = self.config.loss_scale_period
         optimizer = self.optimizer
         lr_index = self._lr_index
 
@@ -133,8 +149,12 @@ class JaxTrainer(EpochLoop):
             loss_sum, aux = self._forward(trainable, non_trainable, features, labels, True)
             return (loss_sum * scale if scaling else loss_sum), (loss_sum, aux)
 
-        def step(values, lr, scale, features, labels):
+        def step(values, lr, scaling_state, features, labels):
             trainable, non_trainable, optimizer_values = values
+            # The scale is 2 ** exponent: exact in float32, inf past 2 ** 127 (an
+            # overflow, halved like any other), and the exponent survives that.
+            exponent, good = scaling_state
+            scale = jnp.ldexp(jnp.float32(1.0), exponent)
             optimizer_values = list(optimizer_values)
             if lr_index is not None:
                 optimizer_values[lr_index] = lr.astype(optimizer_values[lr_index].dtype)
@@ -159,9 +179,16 @@ class JaxTrainer(EpochLoop):
 
             values = (keep_if_finite(new_trainable, trainable), new_non_trainable,
                       keep_if_finite(new_optimizer, optimizer_values))
+            if scaling:  # halve on a non-finite step, double after `period` good ones
+                good = jnp.where(finite, good + 1, 0)
+                grow = good >= period
+                exponent = jnp.where(finite, exponent + grow.astype(exponent.dtype),
+                                     exponent - 1)
+                good = jnp.where(grow, 0, good)
+                scale = jnp.ldexp(jnp.float32(1.0), exponent)
             metrics = jnp.stack([loss, correct_sum / total, norm,
-                                 finite.astype("float32"), count])
-            return values, metrics
+                                 finite.astype("float32"), count, scale])
+            return values, (exponent, good), metrics
 
         return jax.jit(step)
 
@@ -176,13 +203,13 @@ class JaxTrainer(EpochLoop):
 
     # ----------------------------------------------------------- loop hooks
     def _epoch_batches(self, train_dataset_fn, epoch, skip):
-        batches = train_dataset_fn(epoch)
+        batches = iter(train_dataset_fn(epoch))
         return itertools.islice(batches, skip, None) if skip else batches
 
     def train_step(self, batch):
         """One compiled training step on ``batch`` (numpy ``(features, labels)``): ``[loss,
-        accuracy, grad_norm, applied, examples]``, what :meth:`fit` runs; the
-        benchmarks time it."""
+        accuracy, grad_norm, applied, examples, loss_scale]``, what :meth:`fit` runs;
+        the benchmarks time it."""
         return self._run_step(batch)
 
     def _shard(self, batch):
@@ -200,14 +227,26 @@ class JaxTrainer(EpochLoop):
 
         return jax.tree_util.tree_map(shard, batch)
 
-    def _run_step(self, batch):
+    def _dispatch(self, batch):
+        """Starts one step on ``batch``; returns its metrics (a device array, not awaited)."""
         if self._train_step is None:
             self._train_step = self._make_train_step()
         features, labels = self._shard(batch)
-        self._values, metrics = self._train_step(
-            self._pull(), np.float32(self._lr), np.float32(self.state.value("loss_scale")),
-            features, labels)
-        return np.asarray(metrics, np.float64).tolist()
+        values, scaling = self._pull()
+        self._values, self._scaling, metrics = self._train_step(
+            values, np.float32(self._lr), scaling, features, labels)
+        return metrics
+
+    def _run_step(self, batch):
+        return np.asarray(self._dispatch(batch), np.float64).tolist()
+
+    def _run_steps(self, batches, count):
+        """Dispatches up to ``count`` steps (JAX runs them asynchronously, overlapping
+        the host's next batches) and waits once, for all their metrics."""
+        import jax
+
+        metrics = [self._dispatch(batch) for batch in itertools.islice(batches, count)]
+        return np.asarray(jax.device_get(metrics), np.float64).reshape(-1, 6).tolist()
 
     def _eval_batches(self, dataset, group_key):
         if self._eval_step is None:
@@ -257,4 +296,4 @@ class JaxTrainer(EpochLoop):
         return list(itertools.islice(dataset, count))
 
     def _after_benchmark(self):
-        self._values = None  # the saved values go back into the variables
+        self._values = self._scaling = None  # the saved values go back into the variables

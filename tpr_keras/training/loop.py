@@ -24,8 +24,13 @@ loop does, and it behaves identically under the default strategy,
   with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
   weights kept in ``<model_dir>/best`` and restored at the end; optionally a
   shorter ``patience_at_zero`` once the validation error is 0.
-* One host sync per step: counters and the learning rate live in Python during
-  an epoch and are written to their variables before every checkpoint; on one
+* Steps run in-graph, ``steps_per_execution`` per compiled call (Keras' option of
+  that name, default 1): the call reads its batches from the iterator itself and
+  returns one row of numbers per step, so a call costs one Python dispatch and one
+  host transfer. Dynamic loss scaling (``mixed_float16``) is part of the step: the
+  scale and its count of good steps are variables that the step halves, doubles
+  and resets. The other counters and the learning rate live in Python during an
+  epoch and are written to their variables before every checkpoint; on one
   CPU replica the dataset is iterated directly (the ``tf.distribute`` input
   pipeline's multi-device iterator cost more than the step on 2 cores).
 * Steady-state throughput: every epoch record holds its training examples/s
@@ -129,7 +134,8 @@ class Trainer(EpochLoop):
         # Every worker restores the chief's checkpoints (model_dir) and writes its own.
         self.checkpoints = CheckpointIO(self.model, self.optimizer, self.state.variables(),
                                         self.write_dir, read_dir=model_dir)
-        self._train_step = None
+        self._train_step = None  # one step (the benchmarks')
+        self._train_steps = None  # up to steps_per_execution steps (fit's)
         self._eval_step = None
         self._init_loop()
 
@@ -149,19 +155,11 @@ class Trainer(EpochLoop):
         count = tf.cast(tf.shape(out["loss"])[0], tf.float32)
         return loss_sum, grads, tf.reduce_sum(out["correct"]), count
 
-    def make_train_function(self, element_spec):
-        """The compiled, strategy-wrapped training step for batches of ``element_spec``.
-
-        ``step(batch) -> {"loss", "accuracy", "grad_norm", "applied",
-        "examples", "metrics"}``: the global mean loss and accuracy, the
-        all-reduced gradient norm, whether the update was applied (False for a
-        non-finite loss or gradient), the number of examples, and all five as
-        one float64 vector (one host transfer per step). ``element_spec`` is
-        that of :meth:`distribute_dataset`'s result (or of a distributed
-        dataset). ``fit`` builds its step here; so do the benchmarks.
-        """
-        strategy = self.strategy
+    def _step_body(self):
+        """The training step as a Python function of one (distributed) batch, to trace."""
+        strategy, state = self.strategy, self.state
         clip = self.config.clip_norm
+        period = self.config.loss_scale_period
         variables = self.model.trainable_variables
 
         def step(batch):
@@ -185,8 +183,16 @@ class Trainer(EpochLoop):
                 return tf.constant(True)
 
             applied = tf.cond(finite, apply, lambda: tf.constant(False))
+            scale = state.loss_scale.read_value()
+            if self.loss_scaling:  # dynamic loss scaling, as variable updates of the step
+                good = state.loss_scale_good_steps.read_value()
+                good = tf.where(finite, good + 1, tf.zeros_like(good))
+                grow = good >= period
+                scale = tf.where(finite, tf.where(grow, scale * 2.0, scale), scale / 2.0)
+                state.loss_scale.assign(scale)
+                state.loss_scale_good_steps.assign(tf.where(grow, tf.zeros_like(good), good))
             metrics = tf.stack([tf.cast(v, tf.float64) for v in
-                                (loss, accuracy, norm, applied, total)])
+                                (loss, accuracy, norm, applied, total, scale)])
             return {
                 "loss": loss,
                 "accuracy": accuracy,
@@ -196,8 +202,49 @@ class Trainer(EpochLoop):
                 "metrics": metrics,
             }
 
-        return tf.function(step, input_signature=[element_spec],
+        return step
+
+    def make_train_function(self, element_spec):
+        """The compiled, strategy-wrapped training step for batches of ``element_spec``.
+
+        ``step(batch) -> {"loss", "accuracy", "grad_norm", "applied",
+        "examples", "metrics"}``: the global mean loss and accuracy, the
+        all-reduced gradient norm, whether the update was applied (False for a
+        non-finite loss or gradient), the number of examples, and those five and
+        the loss scale after the step as one float64 vector (one host transfer).
+        With loss scaling the step also updates ``state.loss_scale`` and
+        ``state.loss_scale_good_steps`` (halved on a non-finite step, doubled
+        after ``loss_scale_period`` applied ones). ``element_spec`` is
+        that of :meth:`distribute_dataset`'s result (or of a distributed
+        dataset). The benchmarks time this step; ``fit`` runs it through
+        :meth:`make_steps_function`.
+        """
+        return tf.function(self._step_body(), input_signature=[element_spec],
                            jit_compile=self.config.jit_compile or None)
+
+    def make_steps_function(self):
+        """Up to ``count`` training steps in one compiled call (Keras' ``steps_per_execution``).
+
+        ``steps(iterator, count) -> float64[n, 6]``: the ``metrics`` rows of the
+        ``n <= count`` steps run on the next batches of ``iterator`` (fewer when it
+        runs out; 0 rows at its end). The batches are read in-graph, so a call costs
+        one Python dispatch and one host transfer however many steps it runs.
+        """
+        body = self._step_body()
+        if self.config.jit_compile:  # XLA compiles the step; the iterator stays outside
+            body = tf.function(body, jit_compile=True)
+
+        def steps(iterator, count):
+            rows = tf.TensorArray(tf.float64, size=0, dynamic_size=True,
+                                  element_shape=tf.TensorShape([6]))
+            for i in tf.range(count):
+                optional = iterator.get_next_as_optional()
+                if not optional.has_value():
+                    break
+                rows = rows.write(i, body(optional.get_value())["metrics"])
+            return rows.stack()
+
+        return tf.function(steps)
 
     def distribute_dataset(self, dataset):
         """``dataset`` as the training step consumes it.
@@ -240,10 +287,12 @@ class Trainer(EpochLoop):
         dataset = train_dataset_fn(epoch)
         if skip:
             dataset = dataset.skip(skip)
-        batches = self.distribute_dataset(dataset)
-        if self._train_step is None:
-            self._train_step = self.make_train_function(batches.element_spec)
-        return batches
+        if self._train_steps is None:
+            self._train_steps = self.make_steps_function()
+        return iter(self.distribute_dataset(dataset))
+
+    def _run_steps(self, batches, count):
+        return self._train_steps(batches, tf.constant(count, tf.int32)).numpy().tolist()
 
     def _run_step(self, batch):
         return self._train_step(batch)["metrics"].numpy().tolist()

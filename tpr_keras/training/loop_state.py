@@ -35,14 +35,16 @@ class LoopState:
         ``warmup`` steps (tracing, if the step is new), then cycles through
         them for ``seconds``: the rate :meth:`fit` would reach with a free
         input pipeline and no loop overhead. Model, optimizer and learning
-        rate are restored afterwards, so it can run before, during or after
-        training.
+        rate, and the loss scale the step updates, are restored afterwards, so it can
+        run before, during or after training.
         """
         cached = self._cache_batches(dataset, batches)
         if not cached:
             raise ValueError("benchmark_train_step needs a non-empty dataset")
         variables = self.model.variables + self.optimizer.variables
         saved = [keras.ops.convert_to_numpy(v) for v in variables]
+        scaling = [(getattr(self.state, name), self.state.value(name))
+                   for name in ("loss_scale", "loss_scale_good_steps")]
         try:
             for batch in cached[:warmup]:
                 self._run_step(batch)
@@ -55,6 +57,8 @@ class LoopState:
         finally:
             self._after_benchmark()
             for variable, value in zip(variables, saved):
+                variable.assign(value)
+            for variable, value in scaling:
                 variable.assign(value)
 
     def _after_benchmark(self):
@@ -103,9 +107,9 @@ class LoopState:
     # During fit() the per-step counters live in self._counters (Python ints and
     # floats) and are written to their variables by _sync_state() before every
     # checkpoint and whenever the loop hands control to other code.
+    # (The loss scale and its good steps are the step's own: it updates them in-graph.)
     _STEP_COUNTERS = ("global_step", "step_in_epoch", "skipped_steps", "warmup_done",
-                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps",
-                      "loss_scale_good_steps")
+                      "epoch_loss_sum", "epoch_accuracy_sum", "epoch_steps")
 
     def step_counter(self, name):
         """A per-step counter (``global_step``, ...) as it is now: during an epoch the

@@ -46,18 +46,19 @@ class ConsoleProgress(Callback):
                                                stateful_metrics=["lr"])
 
     def on_train_batch_end(self, batch, logs=None):
-        if not logs["applied"]:
+        applied = int(logs["applied"])  # the applied steps of the loop's compiled call
+        if not applied:
             return
-        self.done_steps += 1
+        self.done_steps += applied
         if self.progbar is not None:
-            self.progbar.add(1, [("loss", logs["loss"]), ("acc", logs["accuracy"]),
-                                 ("lr", logs["learning_rate"])])
+            self.progbar.add(applied, [("loss", logs["loss"]), ("acc", logs["accuracy"]),
+                                       ("lr", logs["learning_rate"])])
             return
         if self.verbose != 2:
             return
         now = time.perf_counter()
         if self.paced_from is None:
-            self.paced_from = now
+            self.paced_from, self.paced_steps = now, self.done_steps
         else:
             self.paced_examples += int(logs["examples"])
         if now >= self.next_line and self.paced_examples:
@@ -69,7 +70,7 @@ class ConsoleProgress(Callback):
                 trainer.step_counter("epoch_loss_sum") / steps,
                 trainer.step_counter("epoch_accuracy_sum") / steps,
                 self.paced_examples / (now - self.paced_from),
-                (self.done_steps - 1) / (now - self.paced_from)), flush=True)
+                (self.done_steps - self.paced_steps) / (now - self.paced_from)), flush=True)
 
     def on_epoch_steps_end(self):
         """After the epoch's last step, before its validation: a bar cut short (the time
@@ -97,7 +98,8 @@ class TrainingSummaries(Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(logs["global_step"])  # Keras' CallbackList hands numbers over as floats
-        if logs["applied"] and step % self.log_every_steps == 0:
+        every = self.log_every_steps  # a call of several steps may pass a multiple
+        if logs["applied"] and step // every > (step - int(logs["applied"])) // every:
             self.summaries.train_step(step, logs["loss"], logs["accuracy"], logs["grad_norm"],
                                       logs["learning_rate"])
 

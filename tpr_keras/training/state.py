@@ -40,7 +40,8 @@ class TrainerState:
     (:meth:`create_host`, for the JAX trainer, which writes them into its own
     checkpoints); :meth:`variables` gives them by name, the keys of the
     checkpoint. During an epoch the :class:`~tpr_keras.training.Trainer` keeps
-    the per-step ones in Python and writes them back before every checkpoint.
+    the per-step ones in Python and writes them back before every checkpoint, except
+    the loss scale and its good steps, which the compiled step itself updates.
 
     Attributes:
         global_step: optimizer steps applied.
