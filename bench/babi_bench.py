@@ -82,28 +82,29 @@ def run_one(args):
     from tpr_keras.data import babi
     from tpr_keras.models import TPRRNN, MemN2N
     from tpr_keras.training import Trainer, TrainConfig, get_optimizer, sparse_classification
+    from tpr_keras.training import recipes
 
     split, vocab, words, source = load_split(args.data_dir, args.task)
     dataset = babi.make_dataset(split, args.batch_size, shuffle=True, seed=0,
                                 drop_remainder=True, bucket_width=args.bucket_width or None)
     if args.model == "memn2n":
-        preset = "all_tasks" if args.task == "all" else "single_task"
-        recipe = MemN2N.preset_recipe(preset)  # each model with its paper's recipe
+        size = "all_tasks" if args.task == "all" else "single_task"
+        recipe = recipes.recipe("memn2n", size)  # each model with its paper's recipe
 
         def model_fn():
-            return MemN2N.from_preset(preset, vocab, words, linear_start=False)
+            return MemN2N.from_paper_size(size, vocab, words, linear_start=False)
 
         def optimizer_fn():
             return keras.optimizers.SGD(recipe["learning_rate"], clipnorm=recipe["clip_norm"])
 
         implementation = "-"
     else:
-        preset = args.preset
-        recipe = TPRRNN.preset_recipe(preset)
+        size = args.preset
+        recipe = recipes.recipe("tpr_rnn", size)
 
         def model_fn():
-            return TPRRNN.from_preset(preset, vocab, words,
-                                      implementation=args.implementation)
+            return TPRRNN.from_paper_size(size, vocab, words,
+                                          implementation=args.implementation)
 
         def optimizer_fn():
             return get_optimizer(recipe["optimizer"], recipe["learning_rate"],
@@ -128,7 +129,7 @@ def run_one(args):
                       args.seconds, count)
     stories = [int(b[0]["story"].shape[1]) for b in train_batches]
     return {
-        "model": args.model, "preset": preset, "implementation": implementation,
+        "model": args.model, "preset": size, "implementation": implementation,
         "task": args.task, "batch_size": args.batch_size, "source": source,
         "vocabulary": vocab, "parameters": model.count_params(),
         "mean_story_sentences_per_batch": sum(stories) / len(stories),
@@ -146,7 +147,7 @@ def main():
     parser.string("data_dir", None)
     parser.string("task", "1", "a task number 1..20 or 'all'")
     parser.enum("preset", "single_task", ["single_task", "all_tasks", "all_tasks_code"],
-                "TPR-RNN size preset")
+                "TPR-RNN paper size (TPRRNN.paper_sizes)")
     parser.integer("batch_size", 128)
     parser.float("seconds", 20.0, "measuring time per model, train and inference each")
     parser.string("models", "tpr_rnn,memn2n")

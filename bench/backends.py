@@ -59,7 +59,7 @@ def build(family, batch_size, rng):
                   "question": rng.integers(1, vocabulary, size=(batch_size, words)).astype(
                       "int32")},
                  {"answer": rng.integers(1, vocabulary, size=(batch_size,)).astype("int32")})
-        return (lambda: cls.from_preset("all_tasks", vocabulary_size=vocabulary,
+        return (lambda: cls.from_paper_size("all_tasks", vocabulary_size=vocabulary,
                                         max_words=words),
                 sparse_classification("answer"), batch, None)
     if family == "entailment":
@@ -68,13 +68,13 @@ def build(family, batch_size, rng):
         pair = {side: rng.integers(1, VOCAB_SIZE, size=(batch_size, ENTAILMENT_LENGTH)).astype(
             "int32") for side in ("a", "b")}
         labels = {"label": rng.integers(0, 2, size=(batch_size, 1)).astype("float32")}
-        return (lambda: models.PlainEntailmentModel.from_preset("plain_tpru", seed=0),
+        return (lambda: models.PlainEntailmentModel.from_paper_size("plain_tpru", seed=0),
                 binary_classification("label"), (pair, labels), None)
     source = rng.integers(4, MATH["vocabulary_size"], size=(batch_size, MATH["source"]))
     target = rng.integers(4, MATH["vocabulary_size"], size=(batch_size, MATH["target"] + 1))
     batch = ({"source": source.astype("int32"), "target_in": target[:, :-1].astype("int32")},
              {"target_out": target[:, 1:].astype("int32")})
-    return (lambda: models.TPTransformer.from_preset(
+    return (lambda: models.TPTransformer.from_paper_size(
                 "tp_transformer", vocabulary_size=MATH["vocabulary_size"]),
             models.sequence_compute_fn(), batch, MATH["source"] + MATH["target"])
 

@@ -163,8 +163,8 @@ def build_config(name, data, batches, preset, use_role):
 
     def build():
         keras.utils.set_random_seed(0)
-        return TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
-                                         use_role=use_role, attention_form=attention_form)
+        return TPTransformer.from_paper_size(preset, vocabulary_size=len(data.vocab),
+                                             use_role=use_role, attention_form=attention_form)
 
     compute = sequence_compute_fn(jit_compile=jit == "compute")
     if use_trainer:
@@ -191,8 +191,8 @@ def decode_rates(data, module, preset, decode_batch, seconds):
     rows = {}
     for use_role in (True, False):
         keras.utils.set_random_seed(0)
-        model = TPTransformer.from_preset(preset, vocabulary_size=len(data.vocab),
-                                          use_role=use_role)
+        model = TPTransformer.from_paper_size(preset, vocabulary_size=len(data.vocab),
+                                              use_role=use_role)
         spec = tf.TensorSpec([None, None], tf.int32)
         cached = tf.function(lambda s: model.greedy_decode(s, max_length=31)[0],
                              input_signature=[spec], autograph=False)

@@ -209,7 +209,7 @@ def probe(args):
     x, y = next(iter(data.make_dataset(validate, batch_size=512)))
     keras.utils.set_random_seed(args.seed)
     model_class = BiDAFEntailmentModel if args.arch == "bidaf" else PlainEntailmentModel
-    model = model_class.from_preset(f"{args.arch}_{args.cell}", seed=args.seed)
+    model = model_class.from_paper_size(f"{args.arch}_{args.cell}", seed=args.seed)
     model(x)
     if args.checkpoint:
         tf.train.Checkpoint(model_variables=variables_by_path(

@@ -40,7 +40,9 @@ flags.DEFINE_enum("model", "tpr_rnn", ["tpr_rnn", "memn2n"],
                   "(Sukhbaatar et al. 2015).")
 flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code",
                                    "all_tasks_authors"],
-                  "Model size preset (default: single_task, or all_tasks for --task all).")
+                  "Paper size of the untrained model (TPRRNN.paper_sizes / MemN2N.paper_sizes;"
+                  " default: single_task, or all_tasks for --task all). Not a trained preset: "
+                  "--list_presets names those.")
 flags.DEFINE_integer("symbol_dim", None, "Width of V_Symbol (default: vocabulary size).")
 flags.DEFINE_integer("hidden_dim", None, "Hidden width of the MLPs.")
 flags.DEFINE_integer("entity_dim", None, "Width of V_Entity.")

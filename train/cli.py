@@ -153,7 +153,7 @@ def _wants_preset_list(argv) -> bool:
 
 def format_preset_list(task: str | None) -> str:
     """What ``--list_presets`` prints: the trained presets of ``task`` and the command's
-    size presets (the choices of its ``--preset`` flag, when it has one)."""
+    paper sizes (the choices of its ``--preset`` flag, when it has one)."""
     from absl import flags
 
     from tpr_keras.presets import preset_files
@@ -164,7 +164,8 @@ def format_preset_list(task: str | None) -> str:
     preset_flag = flags.FLAGS["preset"] if "preset" in flags.FLAGS else None
     choices = getattr(getattr(preset_flag, "parser", None), "enum_values", None)
     if choices:
-        out.append(f"Size presets (untrained; --preset): {', '.join(choices)}")
+        out.append(f"Paper sizes (untrained; --preset, <Model>.from_paper_size): "
+                   f"{', '.join(choices)}")
     return "\n".join(out) + "\n"
 
 

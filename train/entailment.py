@@ -1,8 +1,9 @@
 """Train and evaluate a recurrent encoder on logical entailment: ``python -m train.entailment``.
 
 The architecture (``--arch plain|bidaf``) and the encoder cell (``--cell tpru|lstm|gru``)
-name a preset of :mod:`tpr_keras.models.entailment` (``plain_tpru`` ... ``bidaf_gru``):
-its sizes (d = 64, N = 32 roles) and its training recipe, Tang, Smolensky & de Sa (2018)
+name a paper size of :mod:`tpr_keras.models.entailment` (``plain_tpru`` ... ``bidaf_gru``):
+its sizes (d = 64, N = 32 roles) and its training recipe
+(:mod:`tpr_keras.training.recipes.entailment`), Tang, Smolensky & de Sa (2018)
 §5.1 (Adam, lr 0.001 divided by 10 every 30 epochs for up to 90 epochs, batch 64,
 gradient clipping, symbolic vocabulary permutation as augmentation), which the flags
 below override only when given. ``--recipe`` (default ``auto``) runs that recipe as
@@ -36,15 +37,15 @@ flags.DEFINE_enum("recipe", "auto", ["auto", "cpu", "paper"],
                   "lifts the time budget; --max_train_minutes and --[no]jit_compile override.")
 flags.DEFINE_enum("arch", "plain", ["plain", "bidaf"], "Plain shared encoder or BiDAF (§5.2).")
 flags.DEFINE_integer("dim", None, "Hidden size d (also the embedding and MLP width; "
-                     "default: the preset's, 64).")
-flags.DEFINE_integer("roles", None, "Number of TPRU role vectors N (default: the preset's, 32).")
+                     "default: the size's, 64).")
+flags.DEFINE_integer("roles", None, "Number of TPRU role vectors N (default: the size's, 32).")
 flags.DEFINE_enum("pooling", None, ["last", "max"], "Sentence vector (default: last for "
                   "plain as in §5.1, max for bidaf).")
 flags.DEFINE_enum("features", "full", ["full", "concat"],
                   "full = [u, v, |u-v|, u*v]; concat = [u, v] (the paper's §5.1 wording).")
 flags.DEFINE_enum("embedding_init", None, ["uniform", "normal"],
                   "Character embedding initialisation: uniform = Keras' default, ±0.05; "
-                  "normal = N(0, 1), PyTorch's default (default: the preset's: normal for "
+                  "normal = N(0, 1), PyTorch's default (default: the size's: normal for "
                   "--arch=bidaf --cell=tpru, else uniform).")
 flags.DEFINE_bool("augment", None, "Symbolic vocabulary permutation of the variables "
                   "(default: the recipe's, on).")

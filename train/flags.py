@@ -89,7 +89,7 @@ def define_flags():
     flags.DEFINE_bool(
         "list_presets", False,
         "Print the trained presets this command's task ships (name, model, recorded "
-        "scores) and its size presets, then exit without starting TensorFlow.")
+        "scores) and its paper sizes, then exit without starting TensorFlow.")
     flags.DEFINE_bool(
         "tf_logs", False,
         "Keep TensorFlow's start-up and INFO/WARNING logging (also TPR_KERAS_TF_LOGS=1); "

@@ -1,7 +1,7 @@
 """Train and evaluate the TP-Transformer on the Mathematics Dataset: ``python -m train.math``.
 
-``--preset`` picks the sizes and the training recipe together (``TPTransformer.presets``,
-:mod:`tpr_keras.models.tp_transformer`); the default ``auto`` is the paper's
+``--preset`` picks a size and its training recipe together (``TPTransformer.paper_sizes``,
+:mod:`tpr_keras.training.recipes.tp_transformer`); the default ``auto`` is the paper's
 TP-Transformer when a GPU is visible and the ``tiny`` CPU recipe otherwise, and
 is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
 global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
@@ -33,9 +33,10 @@ flags.DEFINE_string("data_dir", None, "Folder holding train-easy/ ... extrapolat
 flags.DEFINE_bool("download", True, "Download the official archive if nothing local is found.")
 flags.DEFINE_enum("model", "tp_transformer", ["tp_transformer", "transformer"],
                   "With or without the role binding of eq. 4 (same code path).")
-flags.DEFINE_string("preset", "auto", "Sizes and training recipe: auto (tp_transformer or "
-                    "transformer on a GPU, tiny on a CPU), tiny, small (CPU), tp_transformer, "
-                    "tp_transformer_b, tp_transformer_c, transformer (paper).")
+flags.DEFINE_string("preset", "auto", "Paper size of the untrained model and its training "
+                    "recipe: auto (tp_transformer or transformer on a GPU, tiny on a CPU), "
+                    "tiny, small (CPU), tp_transformer, tp_transformer_b, tp_transformer_c, "
+                    "transformer (paper). Not a trained preset: --list_presets names those.")
 flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
 flags.DEFINE_bool("balance_modules", True, "Train on every module equally often per epoch, as "
                   "in the dataset, whose modules all have the same size, when the local "
@@ -43,7 +44,7 @@ flags.DEFINE_bool("balance_modules", True, "Train on every module equally often 
 flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "math", "Served model name.")
-_RECIPE = " Default: the --preset's recipe"
+_RECIPE = " Default: the --preset size's recipe"
 flags.DEFINE_integer("batch_size", None, "Global batch size." + _RECIPE +
                      " (paper 1024, CPU sizes 128).")
 flags.DEFINE_float("learning_rate", None, "Adam learning rate." + _RECIPE +

@@ -57,7 +57,7 @@ def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_
     babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 30, 0)
     babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 5, 1)
     data = babi.load_babi(root.parent, tasks=(1,), download=False)
-    model = TPRRNN.from_preset("single_task", len(data.vocab), data.max_words)
+    model = TPRRNN.from_paper_size("single_task", len(data.vocab), data.max_words)
     export = tmp_path / "run" / "export"
     export.mkdir(parents=True)
     model.save(export / "model.keras")

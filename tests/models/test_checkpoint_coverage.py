@@ -17,11 +17,11 @@ from tpr_keras.models import (
 )
 
 BUILDERS = {
-    "tpr_rnn": lambda: TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6),
+    "tpr_rnn": lambda: TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6),
     "plain_tpru": lambda: PlainEntailmentModel(units=8, cell="tpru", num_roles=4),
     "plain_lstm": lambda: PlainEntailmentModel(units=8, cell="lstm"),
     "bidaf_tpru": lambda: BiDAFEntailmentModel(units=8, cell="tpru", num_roles=4),
-    "tp_transformer_tiny": lambda: TPTransformer.from_preset("tiny", vocabulary_size=30),
+    "tp_transformer_tiny": lambda: TPTransformer.from_paper_size("tiny", vocabulary_size=30),
     "memn2n_adjacent": lambda: MemN2N(20, 6),
     "memn2n_layer_wise": lambda: MemN2N(20, 6, weight_tying="layer_wise"),
 }

@@ -1,4 +1,4 @@
-"""The entailment family's package: presets with the §5.1 recipe, saved files of the old
+"""The entailment family's package: the paper's sizes, saved files of the old
 module layout, the recurrent-layer hook, and the in-graph tokenizer == the Python one."""
 
 import keras
@@ -8,65 +8,40 @@ import tensorflow as tf
 
 from tpr_keras.data import entailment as data
 from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers, resolve_recipe
+from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers
 
 
-def test_presets_are_section_5_1():
-    assert sorted(PlainEntailmentModel.presets) == ["plain_gru", "plain_lstm", "plain_tpru"]
-    assert sorted(BiDAFEntailmentModel.presets) == ["bidaf_gru", "bidaf_lstm", "bidaf_tpru"]
-    for model_class in (PlainEntailmentModel, BiDAFEntailmentModel):
-        for name in model_class.presets:
-            recipe = model_class.preset_recipe(name)
-            assert recipe == {"optimizer": "adam", "learning_rate": 0.001,
-                              "decay_every_epochs": 30, "decay_factor": 0.1, "epochs": 90,
-                              "batch_size": 64, "clip_norm": 5.0, "augment": True}
-    model = PlainEntailmentModel.from_preset("plain_tpru", seed=3)
+def test_paper_sizes_are_section_5_1():
+    assert sorted(PlainEntailmentModel.paper_sizes) == ["plain_gru", "plain_lstm", "plain_tpru"]
+    assert sorted(BiDAFEntailmentModel.paper_sizes) == ["bidaf_gru", "bidaf_lstm", "bidaf_tpru"]
+    model = PlainEntailmentModel.from_paper_size("plain_tpru", seed=3)
     config = model.get_config()
     assert (config["units"], config["cell"], config["num_roles"], config["seed"]) == (
         64, "tpru", 32, 3)
     assert config["pooling"] == "last"
-    small = BiDAFEntailmentModel.from_preset("bidaf_gru", units=8)
+    small = BiDAFEntailmentModel.from_paper_size("bidaf_gru", units=8)
     assert (small.units, small.cell, small.pooling) == (8, "gru", "max")
     # §5.2's second layer reads [h; context]: the recurrent weights the paper counts in
     # Table 1 (LSTM 230.0k, GRU 172.4k, TPRU 131.3k for d = 64) come out of that width.
     recurrent = {}
     for cell in ("lstm", "gru", "tpru"):
-        model = BiDAFEntailmentModel.from_preset(f"bidaf_{cell}")
+        model = BiDAFEntailmentModel.from_paper_size(f"bidaf_{cell}")
         assert model.attention_output == "context"
         recurrent[cell] = sum(int(np.prod(w.shape)) for w in model.trainable_weights
                               if w.path.startswith(("contextual/", "modelling/")))
     assert recurrent == {"lstm": 230_400, "gru": 173_568, "tpru": 131_080}
     assert BiDAFEntailmentModel(units=8).attention_output == "full"  # files saved before
     # Only the BiDAF TPRU draws its embedding from N(0, 1); the constructor keeps Keras'.
-    inits = {name: model_class.from_preset(name, units=4).embedding_init
+    inits = {name: model_class.from_paper_size(name, units=4).embedding_init
              for model_class in (PlainEntailmentModel, BiDAFEntailmentModel)
-             for name in model_class.presets}
+             for name in model_class.paper_sizes}
     assert inits == {"plain_tpru": "uniform", "plain_lstm": "uniform", "plain_gru": "uniform",
                      "bidaf_tpru": "normal", "bidaf_lstm": "uniform", "bidaf_gru": "uniform"}
     assert BiDAFEntailmentModel(units=4).embedding_init == "uniform"
-    assert BiDAFEntailmentModel.from_preset(
+    assert BiDAFEntailmentModel.from_paper_size(
         "bidaf_tpru", units=4, embedding_init="uniform").embedding_init == "uniform"
-    with pytest.raises(ValueError, match="Unknown preset 'plain_gru'"):
-        BiDAFEntailmentModel.from_preset("plain_gru")
-
-
-def test_recipe_auto_is_the_paper_on_a_gpu_and_a_time_budget_on_a_cpu():
-    assert resolve_recipe("auto", devices=["CPU", "GPU"]) == (
-        "paper", {"max_train_minutes": None, "jit_compile": False})
-    assert resolve_recipe("auto", devices=["CPU"]) == (
-        "cpu", {"max_train_minutes": 15.0, "jit_compile": True})
-    # --epochs/--steps lift the CPU time budget; explicit values win over both recipes.
-    assert resolve_recipe("cpu", budget_given=True)[1]["max_train_minutes"] is None
-    assert resolve_recipe("cpu", budget_given=True, max_train_minutes=5)[1] == {
-        "max_train_minutes": 5, "jit_compile": True}
-    assert resolve_recipe("cpu", max_train_minutes=0, jit_compile=False)[1] == {
-        "max_train_minutes": None, "jit_compile": False}
-    assert resolve_recipe("paper", max_train_minutes=140, jit_compile=True)[1] == {
-        "max_train_minutes": 140, "jit_compile": True}
-    local = resolve_recipe("auto")[0]
-    assert local == ("paper" if tf.config.list_physical_devices("GPU") else "cpu")
-    with pytest.raises(ValueError, match="Unknown recipe 'gpu'"):
-        resolve_recipe("gpu")
+    with pytest.raises(ValueError, match="Unknown paper size 'plain_gru'"):
+        BiDAFEntailmentModel.from_paper_size("plain_gru")
 
 
 def test_registered_names_are_unchanged_and_old_files_load(saved_as_before):

@@ -102,7 +102,7 @@ def run_on_jax(model, data, labels, folder):
 
 def test_tp_transformer_on_jax_matches_tensorflow_and_trains(tmp_path):
     keras.utils.set_random_seed(0)
-    model = TPTransformer.from_preset("tiny", vocabulary_size=40)
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=40)
     rng = np.random.default_rng(0)
     source = rng.integers(4, 40, size=(8, 12)).astype("int32")
     answer = rng.integers(4, 40, size=(8, 5)).astype("int32")
@@ -133,7 +133,7 @@ def test_memn2n_on_jax_matches_tensorflow_and_trains(tmp_path):
 
 def test_tpr_rnn_on_jax_matches_tensorflow_and_trains(tmp_path):
     keras.utils.set_random_seed(0)
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     rng = np.random.default_rng(0)
     story = rng.integers(1, 20, size=(8, 5, 6)).astype("int32")
     story[:3, 3:] = 0  # short stories: padded sentences

@@ -39,9 +39,9 @@ def test_package_import_loads_no_family_and_names_resolve():
         import sys
         import tpr_keras.models as models
         print(sorted(m for m in sys.modules if m.startswith("tpr_keras.models.")))
-        assert models.MEMN2N_PRESETS is models.memn2n.PRESETS
-        assert models.TP_TRANSFORMER_RECIPES is models.tp_transformer.RECIPES
-        assert models.TPR_RNN_PRESETS is models.tpr_rnn.PRESETS
+        assert models.MEMN2N_PAPER_SIZES is models.memn2n.PAPER_SIZES
+        assert models.TP_TRANSFORMER_PAPER_SIZES is models.tp_transformer.PAPER_SIZES
+        assert models.TPR_RNN_PAPER_SIZES is models.tpr_rnn.PAPER_SIZES
         assert set(models.__all__) <= set(dir(models))
         for name in models.__all__:
             getattr(models, name)

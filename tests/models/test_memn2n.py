@@ -4,7 +4,7 @@ import pytest
 from keras import ops
 
 from tpr_keras import testing
-from tpr_keras.models.memn2n import PRESETS, MemN2N
+from tpr_keras.models.memn2n import PAPER_SIZES, MemN2N
 
 
 def batch(seed=0, vocab=20, words=6, sentences=5):
@@ -45,15 +45,15 @@ def test_linear_start_state_is_saved_with_the_weights(tmp_path):
     np.testing.assert_array_equal(testing.numpy(loaded(batch())), testing.numpy(model(batch())))
 
 
-def test_presets_and_output_shape():
-    model = MemN2N.from_preset("single_task", vocabulary_size=20, max_words=6)
+def test_paper_sizes_and_output_shape():
+    model = MemN2N.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     assert (model.embedding_dim, model.num_hops, model.memory_size) == (20, 3, 50)
     assert model.weight_tying == "adjacent" and model.sentence_encoding == "position"
     assert model(batch()).shape == (3, 20)
-    assert MemN2N.from_preset("all_tasks", vocabulary_size=20, max_words=6).embedding_dim == 50
-    assert set(PRESETS) == {"single_task", "all_tasks"}
-    with pytest.raises(ValueError, match="Unknown preset"):
-        MemN2N.from_preset("huge", vocabulary_size=20, max_words=6)
+    assert MemN2N.from_paper_size("all_tasks", vocabulary_size=20, max_words=6).embedding_dim == 50
+    assert set(PAPER_SIZES) == {"single_task", "all_tasks"}
+    with pytest.raises(ValueError, match="Unknown paper size"):
+        MemN2N.from_paper_size("huge", vocabulary_size=20, max_words=6)
 
 
 def test_padding_and_truncation_in_graph():

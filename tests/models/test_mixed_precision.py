@@ -47,7 +47,7 @@ def families():
     source = rng.integers(4, 40, size=(8, 12)).astype("int32")
     math = {"source": source, "target_in": source[:, :6]}
     return [
-        ("tpr_rnn", lambda dtype: TPRRNN.from_preset(
+        ("tpr_rnn", lambda dtype: TPRRNN.from_paper_size(
             "single_task", vocabulary_size=20, max_words=6, dtype=dtype), babi, answers,
          sparse_classification("answer")),
         ("memn2n", lambda dtype: MemN2N(vocabulary_size=20, max_words=6, embedding_dim=8,
@@ -57,7 +57,7 @@ def families():
             vocabulary_size=40, units=8, cell="tpru", num_roles=4, seed=0, dtype=dtype),
          pair, {"label": rng.integers(0, 2, size=(8,)).astype("float32")},
          binary_classification("label")),
-        ("tp_transformer", lambda dtype: TPTransformer.from_preset(
+        ("tp_transformer", lambda dtype: TPTransformer.from_paper_size(
             "tiny", vocabulary_size=40, dtype=dtype), math,
          {"target_out": source[:, 1:7]}, sequence_compute_fn()),
     ]

@@ -9,12 +9,9 @@ from tpr_keras import testing
 from tpr_keras.models.tp_transformer import (
     END_ID,
     PAD_ID,
-    PRESETS,
-    RECIPES,
+    PAPER_SIZES,
     START_ID,
     TPTransformer,
-    auto_preset,
-    resolve_preset,
     sequence_compute_fn,
 )
 
@@ -23,7 +20,7 @@ V = 12
 
 def _model(placement="code", seed=0, **overrides):
     keras.utils.set_random_seed(seed)
-    return TPTransformer.from_preset(
+    return TPTransformer.from_paper_size(
         "tiny", vocabulary_size=V, model_dim=16, feed_forward_dim=32,
         norm_placement=placement, **overrides,
     )
@@ -261,74 +258,23 @@ def _expected_count(v, d, f, n_enc, n_dec, role, multiplicative):
     return v * d + (d * d + d if multiplicative else 0) + n_enc * encoder + n_dec * decoder
 
 
-def test_parameter_counts_and_presets():
+def test_parameter_counts_and_paper_sizes():
     model = _shared("code")  # tiny with d 16, d_f 32
     assert model.count_params() == _expected_count(V, 16, 32, 2, 2, True, True)
     # Baseline attention and embedding have no role / multiplier weights (see the layer
-    # tests), so the baseline presets follow the same formula without those terms.
+    # tests), so the baseline sizes follow the same formula without those terms.
     sizes = {name: (p.config["model_dim"], p.config["feed_forward_dim"], p.config["num_heads"],
-                    p.config["num_encoder_layers"]) for name, p in PRESETS.items()}
+                    p.config["num_encoder_layers"]) for name, p in PAPER_SIZES.items()}
     assert sizes["tp_transformer"] == sizes["transformer"] == (512, 2048, 8, 6)  # §4.1
     assert sizes["tp_transformer_b"] == (480, 1920, 8, 6)
     assert sizes["tp_transformer_c"] == (512, 512, 8, 6)
     assert sizes["tiny"] == (64, 256, 4, 2)
-    assert not PRESETS["transformer"].config["use_role"]
-    assert PRESETS["tp_transformer"].config["use_role"]
+    assert not PAPER_SIZES["transformer"].config["use_role"]
+    assert PAPER_SIZES["tp_transformer"].config["use_role"]
     # Table 1: the Transformer baseline has 44.2M weights (73 symbols here).
     assert round(_expected_count(73, 512, 2048, 6, 6, False, False) / 1e6, 1) == 44.2
-    with pytest.raises(ValueError, match="Unknown preset"):
-        TPTransformer.from_preset("huge", vocabulary_size=73)
-
-
-class _Device:  # what tf.config.list_physical_devices() returns, minus the name
-    def __init__(self, device_type):
-        self.device_type = device_type
-
-
-def test_auto_preset_paper_size_on_a_gpu_tiny_on_a_cpu():
-    assert auto_preset([_Device("CPU")]) == "tiny"
-    assert auto_preset([_Device("CPU"), _Device("GPU")]) == "tp_transformer"
-    assert auto_preset(["CPU", "GPU", "GPU"], use_role=False) == "transformer"
-    assert auto_preset(["CPU"], use_role=False) == "tiny"
-    assert auto_preset([]) == "tiny"
-    name, recipe = resolve_preset("auto", devices=[_Device("CPU")])
-    assert name == "tiny" and recipe == RECIPES["tiny"]
-    assert (recipe["learning_rate"], recipe["batch_size"], recipe["steps"]) == (1e-3, 128, 2000)
-    assert recipe["max_train_minutes"] > 0  # a wall-clock guard on CPUs
-    name, recipe = resolve_preset("auto", devices=["CPU", "GPU"])
-    assert name == "tp_transformer"
-    # §4.1 and Table 1: Adam 1e-4, β 0.9/0.995, clip 0.1, batch 1024, 1,000k steps.
-    assert recipe == dict(learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1,
-                          batch_size=1024, steps=1_000_000, epochs=1_000_000,
-                          max_train_minutes=None)
-    assert set(RECIPES) == set(PRESETS)
-    assert all(RECIPES[n]["batch_size"] == 1024 for n in
-               ("tp_transformer", "tp_transformer_b", "tp_transformer_c", "transformer"))
-
-
-def test_recipe_flags_override_and_explicit_presets():
-    name, recipe = resolve_preset("auto", devices=["CPU"], learning_rate=3e-4, batch_size=None,
-                                  steps=50)
-    assert name == "tiny" and recipe["learning_rate"] == 3e-4 and recipe["steps"] == 50
-    assert recipe["batch_size"] == 128  # None keeps the recipe's value
-    # A budget of one's own drops the recipe's time guard, unless that is given too.
-    assert recipe["max_train_minutes"] is None
-    assert resolve_preset("tiny")[1]["max_train_minutes"] == 14.0
-    assert resolve_preset("tiny", steps=9, max_train_minutes=3.0)[1]["max_train_minutes"] == 3.0
-    assert resolve_preset("tiny", epochs=2)[1]["max_train_minutes"] is None
-    # An explicit preset wins over the devices.
-    assert resolve_preset("tp_transformer", devices=["CPU"])[0] == "tp_transformer"
-    assert resolve_preset("small", devices=["GPU"])[0] == "small"
-    # --epochs without --steps: the epoch count decides, not the recipe's step budget.
-    _, recipe = resolve_preset("tiny", epochs=3)
-    assert recipe["epochs"] == 3 and recipe["steps"] is None
-    _, recipe = resolve_preset("tiny", epochs=3, steps=10)
-    assert (recipe["epochs"], recipe["steps"]) == (3, 10)
-    assert resolve_preset("tiny", clip_norm=0.0)[1]["clip_norm"] == 0.0
-    with pytest.raises(ValueError, match="Unknown preset"):
-        resolve_preset("huge")
-    with pytest.raises(ValueError, match="Unknown recipe fields"):
-        resolve_preset("tiny", momentum=0.9)
+    with pytest.raises(ValueError, match="Unknown paper size"):
+        TPTransformer.from_paper_size("huge", vocabulary_size=73)
 
 
 def test_attention_details_for_analysis():

@@ -1,4 +1,4 @@
-"""The TP-Transformer family's package: presets with §4.1's recipe, saved files of the old
+"""The TP-Transformer family's package: §4.1's and CPU sizes, saved files of the old
 module layout, the in-graph tokenizer == the Python one, and the two attention forms."""
 
 import keras
@@ -14,21 +14,17 @@ from tpr_keras.models.tp_transformer import MathTokenizer
 TEXTS = ["What is 3*4?", "Round 7.6 to the nearest integer."]
 
 
-def test_presets_carry_sizes_and_recipe():
-    assert sorted(TPTransformer.presets) == [
+def test_paper_sizes_build_untrained_models():
+    assert sorted(TPTransformer.paper_sizes) == [
         "small", "small_transformer", "tiny", "tiny_transformer", "tp_transformer",
         "tp_transformer_b", "tp_transformer_c", "transformer"]
-    assert TPTransformer.preset_recipe("tp_transformer") == {
-        "learning_rate": 1e-4, "beta_1": 0.9, "beta_2": 0.995, "clip_norm": 0.1,
-        "batch_size": 1024, "steps": 1_000_000, "epochs": 1_000_000, "max_train_minutes": None}
-    assert TPTransformer.preset_recipe("tiny")["batch_size"] == 128
-    model = TPTransformer.from_preset("tiny", vocabulary_size=9, num_encoder_layers=1)
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=9, num_encoder_layers=1)
     config = model.get_config()
     assert (config["model_dim"], config["num_heads"], config["feed_forward_dim"]) == (64, 4, 256)
     assert (config["num_encoder_layers"], config["num_decoder_layers"]) == (1, 2)
     assert config["attention_form"] == "einsum"
-    with pytest.raises(ValueError, match="Unknown preset 'huge'"):
-        TPTransformer.from_preset("huge", vocabulary_size=9)
+    with pytest.raises(ValueError, match="Unknown paper size 'huge'"):
+        TPTransformer.from_paper_size("huge", vocabulary_size=9)
 
 
 def test_registered_name_unchanged_and_old_files_load(saved_as_before):

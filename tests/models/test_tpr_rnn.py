@@ -3,7 +3,7 @@ import pytest
 from keras import ops
 
 from tpr_keras import testing
-from tpr_keras.models import TPR_RNN_PRESETS, TPRRNN
+from tpr_keras.models import TPR_RNN_PAPER_SIZES, TPRRNN
 
 
 def batch(seed=0, vocab=20, words=6):
@@ -16,24 +16,24 @@ def batch(seed=0, vocab=20, words=6):
 
 
 def test_keras_round_trip_identical_outputs(keras_round_trip):
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6,
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6,
                                operations="write+move", inference_steps=2)
     keras_round_trip(model, batch())
 
 
 def test_presets_sizes():
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     assert ((model.symbol_dim, model.hidden_dim, model.entity_dim, model.relation_dim)
             == (20, 20, 15, 10))
-    model = TPRRNN.from_preset("all_tasks", vocabulary_size=180, max_words=12)
+    model = TPRRNN.from_paper_size("all_tasks", vocabulary_size=180, max_words=12)
     assert (model.hidden_dim, model.entity_dim, model.relation_dim) == (90, 40, 20)
-    assert set(TPR_RNN_PRESETS) >= {"single_task", "all_tasks", "all_tasks_code"}
-    with pytest.raises(ValueError, match="Unknown preset"):
-        TPRRNN.from_preset("huge", vocabulary_size=20, max_words=6)
+    assert set(TPR_RNN_PAPER_SIZES) >= {"single_task", "all_tasks", "all_tasks_code"}
+    with pytest.raises(ValueError, match="Unknown paper size"):
+        TPRRNN.from_paper_size("huge", vocabulary_size=20, max_words=6)
 
 
 def test_trailing_padding_sentences_do_not_change_answer():
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     inputs = batch()
     longer = dict(inputs, story=np.concatenate([inputs["story"], np.zeros((3, 4, 6), "int32")], 1))
     np.testing.assert_allclose(testing.numpy(model(longer)), testing.numpy(model(inputs)),
@@ -46,7 +46,7 @@ def test_tf_checkpoint_restores_every_weight(tmp_path):
     """The training loop checkpoints with tf.train.Checkpoint: no weight may be missed."""
     import tensorflow as tf
 
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     checkpoint = tf.train.Checkpoint(model=model)
     path = checkpoint.write(str(tmp_path / "weights"))
     saved = [w.numpy().copy() for w in model.weights]
@@ -67,11 +67,11 @@ def logits_and_gradients(model, inputs, labels):
     return model(inputs), grads
 
 
-@pytest.mark.parametrize("preset", ["single_task", "all_tasks", "all_tasks_code"])
-def test_parallel_and_recurrent_models_agree(preset):
-    """Logits and every weight's gradient, with padded sentences, for each preset size."""
+@pytest.mark.parametrize("size", ["single_task", "all_tasks", "all_tasks_code"])
+def test_parallel_and_recurrent_models_agree(size):
+    """Logits and every weight's gradient, with padded sentences, for each paper size."""
     models = [
-        TPRRNN.from_preset(preset, vocabulary_size=20, max_words=6, implementation=impl)
+        TPRRNN.from_paper_size(size, vocabulary_size=20, max_words=6, implementation=impl)
         for impl in ("parallel", "recurrent")
     ]
     models[1].set_weights(models[0].get_weights())

@@ -1,7 +1,7 @@
 """The layers, ops and model classes need no TensorFlow: in a process where ``import
 tensorflow`` fails, on Keras' JAX backend, every family builds and answers, and TPRU runs
-its loop; "auto" presets and recipes find the devices. (The exporters and tf.data tokenizers next to the models load TensorFlow on first
-use.)"""
+its loop; the recipes' "auto" finds the devices. (The exporters and tf.data tokenizers
+next to the models load TensorFlow on first use.)"""
 
 import os
 import pathlib
@@ -31,17 +31,17 @@ WITHOUT_TENSORFLOW = textwrap.dedent("""
             "b": rng.integers(1, 40, size=(2, 5)).astype("int32")}
     source = rng.integers(4, 40, size=(2, 9)).astype("int32")
     shapes = {
-        "TPRRNN": TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)(babi),
+        "TPRRNN": TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)(babi),
         "MemN2N": MemN2N(vocabulary_size=20, max_words=6, embedding_dim=8)(babi),
         "PlainEntailmentModel": PlainEntailmentModel(
             vocabulary_size=40, units=8, cell="tpru", num_roles=4, seed=0)(pair),
-        "TPTransformer": TPTransformer.from_preset("tiny", vocabulary_size=40)(
+        "TPTransformer": TPTransformer.from_paper_size("tiny", vocabulary_size=40)(
             {"source": source, "target_in": source[:, :4]}),
     }
-    # "auto" presets and recipes read the devices from JAX, not TensorFlow.
-    from tpr_keras.models.entailment import resolve_recipe
-    from tpr_keras.models.tp_transformer import resolve_preset
-    print("recipe", resolve_recipe("auto")[0], "preset", resolve_preset("auto")[0])
+    # The recipes' "auto" reads the devices from JAX, not TensorFlow.
+    from tpr_keras.training.recipes.entailment import resolve_recipe
+    from tpr_keras.training.recipes.tp_transformer import resolve_size
+    print("recipe", resolve_recipe("auto")[0], "size", resolve_size("auto")[0])
     for name, out in shapes.items():
         assert np.isfinite(ops.convert_to_numpy(out)).all(), name
         print(name, tuple(out.shape))
@@ -57,5 +57,5 @@ def test_layers_ops_and_models_run_where_tensorflow_cannot_be_imported():
     lines = done.stdout.split("\n")
     assert "TPRRNN (2, 20)" in lines and "MemN2N (2, 20)" in lines
     assert "PlainEntailmentModel (2, 1)" in lines and "TPTransformer (2, 4, 40)" in lines
-    assert "recipe cpu preset tiny" in lines  # this CPU: the CPU recipe and preset
+    assert "recipe cpu size tiny" in lines  # this CPU: the CPU recipe and size
     assert lines[-2] == "False"  # TensorFlow was never loaded

@@ -31,7 +31,7 @@ def _inputs(seed=0):
 @pytest.fixture
 def trained(tmp_path):
     """A small TPR-RNN with non-initial weights, saved as a preset with a vocabulary."""
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     rng = np.random.default_rng(1)
     model.set_weights([rng.normal(size=w.shape).astype("float32") * 0.1
                        for w in model.get_weights()])
@@ -56,6 +56,26 @@ def test_round_trip_gives_the_same_outputs_config_and_assets(trained):
     np.testing.assert_array_equal(preset.build_model()(_inputs()), model(_inputs()))
 
 
+def test_load_weights_false_builds_the_architecture_without_the_weights(trained):
+    model, _, path = trained
+    fresh = TPRRNN.from_preset(path, load_weights=False)
+    assert fresh.get_config() == model.get_config()
+    fresh(_inputs())
+    assert [w.shape for w in fresh.get_weights()] == [w.shape for w in model.get_weights()]
+    # the trained weights are N(0, 0.1) draws: none of the fresh ones equals its trained one
+    for fresh_w, trained_w in zip(fresh.get_weights(), model.get_weights()):
+        assert not np.array_equal(fresh_w, trained_w)
+
+
+def test_a_folder_named_like_a_paper_size_is_a_trained_preset(trained, tmp_path,
+                                                                monkeypatch):
+    model, _, path = trained
+    os.rename(path, tmp_path / "single_task")
+    monkeypatch.chdir(tmp_path)
+    loaded = TPRRNN.from_preset("single_task")
+    np.testing.assert_array_equal(loaded(_inputs()), model(_inputs()))
+
+
 def test_override_that_keeps_the_weights(trained):
     model, _, path = trained
     recurrent = TPRRNN.from_preset(path, implementation="recurrent")
@@ -75,14 +95,17 @@ def test_wrong_class_is_an_error(trained):
         MemN2N.from_preset(path)
 
 
-def test_unknown_name_lists_trained_and_size_presets():
+def test_unknown_name_lists_the_trained_presets_and_points_to_the_paper_sizes():
     with pytest.raises(ValueError) as error:
         PlainEntailmentModel.from_preset("no_such_preset")
     message = str(error.value)
     assert "Unknown preset 'no_such_preset'" in message
-    assert "plain_tpru" in message  # a size preset of this class
+    assert "PlainEntailmentModel.from_paper_size" in message and "plain_tpru" in message
     for name in preset_files.shipped_presets():
         assert name in message
+    with pytest.raises(ValueError, match=r"'single_task' is a paper size, not a trained "
+                                         r"preset: TPRRNN.from_paper_size\('single_task'"):
+        TPRRNN.from_preset("single_task")
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
@@ -140,11 +163,12 @@ def test_save_never_overwrites_or_leaves_a_partial_folder(trained, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["mine"]
 
 
-def test_size_presets_still_build_untrained_models():
-    model = TPRRNN.from_preset("single_task", vocabulary_size=20, max_words=6)
+def test_paper_sizes_build_untrained_models_and_name_no_trained_preset():
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     assert model.entity_dim == 15
-    with pytest.raises(TypeError, match="by keyword"):
-        TPRRNN.from_preset("tpr_rnn_babi_all_tasks", 20, 6)
+    with pytest.raises(ValueError, match="Unknown paper size 'tpr_rnn_babi_all_tasks'.*"
+                                         "TPRRNN.from_preset"):
+        TPRRNN.from_paper_size("tpr_rnn_babi_all_tasks", 20, 6)
 
 
 @pytest.mark.parametrize("listed", ["../outside.txt", "/etc/hostname", "assets/../x",

@@ -100,7 +100,7 @@ def model(task1, trained_model):
     if trained_model is not None:
         return trained_model
     keras.utils.set_random_seed(0)
-    model = TPRRNN.from_preset("single_task", vocabulary_size=len(task1.vocab),
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=len(task1.vocab),
                                max_words=task1.max_words)
     rng = np.random.default_rng(0)
     for v in model.weights:

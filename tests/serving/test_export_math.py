@@ -17,7 +17,7 @@ QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest intege
 def exported(tmp_path_factory):
     vocab = CharVocabulary.build("".join(QUESTIONS[:4]) + "0123456789")
     tf.keras.utils.set_random_seed(0)
-    model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
                                       vocabulary=vocab.tokens)
     path = export_math_model(model, vocab, tmp_path_factory.mktemp("export"), "math")
     return model, vocab, path

@@ -34,12 +34,12 @@ def runs(tmp_path_factory, export_base, task1):
     root = tmp_path_factory.mktemp("repo")
     shutil.copytree(os.path.join(export_base, "babi"), root / "exports/babi")
     tf.keras.utils.set_random_seed(2)
-    memn2n = MemN2N.from_preset("single_task", vocabulary_size=len(task1.vocab),
+    memn2n = MemN2N.from_paper_size("single_task", vocabulary_size=len(task1.vocab),
                                 max_words=task1.max_words)
     export_babi_model(memn2n, task1.vocab, root / "exports", "memn2n")
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
     tf.keras.utils.set_random_seed(0)
-    math_model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
+    math_model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
                                            vocabulary=vocab.tokens)
     export_math_model(math_model, vocab, root / "exports", "math")
     tf.keras.utils.set_random_seed(1)

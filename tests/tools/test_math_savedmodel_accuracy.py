@@ -28,7 +28,7 @@ def exported(tmp_path_factory):
     """The SavedModel's path and its own answer to each of QUESTIONS."""
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
     tf.keras.utils.set_random_seed(0)
-    model = TPTransformer.from_preset("tiny", vocabulary_size=len(vocab),
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
                                       vocabulary=vocab.tokens)
     path = export_math_model(model, vocab, tmp_path_factory.mktemp("export"), "math")
     out = tf.saved_model.load(path).signatures["serving_default"](

@@ -76,12 +76,42 @@ def test_memn2n_trains_and_exports_through_the_same_path(tiny_babi, tmp_path):
     assert (model_dir / "export" / "babi" / "1" / "saved_model.pb").exists()
 
 
+def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
+    """``--task all --preset all_tasks_authors`` (a recorded command's flags): the sizes come
+    from the paper size, the TrainConfig and optimizer from :mod:`tpr_keras.training.recipes`
+    (the all-tasks recipe), not from the model class."""
+    from tpr_keras.training.recipes import recipe
+
+    code = (
+        "import dataclasses, json, train.babi\n"
+        "from absl import flags\n"
+        "from train.tasks.babi import BabiTask\n"
+        "flags.FLAGS(['babi', '--task', 'all', '--preset', 'all_tasks_authors'])\n"
+        "task = BabiTask(flags.FLAGS)\n"
+        "batch = task.resolve_recipe()\n"
+        "config = dataclasses.asdict(task.train_config({}))\n"
+        "print(json.dumps({'batch': batch, 'preset': task.preset, 'hp': task.hp,\n"
+        "                  'config': config}))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = recipe("tpr_rnn", "all_tasks")
+    assert got["preset"] == "all_tasks_authors"
+    assert got["hp"] == expected
+    assert got["batch"] == expected["batch_size"]
+    config = got["config"]
+    for key in ("learning_rate", "epochs", "clip_norm", "warmup_steps", "halve_lr_below",
+                "decay_every_epochs"):
+        assert config[key] == expected[key], key
+
+
 def test_flag_help_states_the_tpr_rnn_recipes():
     """The help text (built without TensorFlow) restates Appendix A's two recipes; this keeps
-    it equal to the presets the run actually reads."""
+    it equal to the recipes the run actually reads."""
     import re
 
-    from tpr_keras.models import TPRRNN
+    from tpr_keras.training.recipes import recipe
 
     code = ("import json, train.babi; from absl import flags; print(json.dumps("
             "{n: flags.FLAGS[n].help for n in flags.FLAGS}))")
@@ -89,7 +119,7 @@ def test_flag_help_states_the_tpr_rnn_recipes():
                           text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 0, done.stderr[-2000:]
     helps = json.loads(done.stdout.strip().splitlines()[-1])
-    single, joint = TPRRNN.preset_recipe("single_task"), TPRRNN.preset_recipe("all_tasks")
+    single, joint = recipe("tpr_rnn", "single_task"), recipe("tpr_rnn", "all_tasks")
     for name in ("batch_size", "learning_rate", "beta_1", "beta_2"):
         match = re.search(r"[Dd]efault ([\d.]+) single-task, ([\d.]+) all", helps[name])
         assert match, f"--{name}: {helps[name]!r}"

@@ -39,12 +39,13 @@ def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell, recipe
     assert (tmp_path / "export" / "entailment" / "1" / "saved_model.pb").exists()
 
 
-def test_flag_help_states_the_preset_defaults():
-    """The help text names the recipe's and preset's values (it is built without loading
-    TensorFlow, so it cannot read them); this keeps the two from drifting apart."""
+def test_flag_help_states_the_size_and_recipe_defaults():
+    """The help text names the recipe's and paper size's values (it is built without
+    loading TensorFlow, so it cannot read them); this keeps the two from drifting apart."""
     import re
 
-    from tpr_keras.models.entailment import entailment_presets as presets
+    from tpr_keras.models.entailment import entailment_sizes as sizes
+    from tpr_keras.training.recipes.entailment import PAPER_RECIPE
 
     code = ("import json, train.entailment; from absl import flags; print(json.dumps("
             "{n: flags.FLAGS[n].help for n in flags.FLAGS}))")
@@ -53,19 +54,19 @@ def test_flag_help_states_the_preset_defaults():
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 0, done.stderr[-2000:]
     helps = json.loads(done.stdout.strip().splitlines()[-1])
-    expected = {"dim": presets.UNITS, "roles": presets.NUM_ROLES,
-                **{k: presets.RECIPE[k] for k in ("batch_size", "learning_rate", "epochs",
-                                                   "decay_every_epochs", "clip_norm")},
-                "augment": "on" if presets.RECIPE["augment"] else "off"}
+    expected = {"dim": sizes.UNITS, "roles": sizes.NUM_ROLES,
+                **{k: PAPER_RECIPE[k] for k in ("batch_size", "learning_rate", "epochs",
+                                                 "decay_every_epochs", "clip_norm")},
+                "augment": "on" if PAPER_RECIPE["augment"] else "off"}
     for name, value in expected.items():
-        match = re.search(r"default: the (?:recipe|preset)'s, ([^)]+)\)", helps[name])
+        match = re.search(r"default: the (?:recipe|size)'s, ([^)]+)\)", helps[name])
         assert match, f"--{name}: {helps[name]!r}"
         stated = match.group(1)
         if isinstance(value, str):
             assert stated == value, name
         else:
-            assert float(stated) == float(value), f"--{name} help says {stated}, preset {value}"
-    assert "by 10" in helps["decay_every_epochs"] and presets.RECIPE["decay_factor"] == 0.1
+            assert float(stated) == float(value), f"--{name} help says {stated}, not {value}"
+    assert "by 10" in helps["decay_every_epochs"] and PAPER_RECIPE["decay_factor"] == 0.1
 
 
 @pytest.mark.slow

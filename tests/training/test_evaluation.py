@@ -25,7 +25,7 @@ def babi_dir(tmp_path_factory, babi_task1_writer):
 
 def test_babi_table_matches_the_models_own_answers(babi_dir):
     data = load_babi(babi_dir, tasks=(1, 2), download=False)
-    model = TPRRNN.from_preset("single_task", vocabulary_size=len(data.vocab),
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=len(data.vocab),
                                max_words=data.max_words)
     table = evaluation.babi_table(model, data.vocab, babi_dir, tasks=(1, 2))
     test = data.test
@@ -54,7 +54,7 @@ def test_babi_table_matches_the_models_own_answers(babi_dir):
 
 def test_babi_table_names_a_missing_test_file(babi_dir):
     data = load_babi(babi_dir, tasks=(1,), download=False)
-    model = TPRRNN.from_preset("single_task", vocabulary_size=len(data.vocab),
+    model = TPRRNN.from_paper_size("single_task", vocabulary_size=len(data.vocab),
                                max_words=data.max_words)
     with pytest.raises(FileNotFoundError, match=r"qa3_\*_test.txt"):
         evaluation.babi_table(model, data.vocab, babi_dir, tasks=(1, 3))
@@ -64,7 +64,7 @@ def test_entailment_table_matches_the_logits(tmp_path):
     lines = [f"{a},{b},{label},0,0,0" for a, b, label in PAIRS]
     for name in evaluation.ENTAILMENT_SPLITS:
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n")
-    model = PlainEntailmentModel.from_preset("plain_tpru", units=8, num_roles=4, seed=1)
+    model = PlainEntailmentModel.from_paper_size("plain_tpru", units=8, num_roles=4, seed=1)
     table = evaluation.entailment_table(model, tmp_path, limit=6)
     data = entailment.load_entailment_split("validate", tmp_path)
     logits = np.concatenate([np.reshape(model.predict(f, verbose=0), -1)

@@ -102,7 +102,7 @@ def test_two_workers_stay_in_sync_and_the_chief_checkpoint_restores(
     # The chief's checkpoint restores in a plain single-device process (this one).
     data = babi.load_babi(data_dir, tasks=(1,), download=False)
     trainer = Trainer(
-        lambda: TPRRNN.from_preset("single_task", vocabulary_size=len(data.vocab),
+        lambda: TPRRNN.from_paper_size("single_task", vocabulary_size=len(data.vocab),
                                    max_words=data.max_words),
         lambda: get_optimizer("nadam", 0.008, 0.6, 0.4), sparse_classification("answer"),
         TrainConfig(verbose=0), str(chief_dir),

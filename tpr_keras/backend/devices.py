@@ -1,4 +1,18 @@
-"""The device types of the backend Keras runs on, for the presets' and recipes' ``"auto"``."""
+"""The device types of the backend Keras runs on, for the training recipes' ``"auto"``."""
+
+
+def has_gpu(devices):
+    """Whether any of ``devices`` is a GPU: what a recipe's ``"auto"`` decides on.
+
+    Args:
+        devices: ``tf.config.list_physical_devices()`` or device-type strings
+            (``"CPU"``, ``"GPU"``).
+
+    Example:
+    >>> has_gpu(["CPU", "GPU"]), has_gpu(["CPU"])
+    (True, False)
+    """
+    return "GPU" in {str(getattr(d, "device_type", d)).upper() for d in devices}
 
 
 def device_types():

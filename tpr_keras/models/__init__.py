@@ -9,7 +9,7 @@ imports the TPR-RNN family only. To register every model class for
 
 Example:
 >>> from tpr_keras.models import TPRRNN
->>> model = TPRRNN.from_preset("single_task", vocabulary_size=40)  # doctest: +SKIP
+>>> model = TPRRNN.from_paper_size("single_task", vocabulary_size=40)  # doctest: +SKIP
 """
 
 from tpr_keras.lazy import lazy_getattr
@@ -19,9 +19,9 @@ _EXPORTS = {
     "BabiAnswerer": "babi",
     "BabiPreprocessor": "babi",
     "TPRRNN": "tpr_rnn",
-    "TPR_RNN_PRESETS": "tpr_rnn:PRESETS",
+    "TPR_RNN_PAPER_SIZES": "tpr_rnn:PAPER_SIZES",
     "MemN2N": "memn2n",
-    "MEMN2N_PRESETS": "memn2n:PRESETS",
+    "MEMN2N_PAPER_SIZES": "memn2n:PAPER_SIZES",
     # Entailment.
     "BiDAFEntailmentModel": "entailment",
     "PlainEntailmentModel": "entailment",
@@ -31,9 +31,7 @@ _EXPORTS = {
     "TPTransformer": "tp_transformer",
     "MathAnswerer": "tp_transformer",
     "MathPreprocessor": "tp_transformer",
-    "TP_TRANSFORMER_PRESETS": "tp_transformer:PRESETS",
-    "TP_TRANSFORMER_RECIPES": "tp_transformer:RECIPES",
-    "resolve_preset": "tp_transformer",
+    "TP_TRANSFORMER_PAPER_SIZES": "tp_transformer:PAPER_SIZES",
     "sequence_compute_fn": "tp_transformer",
 }
 __all__ = sorted(_EXPORTS)

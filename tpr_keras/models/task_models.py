@@ -111,12 +111,15 @@ class TaskModel:
         return self.preprocessor
 
     @classmethod
-    def from_preset(cls, preset: str | os.PathLike | TrainedPreset, **overrides: Any):
+    def from_preset(cls, preset: str | os.PathLike | TrainedPreset, load_weights: bool = True,
+                    **overrides: Any):
         """The task model of a trained preset: its weights and its vocabulary.
 
         Args:
             preset: A shipped preset's name (``python -m train.export
                 --list_presets`` lists them) or the path of a preset folder.
+            load_weights: False builds the preset's backbone with fresh weights (and
+                the preset's vocabulary).
             **overrides: Backbone constructor arguments that replace the preset's
                 (see ``TrainedPreset.build_model``).
 
@@ -125,7 +128,8 @@ class TaskModel:
                 preset of another task.
         """
         loaded = trained_preset(preset, cls.task)
-        model = cls(loaded.build_model(**overrides), cls.preprocessor_class.from_preset(loaded))
+        model = cls(loaded.build_model(load_weights=load_weights, **overrides),
+                    cls.preprocessor_class.from_preset(loaded))
         model.preset = loaded
         return model
 

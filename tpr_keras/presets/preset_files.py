@@ -110,12 +110,15 @@ class TrainedPreset:
                               f"{sorted(self.metadata.get('assets', []))}.")
         return os.path.join(self.path, ASSETS_DIR, name)
 
-    def build_model(self, model_class: type | None = None, **overrides: Any):
+    def build_model(self, model_class: type | None = None, load_weights: bool = True,
+                    **overrides: Any):
         """The model with the preset's config (updated with ``overrides``) and weights.
 
         Args:
             model_class: The class to build; default: the registered class named in
                 ``config.json``. A class of another name is an error.
+            load_weights: False leaves the model's weights as built (untrained): the
+                preset's architecture only.
             **overrides: Constructor arguments that replace the preset's (for example
                 ``implementation="recurrent"``); ones that change a weight's shape make
                 loading the weights fail.
@@ -138,6 +141,8 @@ class TrainedPreset:
         config = dict(self.config)
         config.update({k: v for k, v in overrides.items() if v is not None})
         model = model_class.from_config(config)
+        if not load_weights:
+            return model
         try:
             model.load_weights(self.weights_path)
         except ValueError as error:
@@ -160,13 +165,16 @@ def _read_json(path: str) -> dict[str, Any]:
     return value
 
 
-def resolve_preset_path(name_or_path: str | os.PathLike,
-                        size_presets: Mapping[str, Any] | None = None) -> str:
+def resolve_preset_path(name_or_path: str | os.PathLike, hint: str | None = None) -> str:
     """The folder of a shipped preset's name, or ``name_or_path`` if it holds a preset.
 
+    Args:
+        name_or_path: A shipped preset's name or a folder.
+        hint: What the caller adds to the unknown-name message (a model class points
+            to its ``from_paper_size``).
+
     Raises:
-        PresetError: neither; the message lists the shipped presets (and
-            ``size_presets``, the untrained size-only names of a model class).
+        PresetError: neither; the message lists the shipped presets (and ``hint``).
     """
     value = os.fspath(name_or_path)
     shipped = shipped_presets()
@@ -177,26 +185,28 @@ def resolve_preset_path(name_or_path: str | os.PathLike,
             raise PresetError(f"{value}: not a preset folder (no {METADATA_FILE}).")
         return value
     names = sorted(shipped)
-    message = f"Unknown preset {value!r}. Trained presets: {', '.join(names) or 'none'}"
-    if size_presets:
-        message += f"; size presets (untrained): {', '.join(sorted(size_presets))}"
-    raise PresetError(message + "; or the path of a preset folder.")
+    message = (f"Unknown preset {value!r}. Trained presets: {', '.join(names) or 'none'}; "
+               "or the path of a preset folder.")
+    raise PresetError(message + (f" {hint}" if hint else ""))
 
 
-def load_preset(name_or_path: str | os.PathLike,
-                size_presets: Mapping[str, Any] | None = None) -> TrainedPreset:
+def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> TrainedPreset:
     """Reads and verifies a preset folder (a shipped name or a path).
 
     Checks, before anything is built: ``metadata.json``'s ``format_version`` is at most
     :data:`FORMAT_VERSION`, and every file it lists (config, weights, assets) exists and
     has the SHA-256 it records.
 
+    Args:
+        name_or_path: A shipped preset's name or a folder.
+        hint: Added to the message of an unknown name (see :func:`resolve_preset_path`).
+
     Raises:
         PresetError: an unknown name (listing the available ones), a missing file, a
             format version newer than this package reads, or a checksum that differs
             (the message names the file and the expected value).
     """
-    path = resolve_preset_path(name_or_path, size_presets)
+    path = resolve_preset_path(name_or_path, hint)
     metadata_path = os.path.join(path, METADATA_FILE)
     metadata = _read_json(metadata_path)
     version = metadata.get("format_version")

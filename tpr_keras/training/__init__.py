@@ -21,6 +21,7 @@ _EXPORTS = {
     "save_run": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
     "STRATEGIES": "distribute", "make_strategy": "distribute",
+    "recipe": "recipes",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -19,27 +19,27 @@ def parse_tasks(value):
 
 
 class BabiTask(TrainTask):
-    """bAbI: the recipe follows the setting (one task or all jointly, Appendix A), the sizes
-    follow ``--preset``."""
+    """bAbI: the recipe follows the setting (one task or all jointly, Appendix A;
+    :mod:`tpr_keras.training.recipes`), the sizes follow ``--preset`` (a paper size)."""
 
     def resolve_recipe(self):
         from absl import app
 
-        from tpr_keras.models import TPRRNN, MemN2N
+        from tpr_keras.models import MemN2N
+        from tpr_keras.training.recipes import recipe
 
         flags = self.flags
         self.tasks = parse_tasks(flags.task)
         joint = self.tasks == "all" or len(self.tasks) > 1
         self.memn2n = flags.model == "memn2n"
-        model_class = MemN2N if self.memn2n else TPRRNN
         # --preset all_tasks_code on one task keeps the one-task recipe.
-        defaults = model_class.preset_recipe("all_tasks" if joint else "single_task")
+        defaults = recipe(flags.model, "all_tasks" if joint else "single_task")
         self.hp = {k: getattr(flags, k) if getattr(flags, k) is not None else v
                    for k, v in defaults.items()}
         self.preset = flags.preset or ("all_tasks" if joint else "single_task")
-        if self.memn2n and self.preset not in MemN2N.presets:
-            raise app.UsageError(f"--preset {self.preset} is a TPR-RNN preset; MemN2N has "
-                                 f"{sorted(MemN2N.presets)}.")
+        if self.memn2n and self.preset not in MemN2N.paper_sizes:
+            raise app.UsageError(f"--preset {self.preset} is a TPR-RNN size; MemN2N has "
+                                 f"{sorted(MemN2N.paper_sizes)}.")
         return self.hp["batch_size"]
 
     def train_config(self, trainer_kwargs):
@@ -76,14 +76,14 @@ class BabiTask(TrainTask):
 
         flags, data = self.flags, self.data
         if self.memn2n:
-            return MemN2N.from_preset(
+            return MemN2N.from_paper_size(
                 self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
                 embedding_dim=flags.embedding_dim, num_hops=flags.hops,
                 memory_size=flags.memory_size, sentence_encoding=flags.sentence_encoding,
                 temporal_encoding=flags.temporal_encoding, weight_tying=flags.weight_tying,
                 random_noise=flags.random_noise, mask_empty_memories=flags.mask_empty_memories,
                 linear_start=flags.linear_start, seed=flags.seed)
-        return TPRRNN.from_preset(
+        return TPRRNN.from_paper_size(
             self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
             symbol_dim=flags.symbol_dim, hidden_dim=flags.hidden_dim,
             entity_dim=flags.entity_dim, relation_dim=flags.relation_dim,

@@ -4,7 +4,7 @@ accuracy on validate and the five test sets (Table 1)."""
 
 from train.runner import TrainTask
 
-#: Flags that override the preset's training recipe when given.
+#: Flags that override the size's training recipe when given.
 RECIPE_FLAGS = ("batch_size", "learning_rate", "epochs", "decay_every_epochs", "clip_norm",
                 "augment")
 
@@ -24,17 +24,18 @@ def describe_recipe(flag, recipe, hp, limits):
 
 
 class EntailmentTask(TrainTask):
-    """Logical entailment: ``--arch`` and ``--cell`` name the preset (sizes and the §5.1
+    """Logical entailment: ``--arch`` and ``--cell`` name the paper size (and its §5.1
     recipe); ``--recipe`` runs it as published or under the CPU time budget."""
 
     def resolve_recipe(self):
         from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-        from tpr_keras.models.entailment import resolve_recipe
+        from tpr_keras.training.recipes import recipe
+        from tpr_keras.training.recipes.entailment import resolve_recipe
 
         flags = self.flags
         self.model_class = PlainEntailmentModel if flags.arch == "plain" else BiDAFEntailmentModel
         self.preset = f"{flags.arch}_{flags.cell}"
-        hp = self.model_class.preset_recipe(self.preset)  # §5.1; flags given override it
+        hp = recipe("entailment", self.preset)  # §5.1; flags given override it
         hp.update({k: getattr(flags, k) for k in RECIPE_FLAGS
                    if getattr(flags, k) is not None})
         self.recipe, self.limits = resolve_recipe(
@@ -78,7 +79,7 @@ class EntailmentTask(TrainTask):
 
     def model_fn(self):
         flags = self.flags
-        return self.model_class.from_preset(
+        return self.model_class.from_paper_size(
             self.preset, units=flags.dim, num_roles=flags.roles, pooling=flags.pooling,
             features=flags.features, embedding_init=flags.embedding_init, seed=flags.seed)
 

@@ -4,14 +4,15 @@ interpolate and extrapolate (Table 1)."""
 
 from train.runner import TrainTask
 
-#: Flags whose default is the preset's training recipe (``TPTransformer.preset_recipe``).
+#: Flags whose default is the size's training recipe
+#: (:mod:`tpr_keras.training.recipes.tp_transformer`).
 RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",
                 "max_train_minutes")
 REGIMES = ("interpolate", "extrapolate")
 
 
 def describe_recipe(flag, preset, recipe):
-    """The line printed at start: which preset ``--preset flag`` gave, and its recipe."""
+    """The line printed at start: which size ``--preset flag`` gave, and its recipe."""
     device = ""
     if flag == "auto":
         device = " (a GPU is visible)" if preset in ("tp_transformer", "transformer") else (
@@ -47,14 +48,14 @@ def jax_greedy_accuracy(model, max_length):
 
 
 class MathTask(TrainTask):
-    """The Mathematics Dataset: ``--preset`` picks the sizes and the recipe together (the
+    """The Mathematics Dataset: ``--preset`` picks the size and its recipe together (the
     paper's on a GPU, a CPU one otherwise); recipe flags given override it."""
 
     def resolve_recipe(self):
-        from tpr_keras.models.tp_transformer import resolve_preset
+        from tpr_keras.training.recipes.tp_transformer import resolve_size
 
         flags = self.flags
-        self.preset, recipe = resolve_preset(
+        self.preset, recipe = resolve_size(
             flags.preset, use_role=flags.model == "tp_transformer",
             **{k: getattr(flags, k) for k in RECIPE_FLAGS})
         for key, value in recipe.items():  # the shared flags read max_train_minutes
@@ -89,9 +90,9 @@ class MathTask(TrainTask):
     def model_fn(self):
         from tpr_keras.models.tp_transformer import TPTransformer
 
-        return TPTransformer.from_preset(self.preset, vocabulary_size=len(self.data.vocab),
-                                         vocabulary=self.data.vocab.tokens,
-                                         use_role=self.flags.model == "tp_transformer")
+        return TPTransformer.from_paper_size(self.preset, vocabulary_size=len(self.data.vocab),
+                                             vocabulary=self.data.vocab.tokens,
+                                             use_role=self.flags.model == "tp_transformer")
 
     def optimizer_fn(self):
         from tpr_keras.training import get_optimizer

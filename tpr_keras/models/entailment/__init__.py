@@ -1,10 +1,10 @@
-"""Logical entailment (Tang, Smolensky & de Sa, 2018): models, presets, preprocessor, exporter.
+"""Logical entailment (Tang, Smolensky & de Sa, 2018): models, sizes, preprocessor, exporter.
 
 * :class:`PlainEntailmentModel`, :class:`BiDAFEntailmentModel` and their layers
   (:mod:`~tpr_keras.models.entailment.entailment_layers`, where
   ``make_recurrent_layer`` lives);
-* presets with the §5.1 recipe (:data:`PLAIN_PRESETS`, :data:`BIDAF_PRESETS`) and
-  :func:`resolve_recipe` (§5.1 as published, or under a CPU time budget);
+* the paper's sizes (:data:`PLAIN_PAPER_SIZES`, :data:`BIDAF_PAPER_SIZES`; their §5.1
+  training recipe is :mod:`tpr_keras.training.recipes.entailment`'s);
 * :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
   specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
 * :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout;
@@ -31,10 +31,9 @@ from tpr_keras.models.entailment.entailment_model import (  # noqa: F401
 from tpr_keras.models.entailment.entailment_preprocessor import (  # noqa: F401
     EntailmentPreprocessor,
 )
-from tpr_keras.models.entailment.entailment_presets import (  # noqa: F401
-    BIDAF_PRESETS,
-    PLAIN_PRESETS,
-    resolve_recipe,
+from tpr_keras.models.entailment.entailment_sizes import (  # noqa: F401
+    BIDAF_PAPER_SIZES,
+    PLAIN_PAPER_SIZES,
 )
 
 # TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,

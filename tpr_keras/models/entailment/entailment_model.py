@@ -12,8 +12,9 @@ Two architectures, each with a TPRU, LSTM or GRU recurrent unit:
 
 Both are functional `keras.Model` subclasses whose config is their
 constructor arguments, so `.keras` files round-trip; their layers are in
-:mod:`tpr_keras.models.entailment.entailment_layers`, their presets (sizes and the
-§5.1 training recipe) in :mod:`tpr_keras.models.entailment.entailment_presets`. Inputs are
+:mod:`tpr_keras.models.entailment.entailment_layers`, their paper sizes in
+:mod:`tpr_keras.models.entailment.entailment_sizes` (the §5.1 training recipe in
+:mod:`tpr_keras.training.recipes.entailment`). Inputs are
 `{"a": int32[batch, La], "b": int32[batch, Lb]}` character ids with
 0 = padding (masked), as produced by `tpr_keras.data.entailment.make_dataset`;
 the output is one logit `[batch, 1]` for "A entails B".
@@ -36,7 +37,7 @@ from tpr_keras.models.entailment.entailment_layers import (
     PairFeatures,
     PairToBatch,
 )
-from tpr_keras.models.entailment.entailment_presets import BIDAF_PRESETS, PLAIN_PRESETS
+from tpr_keras.models.entailment.entailment_sizes import BIDAF_PAPER_SIZES, PLAIN_PAPER_SIZES
 from tpr_keras.models.presets import PresetMixin
 
 
@@ -171,8 +172,8 @@ class PlainEntailmentModel(_EntailmentModel):
             stays near chance for several epochs (see `BiDAFEntailmentModel`).
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
-    Presets (:meth:`from_preset`): ``plain_tpru``, ``plain_lstm``, ``plain_gru`` (§5.1,
-    d = 64), each with the §5.1 training recipe (:meth:`preset_recipe`).
+    Paper sizes (:meth:`from_paper_size`): ``plain_tpru``, ``plain_lstm``, ``plain_gru``
+    (§5.1, d = 64); untrained, their §5.1 recipe in :mod:`tpr_keras.training.recipes`.
 
     Example:
     >>> model = PlainEntailmentModel(units=16, num_roles=8)
@@ -198,7 +199,7 @@ class PlainEntailmentModel(_EntailmentModel):
         u_v = BatchToPair(name="batch_to_pair")(pool(h) if pool is not None else h)
         return u_v[0], u_v[1]
 
-    presets = PLAIN_PRESETS
+    paper_sizes = PLAIN_PAPER_SIZES
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
@@ -245,12 +246,12 @@ class BiDAFEntailmentModel(_EntailmentModel):
         attention_output: `"full"` or `"context"` (see step 2).
         **kwargs: `keras.Model` arguments (e.g. `name`).
 
-    Presets (:meth:`from_preset`): ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru`` (d = 64),
-    each with the §5.1 training recipe (:meth:`preset_recipe`). Trained (sizes and
-    weights, ``tpr_keras/presets``): ``tpru32_entailment``.
+    Paper sizes (:meth:`from_paper_size`): ``bidaf_tpru``, ``bidaf_lstm``, ``bidaf_gru``
+    (d = 64); untrained, their §5.1 recipe in :mod:`tpr_keras.training.recipes`. Trained
+    presets (sizes and weights, :meth:`from_preset`): ``tpru32_entailment``.
 
     Example:
-    >>> model = BiDAFEntailmentModel.from_preset("bidaf_lstm", units=8)
+    >>> model = BiDAFEntailmentModel.from_paper_size("bidaf_lstm", units=8)
     >>> model({"a": np.array([[6, 8, 3, 9, 7]]), "b": np.array([[8, 0, 0, 0, 0]])}).shape
     TensorShape([1, 1])
     """
@@ -283,4 +284,4 @@ class BiDAFEntailmentModel(_EntailmentModel):
         u_v = BatchToPair(name="modelled_to_pair")(pool(m) if pool is not None else m)
         return u_v[0], u_v[1]
 
-    presets = BIDAF_PRESETS
+    paper_sizes = BIDAF_PAPER_SIZES

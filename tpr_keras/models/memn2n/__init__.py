@@ -1,4 +1,4 @@
-"""MemN2N (Sukhbaatar et al., 2015): the model, its layers and its presets (sizes and recipe).
+"""MemN2N (Sukhbaatar et al., 2015): the model, its layers and its paper sizes.
 
 The layers: :mod:`~tpr_keras.models.memn2n.memn2n_embedding` (position encodings and
 one embedding table, §4.1), :mod:`~tpr_keras.models.memn2n.memn2n_hop` (one hop,
@@ -12,4 +12,4 @@ from tpr_keras.models.memn2n.memn2n_embedding import MemN2NEmbedding  # noqa: F4
 from tpr_keras.models.memn2n.memn2n_hop import MemN2NHop  # noqa: F401
 from tpr_keras.models.memn2n.memn2n_model import MemN2N  # noqa: F401
 from tpr_keras.models.memn2n.memn2n_network import MemN2NNetwork  # noqa: F401
-from tpr_keras.models.memn2n.memn2n_presets import PRESETS  # noqa: F401
+from tpr_keras.models.memn2n.memn2n_sizes import PAPER_SIZES  # noqa: F401

@@ -5,7 +5,7 @@ import keras
 from tpr_keras.models.memn2n.memn2n_network import MemN2NNetwork
 from tpr_keras.models.babi.babi_inputs import babi_inputs
 from tpr_keras.models.dtype_policy import FLOAT32, building_under, resolve
-from tpr_keras.models.memn2n.memn2n_presets import PRESETS
+from tpr_keras.models.memn2n.memn2n_sizes import PAPER_SIZES
 from tpr_keras.models.presets import PresetMixin
 
 
@@ -34,12 +34,14 @@ class MemN2N(PresetMixin, keras.Model):
             ``random_noise``; ``mask_empty_memories``; ``linear_start``; ``seed``), then
             ``keras.Model``'s (``name``, ``trainable``).
 
-    Presets (:data:`PRESETS`): ``single_task`` and ``all_tasks`` (§4.4), each with
-    the §4.2 training recipe (:meth:`preset_recipe`). A trained preset's name or folder
-    (``tpr_keras/presets``, ``--list_presets``) loads its sizes and weights.
+    Paper sizes (:meth:`from_paper_size`, :data:`PAPER_SIZES`): ``single_task`` and
+    ``all_tasks`` (§4.4); untrained, their §4.2 recipes in
+    :mod:`tpr_keras.training.recipes`. A trained preset's name or folder
+    (:meth:`from_preset`; ``tpr_keras/presets``, ``--list_presets``) loads its sizes and
+    weights.
 
     Example:
-    >>> model = MemN2N.from_preset("single_task", vocabulary_size=40, max_words=8)
+    >>> model = MemN2N.from_paper_size("single_task", vocabulary_size=40, max_words=8)
     >>> model({"story": np.zeros((2, 5, 8), "int32"),
     ...        "question": np.zeros((2, 8), "int32")}).shape
     TensorShape([2, 40])
@@ -71,7 +73,7 @@ class MemN2N(PresetMixin, keras.Model):
             if key != "linear_start":  # a property: the switch's current state
                 setattr(self, key, getattr(network, key))
 
-    presets = PRESETS
+    paper_sizes = PAPER_SIZES
 
     @property
     def linear_start(self):

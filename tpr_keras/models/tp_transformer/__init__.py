@@ -1,12 +1,12 @@
-"""TP-Transformer (Schlag et al., 2019) for the Mathematics Dataset: model, presets,
+"""TP-Transformer (Schlag et al., 2019) for the Mathematics Dataset: model, sizes,
 preprocessor, exporter.
 
 * :class:`TPTransformer`, its layers (:mod:`.tp_transformer_embedding`,
   :mod:`.tp_transformer_layers`) and its decoding (:mod:`.decoding`: greedy with a key/value
   cache, beam search); :func:`sequence_compute_fn`, the teacher-forcing loss for the
   Trainer (:func:`tpr_keras.training.losses.sequence_cross_entropy`);
-* presets with §4.1's sizes and recipe, and CPU sizes (:data:`PRESETS`,
-  :func:`resolve_preset`);
+* §4.1's sizes and CPU sizes (:data:`PAPER_SIZES`; their training recipes are
+  :mod:`tpr_keras.training.recipes.tp_transformer`'s);
 * :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
   the data's Python one (``CharVocabulary.encode_question``);
 * :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout;
@@ -34,12 +34,7 @@ from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     TPTransformer,
     sequence_compute_fn,
 )
-from tpr_keras.models.tp_transformer.tp_transformer_presets import (  # noqa: F401
-    PRESETS,
-    RECIPES,
-    auto_preset,
-    resolve_preset,
-)
+from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES  # noqa: F401
 
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noqa: F401
     MathPreprocessor,

@@ -17,7 +17,7 @@ from tpr_keras.models.tp_transformer.tp_transformer_layers import (
     TPTransformerDecoderLayer,
     TPTransformerEncoderLayer,
 )
-from tpr_keras.models.tp_transformer.tp_transformer_presets import PRESETS
+from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES
 from tpr_keras.training.losses import sequence_cross_entropy as sequence_compute_fn  # noqa: F401
 
 #: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary` (defined there).
@@ -84,20 +84,22 @@ class TPTransformer(PresetMixin, keras.Model):
             computes its head projections and output map (same weights, same values;
             see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`).
 
-    Presets: the sizes of :data:`PRESETS` (untrained, with their recipes), or a trained
-    preset's name or folder (``tpr_keras/presets``, ``--list_presets``: sizes and weights).
+    Sizes (:meth:`from_paper_size`, :data:`PAPER_SIZES`): §4.1's and CPU ones,
+    untrained (their recipes: :mod:`tpr_keras.training.recipes`). A trained preset's name
+    or folder (:meth:`from_preset`; ``tpr_keras/presets``, ``--list_presets``) loads its
+    sizes and weights.
 
     Example:
-    >>> model = TPTransformer.from_preset("tiny", vocabulary_size=20)
+    >>> model = TPTransformer.from_paper_size("tiny", vocabulary_size=20)
     >>> model({"source": np.ones((2, 7), "int32"),
     ...        "target_in": np.full((2, 3), 2, "int32")}).shape
     TensorShape([2, 3, 20])
     >>> ids, log_prob = model.greedy_decode(np.ones((2, 7), "int32"), max_length=5)
     """
 
-    #: ``{name: Preset}``: §4.1's sizes with the paper's recipe, and CPU sizes
-    #: (:mod:`~tpr_keras.models.tp_transformer.tp_transformer_presets`).
-    presets = PRESETS
+    #: ``{name: PaperSize}``: §4.1's sizes and CPU sizes
+    #: (:mod:`~tpr_keras.models.tp_transformer.tp_transformer_sizes`).
+    paper_sizes = PAPER_SIZES
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ from tpr_keras.layers.tpr_update import TPRUpdate
 from tpr_keras.models.babi.babi_inputs import babi_inputs
 from tpr_keras.models.dtype_policy import FLOAT32, building_under
 from tpr_keras.models.presets import PresetMixin
-from tpr_keras.models.tpr_rnn.tpr_rnn_presets import PRESETS
+from tpr_keras.models.tpr_rnn.tpr_rnn_sizes import PAPER_SIZES
 
 
 #: Initialisations of the word embeddings, the position vectors (eq. 5) and the layer
@@ -55,13 +55,14 @@ class TPRRNN(PresetMixin, keras.Model):
     Inputs: ``{"story": int32[batch, sentences, max_words],
     "question": int32[batch, max_words]}``. Output: ``[batch, vocabulary_size]``.
 
-    Presets (:data:`PRESETS`): ``single_task``, ``all_tasks``, ``all_tasks_code``
-    (Appendix A), each with the paper's training recipe (:meth:`preset_recipe`).
-    Trained (sizes and weights, ``tpr_keras/presets``): ``tpr_rnn_babi_all_tasks``;
+    Paper sizes (:meth:`from_paper_size`, :data:`PAPER_SIZES`): ``single_task``,
+    ``all_tasks`` (Appendix A), ``all_tasks_code`` and ``all_tasks_authors`` (the
+    authors' code); untrained, their recipes in :mod:`tpr_keras.training.recipes`.
+    Trained presets (sizes and weights, ``tpr_keras/presets``):
     ``TPRRNN.from_preset("tpr_rnn_babi_all_tasks")`` takes no sizes.
 
     Example:
-    >>> model = TPRRNN.from_preset("single_task", vocabulary_size=40, max_words=8)
+    >>> model = TPRRNN.from_paper_size("single_task", vocabulary_size=40, max_words=8)
     >>> model({"story": np.zeros((2, 5, 8), "int32"),
     ...        "question": np.zeros((2, 8), "int32")}).shape
     TensorShape([2, 40])
@@ -125,7 +126,7 @@ class TPRRNN(PresetMixin, keras.Model):
         self.update_module = update
         self.inference_module = inference
 
-    presets = PRESETS
+    paper_sizes = PAPER_SIZES
 
     def get_config(self):
         return {

@@ -1,0 +1,14 @@
+"""MemN2N paper sizes: Sukhbaatar et al. (2015), §4.4.
+
+The §4.2 training recipe of each size is :mod:`tpr_keras.training.recipes.memn2n`'s,
+keyed by the same names.
+"""
+
+from tpr_keras.models.presets import PaperSize
+
+# §4.4: "joint training used an embedding dimension of d=50, while independent
+# training used d=20". Everything else is the §4.1/§4.2 default.
+PAPER_SIZES = {
+    "single_task": PaperSize({"embedding_dim": 20}, "§4.4, independent training: d = 20."),
+    "all_tasks": PaperSize({"embedding_dim": 50}, "§4.4, joint training: d = 50."),
+}

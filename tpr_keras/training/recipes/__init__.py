@@ -1,0 +1,41 @@
+"""Training recipes: the optimizer and schedule each paper trains each model size with.
+
+The models carry only their architecture sizes (``TPRRNN.paper_sizes``, ...); the
+recipe that goes with a size lives here, keyed by the same names, one module per model
+family: :mod:`.tpr_rnn` (Appendix A), :mod:`.memn2n` (§4.2), :mod:`.entailment` (§5.1,
+with ``--recipe paper|cpu``), :mod:`.tp_transformer` (§4.1 and the CPU sizes). The
+``train.*`` commands, the benchmarks and the experiments read them through
+:func:`recipe`. Nothing here imports Keras.
+"""
+
+from tpr_keras.training.recipes import entailment, memn2n, tp_transformer, tpr_rnn
+
+#: ``{family: {size: recipe}}``; a family is named as its model package.
+RECIPES = {"tpr_rnn": tpr_rnn.RECIPES, "memn2n": memn2n.RECIPES,
+           "entailment": entailment.RECIPES, "tp_transformer": tp_transformer.RECIPES}
+
+
+def recipe(family, size):
+    """The training recipe of ``family``'s size ``size`` as a new dict.
+
+    Args:
+        family: ``"tpr_rnn"``, ``"memn2n"``, ``"entailment"`` or ``"tp_transformer"``.
+        size: A name of the family's model's ``paper_sizes`` (e.g. ``"all_tasks"``).
+
+    Returns:
+        ``{"optimizer": ..., "learning_rate": ..., "batch_size": ..., ...}``: the fields
+        the family's ``train.*`` command reads.
+
+    Raises:
+        ValueError: an unknown family or size (the message lists the known ones).
+
+    Example:
+    >>> recipe("tpr_rnn", "all_tasks")["batch_size"]
+    32
+    """
+    if family not in RECIPES:
+        raise ValueError(f"Unknown model family {family!r}; choose from {sorted(RECIPES)}.")
+    if size not in RECIPES[family]:
+        raise ValueError(f"{family} has no recipe for size {size!r}; choose from "
+                         f"{sorted(RECIPES[family])}.")
+    return dict(RECIPES[family][size])
