@@ -12,6 +12,7 @@ family's SavedModel exporter, and the tests check that both answer alike.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,18 @@ from tpr_keras.presets.preset_files import PresetError, TrainedPreset, load_pres
 #: The task model class of each preset task (``metadata.json``'s ``task``).
 TASK_MODEL_OF_TASK = {"babi": "BabiAnswerer", "entailment": "EntailmentClassifier",
                       "math": "MathAnswerer"}
+
+
+def task_model_class(task: str) -> type:
+    """The task model class of ``task`` (``"babi"``, ``"entailment"`` or ``"math"``).
+
+    Raises:
+        PresetError (a ValueError): a task without a task model.
+    """
+    if task not in TASK_MODEL_OF_TASK:
+        raise PresetError(f"no task model reads task {task!r}; the tasks are "
+                          f"{sorted(TASK_MODEL_OF_TASK)}")
+    return getattr(importlib.import_module("tpr_keras.models"), TASK_MODEL_OF_TASK[task])
 
 
 def trained_preset(preset: str | os.PathLike | TrainedPreset, task: str) -> TrainedPreset:
@@ -85,7 +98,9 @@ class TaskModel:
     """Base of the task models: ``.backbone`` and ``.preprocessor`` from one preset.
 
     Subclasses set :attr:`task` and :attr:`preprocessor_class` (whose
-    ``from_preset`` takes a :class:`~tpr_keras.presets.TrainedPreset`).
+    ``from_preset`` takes a :class:`~tpr_keras.presets.TrainedPreset`) and define
+    ``export``, which hands the task model to its family's SavedModel exporter.
+    ``TaskModel.from_preset`` itself builds the task model of the preset's task.
 
     Args:
         backbone: The trained Keras model.
@@ -95,6 +110,10 @@ class TaskModel:
         backbone: The Keras model.
         preprocessor: The preprocessor; ``tokenizer`` is the same object.
         preset: The :class:`~tpr_keras.presets.TrainedPreset` it came from, if any.
+
+    Example:
+    >>> TaskModel.from_preset("tpru32_entailment")
+    EntailmentClassifier(BiDAFEntailmentModel from 'tpru32_entailment')
     """
 
     task = ""
@@ -110,9 +129,18 @@ class TaskModel:
         """The preprocessor (one object turns text into ids and ids into text)."""
         return self.preprocessor
 
+    @property
+    def served_name(self) -> str:
+        """The served model's default name: the preset's ``model_name``, else the task."""
+        if self.preset is not None and self.preset.metadata.get("model_name"):
+            return str(self.preset.metadata["model_name"])
+        return self.task
+
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | TrainedPreset, **overrides: Any):
         """The task model of a trained preset: its weights and its vocabulary.
+
+        On ``TaskModel`` itself, the task model class of the preset's task.
 
         Args:
             preset: A shipped preset's name (``python -m train.export
@@ -124,10 +152,20 @@ class TaskModel:
             PresetError (a ValueError): an unknown, incomplete or altered preset, or a
                 preset of another task.
         """
+        if not cls.task:
+            loaded = preset if isinstance(preset, TrainedPreset) else load_preset(preset)
+            task = task_model_class(loaded.metadata.get("task"))
+            return task.from_preset(loaded, **overrides)
         loaded = trained_preset(preset, cls.task)
         model = cls(loaded.build_model(**overrides), cls.preprocessor_class.from_preset(loaded))
         model.preset = loaded
         return model
+
+    def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
+               version: int | None = None) -> str:
+        """Writes the task model as a SavedModel in TF Serving's layout (see the
+        subclasses, which add their family's options); returns the version folder."""
+        raise NotImplementedError(f"{type(self).__name__} has no exporter")
 
     def __repr__(self) -> str:
         source = f" from {self.preset.name!r}" if self.preset is not None else ""
