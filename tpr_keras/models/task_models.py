@@ -97,9 +97,9 @@ def check_same_length(**batches: Sequence[Any]) -> int:
 class TaskModel:
     """Base of the task models: ``.backbone`` and ``.preprocessor`` from one preset.
 
-    Subclasses set :attr:`task` and :attr:`preprocessor_class` (whose
-    ``from_preset`` takes a :class:`~tpr_keras.presets.TrainedPreset`) and define
-    ``export``, which hands the task model to its family's SavedModel exporter.
+    Subclasses set :attr:`task`, :attr:`preprocessor_class` (whose ``from_preset``
+    takes a :class:`~tpr_keras.presets.TrainedPreset`) and :attr:`exporter`, the
+    family's SavedModel exporter that :meth:`export` hands the task model to.
     ``TaskModel.from_preset`` itself builds the task model of the preset's task.
 
     Args:
@@ -118,6 +118,10 @@ class TaskModel:
 
     task = ""
     preprocessor_class: Any = None
+    #: ``"module:function"`` of the family's exporter, ``f(task_model, export_dir,
+    #: model_name, *, version, **options)``. Imported by name on first export, as the
+    #: packages' lazy names are: it imports TensorFlow, and the task model's own module.
+    exporter = ""
 
     def __init__(self, backbone: Any, preprocessor: Any) -> None:
         self.backbone = backbone
@@ -162,10 +166,23 @@ class TaskModel:
         return model
 
     def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
-               version: int | None = None) -> str:
-        """Writes the task model as a SavedModel in TF Serving's layout (see the
-        subclasses, which add their family's options); returns the version folder."""
-        raise NotImplementedError(f"{type(self).__name__} has no exporter")
+               version: int | None = None, **options: Any) -> str:
+        """Writes the task model to ``<export_dir>/<model_name>/<version>/`` for TF Serving
+        through its family's exporter (:attr:`exporter`; the subclasses document their
+        ``options``); returns the version folder.
+
+        Args:
+            export_dir: Base folder of the export.
+            model_name: The served model's name (default: :attr:`served_name`).
+            version: Version number; default: one more than the largest existing one.
+            **options: The family exporter's options.
+        """
+        if not self.exporter:
+            raise NotImplementedError(f"{type(self).__name__} has no exporter")
+        module, _, function = self.exporter.partition(":")
+        export = getattr(importlib.import_module(module), function)
+        return export(self, export_dir, model_name or self.served_name, version=version,
+                      **options)
 
     def __repr__(self) -> str:
         source = f" from {self.preset.name!r}" if self.preset is not None else ""

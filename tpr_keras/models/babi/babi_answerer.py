@@ -60,6 +60,7 @@ class BabiAnswerer(TaskModel):
     """
 
     task = "babi"
+    exporter = "tpr_keras.models.babi.babi_exporter:export_babi_answerer"
     preprocessor_class = BabiPreprocessor
 
     def predict(self, stories: Story | Sequence[Story], questions: str | Sequence[str],
@@ -142,7 +143,4 @@ class BabiAnswerer(TaskModel):
             ValueError: backbone and preprocessor that do not fit, or ``top_k < 1``.
             FileExistsError: ``version`` is given and already exists.
         """
-        from tpr_keras.models.babi.babi_exporter import export_babi_answerer
-
-        return export_babi_answerer(self, export_dir, model_name or self.served_name,
-                                    version=version, top_k=top_k)
+        return super().export(export_dir, model_name, version=version, top_k=top_k)

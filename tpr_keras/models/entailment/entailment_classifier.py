@@ -35,6 +35,7 @@ class EntailmentClassifier(TaskModel):
     """
 
     task = "entailment"
+    exporter = "tpr_keras.models.entailment.entailment_exporter:export_entailment_classifier"
     preprocessor_class = EntailmentPreprocessor
 
     def predict(self, premises: str | Sequence[str], hypotheses: str | Sequence[str],
@@ -99,9 +100,4 @@ class EntailmentClassifier(TaskModel):
         Raises:
             FileExistsError: ``version`` is given and already exists.
         """
-        from tpr_keras.models.entailment.entailment_exporter import (
-            export_entailment_classifier,
-        )
-
-        return export_entailment_classifier(self, export_dir, model_name or self.served_name,
-                                            version=version)
+        return super().export(export_dir, model_name, version=version)

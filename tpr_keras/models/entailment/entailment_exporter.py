@@ -9,12 +9,13 @@ formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
 hypothesis). Signature ``classify``, for TF Serving's Classify API: serialized
 ``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``, one string each)
 -> ``classes`` (``["entails", "does not entail"]`` for every example, in that order) and
-``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph (:class:`EntailmentTokenizer`, the same
-ids as ``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other
-unknown character maps to ``<unk>``, never an error. :func:`export_entailment_classifier`
-(what ``EntailmentClassifier.export`` calls) puts the SavedModel into TF Serving's layout
-(:mod:`tpr_keras.models.tf_serving_layout`); :func:`export_entailment_model` does the same
-for a bare Keras model, through its task model.
+``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph
+(:class:`EntailmentTokenizer`, the same ids as ``tpr_keras.data.entailment.tokenize``):
+whitespace is ignored and any other unknown character maps to ``<unk>``, never an error.
+:func:`export_entailment_classifier` (what ``EntailmentClassifier.export`` calls) puts the
+SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`);
+:func:`export_entailment_model` does the same for a bare Keras model, through its task
+model.
 """
 
 import os

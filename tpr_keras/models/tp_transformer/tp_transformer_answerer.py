@@ -37,6 +37,7 @@ class MathAnswerer(TaskModel):
     """
 
     task = "math"
+    exporter = "tpr_keras.models.tp_transformer.tp_transformer_exporter:export_math_answerer"
     preprocessor_class = MathPreprocessor
 
     def predict(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
@@ -102,9 +103,4 @@ class MathAnswerer(TaskModel):
         Raises:
             FileExistsError: ``version`` is given and already exists.
         """
-        from tpr_keras.models.tp_transformer.tp_transformer_exporter import (
-            export_math_answerer,
-        )
-
-        return export_math_answerer(self, export_dir, model_name or self.served_name,
-                                    version=version, beam_size=beam_size)
+        return super().export(export_dir, model_name, version=version, beam_size=beam_size)
