@@ -12,7 +12,9 @@ from tpr_keras.training.sample_requests import (
 
 def test_babi_requests_are_the_test_stories_as_text(tmp_path, babi_task1_writer):
     (tmp_path / "en-10k").mkdir()
-    babi_task1_writer(tmp_path / "en-10k" / "qa1_single-supporting-fact_test.txt", 2, 0)
+    for split, seed in (("train", 1), ("test", 0)):  # the folder is found by its train files
+        babi_task1_writer(tmp_path / "en-10k" / f"qa1_single-supporting-fact_{split}.txt", 2,
+                          seed)
     meta = {"task": "babi", "evaluation_options": {"tasks": [1]}}
     [(row, inputs, expected)] = sample_requests(meta, tmp_path, limit=4)
     assert row == "1" and len(expected) == 4  # 2 stories of 3 questions: the first 4
