@@ -17,6 +17,7 @@ import types
 from experiments import entailment_table1
 from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1
 from tpr_keras.analysis import modules
+from tpr_keras.presets import TRAINED_PRESET_NAMES
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
 FOCUS_SEEDS = (0, 1, 2)
@@ -220,9 +221,6 @@ def babi_table1_block(model):
 
 #: block name -> generator(root) -> Markdown.
 # -------------------------------------------------------------------------- presets
-#: The presets issue #33 names; those not shipped yet are listed as such.
-PRESET_NAMES = ("tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks", "tpru32_entailment",
-                "tp_transformer_math_focus")
 
 
 def presets_block(root):
@@ -245,7 +243,7 @@ def presets_block(root):
             f"{meta.get('headline', '')} | seed {training.get('seed')}, "
             f"{training.get('epochs')} epochs, {hours:.1f} h of training | "
             f"{size / 1e6:.2f} MB |")
-    missing = [n for n in PRESET_NAMES if n not in shipped]
+    missing = [n for n in TRAINED_PRESET_NAMES if n not in shipped]
     text = "\n".join(lines)
     if missing:
         text += ("\n\nNot shipped yet: "
@@ -428,7 +426,7 @@ BLOCKS = {
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
-    **{f"preset-{name}": preset_block(name) for name in PRESET_NAMES},
+    **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{model}": babi_table1_block(model) for model in ("tpr_rnn", "memn2n")},
     "babi-recipes": babi_recipes.markdown,
     "entailment-table1": entailment_table1_block,

@@ -9,6 +9,10 @@ its vocabulary, a warm-up request and ``export_info.json``. Then::
 ``--keras_model PATH`` exports a ``model.keras`` written by a ``train.*`` run instead
 (its ``vocab.txt`` beside it): what a run on the JAX backend calls, in a TensorFlow
 process, to write its SavedModel.
+
+Both build the task model first (``BabiAnswerer``, ``EntailmentClassifier``,
+``MathAnswerer``: what answers in Python) and write it with its ``export``, so the served
+model and the Python one are the same object.
 """
 
 import os
@@ -36,73 +40,58 @@ HELP_GROUPS = [("Preset", ["preset", "keras_model", "max_story_sentences"]),
                ("Output", ["list_presets", "debug", "tf_logs"])]
 
 
-def export_model(task, model, vocab, export_dir, model_name, version=None, **options):
-    """Exports ``model`` of ``task`` (``babi``, ``math``, ``entailment``) through its
-    family's exporter; returns the version folder. ``options``: bAbI's
-    ``max_story_sentences``."""
-    if task == "babi":
-        from tpr_keras.models.babi import export_babi_model
-
-        return export_babi_model(model, vocab, export_dir, model_name, version=version,
-                                 **options)
-    if task == "entailment":
-        from tpr_keras.models.entailment import export_entailment_model
-
-        return export_entailment_model(model, export_dir, model_name, version=version)
-    if task == "math":
-        from tpr_keras.models.tp_transformer import export_math_model
-
-        return export_math_model(model, vocab, export_dir, model_name, version=version)
-    raise ValueError(f"unknown task {task!r}")
-
-
 def export_preset(preset, export_dir, model_name=None, version=None):
-    """Exports a loaded :class:`~tpr_keras.presets.TrainedPreset`; returns the version
-    folder."""
-    from tpr_keras.training.evaluation import SERVED_MAX_STORY_SENTENCES, preset_vocabulary
+    """Exports a loaded :class:`~tpr_keras.presets.TrainedPreset` through its task model
+    (``TaskModel.from_preset(preset).export(...)``, what the Python answers come from);
+    returns the version folder."""
+    from tpr_keras.models.task_models import TaskModel
 
-    meta = preset.metadata
-    task = meta["task"]
-    if task not in ("babi", "math", "entailment"):
-        raise ValueError(f"{preset.path}: unknown task {task!r}")
-    options = {}
-    if task == "babi":
-        options["max_story_sentences"] = meta.get("serving_options", {}).get(
-            "max_story_sentences", SERVED_MAX_STORY_SENTENCES)
-    return export_model(task, preset.build_model(), preset_vocabulary(preset), export_dir,
-                        model_name or meta.get("model_name") or task, version, **options)
+    return TaskModel.from_preset(preset).export(export_dir, model_name, version=version)
+
+
+def task_model_of(model, vocab_path, max_story_sentences=None):
+    """The task model of a bare model of a ``train.*`` run and the ``vocab.txt`` beside it.
+
+    Raises:
+        ValueError: a model of no tpr-keras family that has a task model.
+    """
+    from tpr_keras import models
+
+    if isinstance(model, (models.TPRRNN, models.MemN2N)):
+        from tpr_keras.data.babi import Vocabulary
+        from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
+
+        limit = DEFAULT_MAX_STORY_SENTENCES if max_story_sentences is None else (
+            max_story_sentences or None)  # 0: no limit
+        return models.BabiAnswerer(model, models.BabiPreprocessor(
+            Vocabulary.load(vocab_path), model.max_words, limit))
+    if isinstance(model, models.TPTransformer):
+        from tpr_keras.data.mathematics import CharVocabulary
+
+        return models.MathAnswerer(model, models.MathPreprocessor(
+            CharVocabulary.load(vocab_path)))
+    if isinstance(model, (models.PlainEntailmentModel, models.BiDAFEntailmentModel)):
+        return models.EntailmentClassifier(model, models.EntailmentPreprocessor())
+    raise ValueError(f"a {type(model).__name__}, not a tpr-keras model of bAbI, math or "
+                     "entailment; nothing to export.")
 
 
 def export_keras_model(path, export_dir, model_name=None, version=None,
                        max_story_sentences=None):
     """Exports the ``model.keras`` of a ``train.*`` run (written under any backend) with
-    the vocabulary beside it; returns the version folder. The family comes from the
-    model's class; any other model is an error."""
+    the vocabulary beside it, through its task model; returns the version folder. The
+    family comes from the model's class; any other model is an error."""
     import keras
 
     import tpr_keras.models.all_families  # noqa: F401  (registers the classes for load_model)
-    from tpr_keras import models
 
     model = keras.models.load_model(path)
-    vocab_path = os.path.join(os.path.dirname(path), "vocab.txt")
-    options = {}
-    if isinstance(model, (models.TPRRNN, models.MemN2N)):
-        from tpr_keras.data.babi import Vocabulary
-
-        task, vocab = "babi", Vocabulary.load(vocab_path)
-        if max_story_sentences is not None:  # 0: no limit
-            options["max_story_sentences"] = max_story_sentences or None
-    elif isinstance(model, models.TPTransformer):
-        from tpr_keras.data.mathematics import CharVocabulary
-
-        task, vocab = "math", CharVocabulary.load(vocab_path)
-    elif isinstance(model, (models.PlainEntailmentModel, models.BiDAFEntailmentModel)):
-        task, vocab = "entailment", None
-    else:
-        raise ValueError(f"{path}: a {type(model).__name__}, not a tpr-keras model of "
-                         "bAbI, math or entailment; nothing to export.")
-    return export_model(task, model, vocab, export_dir, model_name or task, version,
-                        **options)
+    try:
+        task_model = task_model_of(model, os.path.join(os.path.dirname(path), "vocab.txt"),
+                                   max_story_sentences)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return task_model.export(export_dir, model_name, version=version)
 
 
 def main(argv):

@@ -1,6 +1,6 @@
-"""BabiAnswerer: the shipped bAbI presets answer strings in Python, and exactly as their
-exported SavedModel does (same answers, candidates and unknown-word counts; scores within
-float32 rounding)."""
+"""BabiAnswerer: the shipped bAbI presets answer strings in Python, and exactly as the
+SavedModel their ``export`` writes (same answers, candidates and unknown-word counts; scores
+within float32 rounding)."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from tpr_keras.data.babi import BABI_TASK_NAMES, parse_babi_file
 from tpr_keras.models import BabiAnswerer, BabiPreprocessor
-from tpr_keras.models.babi import save_babi_servable
+from tpr_keras.models.tf_serving_layout import read_export_info
 from tpr_keras.models.babi.babi_answerer import top_k_softmax
 from tpr_keras.models.babi.babi_preprocessor import story_text
 from tpr_keras.presets import PresetError, load_preset
@@ -120,14 +120,30 @@ def test_asked_the_test_stories_as_text_it_scores_the_recorded_sample(answerer, 
         assert error == pytest.approx(recorded, abs=0.05), (task, error, recorded)
 
 
+@pytest.mark.tensorflow_backend  # the exporter module imports TensorFlow
+def test_a_preprocessor_that_does_not_fit_the_backbone_is_not_exported(tmp_path):
+    answerer = BabiAnswerer.from_preset("tpr_rnn_babi_all_tasks")
+    tokens, width = answerer.preprocessor.vocabulary.tokens, answerer.preprocessor.max_words
+    wider = BabiAnswerer(answerer.backbone, BabiPreprocessor(tokens, width + 1))
+    with pytest.raises(ValueError, match=f"max_words {width + 1} but the model reads {width}"):
+        wider.export(tmp_path)
+    shorter = BabiAnswerer(answerer.backbone, BabiPreprocessor(tokens[:-1], width))
+    with pytest.raises(ValueError, match=f"vocabulary holds {len(tokens) - 1} tokens"):
+        shorter.export(tmp_path)
+    with pytest.raises(ValueError, match="top_k must be >= 1"):
+        answerer.export(tmp_path, top_k=0)
+    assert not list(tmp_path.iterdir())  # refused before any folder is made
+
+
 @pytest.mark.slow
 @pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
-    path = tmp_path / "servable"
-    save_babi_servable(answerer.backbone, answerer.preprocessor.vocabulary, path,
-                       max_story_sentences=answerer.preprocessor.max_story_sentences,
-                       top_k=3)
-    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+    path = answerer.export(tmp_path, top_k=3)
+    assert path == str(tmp_path / answerer.preset.metadata["model_name"] / "1")
+    info = read_export_info(path)  # the exporter read the preprocessor's settings
+    assert info["max_story_sentences"] == answerer.preprocessor.max_story_sentences == 130
+    assert info["max_words"] == answerer.preprocessor.max_words and info["top_k"] == 3
+    serve = tf.saved_model.load(path).signatures["serving_default"]
     stories, questions, _ = zip(*REQUESTS)
     # the same batch both ways: a story's padding sentences are the batch's
     served = serve(story=tf.constant([story_text(s) for s in stories]),

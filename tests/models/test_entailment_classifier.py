@@ -1,12 +1,11 @@
 """EntailmentClassifier: the shipped entailment preset decides formula pairs from Python,
-scores its recorded test_exam accuracy, and answers as its exported SavedModel does."""
+scores its recorded test_exam accuracy, and answers as the SavedModel its ``export`` writes."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tpr_keras.models import EntailmentClassifier, EntailmentPreprocessor
-from tpr_keras.models.entailment import save_entailment_servable
 from tpr_keras.presets import load_preset
 
 PRESET = "tpru32_entailment"
@@ -60,8 +59,9 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(classifier):
 @pytest.mark.slow
 @pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(classifier, tmp_path):
-    save_entailment_servable(classifier.backbone, tmp_path / "servable")
-    serve = tf.saved_model.load(str(tmp_path / "servable")).signatures["serving_default"]
+    path = classifier.export(tmp_path, "pairs", version=3)
+    assert path == str(tmp_path / "pairs" / "3")
+    serve = tf.saved_model.load(path).signatures["serving_default"]
     premises, hypotheses = [p for p, _, _ in PAIRS] + ["(P&Q)"], [h for _, h, _ in PAIRS] + ["P"]
     served = serve(premise=tf.constant(premises), hypothesis=tf.constant(hypotheses))
     ours = classifier.predict(premises, hypotheses)

@@ -1,13 +1,11 @@
 """MathAnswerer: the shipped TP-Transformer preset answers Mathematics questions from Python,
-greedily and batched, exactly as its exported SavedModel does."""
+greedily and batched, exactly as the SavedModel its ``export`` writes."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.models import MathAnswerer, MathPreprocessor
-from tpr_keras.models.tp_transformer import save_math_servable
 from tpr_keras.presets import load_preset
 
 #: interpolate questions of the preset's modules with the answers it gives (the right ones).
@@ -68,10 +66,9 @@ def test_it_scores_the_recorded_sample_of_every_module(answerer, shared_data):
 @pytest.mark.slow
 @pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
 def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
-    vocab = answerer.preprocessor.vocabulary
-    assert isinstance(vocab, CharVocabulary)
-    save_math_servable(answerer.backbone, vocab, tmp_path / "servable")
-    serve = tf.saved_model.load(str(tmp_path / "servable")).signatures["serving_default"]
+    path = answerer.export(tmp_path)
+    assert path == str(tmp_path / answerer.preset.metadata["model_name"] / "1")
+    serve = tf.saved_model.load(path).signatures["serving_default"]
     questions = list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
     served = serve(question=tf.constant(questions))
     ours = answerer.predict(questions)

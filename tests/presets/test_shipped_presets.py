@@ -1,23 +1,33 @@
 """The presets shipped in tpr_keras/presets are a contract: each loads, scores its recorded
-sample table on the official test files, and, exported and served from serving/models.config,
-answers that sample through the official tensorflow-serving-api stubs at the same accuracy."""
+sample table on the official test files, and, exported through its task model and served
+from serving/models.config, answers that sample through the official tensorflow-serving-api
+stubs at the same accuracy (the pieces python -m tools.preset_serving_check runs)."""
 
 import os
+import pathlib
 
 import pytest
 
-from tools.preset_serving_check import (DATA, recorded_accuracy, sample_requests,
-                                        serve_presets, served_rows)
-from tools.report_blocks import PRESET_NAMES
-from tpr_keras.presets import load_preset, shipped_presets
+from serving.model_server.in_process import predict_strings, serve_model_config
+from tpr_keras.models import TaskModel
+from tpr_keras.presets import TRAINED_PRESET_NAMES, load_preset, shipped_presets
 from tpr_keras.training import evaluation
+from tpr_keras.training.sample_requests import (
+    ANSWER_OUTPUT,
+    DATA_FOLDER,
+    accuracy_rows,
+    recorded_accuracy,
+    sample_requests,
+)
+
+MODELS_CONFIG = pathlib.Path(__file__).resolve().parents[2] / "serving" / "models.config"
 
 PRESETS = sorted(shipped_presets())
 REQUIRED = ("task", "model_name", "description", "headline", "training", "data", "evaluation",
             "evaluation_sample", "evaluation_options", "files", "format_version")
 
 
-@pytest.mark.parametrize("name", PRESET_NAMES)
+@pytest.mark.parametrize("name", TRAINED_PRESET_NAMES)
 def test_every_named_preset_ships(name):
     assert name in PRESETS
 
@@ -47,7 +57,7 @@ def test_preset_scores_its_recorded_sample(name, shared_data):
     recorded = meta["evaluation_sample"]
     table = evaluation.evaluate_model(
         meta["task"], preset.build_model(), evaluation.preset_vocabulary(preset),
-        shared_data / DATA[meta["task"]], meta["evaluation_options"],
+        shared_data / DATA_FOLDER[meta["task"]], meta["evaluation_options"],
         limit=recorded["limit"])
     rows = evaluation.compare_tables(table, recorded["table"])
     assert all(ok for *_, ok in rows), [r for r in rows if not r[3]]
@@ -55,23 +65,33 @@ def test_preset_scores_its_recorded_sample(name, shared_data):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """Every shipped preset exported with train.export's code and served from
-    serving/models.config (its base paths under a temporary folder)."""
+    """Every shipped preset exported as train.export does (``TaskModel.from_preset(name)
+    .export``) and served from serving/models.config (its base paths under a temporary
+    folder): ``(PredictionServiceStub, {model name: preset name})``."""
     if not PRESETS:
         pytest.skip("no trained preset is shipped")
-    with serve_presets(PRESETS, str(tmp_path_factory.mktemp("repo"))) as running:
-        yield running
+    root = tmp_path_factory.mktemp("repo")
+    served_names = {}
+    for name in PRESETS:
+        task_model = TaskModel.from_preset(name)
+        task_model.export(root / "exports")
+        served_names[task_model.served_name] = name
+    with serve_model_config(MODELS_CONFIG, root, sorted(served_names)) as stub:
+        yield stub, served_names
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 def test_served_preset_answers_its_sample_at_the_recorded_accuracy(name, served, shared_data):
-    stub, metas = served
+    stub, served_names = served
     meta = load_preset(name).metadata
-    assert metas[meta["model_name"]]["name"] == name
+    assert served_names[meta["model_name"]] == name
     sample = meta["evaluation_sample"]
-    requests = sample_requests(meta, shared_data / DATA[meta["task"]], sample["limit"])
-    for row, accuracy, questions in served_rows(stub, meta, requests):
+    requests = sample_requests(meta, shared_data / DATA_FOLDER[meta["task"]], sample["limit"])
+    rows = accuracy_rows(requests, lambda inputs: predict_strings(
+        stub, meta["model_name"], inputs, ANSWER_OUTPUT[meta["task"]]))
+    assert len(rows) == len(requests) > 0
+    for row, accuracy, questions in rows:
         assert 0 < questions <= sample["limit"]  # test_exam holds 100 pairs
         assert accuracy == pytest.approx(
             recorded_accuracy(sample["table"], meta["task"], row), abs=0.05), (name, row)

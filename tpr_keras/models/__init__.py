@@ -15,6 +15,8 @@ Example:
 from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
+    # The task models' base: TaskModel.from_preset builds the one of a preset's task.
+    "TaskModel": "task_models",
     # bAbI: TPR-RNN, MemN2N and what they share.
     "BabiAnswerer": "babi",
     "BabiPreprocessor": "babi",

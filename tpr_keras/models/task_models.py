@@ -12,6 +12,7 @@ family's SavedModel exporter, and the tests check that both answer alike.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,18 @@ from tpr_keras.presets.preset_files import PresetError, TrainedPreset, load_pres
 #: The task model class of each preset task (``metadata.json``'s ``task``).
 TASK_MODEL_OF_TASK = {"babi": "BabiAnswerer", "entailment": "EntailmentClassifier",
                       "math": "MathAnswerer"}
+
+
+def task_model_class(task: str) -> type:
+    """The task model class of ``task`` (``"babi"``, ``"entailment"`` or ``"math"``).
+
+    Raises:
+        PresetError (a ValueError): a task without a task model.
+    """
+    if task not in TASK_MODEL_OF_TASK:
+        raise PresetError(f"no task model reads task {task!r}; the tasks are "
+                          f"{sorted(TASK_MODEL_OF_TASK)}")
+    return getattr(importlib.import_module("tpr_keras.models"), TASK_MODEL_OF_TASK[task])
 
 
 def trained_preset(preset: str | os.PathLike | TrainedPreset, task: str) -> TrainedPreset:
@@ -84,8 +97,10 @@ def check_same_length(**batches: Sequence[Any]) -> int:
 class TaskModel:
     """Base of the task models: ``.backbone`` and ``.preprocessor`` from one preset.
 
-    Subclasses set :attr:`task` and :attr:`preprocessor_class` (whose
-    ``from_preset`` takes a :class:`~tpr_keras.presets.TrainedPreset`).
+    Subclasses set :attr:`task`, :attr:`preprocessor_class` (whose ``from_preset``
+    takes a :class:`~tpr_keras.presets.TrainedPreset`) and :attr:`exporter`, the
+    family's SavedModel exporter that :meth:`export` hands the task model to.
+    ``TaskModel.from_preset`` itself builds the task model of the preset's task.
 
     Args:
         backbone: The trained Keras model.
@@ -95,10 +110,18 @@ class TaskModel:
         backbone: The Keras model.
         preprocessor: The preprocessor; ``tokenizer`` is the same object.
         preset: The :class:`~tpr_keras.presets.TrainedPreset` it came from, if any.
+
+    Example:
+    >>> TaskModel.from_preset("tpru32_entailment")
+    EntailmentClassifier(BiDAFEntailmentModel from 'tpru32_entailment')
     """
 
     task = ""
     preprocessor_class: Any = None
+    #: ``"module:function"`` of the family's exporter, ``f(task_model, export_dir,
+    #: model_name, *, version, **options)``. Imported by name on first export, as the
+    #: packages' lazy names are: it imports TensorFlow, and the task model's own module.
+    exporter = ""
 
     def __init__(self, backbone: Any, preprocessor: Any) -> None:
         self.backbone = backbone
@@ -110,10 +133,19 @@ class TaskModel:
         """The preprocessor (one object turns text into ids and ids into text)."""
         return self.preprocessor
 
+    @property
+    def served_name(self) -> str:
+        """The served model's default name: the preset's ``model_name``, else the task."""
+        if self.preset is not None and self.preset.metadata.get("model_name"):
+            return str(self.preset.metadata["model_name"])
+        return self.task
+
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | TrainedPreset, load_weights: bool = True,
                     **overrides: Any):
         """The task model of a trained preset: its weights and its vocabulary.
+
+        On ``TaskModel`` itself, the task model class of the preset's task.
 
         Args:
             preset: A shipped preset's name (``python -m train.export
@@ -127,11 +159,34 @@ class TaskModel:
             PresetError (a ValueError): an unknown, incomplete or altered preset, or a
                 preset of another task.
         """
+        if not cls.task:
+            loaded = preset if isinstance(preset, TrainedPreset) else load_preset(preset)
+            task = task_model_class(loaded.metadata.get("task"))
+            return task.from_preset(loaded, **overrides)
         loaded = trained_preset(preset, cls.task)
         model = cls(loaded.build_model(load_weights=load_weights, **overrides),
                     cls.preprocessor_class.from_preset(loaded))
         model.preset = loaded
         return model
+
+    def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
+               version: int | None = None, **options: Any) -> str:
+        """Writes the task model to ``<export_dir>/<model_name>/<version>/`` for TF Serving
+        through its family's exporter (:attr:`exporter`; the subclasses document their
+        ``options``); returns the version folder.
+
+        Args:
+            export_dir: Base folder of the export.
+            model_name: The served model's name (default: :attr:`served_name`).
+            version: Version number; default: one more than the largest existing one.
+            **options: The family exporter's options.
+        """
+        if not self.exporter:
+            raise NotImplementedError(f"{type(self).__name__} has no exporter")
+        module, _, function = self.exporter.partition(":")
+        export = getattr(importlib.import_module(module), function)
+        return export(self, export_dir, model_name or self.served_name, version=version,
+                      **options)
 
     def __repr__(self) -> str:
         source = f" from {self.preset.name!r}" if self.preset is not None else ""

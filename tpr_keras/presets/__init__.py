@@ -6,6 +6,7 @@ vocabulary, metadata); ``<Model>.from_preset("<name>")`` loads it.
 
 from tpr_keras.presets.preset_files import (  # noqa: F401
     FORMAT_VERSION,
+    TRAINED_PRESET_NAMES,
     PresetError,
     TrainedPreset,
     load_preset,

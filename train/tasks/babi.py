@@ -211,11 +211,12 @@ class BabiTask(TrainTask):
         return None if None in limits else max(limits)
 
     def export(self, model, export_dir):
-        # String-in/string-out SavedModel for TF Serving.
-        from tpr_keras.models.babi import export_babi_model
+        # String-in/string-out SavedModel for TF Serving, through the task model that
+        # answers in Python (the run has no preset folder yet: it is built in memory).
+        from tpr_keras.models import BabiAnswerer, BabiPreprocessor
 
-        return export_babi_model(model, self.data.vocab, export_dir, self.flags.model_name,
-                                 max_story_sentences=self._story_limit())
+        preprocessor = BabiPreprocessor(self.data.vocab, model.max_words, self._story_limit())
+        return BabiAnswerer(model, preprocessor).export(export_dir, self.flags.model_name)
 
     def export_options(self):
         return {"max_story_sentences": self._story_limit() or 0}

@@ -148,6 +148,8 @@ class EntailmentTask(TrainTask):
         entailment.save_vocabulary(path)
 
     def export(self, model, export_dir):
-        from tpr_keras.models.entailment import export_entailment_model
+        # Through the task model that answers in Python, built in memory.
+        from tpr_keras.models import EntailmentClassifier, EntailmentPreprocessor
 
-        return export_entailment_model(model, export_dir, self.flags.model_name)
+        return EntailmentClassifier(model, EntailmentPreprocessor()).export(
+            export_dir, self.flags.model_name)

@@ -175,6 +175,8 @@ class MathTask(TrainTask):
         self.data.vocab.save(path)
 
     def export(self, model, export_dir):
-        from tpr_keras.models.tp_transformer import export_math_model
+        # Through the task model that answers in Python, built in memory.
+        from tpr_keras.models import MathAnswerer, MathPreprocessor
 
-        return export_math_model(model, self.data.vocab, export_dir, self.flags.model_name)
+        return MathAnswerer(model, MathPreprocessor(self.data.vocab)).export(
+            export_dir, self.flags.model_name)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 from keras import ops
@@ -11,6 +11,9 @@ from keras import ops
 from tpr_keras.data.babi.text import PUNCTUATION
 from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor, Story
 from tpr_keras.models.task_models import TaskModel, check_same_length, check_texts
+
+#: Scored candidate answers of an exported bAbI model's ``serving_default``.
+DEFAULT_TOP_K = 5
 
 
 def has_words(tokens: Iterable[str]) -> bool:
@@ -35,11 +38,13 @@ class BabiAnswerer(TaskModel):
 
     Holds the Keras model (``.backbone``) and its :class:`BabiPreprocessor`
     (``.preprocessor``, also ``.tokenizer``), built from a trained bAbI preset. It
-    answers as the family's SavedModel export does (``serving_default`` of
-    ``tpr_keras.models.babi.save_babi_servable``): the same ids, answer, scores and
-    unknown-word counts. The model answers with a word of its vocabulary whatever it is
-    asked: a non-zero ``unknown_words`` says that part of the request was not
-    understood, however high the score.
+    answers as the SavedModel that :meth:`export` writes from it (its ``serving_default``):
+    the same ids, answer, scores and unknown-word counts. The model answers with a word of
+    its vocabulary whatever it is asked: a non-zero ``unknown_words`` says that part of the
+    request was not understood, however high the score.
+
+    A freshly trained model, which has no preset yet, is one in memory:
+    ``BabiAnswerer(model, BabiPreprocessor(vocabulary, model.max_words))``.
 
     Args:
         backbone: A Keras model taking ``{"story", "question"}`` ids and returning logits
@@ -55,6 +60,7 @@ class BabiAnswerer(TaskModel):
     """
 
     task = "babi"
+    exporter = "tpr_keras.models.babi.babi_exporter:export_babi_answerer"
     preprocessor_class = BabiPreprocessor
 
     def predict(self, stories: Story | Sequence[Story], questions: str | Sequence[str],
@@ -114,3 +120,27 @@ class BabiAnswerer(TaskModel):
         unknown = [self.preprocessor.unknown_words(s, q) for s, q in zip(stories, questions)]
         return {"answer": candidates[:, 0], "scores": np.concatenate(scores),
                 "candidates": candidates, "unknown_words": np.asarray(unknown, np.int32)}
+
+    def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
+               version: int | None = None, top_k: int = DEFAULT_TOP_K) -> str:
+        """Writes the answerer to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
+
+        The SavedModel (:mod:`tpr_keras.models.babi.babi_exporter`: ``serving_default``,
+        ``classify``, ``tokenize``) reads the backbone, and the preprocessor's vocabulary,
+        ``max_words`` and ``max_story_sentences``, so it answers as :meth:`predict` does.
+        Needs TensorFlow.
+
+        Args:
+            export_dir: Base folder of the export.
+            model_name: The served model's name (default: :attr:`served_name`).
+            version: Version number; default: one more than the largest existing one.
+            top_k: Scored candidate answers the served model returns.
+
+        Returns:
+            The version folder written.
+
+        Raises:
+            ValueError: backbone and preprocessor that do not fit, or ``top_k < 1``.
+            FileExistsError: ``version`` is given and already exists.
+        """
+        return super().export(export_dir, model_name, version=version, top_k=top_k)

@@ -1,4 +1,8 @@
-"""The bAbI exporter: a trained model and its vocabulary as string-in/string-out signatures.
+"""The bAbI exporter: a :class:`BabiAnswerer` as a string-in/string-out SavedModel.
+
+The exporter reads everything from the task model: the backbone, and the vocabulary,
+``max_words`` and ``max_story_sentences`` of its :class:`BabiPreprocessor`, so the served
+model and ``BabiAnswerer.predict`` are built from one object.
 
 Signatures (the SavedModel that :func:`save_babi_servable` writes):
 
@@ -19,9 +23,11 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
   ``story_ids`` (``int32[batch, S, W]``) and ``question_ids`` (``int32[batch, W]``),
   the ids the model sees.
 
-:func:`export_babi_model` puts that SavedModel into TF Serving's layout (a version
-folder with a warm-up request and ``export_info.json``,
-:mod:`tpr_keras.models.tf_serving_layout`).
+:func:`export_babi_answerer` (what ``BabiAnswerer.export`` calls) puts that SavedModel
+into TF Serving's layout (a version folder with a warm-up request and
+``export_info.json``, :mod:`tpr_keras.models.tf_serving_layout`);
+:func:`export_babi_model` does the same for a bare Keras model and its vocabulary,
+through the task model it builds of them.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import tensorflow as tf
 
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
+from tpr_keras.models.babi.babi_answerer import DEFAULT_TOP_K, BabiAnswerer
+from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor
 from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer
 from tpr_keras.models.tf_serving_layout import (
     CLASSIFY_SIGNATURE_KEY,
@@ -44,25 +52,23 @@ from tpr_keras.models.tf_serving_layout import (
 
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"
-DEFAULT_TOP_K = 5
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"story": ["Mary moved to the bathroom.\nJohn went to the hallway."],
                  "question": ["Where is Mary?"]}
 
 
 class BabiServingModule(tf.Module):
-    """A Keras bAbI model (``{"story", "question"}`` ids -> logits) with string signatures.
+    """A :class:`BabiAnswerer` with string signatures.
 
-    The exporter of both bAbI families (TPR-RNN and MemN2N read the same ids).
+    The exporter of both bAbI families (TPR-RNN and MemN2N read the same ids). The
+    in-graph tokenizer takes the preprocessor's ``max_words`` and
+    ``max_story_sentences``; the backbone gives the logits.
 
     Args:
-        model: a Keras model taking ``{"story": int32[B, S, W], "question":
-            int32[B, W]}`` and returning logits ``[B, vocabulary_size]``, with a
-            ``max_words`` (W) attribute.
-        vocab_file: the vocabulary file (one token per line, line i = id i).
-        vocabulary_size: tokens in it.
-        max_story_sentences: keep the last N sentences of a story; None keeps all.
-        top_k: scored candidate answers returned.
+        answerer: the task model (checked by :func:`check_answerer`).
+        vocab_file: its preprocessor's vocabulary as a file (one token per line, line i =
+            id i): the SavedModel's asset.
+        top_k: scored candidate answers returned (at most the vocabulary's size).
 
     Attributes:
         serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates",
@@ -72,14 +78,15 @@ class BabiServingModule(tf.Module):
             "scores"}``.
     """
 
-    def __init__(self, model: Any, vocab_file: str, vocabulary_size: int,
-                 max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
+    def __init__(self, answerer: BabiAnswerer, vocab_file: str,
                  top_k: int = DEFAULT_TOP_K) -> None:
         super().__init__(name="babi_serving")
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
-        self.tokenizer = BabiTokenizer(vocab_file, model.max_words, max_story_sentences)
-        self.top_k = min(int(top_k), int(vocabulary_size))
+        preprocessor, model = answerer.preprocessor, answerer.backbone
+        self.tokenizer = BabiTokenizer(vocab_file, preprocessor.max_words,
+                                       preprocessor.max_story_sentences)
+        self.top_k = min(int(top_k), len(preprocessor.vocabulary))
         tokenizer, k = self.tokenizer, self.top_k
 
         def tokenize(story, question):
@@ -164,33 +171,46 @@ def check_model(model: Any, tokens: Sequence[str]) -> int:
     return int(max_words)
 
 
-def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
-                       max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
+def check_answerer(answerer: BabiAnswerer) -> list[str]:
+    """The vocabulary tokens of ``answerer``, after checking that its backbone and its
+    preprocessor fit each other.
+
+    Raises:
+        ValueError: a bad vocabulary (:func:`vocabulary_tokens`), a backbone without
+            ``max_words`` or of another ``vocabulary_size``, or a preprocessor whose
+            ``max_words`` is not the backbone's.
+    """
+    tokens = vocabulary_tokens(answerer.preprocessor.vocabulary)
+    max_words = check_model(answerer.backbone, tokens)
+    if answerer.preprocessor.max_words != max_words:
+        raise ValueError(f"the preprocessor has max_words {answerer.preprocessor.max_words} "
+                         f"but the model reads {max_words}")
+    return tokens
+
+
+def save_babi_servable(answerer: BabiAnswerer, path: str | os.PathLike,
                        top_k: int = DEFAULT_TOP_K) -> dict[str, Any]:
-    """Saves ``model`` with its vocabulary as a string-signature SavedModel at ``path``.
+    """Saves ``answerer`` as a string-signature SavedModel at ``path``.
 
     Args:
-        model: see :class:`BabiServingModule` (``tpr_keras.models.TPRRNN`` or ``MemN2N``).
-        vocabulary: a ``Vocabulary``, its tokens in id order, or its ``vocab.txt``.
+        answerer: the task model: its backbone (``tpr_keras.models.TPRRNN`` or
+            ``MemN2N``) and its preprocessor's vocabulary and truncation.
         path: the SavedModel folder.
-        max_story_sentences: keep the last N sentences of a story (the loader's
-            truncation, 70 by default; 130 for task 3); None keeps all.
         top_k: number of scored candidate answers returned.
 
     Returns:
         The description of the export (signatures, sizes) for ``export_info.json``.
 
     Raises:
-        ValueError: inconsistent model and vocabulary, or bad arguments.
+        ValueError: backbone and preprocessor that do not fit, or bad arguments.
     """
-    tokens = vocabulary_tokens(vocabulary)
-    max_words = check_model(model, tokens)
+    tokens = check_answerer(answerer)
+    model, preprocessor = answerer.backbone, answerer.preprocessor
     with tempfile.TemporaryDirectory() as vocab_dir:
         vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
         with open(vocab_file, "w", encoding="utf-8", newline="\n") as f:
             f.write("".join(t + "\n" for t in tokens))
-        module = BabiServingModule(model, vocab_file, len(tokens),
-                                   max_story_sentences=max_story_sentences, top_k=top_k)
+        module = BabiServingModule(answerer, vocab_file, top_k=top_k)
         tf.saved_model.save(
             module, os.fspath(path),
             signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
@@ -211,13 +231,41 @@ def save_babi_servable(model: Any, vocabulary: Any, path: str | os.PathLike,
                                      "outputs": {"classes": f"string[batch, {module.top_k}]",
                                                  "scores": f"float32[batch, {module.top_k}]"}},
         },
-        "max_words": int(max_words),
-        "max_story_sentences": max_story_sentences,
+        "max_words": preprocessor.max_words,
+        "max_story_sentences": preprocessor.max_story_sentences,
         "top_k": module.top_k,
         "vocabulary_size": len(tokens),
         "sentence_split": "newlines, and after every '.', '?', '!'",
         "model_class": type(model).__name__,
     }
+
+
+def export_babi_answerer(answerer: BabiAnswerer, export_dir: str | os.PathLike,
+                         model_name: str = "babi", *, version: int | None = None,
+                         top_k: int = DEFAULT_TOP_K) -> str:
+    """Exports ``answerer`` to ``<export_dir>/<model_name>/<version>/`` for TF Serving
+    (``BabiAnswerer.export`` calls this).
+
+    Args:
+        answerer: The task model.
+        export_dir: Base folder; the model goes to ``<export_dir>/<model_name>/<version>``.
+        model_name: The served model's name.
+        version: Version number; default: one more than the largest existing version.
+        top_k: Number of scored candidate answers returned.
+
+    Returns:
+        The version folder written.
+
+    Raises:
+        ValueError: Backbone and preprocessor that do not fit, or bad arguments.
+        FileExistsError: ``version`` is given and already exists.
+    """
+    check_answerer(answerer)  # fail before making any folder
+    if top_k < 1:
+        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    return export_version(export_dir, model_name, version,
+                          lambda tmp: save_babi_servable(answerer, tmp, top_k=top_k),
+                          WARMUP_INPUTS)
 
 
 def export_babi_model(
@@ -230,7 +278,9 @@ def export_babi_model(
     max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
     top_k: int = DEFAULT_TOP_K,
 ) -> str:
-    """Exports ``model`` to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
+    """Exports a bare ``model`` and its vocabulary to ``<export_dir>/<model_name>/<version>/``
+    for TF Serving, through their task model (``BabiAnswerer(model,
+    BabiPreprocessor(vocabulary, model.max_words, max_story_sentences))``).
 
     Args:
         model: A Keras model taking ``{"story": int32[B, S, W], "question": int32[B, W]}``
@@ -252,10 +302,7 @@ def export_babi_model(
         ValueError: Inconsistent model and vocabulary, or bad arguments.
         FileExistsError: ``version`` is given and already exists.
     """
-    check_model(model, vocabulary_tokens(vocabulary))  # fail before making any folder
-
-    def save(tmp: str) -> dict[str, Any]:
-        return save_babi_servable(model, vocabulary, tmp,
-                                  max_story_sentences=max_story_sentences, top_k=top_k)
-
-    return export_version(export_dir, model_name, version, save, WARMUP_INPUTS)
+    tokens = vocabulary_tokens(vocabulary)
+    preprocessor = BabiPreprocessor(tokens, check_model(model, tokens), max_story_sentences)
+    return export_babi_answerer(BabiAnswerer(model, preprocessor), export_dir, model_name,
+                                version=version, top_k=top_k)

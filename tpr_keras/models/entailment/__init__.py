@@ -7,7 +7,9 @@
   training recipe is :mod:`tpr_keras.training.recipes.entailment`'s);
 * :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
   specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
-* :func:`export_entailment_model`: the string-pair SavedModel in TF Serving's layout;
+* :func:`export_entailment_classifier` (``EntailmentClassifier.export``): the
+  string-pair SavedModel in TF Serving's layout; :func:`export_entailment_model`: the
+  same for a bare model, through its task model;
 * :class:`EntailmentClassifier`: the task model, formulas in and entailment
   probabilities out (``.from_preset("tpru32_entailment").predict(premises,
   hypotheses)``), with its NumPy :class:`EntailmentPreprocessor`.
@@ -40,6 +42,7 @@ from tpr_keras.models.entailment.entailment_sizes import (  # noqa: F401
 # so the models load on a machine with Keras and JAX alone.
 _TENSORFLOW_EXPORTS = {
     "EntailmentServingModule": "entailment_exporter",
+    "export_entailment_classifier": "entailment_exporter",
     "export_entailment_model": "entailment_exporter",
     "save_entailment_servable": "entailment_exporter",
     "EntailmentTokenizer": "entailment_tokenizer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,8 +19,9 @@ class EntailmentClassifier(TaskModel):
     ``BiDAFEntailmentModel``) and its :class:`EntailmentPreprocessor`
     (``.preprocessor``, also ``.tokenizer``; its docstring gives the formula syntax:
     variables ``a``-``z``, ``~(p)``, and ``(p&q)``, ``(p|q)``, ``(p>q)``). It answers
-    as the family's SavedModel export does (``serving_default`` of
-    ``tpr_keras.models.entailment.save_entailment_servable``).
+    as the SavedModel that :meth:`export` writes from it (its ``serving_default``). A
+    model fresh from training is one in memory:
+    ``EntailmentClassifier(model, EntailmentPreprocessor())``.
 
     Args:
         backbone: The trained entailment model (``{"a", "b"}`` ids -> one logit).
@@ -33,6 +35,7 @@ class EntailmentClassifier(TaskModel):
     """
 
     task = "entailment"
+    exporter = "tpr_keras.models.entailment.entailment_exporter:export_entailment_classifier"
     preprocessor_class = EntailmentPreprocessor
 
     def predict(self, premises: str | Sequence[str], hypotheses: str | Sequence[str],
@@ -77,3 +80,24 @@ class EntailmentClassifier(TaskModel):
                    for p, h in zip(premises, hypotheses)]
         return {"probability": probability, "entails": probability > 0.5,
                 "unknown_characters": np.asarray(unknown, np.int32)}
+
+    def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
+               version: int | None = None) -> str:
+        """Writes the classifier to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
+
+        The SavedModel (:mod:`tpr_keras.models.entailment.entailment_exporter`:
+        ``serving_default``, ``classify``) reads the backbone and the preprocessor's
+        character vocabulary, so it answers as :meth:`predict` does. Needs TensorFlow.
+
+        Args:
+            export_dir: Base folder of the export.
+            model_name: The served model's name (default: :attr:`served_name`).
+            version: Version number; default: one more than the largest existing one.
+
+        Returns:
+            The version folder written.
+
+        Raises:
+            FileExistsError: ``version`` is given and already exists.
+        """
+        return super().export(export_dir, model_name, version=version)

@@ -1,4 +1,7 @@
-"""The entailment exporter: a trained model as a string-pair SavedModel for TF Serving.
+"""The entailment exporter: an :class:`EntailmentClassifier` as a string-pair SavedModel.
+
+It reads the task model's backbone and its preprocessor's character vocabulary, so the
+served model and ``EntailmentClassifier.predict`` are built from one object.
 
 Signature ``serving_default``: ``premise`` and ``hypothesis`` (``tf.string[batch]``,
 formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
@@ -6,10 +9,13 @@ formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
 hypothesis). Signature ``classify``, for TF Serving's Classify API: serialized
 ``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``, one string each)
 -> ``classes`` (``["entails", "does not entail"]`` for every example, in that order) and
-``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph (:class:`EntailmentTokenizer`, the same
-ids as ``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other
-unknown character maps to ``<unk>``, never an error. :func:`export_entailment_model`
-puts the SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`).
+``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph
+(:class:`EntailmentTokenizer`, the same ids as ``tpr_keras.data.entailment.tokenize``):
+whitespace is ignored and any other unknown character maps to ``<unk>``, never an error.
+:func:`export_entailment_classifier` (what ``EntailmentClassifier.export`` calls) puts the
+SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`);
+:func:`export_entailment_model` does the same for a bare Keras model, through its task
+model.
 """
 
 import os
@@ -18,6 +24,8 @@ import tempfile
 import tensorflow as tf
 
 from tpr_keras.data.entailment import save_vocabulary
+from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
+from tpr_keras.models.entailment.entailment_preprocessor import EntailmentPreprocessor
 from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer
 from tpr_keras.models.tf_serving_layout import (
     CLASSIFY_SIGNATURE_KEY,
@@ -33,20 +41,21 @@ CLASSES = ("entails", "does not entail")
 
 
 class EntailmentServingModule(tf.Module):
-    """String-pair wrapper of a trained entailment model (``{"a", "b"}`` ids -> logit).
+    """String-pair wrapper of an :class:`EntailmentClassifier`.
 
     Like the other exporters, the Keras model is only closed over; the module tracks the
     variables its traced function reads, so TF1 loading (TF Serving's path) works.
 
     Args:
-        model: a ``PlainEntailmentModel`` or ``BiDAFEntailmentModel``.
-        vocab_file: the character vocabulary file (becomes an asset).
+        classifier: the task model (its backbone: a ``PlainEntailmentModel`` or
+            ``BiDAFEntailmentModel``, ``{"a", "b"}`` ids -> logit).
+        vocab_file: its preprocessor's character vocabulary as a file (becomes an asset).
     """
 
-    def __init__(self, model, vocab_file):
+    def __init__(self, classifier, vocab_file):
         super().__init__(name="entailment_serving")
         self.tokenizer = EntailmentTokenizer(vocab_file)
-        tokenizer = self.tokenizer
+        tokenizer, model = self.tokenizer, classifier.backbone
 
         def serve(premise, hypothesis):
             logits = model({"a": tokenizer(premise), "b": tokenizer(hypothesis)},
@@ -71,17 +80,18 @@ class EntailmentServingModule(tf.Module):
         self.captured_variables = list(self.serve.get_concrete_function().variables)
 
 
-def save_entailment_servable(model, path):
-    """Saves ``model`` as a string-pair SavedModel at ``path``; returns its description
-    (for ``export_info.json``)."""
+def save_entailment_servable(classifier, path):
+    """Saves ``classifier`` (an :class:`EntailmentClassifier`) as a string-pair SavedModel
+    at ``path``; returns its description (for ``export_info.json``)."""
     with tempfile.TemporaryDirectory() as vocab_dir:
         vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
-        save_vocabulary(vocab_file)
-        module = EntailmentServingModule(model, vocab_file)
+        save_vocabulary(vocab_file, classifier.preprocessor.vocabulary)
+        module = EntailmentServingModule(classifier, vocab_file)
         tf.saved_model.save(module, os.fspath(path), signatures={
             SIGNATURE_KEY: module.serve.get_concrete_function(),
             CLASSIFY_SIGNATURE_KEY: module.classify.get_concrete_function()})
-    return {"format": "tpr-keras/entailment-serving/1", "model_class": type(model).__name__,
+    return {"format": "tpr-keras/entailment-serving/1",
+            "model_class": type(classifier.backbone).__name__,
             "signatures": {SIGNATURE_KEY: {
                 "inputs": {"premise": "string[batch]", "hypothesis": "string[batch]"},
                 "outputs": {"entails": "bool[batch]", "probability": "float32[batch]"}},
@@ -91,8 +101,10 @@ def save_entailment_servable(model, path):
                     "outputs": {"classes": "string[batch, 2]", "scores": "float32[batch, 2]"}}}}
 
 
-def export_entailment_model(model, export_dir, model_name="entailment", version=None):
-    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it.
+def export_entailment_classifier(classifier, export_dir, model_name="entailment", *,
+                                 version=None):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout) of
+    ``classifier``; returns it (``EntailmentClassifier.export`` calls this).
 
     ``version`` defaults to one more than the largest existing version.
 
@@ -100,4 +112,18 @@ def export_entailment_model(model, export_dir, model_name="entailment", version=
         FileExistsError: ``version`` is given and already exists.
     """
     return export_version(export_dir, model_name, version,
-                          lambda tmp: save_entailment_servable(model, tmp), WARMUP_INPUTS)
+                          lambda tmp: save_entailment_servable(classifier, tmp), WARMUP_INPUTS)
+
+
+def export_entailment_model(model, export_dir, model_name="entailment", version=None):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout) of a bare
+    entailment model, through its task model (``EntailmentClassifier(model,
+    EntailmentPreprocessor())``); returns it.
+
+    ``version`` defaults to one more than the largest existing version.
+
+    Raises:
+        FileExistsError: ``version`` is given and already exists.
+    """
+    return export_entailment_classifier(EntailmentClassifier(model, EntailmentPreprocessor()),
+                                        export_dir, model_name, version=version)

@@ -27,11 +27,17 @@ class EntailmentPreprocessor:
     character reads as ``<unk>`` (counted by :meth:`unknown_characters`): ``P``, ``->``
     and ``∧`` are not this syntax.
 
+    Attributes:
+        vocabulary: The character vocabulary it encodes with (fixed: the data's
+            ``VOCABULARY``, token i = id i); the exporter's in-graph tokenizer reads it.
+
     Example:
     >>> preprocessor = EntailmentPreprocessor.from_preset("tpru32_entailment")
     >>> preprocessor(["(a & b)", "~(a)"]).tolist()
     [[6, 8, 3, 9, 7], [2, 6, 8, 7, 0]]
     """
+
+    vocabulary = VOCABULARY
 
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | Any) -> EntailmentPreprocessor:

@@ -9,7 +9,9 @@ preprocessor, exporter.
   :mod:`tpr_keras.training.recipes.tp_transformer`'s);
 * :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
   the data's Python one (``CharVocabulary.encode_question``);
-* :func:`export_math_model`: the string-in/string-out SavedModel in TF Serving's layout;
+* :func:`export_math_answerer` (``MathAnswerer.export``): the string-in/string-out
+  SavedModel in TF Serving's layout; :func:`export_math_model`: the same for a bare model
+  and its vocabulary, through their task model;
 * :class:`MathAnswerer`: the task model, questions in and greedy answers out
   (``.from_preset("tp_transformer_math_focus").generate(questions)``), with its NumPy
   :class:`MathPreprocessor`.
@@ -45,6 +47,7 @@ from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noq
 _TENSORFLOW_EXPORTS = {
     "BEAM_SIGNATURE_KEY": "tp_transformer_exporter",
     "MathServingModule": "tp_transformer_exporter",
+    "export_math_answerer": "tp_transformer_exporter",
     "export_math_model": "tp_transformer_exporter",
     "save_math_servable": "tp_transformer_exporter",
     "MathTokenizer": "tp_transformer_tokenizer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,8 +22,9 @@ class MathAnswerer(TaskModel):
     Holds the Keras model (``.backbone``, a ``TPTransformer``) and its
     :class:`MathPreprocessor` (``.preprocessor``, also ``.tokenizer``). It decodes
     greedily with the model's own ``greedy_decode`` (key/value cache, whole batch at
-    once), as the family's SavedModel export (``serving_default`` of
-    ``tpr_keras.models.tp_transformer.save_math_servable``) does.
+    once), as the SavedModel that :meth:`export` writes from it (its
+    ``serving_default``) does. A model fresh from training is one in memory:
+    ``MathAnswerer(model, MathPreprocessor(vocabulary))``.
 
     Args:
         backbone: The trained ``TPTransformer``.
@@ -35,6 +37,7 @@ class MathAnswerer(TaskModel):
     """
 
     task = "math"
+    exporter = "tpr_keras.models.tp_transformer.tp_transformer_exporter:export_math_answerer"
     preprocessor_class = MathPreprocessor
 
     def predict(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
@@ -79,3 +82,25 @@ class MathAnswerer(TaskModel):
                  batch_size: int = 64) -> list[str]:
         """The greedy answer to each question (see :meth:`predict`)."""
         return self.predict(questions, max_length, batch_size)["answer"].tolist()
+
+    def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
+               version: int | None = None, beam_size: int = 4) -> str:
+        """Writes the answerer to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
+
+        The SavedModel (:mod:`tpr_keras.models.tp_transformer.tp_transformer_exporter`:
+        ``serving_default``, greedy as :meth:`predict`, and ``beam``) reads the backbone
+        and the preprocessor's vocabulary and question length. Needs TensorFlow.
+
+        Args:
+            export_dir: Base folder of the export.
+            model_name: The served model's name (default: :attr:`served_name`).
+            version: Version number; default: one more than the largest existing one.
+            beam_size: Hypotheses of the ``beam`` signature.
+
+        Returns:
+            The version folder written.
+
+        Raises:
+            FileExistsError: ``version`` is given and already exists.
+        """
+        return super().export(export_dir, model_name, version=version, beam_size=beam_size)

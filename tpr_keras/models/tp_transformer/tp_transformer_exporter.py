@@ -1,4 +1,7 @@
-"""The TP-Transformer exporter: a trained model as a string-in/string-out SavedModel.
+"""The TP-Transformer exporter: a :class:`MathAnswerer` as a string-in/string-out SavedModel.
+
+It reads the task model's backbone and its preprocessor's vocabulary and question length,
+so the served model and ``MathAnswerer.predict`` are built from one object.
 
 Signature ``serving_default``: ``question`` (``tf.string[batch]``) -> ``answer``
 (``tf.string[batch]``, greedy-decoded in-graph with the key/value cache inside one
@@ -6,15 +9,20 @@ Signature ``serving_default``: ``question`` (``tf.string[batch]``) -> ``answer``
 decoded answer). ``beam`` does the same with beam search. Characters are encoded and
 decoded in the graph (:class:`MathTokenizer`, the ids of
 ``CharVocabulary.encode_question``): unknown characters map to ``<unk>``, questions are
-cut at 160 characters, answers at 30. :func:`export_math_model` puts the SavedModel into
+cut at the preprocessor's ``max_length`` (160 characters), answers at 30.
+:func:`export_math_answerer` (what ``MathAnswerer.export`` calls) puts the SavedModel into
 TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`) with a warm-up request,
-so that the first real request does not pay for building the decoding loop's kernels.
+so that the first real request does not pay for building the decoding loop's kernels;
+:func:`export_math_model` does the same for a bare model and its vocabulary, through
+their task model.
 """
 
 import tensorflow as tf
 
-from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH
+from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH
 from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
+from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer
+from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer
 
 BEAM_SIGNATURE_KEY = "beam"
@@ -23,32 +31,35 @@ WARMUP_INPUTS = {"question": ["What is the tens digit of 2934?"]}
 
 
 class MathServingModule(tf.Module):
-    """String-in/string-out wrapper of a trained :class:`TPTransformer`.
+    """String-in/string-out wrapper of a :class:`MathAnswerer`.
 
     The Keras model is only closed over, never tracked: the module tracks the
     variables its traced functions read, so the TF1 loader (TF Serving's path)
     restores exactly the variables the graph uses.
 
     Args:
-        model: a :class:`TPTransformer`.
-        vocab: its :class:`~tpr_keras.data.mathematics.CharVocabulary`.
+        answerer: the task model: its backbone (a :class:`TPTransformer`) and its
+            preprocessor's :class:`~tpr_keras.data.mathematics.CharVocabulary` and
+            ``max_length``.
         beam_size: hypotheses of the ``beam`` signature.
     """
 
-    def __init__(self, model, vocab, beam_size=4):
+    def __init__(self, answerer, beam_size=4):
         super().__init__(name="math_serving")
-        self.chars = MathTokenizer(vocab)
+        model, preprocessor = answerer.backbone, answerer.preprocessor
+        self.chars = MathTokenizer(preprocessor.vocabulary)
         self.beam_size = int(beam_size)
         chars, beam_size, max_length = self.chars, self.beam_size, MAX_ANSWER_LENGTH + 1
+        question_length = preprocessor.max_length
         spec = [tf.TensorSpec([None], tf.string, name="question")]
 
         def serve(question):
-            ids = chars.encode(question, MAX_QUESTION_LENGTH)
+            ids = chars.encode(question, question_length)
             out, log_prob = model.greedy_decode(ids, max_length=max_length)
             return {"answer": chars.decode(out), "log_prob": log_prob}
 
         def beam(question):
-            ids = chars.encode(question, MAX_QUESTION_LENGTH)
+            ids = chars.encode(question, question_length)
             out, log_prob = model.beam_search(ids, beam_size, max_length)
             return {"answer": chars.decode(out), "log_prob": log_prob}
 
@@ -60,20 +71,25 @@ class MathServingModule(tf.Module):
         self.captured_variables = list(captured.values())
 
 
-def save_math_servable(model, vocab, path, beam_size=4):
-    """Saves ``model`` as a string-in/string-out SavedModel at ``path``; returns its
-    description (for ``export_info.json``)."""
-    module = MathServingModule(model, vocab, beam_size)
+def save_math_servable(answerer, path, beam_size=4):
+    """Saves ``answerer`` (a :class:`MathAnswerer`) as a string-in/string-out SavedModel at
+    ``path``; returns its description (for ``export_info.json``)."""
+    module = MathServingModule(answerer, beam_size)
     tf.saved_model.save(module, str(path), signatures={
         SIGNATURE_KEY: module.serve.get_concrete_function(),
         BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
-    return {"format": "tpr-keras/math-serving/1", "model_class": type(model).__name__,
-            "vocabulary_size": len(vocab), "max_question_length": MAX_QUESTION_LENGTH,
+    preprocessor = answerer.preprocessor
+    return {"format": "tpr-keras/math-serving/1",
+            "model_class": type(answerer.backbone).__name__,
+            "vocabulary_size": len(preprocessor.vocabulary),
+            "max_question_length": preprocessor.max_length,
             "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}
 
 
-def export_math_model(model, vocab, export_dir, model_name="math", version=None, beam_size=4):
-    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout); returns it.
+def export_math_answerer(answerer, export_dir, model_name="math", *, version=None,
+                         beam_size=4):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout) of ``answerer``;
+    returns it (``MathAnswerer.export`` calls this).
 
     ``version`` defaults to one more than the largest existing version.
 
@@ -81,5 +97,19 @@ def export_math_model(model, vocab, export_dir, model_name="math", version=None,
         FileExistsError: ``version`` is given and already exists.
     """
     return export_version(export_dir, model_name, version,
-                          lambda tmp: save_math_servable(model, vocab, tmp, beam_size),
+                          lambda tmp: save_math_servable(answerer, tmp, beam_size),
                           WARMUP_INPUTS)
+
+
+def export_math_model(model, vocab, export_dir, model_name="math", version=None, beam_size=4):
+    """Writes ``<export_dir>/<model_name>/<version>/`` (TF Serving layout) of a bare
+    TP-Transformer and its ``CharVocabulary``, through their task model
+    (``MathAnswerer(model, MathPreprocessor(vocab))``); returns it.
+
+    ``version`` defaults to one more than the largest existing version.
+
+    Raises:
+        FileExistsError: ``version`` is given and already exists.
+    """
+    return export_math_answerer(MathAnswerer(model, MathPreprocessor(vocab)), export_dir,
+                                model_name, version=version, beam_size=beam_size)
