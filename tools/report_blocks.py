@@ -15,7 +15,7 @@ import sys
 import types
 
 from experiments import entailment_table1
-from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1
+from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1, memn2n_joint
 from tpr_keras.analysis import modules
 from tpr_keras.presets import TRAINED_PRESET_NAMES
 
@@ -429,6 +429,7 @@ BLOCKS = {
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{model}": babi_table1_block(model) for model in ("tpr_rnn", "memn2n")},
     "babi-recipes": babi_recipes.markdown,
+    "babi-memn2n-joint": memn2n_joint.markdown,
     "entailment-table1": entailment_table1_block,
     "entailment-curves": entailment_curves_block,
     "entailment-default": entailment_default_block,

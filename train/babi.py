@@ -30,7 +30,8 @@ flags.DEFINE_string("data_dir", None, "Folder holding en-10k/ (or the qa*.txt fi
 flags.DEFINE_bool("download", True, "Download the official archive if no local copy is found.")
 flags.DEFINE_enum("setting", "10k", ["10k", "1k"], "Training-set size per task.")
 flags.DEFINE_integer("max_story_sentences", None,
-                     "Keep the last N sentences of a story (default 70; 130 for task 3).")
+                     "Keep the last N sentences of a story (default 70; 130 for task 3; "
+                     "MemN2N joint_paper 50, what its memory holds).")
 flags.DEFINE_string("model_dir", "runs/babi", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
 flags.DEFINE_string("model_name", "babi", "Served model name: the SavedModel goes to "
@@ -39,10 +40,11 @@ flags.DEFINE_enum("model", "tpr_rnn", ["tpr_rnn", "memn2n"],
                   "TPR-RNN (Schlag & Schmidhuber 2018) or the MemN2N baseline "
                   "(Sukhbaatar et al. 2015).")
 flags.DEFINE_enum("preset", None, ["single_task", "all_tasks", "all_tasks_code",
-                                   "all_tasks_authors"],
+                                   "all_tasks_authors", "joint_paper"],
                   "Paper size of the untrained model (TPRRNN.paper_sizes / MemN2N.paper_sizes;"
                   " default: single_task, or all_tasks for --task all). Not a trained preset: "
-                  "--list_presets names those.")
+                  "--list_presets names those. MemN2N joint_paper: the authors' joint "
+                  "protocol, recipe included (docs/training.md).")
 flags.DEFINE_integer("symbol_dim", None, "Width of V_Symbol (default: vocabulary size).")
 flags.DEFINE_integer("hidden_dim", None, "Hidden width of the MLPs.")
 flags.DEFINE_integer("entity_dim", None, "Width of V_Entity.")
@@ -56,16 +58,22 @@ flags.DEFINE_enum("implementation", "parallel", ["parallel", "recurrent"],
 flags.DEFINE_integer("hops", 3, "MemN2N: memory hops K.")
 flags.DEFINE_integer("embedding_dim", None, "MemN2N: d (default 20 single-task, 50 joint).")
 flags.DEFINE_integer("memory_size", 50, "MemN2N: memory slots (the last N sentences).")
-flags.DEFINE_enum("sentence_encoding", "position", ["position", "position_code", "bag_of_words"],
-                  "MemN2N: the paper's PE, the authors' coded PE, or bag of words.")
+flags.DEFINE_enum("sentence_encoding", None, ["position", "position_code", "bag_of_words"],
+                  "MemN2N: the paper's PE, the authors' coded PE, or bag of words (default: "
+                  "the preset's; position, joint_paper position_code).")
 flags.DEFINE_enum("weight_tying", "adjacent", ["adjacent", "layer_wise"], "MemN2N tying.")
 flags.DEFINE_bool("temporal_encoding", True, "MemN2N: T_A / T_C time embeddings.")
 flags.DEFINE_float("random_noise", 0.1, "MemN2N: up to this fraction of empty memories "
                    "inserted at training time (RN); 0 disables.")
 flags.DEFINE_bool("linear_start", True, "MemN2N: start without the hop softmax (LS) until "
-                  "the validation loss stops falling.")
-flags.DEFINE_bool("mask_empty_memories", True, "MemN2N: keep empty slots out of the softmax "
-                  "(the original code gave them logit 0).")
+                  "the validation loss stops falling (or for --linear_start_epochs).")
+flags.DEFINE_integer("linear_start_epochs", None, "MemN2N: LS lasts exactly N epochs, then "
+                     "the lr schedule restarts from its first epoch (the authors' joint "
+                     "code: 30). Default: the recipe's (joint_paper 30; else until the "
+                     "validation loss stops falling).")
+flags.DEFINE_bool("mask_empty_memories", None, "MemN2N: keep empty slots out of the softmax "
+                  "(the original code gave them logit 0). Default: the preset's (on; "
+                  "joint_paper off).")
 flags.DEFINE_enum("optimizer", None, ["nadam", "nesterov_adam", "adam", "sgd"],
                   "Default nadam (TPR-RNN; Keras Nadam after Dozat, as in the paper) or "
                   "sgd (MemN2N). nesterov_adam: the TPR-RNN reference code's TF1 Nadam.")
@@ -84,7 +92,8 @@ flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
 flags.DEFINE_float("halve_lr_below", None, "Halve the lr once when the valid loss drops below "
                    "this (TPR-RNN default 0.1; MemN2N default never).")
 flags.DEFINE_integer("epochs", None, "Maximum epochs (default: the recipe's; TPR-RNN 200 "
-                     "with early stopping, MemN2N 100 on one task and 20 jointly, §4.2).")
+                     "with early stopping, MemN2N 100 on one task and 20 jointly, §4.2; "
+                     "joint_paper 50: 30 of linear start, then 20).")
 flags.DEFINE_integer("steps", None, "Maximum optimizer steps (overrides --epochs).")
 flags.DEFINE_integer("patience", 20, "Early stopping: validations without improvement "
                      "(a lower valid error, or an equal one with a valid loss lower by more "
@@ -102,8 +111,9 @@ flags.DEFINE_bool("benchmark_step", False, "After training, also time the compil
 flags.DEFINE_float("benchmark_seconds", 10.0, "Duration of --benchmark_step.")
 flags.DEFINE_float("target_valid_error", None,
                    "Also stop once the validation error (%) is at or below this.")
-flags.DEFINE_integer("bucket_width", 10,
-                     "Batch stories of similar length (buckets of N sentences); 0 = off.")
+flags.DEFINE_integer("bucket_width", None,
+                     "Batch stories of similar length (buckets of N sentences); 0 = off. "
+                     "Default 10 (MemN2N joint_paper: 0, uniform batches as the authors').")
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 
 #: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
@@ -115,7 +125,8 @@ HELP_GROUPS = [
                "operations", "inference_steps", "implementation"]),
     ("MemN2N (--model memn2n)", ["hops", "embedding_dim", "memory_size",
                                  "sentence_encoding", "weight_tying", "temporal_encoding",
-                                 "random_noise", "linear_start", "mask_empty_memories"]),
+                                 "random_noise", "linear_start", "linear_start_epochs",
+                                 "mask_empty_memories"]),
     ("Optimisation", ["optimizer", "batch_size", "learning_rate", "beta_1", "beta_2",
                       "clip_norm", "warmup_steps", "warmup_factor", "halve_lr_below",
                       "decay_every_epochs", "seed"]),

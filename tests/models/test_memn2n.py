@@ -51,7 +51,11 @@ def test_paper_sizes_and_output_shape():
     assert model.weight_tying == "adjacent" and model.sentence_encoding == "position"
     assert model(batch()).shape == (3, 20)
     assert MemN2N.from_paper_size("all_tasks", vocabulary_size=20, max_words=6).embedding_dim == 50
-    assert set(PAPER_SIZES) == {"single_task", "all_tasks"}
+    assert set(PAPER_SIZES) == {"single_task", "all_tasks", "joint_paper"}
+    # the authors' code as it ran: d = 50, their coded PE, empty slots in the softmax
+    code = MemN2N.from_paper_size("joint_paper", vocabulary_size=20, max_words=6)
+    assert (code.embedding_dim, code.sentence_encoding, code.mask_empty_memories) == (
+        50, "position_code", False)
     with pytest.raises(ValueError, match="Unknown paper size"):
         MemN2N.from_paper_size("huge", vocabulary_size=20, max_words=6)
 

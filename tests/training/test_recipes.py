@@ -34,6 +34,21 @@ def test_memn2n_recipe_is_section_4_2_on_a_mean_loss():
     assert single["clip_norm"] * single["batch_size"] == pytest.approx(40.0)
 
 
+def test_memn2n_joint_paper_recipe_is_the_authors_joint_protocol():
+    joint = recipe("memn2n", "joint_paper")
+    # config_babi_joint.m: LS 30 epochs at 0.01/2, whose rate the main phase keeps; batch 32,
+    # max_grad_norm 40 on a summed loss (size_average = false); §4.2's 10k schedule: 20
+    # epochs halved every 5 (MATLAB: at the start of epoch 5, 10, ...).
+    assert {k: joint[k] for k in (
+        "optimizer", "learning_rate", "batch_size", "clip_norm", "loss_reduction",
+        "matrix_norm", "linear_start_epochs", "linear_start_lr_factor",
+        "decay_every_epochs", "decay_offset_epochs", "epochs", "keep_best")} == {
+        "optimizer": "sgd", "learning_rate": 0.005, "batch_size": 32, "clip_norm": 40.0,
+        "loss_reduction": "sum", "matrix_norm": "spectral", "linear_start_epochs": 30,
+        "linear_start_lr_factor": 1.0, "decay_every_epochs": 5, "decay_offset_epochs": 1,
+        "epochs": 30 + 20, "keep_best": False}
+
+
 def test_entailment_sizes_all_train_with_section_5_1():
     for name in ("plain_tpru", "plain_lstm", "plain_gru", "bidaf_tpru", "bidaf_lstm",
                  "bidaf_gru"):

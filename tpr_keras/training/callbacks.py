@@ -134,20 +134,45 @@ class StepCheckpoints(Callback):
 
 
 class LinearStart(Callback):
-    """MemN2N §4.2: "when the validation loss stopped decreasing, the softmax layers were
-    re-inserted" (and the lr goes from 0.005 to 0.01, paper scale). The switch is a model
-    variable and the lr factor a trainer variable, so both are checkpointed; the previous
-    validation loss is read from the trainer's history, which a resumed run reloads."""
+    """MemN2N §4.2's linear start: the hops train without their softmax, then it returns.
+
+    Without ``epochs``: "when the validation loss stopped decreasing, the softmax layers
+    were re-inserted" (and the lr goes from 0.005 to 0.01, paper scale): checked after
+    every validation, from the trainer's history, which a resumed run reloads. With
+    ``epochs``: the authors' code (``train_linear_start.m``), whose linear start lasts a
+    fixed ``epochs`` epochs (30 in their joint config): the softmax returns at the start
+    of epoch ``epochs + 1``, whatever the validation loss did, so a resumed or
+    time-budgeted epoch cannot end it early. Either way the lr factor becomes
+    ``lr_factor_after``. The switch is a model variable and the lr factor a trainer
+    variable, so both are checkpointed.
+
+    Args:
+        epochs: the linear start's length in epochs; None: until the validation loss
+            stops falling.
+        lr_factor_after: the trainer's lr factor once the softmax is back.
+    """
+
+    def __init__(self, epochs=None, lr_factor_after=1.0):
+        super().__init__()
+        self.epochs = epochs
+        self.lr_factor_after = lr_factor_after
+
+    def _end(self, why):
+        self.model.set_linear_start(False)
+        self.trainer.set_lr_factor(self.lr_factor_after)
+        print(f"{why}: linear start ends, the hop softmax is back.")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self.epochs is not None and epoch >= self.epochs and self.model.linear_start:
+            self._end(f"Epoch {epoch + 1} follows the {self.epochs} of linear start")
 
     def on_epoch_end(self, epoch, logs=None):
         model, history = self.model, self.trainer.history
-        if not model.linear_start or "val_loss" not in logs or len(history) < 2:
+        if (self.epochs is not None or not model.linear_start or "val_loss" not in logs
+                or len(history) < 2):
             return
         if logs["val_loss"] >= history[-2]["valid_loss"]:
-            model.set_linear_start(False)
-            self.trainer.set_lr_factor(1.0)
-            print(f"Validation loss stopped falling at epoch {epoch + 1}: "
-                  "linear start ends, the hop softmax is back.")
+            self._end(f"Validation loss stopped falling at epoch {epoch + 1}")
 
 
 def default_callbacks(config):

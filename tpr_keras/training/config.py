@@ -17,6 +17,16 @@ class TrainConfig:
             ``fit`` returns with the best weights. A later ``fit`` (the same
             command again) resumes with a fresh budget.
         clip_norm: global-norm gradient clipping; ``None`` disables it.
+        loss_reduction: ``"mean"``: the step follows the gradient of the batch's mean
+            loss; ``"sum"``: of its summed loss (MemN2N §4.2: "cost is not averaged
+            over a batch"). The logged loss is the mean either way.
+        clip_per_matrix: divide each weight matrix's gradient by a scalar so that its
+            norm is at most this (MemN2N §4.2: 40; after ``loss_reduction``, before the
+            optimizer). A model's ``weight_matrices()``, where it has one, says which
+            variables form one matrix; ``None`` disables it.
+        matrix_norm: the norm of ``clip_per_matrix``: ``"frobenius"`` or
+            ``"spectral"`` (the MemN2N authors' MATLAB ``norm``), see
+            :func:`~tpr_keras.training.clipping.matrix_norm`.
         warmup_steps: steps trained at ``learning_rate * warmup_factor``.
         warmup_factor: learning-rate factor during warm-up.
         reinit_on_nan: re-initialise everything when warm-up hits a NaN.
@@ -27,6 +37,12 @@ class TrainConfig:
             every this many epochs (MemN2N: halve every 25; TPRU: /10 every
             30); ``None`` disables it.
         decay_factor: the factor of that step decay.
+        decay_offset_epochs: epochs added to the count of that decay: 1 halves at the
+            start of epochs N, 2N, ... (1-based), as the MemN2N authors' MATLAB loop
+            does; 0 after N, 2N, ... whole epochs.
+        schedule_start_epoch: epochs trained at the base rate before the decay starts
+            counting; the step decay restarts there (MemN2N's fixed-length linear start,
+            see :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`).
         patience: early stopping after this many validations without
             improvement; ``None`` trains for all epochs.
         min_delta_loss: at an equal validation error, the validation loss must
@@ -39,6 +55,8 @@ class TrainConfig:
             applies throughout).
         target_error: also stop once the validation error (%) is at or
             below this value.
+        keep_best: at the end, restore the weights of the best validation; False
+            keeps the last weights (the MemN2N authors test their final model).
         checkpoint_every_steps: also checkpoint inside an epoch this often.
         log_every_steps: TensorBoard logging interval.
         verbose: 0 silent, 1 progress bar, 2 plain lines (log files): one per
@@ -76,6 +94,9 @@ class TrainConfig:
     max_steps: int | None = None
     max_train_seconds: float | None = None
     clip_norm: float | None = 5.0
+    loss_reduction: str = "mean"
+    clip_per_matrix: float | None = None
+    matrix_norm: str = "frobenius"
     warmup_steps: int = 50
     warmup_factor: float = 0.1
     reinit_on_nan: bool = True
@@ -83,10 +104,13 @@ class TrainConfig:
     halve_lr_below: float | None = 0.1
     decay_every_epochs: int | None = None
     decay_factor: float = 0.5
+    decay_offset_epochs: int = 0
+    schedule_start_epoch: int = 0
     patience: int | None = 20
     min_delta_loss: float = 1e-3
     patience_at_zero: int | None = None
     target_error: float | None = None
+    keep_best: bool = True
     checkpoint_every_steps: int | None = None
     log_every_steps: int = 10
     verbose: int = 1
@@ -95,3 +119,8 @@ class TrainConfig:
     loss_scale: bool | None = None
     loss_scale_period: int = 2000
     steps_per_execution: int = 1
+
+    def __post_init__(self):
+        if self.loss_reduction not in ("mean", "sum"):
+            raise ValueError(f"loss_reduction must be 'mean' or 'sum'; got "
+                             f"{self.loss_reduction!r}.")

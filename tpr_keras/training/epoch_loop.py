@@ -191,7 +191,7 @@ class EpochLoop(LoopState):
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
             )
-        if valid_dataset is not None:
+        if valid_dataset is not None and cfg.keep_best:
             self.restore_best()
         return history
 

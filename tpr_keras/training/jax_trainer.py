@@ -140,6 +140,8 @@ class JaxTrainer(EpochLoop):
 
         clip = self.config.clip_norm
         period = self.config.loss_scale_period
+        summed = self.config.loss_reduction == "sum"
+        clip_matrices = self.matrix_clipping()
         optimizer = self.optimizer
         lr_index = self._lr_index
 
@@ -163,14 +165,17 @@ class JaxTrainer(EpochLoop):
                                               labels)
             correct_sum, count, new_non_trainable = aux[:3]
             total = jnp.maximum(count, 1.0)
-            divisor = total * scale if scaling else total  # the mean, unscaled
-            grads = [g / divisor.astype(g.dtype) for g in grads]
+            divisor = 1.0 if summed else total  # the mean's or the sum's gradient
+            divisor = divisor * scale if scaling else divisor  # unscaled
+            grads = [g / jnp.asarray(divisor, g.dtype) for g in grads]
             norm = jnp.sqrt(sum(jnp.sum(jnp.square(g.astype("float32"))) for g in grads))
             loss = loss_sum / total
             finite = jnp.isfinite(loss) & jnp.isfinite(norm)
             if clip:  # tf.clip_by_global_norm: t * clip / max(norm, clip)
                 factor = clip / jnp.maximum(norm, clip)
                 grads = [g * factor.astype(g.dtype) for g in grads]
+            if clip_matrices:
+                grads = clip_matrices(grads)
             new_trainable, new_optimizer = optimizer.stateless_apply(
                 optimizer_values, grads, trainable)
 

@@ -9,7 +9,9 @@ loop does, and it behaves identically under the default strategy,
   number of examples in the global batch (partial last batches included), so a
   step on N replicas equals a step on one device with the same global batch.
 * Gradients are clipped by the global norm of the *all-reduced* gradient (Keras'
-  ``global_clipnorm`` clips each replica's share before its own all-reduce).
+  ``global_clipnorm`` clips each replica's share before its own all-reduce), or per
+  weight matrix (``clip_per_matrix``, MemN2N §4.2); ``loss_reduction="sum"`` steps along
+  the summed instead of the mean loss's gradient.
 * NaN guard: a step with a non-finite loss or gradient is not applied (the
   optimizer state is untouched) and is counted; during warm-up it triggers a
   full re-initialisation of model and optimizer (TPR-RNN Appendix A).
@@ -161,6 +163,8 @@ class Trainer(EpochLoop):
         clip = self.config.clip_norm
         period = self.config.loss_scale_period
         variables = self.model.trainable_variables
+        summed = self.config.loss_reduction == "sum"
+        clip_matrices = self.matrix_clipping()
 
         def step(batch):
             features, labels = batch
@@ -170,13 +174,17 @@ class Trainer(EpochLoop):
             total = strategy.reduce("SUM", count, axis=None)
             loss = strategy.reduce("SUM", loss_sum, axis=None) / total
             accuracy = strategy.reduce("SUM", correct, axis=None) / total
-            grads = [strategy.reduce("SUM", g, axis=None) / total for g in grads]
+            grads = [strategy.reduce("SUM", g, axis=None) for g in grads]
+            if not summed:
+                grads = [g / total for g in grads]
             norm = tf.linalg.global_norm(grads)
             finite = tf.math.logical_and(
                 tf.math.is_finite(loss), tf.math.is_finite(norm)
             )
             if clip:
                 grads, _ = tf.clip_by_global_norm(grads, clip, use_norm=norm)
+            if clip_matrices:
+                grads = clip_matrices(grads)
 
             def apply():
                 self.optimizer.apply(grads, variables)

@@ -64,6 +64,24 @@ class LoopState:
     def _after_benchmark(self):
         """Called before :meth:`benchmark_train_step` puts the saved values back."""
 
+    def matrix_clipping(self):
+        """``grads -> grads`` clipped per weight matrix as ``config`` asks
+        (``clip_per_matrix``, ``matrix_norm``; the model's ``weight_matrices()`` group
+        variables into matrices), or None."""
+        from tpr_keras.training.clipping import clip_per_matrix, variable_groups
+
+        cfg = self.config
+        if not cfg.clip_per_matrix:
+            return None
+        matrices = getattr(self.model, "weight_matrices", None)
+        groups = variable_groups(self.model.trainable_variables,
+                                 matrices() if matrices else [])
+
+        def clip(grads):
+            return clip_per_matrix(grads, cfg.clip_per_matrix, cfg.matrix_norm, groups)
+
+        return clip
+
     @property
     def lr_policy(self):
         """The :class:`LearningRatePolicy` of ``config``."""

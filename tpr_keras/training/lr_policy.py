@@ -16,8 +16,12 @@ class LearningRatePolicy(Callback):
     * ``0.5`` once the validation loss has fallen below ``halve_lr_below``
       (TPR-RNN Appendix A; the authors' code assigned the halved rate and
       overwrote it every step);
-    * ``decay_factor ** (epoch // decay_every_epochs)`` (MemN2N §4.2: halved
-      every 25 epochs; TPRU: /10 every 30);
+    * ``decay_factor ** ((epoch - schedule_start_epoch + decay_offset_epochs) //
+      decay_every_epochs)`` from ``schedule_start_epoch`` on, 1 before it (MemN2N §4.2:
+      halved every 25 epochs; TPRU: /10 every 30). The MemN2N authors' joint config
+      trains a fixed-length linear start at the base rate, then runs its schedule from
+      its epoch 1 again (``schedule_start_epoch`` = the linear start's epochs), and its
+      MATLAB loop halves at the start of epoch N, 2N, ... (``decay_offset_epochs=1``);
     * a caller's phase factor (MemN2N linear start trains at half the rate).
 
     The factors that change at most once per epoch are combined by
@@ -33,6 +37,8 @@ class LearningRatePolicy(Callback):
         decay_every_epochs: apply ``decay_factor`` every this many epochs; None
             disables it.
         decay_factor: the factor of that step decay.
+        decay_offset_epochs: epochs added to the decay's count (see above).
+        schedule_start_epoch: the epoch (0-based) the decay starts counting from.
 
     Example:
     >>> policy = LearningRatePolicy(0.01, warmup_steps=50, warmup_factor=0.1)
@@ -46,6 +52,8 @@ class LearningRatePolicy(Callback):
     halve_lr_below: float | None = None
     decay_every_epochs: int | None = None
     decay_factor: float = 0.5
+    decay_offset_epochs: int = 0
+    schedule_start_epoch: int = 0
 
     def __post_init__(self):
         Callback.__init__(self)
@@ -54,15 +62,18 @@ class LearningRatePolicy(Callback):
     def from_config(cls, config):
         """The policy of a :class:`~tpr_keras.training.TrainConfig`."""
         return cls(config.learning_rate, config.warmup_steps, config.warmup_factor,
-                   config.halve_lr_below, config.decay_every_epochs, config.decay_factor)
+                   config.halve_lr_below, config.decay_every_epochs, config.decay_factor,
+                   config.decay_offset_epochs, config.schedule_start_epoch)
 
     def epoch_factor(self, epoch, lr_halved, phase_factor=1.0):
         """The product of the factors that change at most once per epoch."""
         factor = float(phase_factor)
         if lr_halved:
             factor *= 0.5
-        if self.decay_every_epochs:
-            factor *= self.decay_factor ** (int(epoch) // self.decay_every_epochs)
+        counted = int(epoch) - self.schedule_start_epoch
+        if self.decay_every_epochs and counted >= 0:
+            factor *= self.decay_factor ** (
+                (counted + self.decay_offset_epochs) // self.decay_every_epochs)
         return factor
 
     def rate(self, warmup_done, epoch_factor):

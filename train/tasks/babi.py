@@ -20,35 +20,61 @@ def parse_tasks(value):
 
 class BabiTask(TrainTask):
     """bAbI: the recipe follows the setting (one task or all jointly, Appendix A;
-    :mod:`tpr_keras.training.recipes`), the sizes follow ``--preset`` (a paper size)."""
+    :mod:`tpr_keras.training.recipes`), the sizes follow ``--preset`` (a paper size); a
+    size whose recipe names a ``protocol`` (MemN2N's ``joint_paper``) brings its recipe
+    too. Recipe keys without a flag (``loss_reduction``, ``matrix_norm``, ...) are the
+    recipe's."""
 
     def resolve_recipe(self):
         from absl import app
 
-        from tpr_keras.models import MemN2N
-        from tpr_keras.training.recipes import recipe
+        from tpr_keras.models import TPRRNN, MemN2N
+        from tpr_keras.training.recipes import RECIPES, recipe
 
         flags = self.flags
         self.tasks = parse_tasks(flags.task)
         joint = self.tasks == "all" or len(self.tasks) > 1
         self.memn2n = flags.model == "memn2n"
-        # --preset all_tasks_code on one task keeps the one-task recipe.
-        defaults = recipe(flags.model, "all_tasks" if joint else "single_task")
-        self.hp = {k: getattr(flags, k) if getattr(flags, k) is not None else v
-                   for k, v in defaults.items()}
         self.preset = flags.preset or ("all_tasks" if joint else "single_task")
         if self.memn2n and self.preset not in MemN2N.paper_sizes:
             raise app.UsageError(f"--preset {self.preset} is a TPR-RNN size; MemN2N has "
                                  f"{sorted(MemN2N.paper_sizes)}.")
+        if not self.memn2n and self.preset not in TPRRNN.paper_sizes:
+            raise app.UsageError(f"--preset {self.preset} is a MemN2N size (--model "
+                                 f"memn2n); TPR-RNN has {sorted(TPRRNN.paper_sizes)}.")
+        # --preset all_tasks_code on one task keeps the one-task recipe.
+        defaults = dict(RECIPES[flags.model].get(self.preset, {}))
+        if not defaults.get("protocol"):
+            defaults = recipe(flags.model, "all_tasks" if joint else "single_task")
+        self.hp = {k: getattr(flags, k, None) if getattr(flags, k, None) is not None else v
+                   for k, v in defaults.items()}
         return self.hp["batch_size"]
+
+    def option(self, name, default=None):
+        """A setting of the recipe (a flag given wins over it), else ``default``."""
+        value = self.hp.get(name)
+        if value is None:
+            value = getattr(self.flags, name, None)
+        return default if value is None else value
 
     def train_config(self, trainer_kwargs):
         from tpr_keras.training import TrainConfig
 
         flags, hp = self.flags, self.hp
+        # MemN2N's per-matrix clipping: the trainer's (a recipe with a matrix_norm: after
+        # the summed loss, matrices grouped as the authors') or Keras SGD's clipnorm.
+        per_matrix = hp["optimizer"] == "sgd" and self.option("matrix_norm") is not None
+        linear_start_epochs = self.option("linear_start_epochs")
         return TrainConfig(
             learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=flags.steps,
             clip_norm=None if hp["optimizer"] == "sgd" else hp["clip_norm"] or None,
+            loss_reduction=self.option("loss_reduction", "mean"),
+            clip_per_matrix=(hp["clip_norm"] or None) if per_matrix else None,
+            matrix_norm=self.option("matrix_norm", "frobenius"),
+            decay_offset_epochs=self.option("decay_offset_epochs", 0),
+            schedule_start_epoch=(linear_start_epochs or 0) if (
+                self.memn2n and flags.linear_start) else 0,
+            keep_best=self.option("keep_best", True),
             warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
             warmup_factor=flags.warmup_factor, halve_lr_below=hp["halve_lr_below"],
             patience=flags.patience, min_delta_loss=flags.min_delta_loss,
@@ -64,7 +90,7 @@ class BabiTask(TrainTask):
         flags = self.flags
         self.data = data = babi.load_babi(
             flags.data_dir, tasks=self.tasks, setting=flags.setting,
-            max_story_sentences=flags.max_story_sentences, download=flags.download)
+            max_story_sentences=self.option("max_story_sentences"), download=flags.download)
         print(data)
         self.truncated = data.stats.get("truncated", {})
         print(f"Vocabulary {len(data.vocab)} symbols; {data.max_words} words per sentence; "
@@ -98,8 +124,10 @@ class BabiTask(TrainTask):
         hp = self.hp
         if hp["optimizer"] == "sgd":
             # Per-matrix clipping (Keras clipnorm clips each gradient on its own),
-            # applied by the Trainer to the all-reduced gradient.
-            return keras.optimizers.SGD(hp["learning_rate"], clipnorm=hp["clip_norm"] or None)
+            # applied by the Trainer to the all-reduced gradient, unless the trainer
+            # clips (train_config: a recipe with a matrix_norm).
+            clip = None if self.option("matrix_norm") else hp["clip_norm"] or None
+            return keras.optimizers.SGD(hp["learning_rate"], clipnorm=clip)
         return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
 
     def compute_fn(self, on_jax):
@@ -113,10 +141,15 @@ class BabiTask(TrainTask):
         flags = self.flags
         trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
         if self.memn2n and flags.linear_start:
-            trainer.set_lr_factor(0.5)  # LS: 0.005 instead of 0.01 (§4.2)
+            # LS: 0.005 instead of 0.01 (§4.2); the authors' joint protocol keeps 0.005.
+            # (A resumed run's checkpoint then restores the factor it had.)
+            trainer.set_lr_factor(self.option("linear_start_lr_factor", 0.5))
         if self.memn2n:
-            print(f"MemN2N ({self.preset}, {flags.hops} hops, {flags.sentence_encoding}, "
-                  f"{flags.weight_tying}, LS={flags.linear_start}, RN={flags.random_noise}): "
+            model = trainer.model
+            print(f"MemN2N ({self.preset}, {flags.hops} hops, {model.sentence_encoding}, "
+                  f"{flags.weight_tying}, LS={flags.linear_start}, RN={flags.random_noise}, "
+                  f"empty slots {'masked' if model.mask_empty_memories else 'in the softmax'}"
+                  f"): "
                   f"{trainer.model.count_params():,} parameters.")
         else:
             print(f"TPR-RNN ({self.preset}, operations={flags.operations}): "
@@ -125,14 +158,18 @@ class BabiTask(TrainTask):
     def callbacks(self):
         from tpr_keras.training.callbacks import LinearStart
 
-        return [LinearStart()] if self.memn2n else []
+        if not self.memn2n:
+            return []
+        return [LinearStart(epochs=self.option("linear_start_epochs"))]
 
     def training_data(self, trainer, on_jax):
         from tpr_keras.data import babi
 
         flags, data, batch = self.flags, self.data, self.hp["batch_size"]
         eval_batch = max(batch, 256)
-        bucket_width = flags.bucket_width or None
+        bucket_width = self.option("bucket_width", 10) or None
+        # the authors' epochs: only full batches (floor(N / batch) of them)
+        drop = bool(self.option("drop_remainder", False))
         if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
             train_fn = babi.NumpyBatches(data.train, batch, shuffle=True, seed=flags.seed,
                                          bucket_width=bucket_width).batches
@@ -148,7 +185,8 @@ class BabiTask(TrainTask):
 
                 epoch_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
                 train_ds = babi.make_dataset(data.train, batch, shuffle=True, seed=flags.seed,
-                                             bucket_width=bucket_width, epoch=epoch_variable)
+                                             bucket_width=bucket_width, epoch=epoch_variable,
+                                             drop_remainder=drop)
 
                 def train_fn(epoch):
                     epoch_variable.assign(epoch)
@@ -157,12 +195,14 @@ class BabiTask(TrainTask):
                 def train_fn(epoch):
                     return babi.make_dataset(data.train, batch, shuffle=True,
                                              seed=flags.seed * 100_003 + epoch,
-                                             bucket_width=bucket_width)
+                                             bucket_width=bucket_width, drop_remainder=drop)
 
             self.valid_ds, self.test_ds = (
                 babi.make_dataset(split, eval_batch, shuffle=False, bucket_width=bucket_width)
                 for split in (data.valid, data.test))
-        return train_fn, self.valid_ds, -(-len(data.train) // batch)
+        self.bucket_width = bucket_width
+        steps = len(data.train) // batch if drop else -(-len(data.train) // batch)
+        return train_fn, self.valid_ds, steps
 
     def evaluate(self, trainer, on_jax, train_fn):
         flags, data = self.flags, self.data
@@ -172,6 +212,9 @@ class BabiTask(TrainTask):
                                                      seconds=flags.benchmark_seconds)
         valid = trainer.evaluate(self.valid_ds, group_key="task")
         test = trainer.evaluate(self.test_ds, group_key="task")
+        extra = {}
+        if self.option("train_error"):  # MemN2N §4.2 picks the best of 10 runs by it
+            extra = self.train_error(trainer, on_jax)
         rows = sorted(test["error_percent_by_group"])
         print("\ntask | valid error % | test error %")
         for task in rows:
@@ -187,21 +230,37 @@ class BabiTask(TrainTask):
             "valid_error_percent": {str(k): v
                                     for k, v in valid["error_percent_by_group"].items()},
             "test_error_percent_mean": test["error_percent"],
-            "step_examples_per_second": step_rate,
+            "step_examples_per_second": step_rate, **extra,
             "data": {"train": len(data.train), "valid": len(data.valid),
                      "test": len(data.test), "vocabulary": len(data.vocab),
                      "max_words": data.max_words, "truncated": self.truncated},
         }
 
+    def train_error(self, trainer, on_jax):
+        """The final weights' error on the training split (inference: no random noise),
+        per task and over all its questions."""
+        from tpr_keras.data import babi
+
+        split, batch = self.data.train, max(self.hp["batch_size"], 256)
+        dataset = (babi.NumpyBatches(split, batch, bucket_width=self.bucket_width) if on_jax
+                   else babi.make_dataset(split, batch, shuffle=False,
+                                          bucket_width=self.bucket_width))
+        train = trainer.evaluate(dataset, group_key="task")
+        print(f"training split error {train['error_percent']:.2f} % (the run picker's)")
+        return {"train_error_percent": {str(k): v for k, v in
+                                        train["error_percent_by_group"].items()},
+                "train_error_percent_mean": train["error_percent"]}
+
     def config_record(self, trainer):
         flags = self.flags
-        return {"task": flags.task, "model": flags.model, "preset": self.preset,
+        # the recipe first: the values the run used (per task, as read) override its keys
+        return {**self.hp, "task": flags.task, "model": flags.model, "preset": self.preset,
                 "operations": flags.operations, "seed": flags.seed,
                 "implementation": flags.implementation,
-                "bucket_width": flags.bucket_width, "setting": flags.setting,
+                "bucket_width": self.bucket_width or 0, "setting": flags.setting,
                 "max_story_sentences": {str(t): n for t, n in
                                         self.data.stats["max_story_sentences"].items()},
-                "parameters": trainer.model.count_params(), **self.hp}
+                "parameters": trainer.model.count_params()}
 
     def save_vocabulary(self, path):
         self.data.vocab.save(path)

@@ -84,6 +84,11 @@ class MemN2N(PresetMixin, keras.Model):
         """Switches linear start on/off (a variable assignment; no retracing)."""
         self.network.set_linear_start(enabled)
 
+    def weight_matrices(self):
+        """The weight matrices of §4.2's per-matrix clipping, as lists of variables
+        (:meth:`MemN2NNetwork.weight_matrices`)."""
+        return self.network.weight_matrices()
+
     def attention(self, inputs):
         """Attention ``p`` of every hop, ``[batch, num_hops, memory_size]``,
         memory slots most recent first (for inspection, inference mode)."""

@@ -226,6 +226,17 @@ class MemN2NNetwork(keras.layers.Layer):
             return [getattr(self, f"hop_{k}") for k in range(1, self.num_hops + 1)]
         return [self.hop] * self.num_hops
 
+    def weight_matrices(self):
+        """The paper's weight matrices as lists of variables: each table's word rows
+        with its temporal rows (one lookup table in the authors' code, where the time
+        index is a word), ``H`` and ``W`` (layer-wise). Per-matrix gradient clipping
+        (§4.2) clips each list as one matrix."""
+        matrices = [[t.embeddings] + ([t.temporal] if t.temporal is not None else [])
+                    for t in self.tables]
+        if self.weight_tying == "layer_wise":
+            matrices += [[self.hop.projection], [self.output_matrix]]
+        return matrices
+
     # ----------------------------------------------------------------- memory
     def memory_slots(self, story):
         """Gathers the last ``memory_size`` real sentences of each story.

@@ -11,4 +11,9 @@ from tpr_keras.models.presets import PaperSize
 PAPER_SIZES = {
     "single_task": PaperSize({"embedding_dim": 20}, "§4.4, independent training: d = 20."),
     "all_tasks": PaperSize({"embedding_dim": 50}, "§4.4, joint training: d = 50."),
+    # The authors' code as it ran: their coded PE, empty memory slots in the softmax.
+    "joint_paper": PaperSize({"embedding_dim": 50, "sentence_encoding": "position_code",
+                              "mask_empty_memories": False},
+                             "§4.4 joint, d = 50, as the authors' MATLAB code builds it "
+                             "(its position encoding; empty memory slots in the softmax)."),
 }

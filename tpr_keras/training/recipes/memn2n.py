@@ -14,5 +14,22 @@ SINGLE_TASK_RECIPE = MappingProxyType({
 #: §4.2, all tasks trained jointly on 10k examples each (the data here): 20 epochs,
 #: the rate halved every 5 (on 1k examples the paper uses 60 epochs, halved every 15).
 JOINT_RECIPE = MappingProxyType(dict(SINGLE_TASK_RECIPE, decay_every_epochs=5, epochs=20))
+#: The authors' joint protocol (MemN2N-babi-matlab ``config_babi_joint.m``,
+#: ``train_linear_start.m``, ``train.m``) on §4.2's 10k joint schedule: a linear start of a
+#: fixed 30 epochs at 0.005 without decay, then the schedule again from its epoch 1 at
+#: 0.005 (their config overwrites the main phase's 0.01), halved at the start of every
+#: 5th epoch (MATLAB: ``mod(ep, 5) == 0``) for 20 epochs (§4.2, 10k joint; their 1k config:
+#: 60, every 15). Loss summed over the batch of 32 (``size_average = false``), each weight
+#: matrix's gradient clipped at norm 40 with MATLAB's ``norm`` (spectral), only full
+#: batches, no bucketing (uniform batches), stories cut to the 50 sentences the memory
+#: holds, no early stopping: the final weights are tested. ``train_error``: the run also
+#: reports its error on the training split, by which §4.2 picks the best of 10 runs.
+JOINT_PAPER_RECIPE = MappingProxyType(dict(
+    SINGLE_TASK_RECIPE, protocol="authors_joint", learning_rate=0.005, clip_norm=40.0,
+    loss_reduction="sum", matrix_norm="spectral", linear_start_epochs=30,
+    linear_start_lr_factor=1.0, decay_every_epochs=5, decay_offset_epochs=1, epochs=50,
+    bucket_width=0, drop_remainder=True, max_story_sentences=50, keep_best=False,
+    train_error=True))
 #: ``{size: recipe}``.
-RECIPES = MappingProxyType({"single_task": SINGLE_TASK_RECIPE, "all_tasks": JOINT_RECIPE})
+RECIPES = MappingProxyType({"single_task": SINGLE_TASK_RECIPE, "all_tasks": JOINT_RECIPE,
+                            "joint_paper": JOINT_PAPER_RECIPE})
