@@ -1,9 +1,9 @@
 """experiments/memn2n_joint_runs.py: one command per seed, kept runs skipped, only finished
 runs kept."""
 
-import types
 import json
 import os
+import types
 
 import pytest
 
