@@ -4,6 +4,7 @@ The CPU is split into two logical devices before TensorFlow initialises, so
 distribution tests get a real 2-replica ``MirroredStrategy`` on any machine.
 """
 
+import json
 import os
 import pathlib
 import sys
@@ -23,8 +24,9 @@ import tensorflow as tf  # noqa: E402
 import serving  # noqa: E402, F401
 import train  # noqa: E402, F401
 
-# The same for bench/, tools/ and experiments/ (tests/bench, tests/tools, tests/experiments),
-# which are not installed: imported from this checkout (as is tests.serving.fuzz).
+# The same for bench/, tools/ and experiments/, which are not installed: imported from this
+# checkout (as is tests.serving.fuzz). Only their own test folders (tests/bench, tests/tools,
+# tests/experiments) import them (tests/test_layering.py).
 if str(pathlib.Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import bench  # noqa: E402, F401
@@ -85,6 +87,55 @@ def write_babi_task1(path, stories, seed):
 def babi_task1_writer():
     """The :func:`write_babi_task1` helper, for tests that build tiny bAbI files."""
     return write_babi_task1
+
+
+def write_math_run(root, name, model, seed, interpolate, extrapolate):
+    """A ``train.math --model_dir`` holding only what the math analysis reads: a
+    ``results.json`` with the per-module accuracies, the summary train.math writes and the
+    config. Returns the folder's path as a string."""
+    path = root / name
+    path.mkdir()
+    summary = {regime: {"modules": len(s), "mean": sum(s.values()) / len(s),
+                        "above_95": sum(v > 95 for v in s.values())}
+               for regime, s in (("interpolate", interpolate), ("extrapolate", extrapolate))}
+    (path / "results.json").write_text(json.dumps({
+        "interpolate_accuracy_percent": interpolate, "extrapolate_accuracy_percent": extrapolate,
+        "summary": summary, "steps": 100, "config": {"model": model, "seed": seed}}))
+    return str(path)
+
+
+@pytest.fixture
+def math_run_pair(tmp_path):
+    """Two math runs (``tests/analysis`` and ``tests/tools`` test the tables and the command on
+    them): TP-Transformer with 3 interpolate modules, Transformer lacking arithmetic__mul.
+    95.0 is not above 95 %, 95.5 is."""
+    tp = write_math_run(tmp_path, "tp", "tp_transformer", 0,
+                        {"numbers__place_value": 95.5, "algebra__linear_1d": 99.0,
+                         "arithmetic__mul": 40.0}, {"numbers__place_value_big": 20.0})
+    tf = write_math_run(tmp_path, "tf", "transformer", 0,
+                        {"numbers__place_value": 90.0, "algebra__linear_1d": 95.0},
+                        {"numbers__place_value_big": 10.5})
+    return tp, tf
+
+
+@pytest.fixture
+def math_seed_runs(tmp_path):
+    """``{model: [run folder of seeds 0, 1, 2]}`` with hand-computable statistics (per module
+    and seed: tp_transformer numbers__place_value 90/92/94, comparison__pair 50/60/70,
+    arithmetic__add_or_sub 96/96/96; transformer 85/86/87, 55/58/61, 97/98/99; extrapolate
+    numbers__place_value_big 10/20/30 and 5/5/5)."""
+    tp = {"numbers__place_value": [90, 92, 94], "comparison__pair": [50, 60, 70],
+          "arithmetic__add_or_sub": [96, 96, 96]}
+    tf = {"numbers__place_value": [85, 86, 87], "comparison__pair": [55, 58, 61],
+          "arithmetic__add_or_sub": [97, 98, 99]}
+    big = {"tp_transformer": [10, 20, 30], "transformer": [5, 5, 5]}
+    dirs = {}
+    for model, scores in (("tp_transformer", tp), ("transformer", tf)):
+        dirs[model] = [write_math_run(tmp_path, f"{model}-seed{s}", model, s,
+                                      {m: float(v[s]) for m, v in scores.items()},
+                                      {"numbers__place_value_big": float(big[model][s])})
+                       for s in range(3)]
+    return dirs
 
 
 @pytest.fixture(scope="module")

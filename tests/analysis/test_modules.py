@@ -1,43 +1,16 @@
-"""Figures 4/5, Table 1 and the seed comparison of finished train.math runs (issue 15)."""
+"""Figures 4/5, Table 1 and the seed comparison of finished train.math runs (issue 15), as
+the library makes them (``tpr_keras.analysis.modules``; the command is tested in
+``tests/tools/test_analysis_modules.py``). The runs are ``tests/conftest.py``'s."""
 
-import json
 import math
 
 import pytest
 
-from tools.analysis import modules as command
 from tpr_keras.analysis import modules as ma
 
-PNG = b"\x89PNG\r\n\x1a\n"
 
-
-def write_run(root, name, model, seed, interpolate, extrapolate):
-    """A train.math --model_dir with only what the tool reads, and a summary as train.math's."""
-    path = root / name
-    path.mkdir()
-    summary = {regime: {"modules": len(s), "mean": sum(s.values()) / len(s),
-                        "above_95": sum(v > 95 for v in s.values())}
-               for regime, s in (("interpolate", interpolate), ("extrapolate", extrapolate))}
-    (path / "results.json").write_text(json.dumps({
-        "interpolate_accuracy_percent": interpolate, "extrapolate_accuracy_percent": extrapolate,
-        "summary": summary, "steps": 100, "config": {"model": model, "seed": seed}}))
-    return str(path)
-
-
-@pytest.fixture
-def pair(tmp_path):
-    """TP-Transformer with 3 interpolate modules; Transformer lacks arithmetic__mul. 95.0 is
-    not above 95 %, 95.5 is."""
-    tp = write_run(tmp_path, "tp", "tp_transformer", 0,
-                   {"numbers__place_value": 95.5, "algebra__linear_1d": 99.0,
-                    "arithmetic__mul": 40.0}, {"numbers__place_value_big": 20.0})
-    tf = write_run(tmp_path, "tf", "transformer", 0,
-                   {"numbers__place_value": 90.0, "algebra__linear_1d": 95.0},
-                   {"numbers__place_value_big": 10.5})
-    return tp, tf
-
-
-def test_figures_table_numbers_and_missing_module(pair, capsys):
+def test_figures_table_numbers_and_missing_module(math_run_pair, capsys):
+    pair = math_run_pair
     runs = {"TP-Transformer": ma.load_run(pair[0]), "Transformer": ma.load_run(pair[1])}
     tables = {regime: ma.compare(runs, regime) for regime in ma.REGIMES}
     interpolate = tables["interpolate"]
@@ -70,50 +43,9 @@ def test_figures_table_numbers_and_missing_module(pair, capsys):
     assert lines[-1] == "difference: TP-Transformer − Transformer (percentage points)."
 
 
-def test_figures_command_writes_pngs_markdown_and_json(pair, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
-    out, extra = tmp_path / "out", tmp_path / "numbers.json"
-    assert command.main(["--runs", f"TP-Transformer={pair[0]}",
-                         f"--runs=Transformer={pair[1]}/results.json", "--out", str(out),
-                         "--json", str(extra)]) == 0
-    for name in ("interpolate.png", "extrapolate.png"):
-        data = (out / name).read_bytes()
-        assert data[:8] == PNG and len(data) > 5000
-    table = (out / "modules.md").read_text()
-    assert capsys.readouterr().out == table + "\n"
-    result = json.loads((out / "modules.json").read_text())
-    assert json.loads(extra.read_text()) == result
-    assert result["mode"] == "figures"
-    assert result["regimes"]["interpolate"]["accuracy"]["Transformer"]["arithmetic__mul"] is None
-    assert result["regimes"]["extrapolate"]["summary"]["TP-Transformer"]["mean"] == 20.0
-    # A label that names a model must be that run's model: swapped directories are refused.
-    with pytest.raises(SystemExit) as error:
-        command.main(["--runs", f"transformer={pair[0]}", "--runs", f"tp_transformer={pair[1]}",
-                      "--out", str(out)])
-    assert error.value.code == 2
-    assert "config.model is 'tp_transformer', but it is labelled 'transformer'" in (
-        capsys.readouterr().err)
-
-
-@pytest.fixture
-def seeds(tmp_path):
-    """Three seeds per model with hand-computable statistics (see the test below)."""
-    tp = {"numbers__place_value": [90, 92, 94], "comparison__pair": [50, 60, 70],
-          "arithmetic__add_or_sub": [96, 96, 96]}
-    tf = {"numbers__place_value": [85, 86, 87], "comparison__pair": [55, 58, 61],
-          "arithmetic__add_or_sub": [97, 98, 99]}
-    big = {"tp_transformer": [10, 20, 30], "transformer": [5, 5, 5]}
-    dirs = {}
-    for model, scores in (("tp_transformer", tp), ("transformer", tf)):
-        dirs[model] = [write_run(tmp_path, f"{model}-seed{s}", model, s,
-                                 {m: float(v[s]) for m, v in scores.items()},
-                                 {"numbers__place_value_big": float(big[model][s])})
-                       for s in range(3)]
-    return dirs
-
-
-def test_seeds_mean_std_verdict_and_welch(seeds):
-    runs = {label: [ma.load_run(d) for d in dirs] for label, dirs in seeds.items()}
+def test_seeds_mean_std_verdict_and_welch(math_seed_runs):
+    runs = {label: [ma.load_run(d) for d in dirs]
+            for label, dirs in math_seed_runs.items()}
     ma.check_seeds(runs)
     table = ma.seed_table(runs, "interpolate")
     place = table["rows"]["numbers__place_value"]
@@ -165,12 +97,12 @@ def test_welch_edge_cases_and_scipy_agreement():
     assert found["p_value"] == pytest.approx(expected.pvalue)
 
 
-def test_seeds_refuses_too_few_seeds_mismatched_labels_and_repeated_seeds(seeds, tmp_path):
+def test_seeds_refuses_too_few_seeds_mismatched_labels_and_repeated_seeds(math_seed_runs):
     def check(specs):
         runs = {label: [ma.load_run(d) for d in dirs] for label, dirs in specs.items()}
         ma.check_seeds(runs)
 
-    tp, tf = seeds["tp_transformer"], seeds["transformer"]
+    tp, tf = math_seed_runs["tp_transformer"], math_seed_runs["transformer"]
     check({"TP-Transformer": tp, "Transformer": tf})  # labels read as model names
     with pytest.raises(ValueError, match="1 run\\(s\\); a seed spread needs at least 2"):
         check({"tp_transformer": tp, "transformer": tf[:1]})
@@ -183,32 +115,3 @@ def test_seeds_refuses_too_few_seeds_mismatched_labels_and_repeated_seeds(seeds,
         check({"tp_transformer": tp + [tp[0]], "transformer": tf})
     with pytest.raises(ValueError, match="two models"):
         check({"tp_transformer": tp})
-    with pytest.raises(SystemExit) as error:
-        command.main(["--seeds", "tp_transformer=" + ",".join(tf),
-                      "--seeds", "transformer=" + ",".join(tp), "--out", str(tmp_path / "refused")])
-    assert error.value.code == 2 and not (tmp_path / "refused").exists()
-
-
-def test_seeds_command_with_a_missing_module(seeds, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
-    gap = seeds["transformer"][0] + "/results.json"
-    run = json.loads(open(gap).read())
-    del run["interpolate_accuracy_percent"]["comparison__pair"]
-    open(gap, "w").write(json.dumps(run))
-    out, extra = tmp_path / "out", tmp_path / "seeds-numbers.json"
-    assert command.main(["--seeds", "tp_transformer=" + ",".join(seeds["tp_transformer"]),
-                         "--seeds", "transformer=" + ",".join(seeds["transformer"]),
-                         "--out", str(out), "--json", str(extra)]) == 0
-    captured = capsys.readouterr()
-    assert "transformer-seed0 has no interpolate accuracy for comparison__pair" in captured.err
-    assert captured.out == (out / "seeds.md").read_text() + "\n"
-    assert "| comparison__pair | 60.00 ± 10.00 | 59.50 ± 2.12 (n=2) | +0.50 | no |" in (
-        captured.out)
-    data = (out / "seeds.png").read_bytes()
-    assert data[:8] == PNG and len(data) > 5000
-    result = json.loads((out / "seeds.json").read_text())
-    assert json.loads(extra.read_text()) == result
-    assert result["seeds"] == {"tp_transformer": [0, 1, 2], "transformer": [0, 1, 2]}
-    row = result["regimes"]["interpolate"]["rows"]["comparison__pair"]
-    assert row["transformer"] == {"n": 2, "mean": 59.5, "std": pytest.approx(2.1213203)}
-    assert result["regimes"]["interpolate"]["summary"]["above_95"]["welch_t"] is None

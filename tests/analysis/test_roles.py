@@ -1,9 +1,9 @@
-"""The TP-Transformer §5 analysis: k-means, role vectors of one head, Figures 2 and 3."""
+"""The TP-Transformer §5 analysis: k-means, role vectors of one head, Figures 2 and 3 (the
+command is tested in ``tests/tools/test_analysis_roles.py``)."""
 
 import numpy as np
 import pytest
 
-from tools.analysis import roles as command
 from tpr_keras.analysis import roles as ra
 
 
@@ -115,28 +115,3 @@ def test_cluster_roles_figures_and_listing(tiny_model_and_vocab, tmp_path):
     # One template ("What is the units digit of ?"): place in context is just the place.
     assert scores["consistency_digits_place_in_context"] == scores["consistency_digits_place"]
     assert 0 < scores["consistency_digits_place_chance"] <= 1
-
-
-def test_command_end_to_end(tiny_model_and_vocab, tmp_path):
-    pytest.importorskip("matplotlib")
-    model, vocab = tiny_model_and_vocab
-    export = tmp_path / "run" / "export"
-    export.mkdir(parents=True)
-    model.save(str(export / "model.keras"))
-    vocab.save(str(export / "vocab.txt"))
-    data = tmp_path / "data" / "interpolate"
-    data.mkdir(parents=True)
-    rng = np.random.default_rng(1)
-    numbers = rng.integers(10, 100000, size=12)
-    (data / "numbers__place_value.txt").write_text(
-        "".join(f"What is the units digit of {n}?\n{n % 10}\n" for n in numbers))
-    out = tmp_path / "out"
-    assert command.main(["--model_dir", str(tmp_path / "run"), "--data_dir",
-                         str(tmp_path / "data"), "--out", str(out), "--samples", "10",
-                         "--clusters", "5", "--figure_rows", "4", "--attention_maps", "2"]) == 0
-    assert (out / "roles.png").stat().st_size > 2000
-    assert (out / "attention.png").stat().st_size > 2000
-    text = (out / "roles.txt").read_text()
-    assert "10 interpolate problems" in text and "encoder layer 1, head 0" in text
-    problems = text.split("## problems (symbol:cluster), answer\n")[1].strip().split("\n")
-    assert len(problems) == 10 and all(line.startswith("#:") for line in problems)

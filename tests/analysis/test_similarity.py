@@ -1,12 +1,10 @@
-"""The Figure 4 analysis: cosine similarity, clustering, and the command end to end."""
-
-import struct
+"""The Figure 4 analysis: cosine similarity, clustering, purity, and the representations it
+compares (the command is tested in ``tests/tools/test_analysis_similarity.py``)."""
 
 import keras
 import numpy as np
 import pytest
 
-from tools.analysis import similarity as command
 from tpr_keras.analysis import similarity as sim
 
 pytest.importorskip("scipy")
@@ -48,40 +46,16 @@ def test_purity_and_tallies_of_words_in_clusters():
     assert sim.purity(labels, sim.events(texts)) == pytest.approx(0.8)
 
 
-def test_command_writes_a_png_per_representation_and_the_listing(tmp_path, babi_task1_writer):
-    from tpr_keras.data import babi
+def test_representations_are_the_update_modules_own_on_the_encoded_sentences():
     from tpr_keras.models import TPRRNN
 
-    root = tmp_path / "data" / "en-10k"
-    root.mkdir(parents=True)
-    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 30, 0)
-    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 5, 1)
-    data = babi.load_babi(root.parent, tasks=(1,), download=False)
-    model = TPRRNN.from_paper_size("single_task", len(data.vocab), data.max_words)
-    export = tmp_path / "run" / "export"
-    export.mkdir(parents=True)
-    model.save(export / "model.keras")
-    data.vocab.save(export / "vocab.txt")
-
-    out = tmp_path / "figures"
-    assert command.main(["--model_dir", str(tmp_path / "run"), "--task", "1", "--data_dir",
-                         str(root.parent), "--out", str(out), "--clusters", "3"]) == 0
-    for name in sim.REPRESENTATIONS:
-        png = (out / f"{name}.png").read_bytes()
-        assert png[:8] == b"\x89PNG\r\n\x1a\n"
-        width, height = struct.unpack(">II", png[16:24])
-        assert width > 300 and height > 300
-    listing = (out / "clusters.txt").read_text()
-    assert listing.count("purity by first word ") == len(sim.REPRESENTATIONS)
-    sentences = {" ".join(data.vocab.decode(r)) for r in np.unique(data.valid.sentences, axis=0)}
-    for name in sim.REPRESENTATIONS:
-        section = listing.split(f"## {name} ")[1].split("\n## ")[0]
-        listed = {line.strip() for line in section.splitlines() if line.startswith("  ")}
-        assert listed == sentences  # every unique statement in exactly one cluster listing
-    # The representations are the update module's own (eq. 7-8) on the encoded sentences.
-    ids = np.ones((2, model.max_words), "int32")
+    model = TPRRNN.from_paper_size("single_task", 12, 6)
+    ids = np.random.default_rng(0).integers(1, 12, size=(3, model.max_words)).astype("int32")
     parts = sim.representations(model, ids)
+    # The representations are the update module's own (eq. 7-8) on the encoded sentences.
     expected = model.update_module.extract(model.sentence_encoder(ids))
-    for name in sim.REPRESENTATIONS:
+    assert set(parts) == set(expected) and set(sim.REPRESENTATIONS) <= set(parts)
+    for name in parts:
+        assert parts[name].shape[0] == 3
         np.testing.assert_allclose(parts[name], expected[name], rtol=1e-6)
     keras.backend.clear_session()
