@@ -1,6 +1,7 @@
 """The project's layering (docs/architecture.md): the library (``tpr_keras``) parses no
 flags and imports neither absl, argparse nor the command-line app (``train``); ``serving``
-never imports ``train``. Checked in fresh processes and by reading the sources."""
+never imports ``train``; only a command package's own test folder imports it. Checked in
+fresh processes and by reading the sources."""
 
 import ast
 import json
@@ -96,3 +97,45 @@ def test_serving_never_imports_train():
     found = sorted(f"{path}: {root}" for path, root in _imported_roots("serving")
                    if root == "train")
     assert not found, found
+
+
+#: The command packages (run from a checkout as ``python -m <package>.<name>``, not
+#: installed). Each is imported by its own test folder only (``tests/tools`` imports
+#: ``tools``); ``tests/conftest.py`` imports all three so that they are importable.
+COMMAND_PACKAGES = ("bench", "experiments", "tools")
+
+
+def _command_imports_outside_their_tests(root=REPO):
+    """``["<test file>: <package>"]`` for each module under ``root/tests`` that imports a
+    command package other than the one its folder tests (``tests/<package>/...``)."""
+    found = []
+    for path, top in _imported_roots("tests", root):
+        folder = pathlib.PurePath(path).parts[1]
+        if top in COMMAND_PACKAGES and top != folder and path != "tests/conftest.py":
+            found.append(f"{path}: {top}")
+    return sorted(found)
+
+
+def test_only_a_command_packages_own_tests_import_it():
+    found = _command_imports_outside_their_tests()
+    assert not found, found
+
+
+def test_the_test_import_scan_finds_a_command_package_imported_elsewhere(tmp_path):
+    """A library test importing ``tools`` (also inside a function) and ``tests/tools``
+    importing ``bench`` are offenders; each folder's own package, the conftest, relative
+    imports and look-alike names are not."""
+    files = {
+        "tests/conftest.py": "import bench\nimport experiments\nimport tools\n",
+        "tests/analysis/test_a.py": "from tools.analysis import modules as command\n",
+        "tests/models/test_b.py": "def test_b():\n    import bench.backends\n",
+        "tests/tools/test_c.py": "from tools import report\nfrom bench import backends\n",
+        "tests/experiments/test_d.py": "import experiments.train_presets as presets\n",
+        "tests/bench/test_e.py": "import bench\nfrom .tools import x\nimport toolsy\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert _command_imports_outside_their_tests(tmp_path) == [
+        "tests/analysis/test_a.py: tools", "tests/models/test_b.py: bench",
+        "tests/tools/test_c.py: bench"]
