@@ -94,3 +94,24 @@ def test_scaled_positions_store_ones_and_compute_eq5_as_the_direct_ones():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(scaled(ids)),
                                keras.ops.convert_to_numpy(direct(ids)), rtol=1e-6)
     assert SentenceEncoder.from_config(scaled.get_config()).scaled_positions
+
+
+def test_mixed_precision_gradient_of_a_frequent_word_accumulates_in_float32():
+    """Under ``mixed_bfloat16`` the table's gradient is summed in ``float32``: 4,000
+    occurrences of one word, each contributing ``bfloat16(1/5)``, sum to exactly
+    ``4000 · bfloat16(1/5)`` (a ``bfloat16`` running sum stalls at 64, where its spacing
+    of 0.5 swallows each 0.2), and the pad row still gets none."""
+    encoder = SentenceEncoder(vocabulary_size=6, symbol_dim=2, scaled_positions=True,
+                              dtype="mixed_bfloat16")
+    ids = np.full((1000, 5), 3)
+    ids[:, 4] = 0  # pad slots gather row 0 and must leave it without gradient
+    encoder.build(ids.shape)
+    _, (table, _), _ = testing.value_and_gradients(
+        lambda: ops.sum(ops.cast(encoder(ids), "float32")),
+        [encoder.embedding.embeddings, encoder.positions])
+    table = testing.numpy(table)
+    assert table.dtype == np.float32
+    one_fifth_bf16 = float(ops.convert_to_numpy(ops.cast(ops.cast(1.0, "bfloat16") / 5.0,
+                                                         "float32")))
+    np.testing.assert_allclose(table[3], 4000 * one_fifth_bf16, rtol=1e-6)
+    np.testing.assert_array_equal(table[[0, 1, 2, 4, 5]], 0.0)

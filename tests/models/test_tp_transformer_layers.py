@@ -65,6 +65,21 @@ def test_embedding_initial_statistics():
     assert layer(ids).shape == (1, 1996, 64)
 
 
+def test_embedding_gradient_accumulates_in_float32_under_mixed_bfloat16():
+    """5,000 lookups of one id, each with gradient ``sqrt(d) = 2``, sum to exactly 10,000
+    in ``float32``; a ``bfloat16`` running sum stalls at 512, where its spacing of 4
+    rounds each + 2 back (ties to even). JAX's scatter-add of a ``bfloat16`` read did
+    that; TensorFlow casts the gather's sparse gradient before summing it."""
+    layer = TPTransformerEmbedding(8, 4, multiplicative=False, dtype="mixed_bfloat16")
+    layer.build()
+    ids = np.full((1000, 5), 3)
+    _, (table,), _ = testing.value_and_gradients(
+        lambda: keras.ops.sum(keras.ops.cast(layer(ids), "float32")), [layer.embeddings])
+    table = testing.numpy(table)
+    np.testing.assert_array_equal(table[3], 10000.0)
+    np.testing.assert_array_equal(np.delete(table, 3, axis=0), 0.0)
+
+
 def _sublayers_by_hand(layer, x, sublayers, placement):
     norms = layer.norms
     if placement == "code":

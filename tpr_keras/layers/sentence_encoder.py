@@ -4,6 +4,20 @@ import keras
 from keras import ops
 
 
+class _PadFreeEmbedding(keras.layers.Embedding):
+    """``keras.layers.Embedding`` whose pad row (id 0) reads as zeros and gets no gradient.
+
+    The layer does not autocast (as ``Embedding``): the lookup reads the ``float32``
+    table and casts the gathered rows to the compute dtype.
+    """
+
+    def call(self, inputs):
+        not_pad = ops.expand_dims(ops.arange(self.input_dim) > 0, -1)
+        table = ops.where(not_pad, ops.convert_to_tensor(self.embeddings), 0.0)
+        return ops.cast(ops.take(table, ops.cast(inputs, "int32"), axis=0),
+                        self.compute_dtype)
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class SentenceEncoder(keras.layers.Layer):
     """Encodes a padded sentence of word ids into one vector, eq. 5.
@@ -24,7 +38,11 @@ class SentenceEncoder(keras.layers.Layer):
     Implementation: the pad row of the embedding table is zeroed before the
     lookup, and every sentence is one dense sum over its word slots, in
     ``keras.ops`` only (a fixed-shape computation that compiles under XLA and
-    ``jax.jit``).
+    ``jax.jit``). Under a mixed policy the lookup reads the ``float32`` table and
+    casts the rows it gathers, as ``keras.layers.Embedding`` does, so the gradient
+    (a scatter-add into the table, most of it onto the pad row) accumulates in
+    ``float32``: a ``bfloat16`` scatter-add rounds at every addition and, on a GPU,
+    contends on the pad row's addresses (64x the whole step's time on an H200).
 
     Args:
         vocabulary_size: number of word ids, including pad (0) and unknown.
@@ -64,7 +82,7 @@ class SentenceEncoder(keras.layers.Layer):
                 "SentenceEncoder needs a static number of word slots (last "
                 f"input axis); got input shape {input_shape}."
             )
-        self.embedding = keras.layers.Embedding(
+        self.embedding = _PadFreeEmbedding(
             self.vocabulary_size,
             self.symbol_dim,
             embeddings_initializer=self.embeddings_initializer,
@@ -81,11 +99,9 @@ class SentenceEncoder(keras.layers.Layer):
 
     def call(self, word_ids):
         word_ids = ops.cast(word_ids, "int32")
-        # The pad row of the table is zeroed, so pad words (id 0) contribute nothing
-        # and get no gradient; each sentence is then one dense weighted sum (eq. 5).
-        table = ops.convert_to_tensor(self.embedding.embeddings)
-        not_pad = ops.expand_dims(ops.arange(self.vocabulary_size) > 0, -1)
-        words = ops.take(ops.where(not_pad, table, 0.0), word_ids, axis=0)
+        # Pad words (id 0) contribute nothing and get no gradient; each sentence is
+        # then one dense weighted sum (eq. 5).
+        words = self.embedding(word_ids)
         positions = self.positions
         if self.scaled_positions:
             positions = positions / float(positions.shape[0])

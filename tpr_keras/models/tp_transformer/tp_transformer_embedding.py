@@ -98,6 +98,9 @@ class TPTransformerEmbedding(keras.layers.Layer):
             name="embeddings",
             shape=(self.vocabulary_size, self.model_dim),
             initializer=self.embeddings_initializer,
+            # Read in float32 and cast after the lookup (keras.layers.Embedding's way):
+            # the lookup's gradient, a scatter-add, then accumulates in float32.
+            autocast=False,
         )
         if self.multiplicative:
             self.multiplier = keras.layers.Dense(
@@ -116,7 +119,8 @@ class TPTransformerEmbedding(keras.layers.Layer):
         if reverse:
             return ops.einsum("btd,vd->btv", inputs, ops.cast(self.embeddings, inputs.dtype))
         ids = ops.cast(inputs, "int32")
-        tokens = ops.take(self.embeddings, ids, axis=0) * math.sqrt(self.model_dim)
+        tokens = ops.cast(ops.take(self.embeddings, ids, axis=0),
+                          self.compute_dtype) * math.sqrt(self.model_dim)
         positions = ops.arange(ops.shape(ids)[1]) + ops.cast(start_position, "int32")
         x = tokens + ops.cast(sinusoidal_positions(positions, self.model_dim), tokens.dtype)[None]
         if self.multiplicative:
