@@ -107,7 +107,8 @@ def run(task, process_start):
     import keras
 
     from tpr_keras.training import make_trainer, save_run
-    from train.outputs import SAVED_MODEL_LINE, export_in_tensorflow, training_time_line
+    from train.outputs import (SAVED_MODEL_LINE, export_in_tensorflow, machine_record,
+                               training_time_line)
 
     batch_size = task.resolve_recipe()
     strategy, replicas = train_flags.setup_backend(global_batch=batch_size)
@@ -135,6 +136,7 @@ def run(task, process_start):
         "stopped": trainer.stop_reason,
         "train_examples_per_second": trainer.train_examples_per_second,
         "steps": trainer.state.value("global_step"),
+        "machine": machine_record(),
         "history": history,
         "config": task.config_record(trainer) | {
             "backend": keras.backend.backend(),

@@ -14,11 +14,11 @@ commit, seed, data files' SHA-256, wall time, machine and both tables).
 import datetime
 import json
 import os
-import platform
 
 from absl import app, flags
 
 from train import cli
+from train.outputs import machine_description
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")
@@ -44,26 +44,6 @@ HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "descript
                ("Output", ["debug", "tf_logs"])]
 
 DEFAULT_SAMPLE = {"babi": 50, "math": 50, "entailment": 200}
-
-
-def machine_description():
-    """One line: processor, cores, memory, accelerator (Linux; best effort elsewhere)."""
-    cpu = platform.processor() or platform.machine()
-    memory = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-        with open("/proc/meminfo") as f:
-            kib = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
-        memory = f", {kib / 2**20:.0f} GiB"
-    except (OSError, StopIteration, ValueError):
-        pass
-    import tensorflow as tf
-
-    gpus = len(tf.config.list_physical_devices("GPU"))
-    return (f"{cpu}, {os.cpu_count()} cores{memory}, "
-            + (f"{gpus} GPU(s)" if gpus else "no GPU") + f", {platform.system()}")
 
 
 def headline(task, table):
@@ -180,7 +160,9 @@ def main(argv):
             "steps": results.get("steps"),
             "stopped": results.get("stopped"),
             "parameters": model.count_params(),
-            "machine": machine_description(),
+            # The machine the run trained on (runs before it was recorded: this one).
+            "machine": (results.get("machine") or {}).get("description")
+                       or machine_description(),
             "results_json": FLAGS.results_json,
         },
         "data": {"files_sha256": evaluation.files_sha256(

@@ -15,8 +15,8 @@ import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN for load_model)
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def run_train(args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+def run_train(args, cwd, **environ):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", **environ)
     return subprocess.run([sys.executable, "-m", "train.babi", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -27,7 +27,7 @@ def test_train_evaluate_export_and_resume(tiny_babi, tmp_path):
     args = ["--task", "1", "--data_dir", str(tiny_babi), "--model_dir", str(model_dir),
             "--epochs", "2", "--batch_size", "16", "--warmup_steps", "5",
             "--download=false", "--verbose", "0"]
-    done = run_train(args, tmp_path)
+    done = run_train(args, tmp_path, TF_NUM_INTRAOP_THREADS="1")
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((model_dir / "results.json").read_text())
     assert set(results["test_error_percent"]) == {"1"}
@@ -36,6 +36,10 @@ def test_train_evaluate_export_and_resume(tiny_babi, tmp_path):
                                "max_words": 6, "truncated": results["data"]["truncated"]}
     assert results["epochs"] == 2 and results["steps"] == 2 * 17
     assert results["train_seconds"] > 0
+    # The machine it trained on, with the threads the run was given (CPU-hours).
+    assert results["machine"]["cpus"] == os.cpu_count()
+    assert results["machine"]["intra_op_threads"] == 1
+    assert f"{os.cpu_count()} cores" in results["machine"]["description"]
     assert "task | valid error % | test error %" in done.stdout
     # The export loads and answers with a word of the vocabulary.
     model = keras.models.load_model(model_dir / "export" / "model.keras")
