@@ -424,6 +424,7 @@ BLOCKS = {
     "gpu": gpu_block("gpu.json"),
     "gpu-large-batch": gpu_block("gpu_large_batch.json"),
     "gpu-h200": gpu_block("gpu_h200.json"),
+    "gpu-h200-large-batch": gpu_block("gpu_h200_large_batch.json"),
     "gpu-h200-tpr_rnn-bf16-gather": gpu_block("gpu_h200_tpr_rnn_bf16_gather.json"),
     "gpu-h200-tpr_rnn-f32-gather": gpu_block("gpu_h200_tpr_rnn_f32_gather.json"),
     "backends-babi-task1": backends_babi_task1_block,
