@@ -419,8 +419,16 @@ def command_help_block(module):
     return block
 
 
+def babi_costs_block(root):
+    """``tools.babi_costs``: each bAbI table's committed runs in hours and CPU-hours."""
+    from tools import babi_costs
+
+    return babi_costs.markdown(root)
+
+
 BLOCKS = {
     "backends": backends_block,
+    "babi-costs": babi_costs_block,
     "gpu": gpu_block("gpu.json"),
     "gpu-large-batch": gpu_block("gpu_large_batch.json"),
     "gpu-h200": gpu_block("gpu_h200.json"),

@@ -1,0 +1,96 @@
+"""What each bAbI table's committed runs cost to train here, in hours and CPU-hours.
+
+    python -m tools.babi_costs          # Markdown on stdout; python -m tools.report puts it
+                                        # into results/babi.md
+
+Every committed ``results.json`` of a table (:data:`TABLES`) gives its training hours
+(``train_seconds``, over every process of the run, resumes included) and, from its
+``machine`` record, the intra-op threads it trained with: CPU-hours are hours × threads.
+A run written before ``results.json`` recorded the machine counts as one thread
+(:data:`UNRECORDED_THREADS`): the recipe runs under ``results/babi/recipes`` were trained
+so (one intra-op thread, two runs side by side on the 2-core CPU); for the older runs it is
+a lower bound. For a table with fewer runs than it needs, the CPU-hours still to spend are
+estimated from the mean of its committed runs.
+"""
+
+import glob
+import json
+import os
+
+#: (table, committed results.json glob under results/babi, runs the table needs)
+TABLES = (
+    ("Table 1, TPR-RNN, the authors' recipe, 80 epochs (5 seeds)",
+     "recipes/all_tasks_authors_80ep/tpr_rnn-seed*/results.json", 5),
+    ("Recipe ablation: the authors' recipe, 50 epochs",
+     "recipes/all_tasks_authors/tpr_rnn-seed*/results.json", None),
+    ("Earlier Table 1, TPR-RNN, Appendix A recipe, 50 epochs",
+     "all_tasks/tpr_rnn-seed*/results.json", None),
+    ("MemN2N joint, §4.2's schedule without restart (20 epochs)",
+     "all_tasks/memn2n-seed*/results.json", None),
+    ("MemN2N joint at the paper's protocol (10 runs, best by training error)",
+     "memn2n_joint/seed*/results.json", 10),
+    ("Tables 2 and 3, single-task TPR-RNN (3 seeds a cell)",
+     "paper_runs/**/results.json", None),
+)
+#: Threads of a run whose results.json has no ``machine`` record.
+UNRECORDED_THREADS = 1
+
+
+def run_cost(result):
+    """``(hours, cpu_hours, threads_recorded)`` of one run's results."""
+    hours = (result.get("train_seconds") or 0.0) / 3600
+    machine = result.get("machine")
+    if not machine:
+        return hours, hours * UNRECORDED_THREADS, False
+    # No thread count set: the framework's default, one thread per core.
+    return hours, hours * (machine.get("intra_op_threads") or machine["cpus"]), True
+
+
+def table_costs(root):
+    """One dict per :data:`TABLES` row: runs, hours, CPU-hours, estimate left."""
+    rows = []
+    for name, pattern, needed in TABLES:
+        runs = []
+        for path in sorted(glob.glob(os.path.join(root, "results", "babi", pattern),
+                                     recursive=True)):
+            with open(path, encoding="utf-8") as f:
+                runs.append(run_cost(json.load(f)))
+        hours = sum(r[0] for r in runs)
+        cpu_hours = sum(r[1] for r in runs)
+        left = None
+        if needed and runs and len(runs) < needed:
+            left = (needed - len(runs)) * cpu_hours / len(runs)
+        rows.append({"table": name, "runs": len(runs), "needed": needed, "hours": hours,
+                     "cpu_hours": cpu_hours, "unrecorded": sum(not r[2] for r in runs),
+                     "cpu_hours_left": left})
+    return rows
+
+
+def markdown(root="."):
+    lines = ["| table | committed runs | training hours | CPU-hours | mean CPU-hours a run "
+             "| CPU-hours still to spend (estimate) |", "|---|---:|---:|---:|---:|---:|"]
+    for row in table_costs(root):
+        runs = f"{row['runs']}" + (f" of {row['needed']}" if row["needed"] else "")
+        if not row["runs"]:
+            lines.append(f"| {row['table']} | {runs} | – | – | – | not yet measured |")
+            continue
+        left = "–" if row["cpu_hours_left"] is None else f"{row['cpu_hours_left']:.1f}"
+        lines.append(f"| {row['table']} | {runs} | {row['hours']:.1f} | "
+                     f"{row['cpu_hours']:.1f} | {row['cpu_hours'] / row['runs']:.2f} | {left} |")
+    unrecorded = sum(row["unrecorded"] for row in table_costs(root))
+    lines += ["", "Training hours are `train_seconds` summed over a table's committed "
+              "`results.json`; CPU-hours multiply each run's hours by its intra-op threads "
+              "(its `machine` record)."
+              + (f" {unrecorded} run(s) predate that record and count as one thread: the "
+                 "recipe runs were trained so (two one-thread runs side by side); for the "
+                 "others it is a lower bound." if unrecorded else "")]
+    return "\n".join(lines)
+
+
+def main():
+    print(markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
