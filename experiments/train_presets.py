@@ -4,6 +4,8 @@
     python -m experiments.train_presets --data_root ../shared/data --jobs 2 \
         --presets tpr_rnn_babi_all_tasks --max_train_minutes 170            # train (resumes)
     python -m experiments.train_presets --data_root ../shared/data --make         # keep + save
+    python -m experiments.train_presets --make --presets tpr_rnn_babi_all_tasks \
+        --run_dir 'runs/e80/seed{seed}'           # from runs trained elsewhere by hand
 
 Every run is one ``train.*`` command with the paper's recipe (the exact command is what the
 preset's metadata.json records). A run folder under ``--runs`` resumes from its checkpoints
@@ -16,11 +18,15 @@ sitting's budget stopped) ``results.json`` to its place under ``results/`` (wher
 ``python -m tools.report`` makes the tables from it) and writes the preset from the chosen
 run with ``python -m train.save_preset`` into ``tpr_keras/presets/<name>``. Where a preset has
 several seeds (TPR-RNN all tasks: the paper's Table 1 reports seeds, Table 4 its best run),
-the preset is the seed with the lowest mean validation error: the test set plays no part in
-the choice. Task 3 trains on the 1,000 official questions available here.
+the preset is the seed with the lowest mean validation error over the tasks, among every
+seed whose run is here and every seed whose ``results.json`` is committed (a seed committed
+beyond the listed ones counts too): the test set plays no part in the choice. ``--run_dir``
+names each seed's run folder where the runs were trained by hand (``{seed}`` in it becomes
+the seed). Task 3 trains on the 1,000 official questions available here.
 """
 
 import concurrent.futures
+import glob
 import json
 import os
 import re
@@ -37,11 +43,13 @@ FOCUS_MODULES = ("numbers__place_value,arithmetic__add_or_sub,comparison__pair,"
 #: command's arguments without --seed/--data_dir/--model_dir, seeds).
 PRESETS = {
     "tpr_rnn_babi_all_tasks": (
-        "babi", "results/babi/all_tasks/tpr_rnn-seed{seed}",
+        "babi", "results/babi/recipes/all_tasks_authors_80ep/tpr_rnn-seed{seed}",
         "TPR-RNN (Schlag & Schmidhuber 2018), all 20 bAbI tasks jointly, en-10k (task 3: the "
-        "1,000 official questions available here); Appendix A all-tasks recipe and sizes",
-        ["-m", "train.babi", "--task", "all", "--epochs", "50", "--checkpoint_every_steps",
-         "2000", "--verbose", "2"], (0, 1, 2)),
+        "1,000 official questions available here); the authors' code's sizes, initialisation "
+        "and TF1 Nadam (all_tasks_authors, nesterov_adam), 80 epochs",
+        ["-m", "train.babi", "--task", "all", "--preset", "all_tasks_authors", "--optimizer",
+         "nesterov_adam", "--epochs", "80", "--checkpoint_every_steps", "2000", "--verbose",
+         "2"], (1, 2, 3, 4, 5)),
     "memn2n_babi_all_tasks": (
         "babi", "results/babi/all_tasks/memn2n-seed{seed}",
         "MemN2N (Sukhbaatar et al. 2015), PE LS RN, joint training on all 20 bAbI tasks, "
@@ -72,6 +80,9 @@ MODEL_NAMES = {"memn2n_babi_all_tasks": "memn2n"}
 
 
 def run_folder(args, name, seed):
+    """The seed's run folder: ``--run_dir`` with ``{seed}`` filled, else RUNS/NAME/seedN."""
+    if args.run_dir:
+        return args.run_dir.format(seed=seed)
     return os.path.join(args.runs, name, f"seed{seed}")
 
 
@@ -146,6 +157,21 @@ def committed(args, name, seed):
         return json.load(f)
 
 
+def committed_seeds(args, name):
+    """Every seed whose results.json is kept in the repository (``--root``) for ``name``."""
+    keep = PRESETS[name][1]
+    if "{seed}" not in keep:  # one run, kept in one folder
+        return set()
+    prefix, suffix = keep.split("{seed}")
+    seeds = set()
+    for path in glob.glob(os.path.join(args.root, keep.format(seed="*"), "results.json")):
+        folder = os.path.relpath(os.path.dirname(path), args.root).replace(os.sep, "/")
+        seed = folder[len(prefix):len(folder) - len(suffix)]
+        if folder.startswith(prefix) and folder.endswith(suffix) and seed.isdigit():
+            seeds.add(int(seed))
+    return seeds
+
+
 def keep_results(args, name, seed):
     """Copies the run's results.json into the repository (``--root``)."""
     target = kept_path(args, name, seed)
@@ -155,14 +181,18 @@ def keep_results(args, name, seed):
 
 def relabel(args, name, best, seeds):
     """The preset's description names the seeds it was chosen from: ``seed B of [...]``.
-    Refuses (SystemExit) if the shipped preset is not seed ``best``."""
+    Refuses (SystemExit) if the shipped preset is not seed ``best`` of this recipe (its
+    recorded ``results_json`` is not the seed's kept one)."""
     path = os.path.join(args.root, "tpr_keras", "presets", name, "metadata.json")
     with open(path) as f:
         metadata = json.load(f)
-    if metadata["training"].get("seed") != best:
+    training = metadata["training"]
+    wanted = f"{PRESETS[name][1].format(seed=best)}/results.json"
+    if training.get("seed") != best or training.get("results_json") != wanted:
         raise SystemExit(f"{name}: seed {best} has the lowest mean validation error but the "
-                         f"shipped preset is seed {metadata['training'].get('seed')}: make it "
-                         f"where seed {best}'s run folder is")
+                         f"shipped preset is seed {training.get('seed')} "
+                         f"({training.get('results_json')}): make it where seed {best}'s run "
+                         "folder is (--run_dir)")
     metadata["description"] = re.sub(r"seed \d+ of \[[^\]]*\]", f"seed {best} of {seeds}",
                                      metadata["description"])
     with open(path, "w") as f:
@@ -183,7 +213,8 @@ def make(args, name):
     if not done:
         return f"{name}: no finished run"
     # Seeds trained on another machine count through their committed results.json.
-    pool = {seed: committed(args, name, seed) for seed in seeds if seed not in done}
+    pool = {seed: committed(args, name, seed)
+            for seed in set(seeds) | committed_seeds(args, name) if seed not in done}
     pool = {**{seed: r for seed, r in pool.items() if r is not None}, **done}
     best = min(pool, key=lambda seed: mean_valid_error(pool[seed]))
     if best not in done:
@@ -224,6 +255,8 @@ def main(argv=None):
     parser = Command("python -m experiments.train_presets", __doc__.split("\n\n")[0])
     parser.string("data_root", os.path.join(REPO, "..", "shared", "data"))
     parser.string("runs", os.path.join(REPO, "runs", "presets"))
+    parser.string("run_dir", None, "each seed's run folder, {seed} replaced by the seed "
+                  "(default RUNS/NAME/seed{seed}); one preset only")
     parser.string("root", REPO,
                   "the repository whose results/ and tpr_keras/presets/ --make fills")
     parser.string("presets", ",".join(PRESETS))
@@ -240,6 +273,8 @@ def main(argv=None):
     unknown = sorted(set(names) - set(PRESETS))
     if unknown:
         parser.error(f"unknown presets {unknown}; choose from {sorted(PRESETS)}")
+    if args.run_dir and (len(names) != 1 or "{seed}" not in args.run_dir):
+        parser.error("--run_dir names one preset's run folders and holds {seed}")
     if args.make:
         for name in names:
             print(make(args, name))

@@ -2,7 +2,7 @@
 seed off the plateau (issue #42). Reads committed runs and prints one row per run.
 
 Runs are kept as ``results/babi/recipes/<recipe>/tpr_rnn-seed<N>/results.json`` (each with
-its command); the Appendix-recipe runs of Table 1 (``results/babi/all_tasks/``) are the
+its command); the earlier Appendix-recipe runs (``results/babi/all_tasks/``) are the
 baseline rows. ``python -m tools.report`` places the table in ``results/babi.md``.
 """
 
@@ -19,7 +19,7 @@ TASK_3 = "3"  # trains on the 1,000 official questions available here, not 10,00
 def runs(root):
     """``[(recipe, seed, results)]``: the Appendix baseline's, then each recipe's, by seed."""
     found = []
-    patterns = [("appendix (Table 1)", os.path.join(root, BASELINE, "tpr_rnn-seed*"))]
+    patterns = [("appendix (earlier recipe)", os.path.join(root, BASELINE, "tpr_rnn-seed*"))]
     for folder in sorted(glob.glob(os.path.join(root, RECIPES, "*"))):
         patterns.append((os.path.basename(folder), os.path.join(folder, "tpr_rnn-seed*")))
     for recipe, pattern in patterns:

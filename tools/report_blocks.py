@@ -211,11 +211,11 @@ def math_bench_block(name):
 
 
 # ----------------------------------------------------------------------------- bAbI
-def babi_table1_block(model):
-    """A generator of the bAbI Table 1 block of ``model`` (``tools/babi_table1.py``)."""
+def babi_table1_block(name):
+    """A generator of the bAbI Table 1 block ``name`` (``tools/babi_table1.py``'s TABLES)."""
     def block(root):
-        return babi_table1.markdown(root, model)
-    block.__doc__ = f"bAbI Table 1 of {model}."
+        return babi_table1.table_markdown(root, name)
+    block.__doc__ = f"bAbI Table 1 {name}."
     return block
 
 
@@ -439,7 +439,7 @@ BLOCKS = {
     "presets": presets_block,
     "presets-served": presets_served_block,
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
-    **{f"babi-table1-{model}": babi_table1_block(model) for model in ("tpr_rnn", "memn2n")},
+    **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,
     "babi-memn2n-joint": memn2n_joint.markdown,
     "entailment-table1": entailment_table1_block,

@@ -20,16 +20,22 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
     assert train_presets.main(args_for(tmp_path, "--dry_run", "--max_train_minutes", "90")) == 0
     lines = capsys.readouterr().out.splitlines()
     babi = [line for line in lines if "train.babi" in line and "memn2n" not in line]
-    assert len(babi) == 3 and all("--task all" in line for line in babi)  # three seeds
-    assert {line.split("--seed=")[1].split()[0] for line in babi} == {"0", "1", "2"}
+    # issue #42: five seeds of the authors' recipe trained 80 epochs, one command
+    assert len(babi) == 5 and all(
+        "--task all --preset all_tasks_authors --optimizer nesterov_adam --epochs 80" in line
+        for line in babi)
+    assert {line.split("--seed=")[1].split()[0] for line in babi} == {"1", "2", "3", "4", "5"}
     entailment = next(line for line in lines if "train.entailment" in line)
     assert "--arch=bidaf --cell=tpru --roles=32 --embedding_init=normal" in entailment
     assert "--data_dir=DATA/entailment" in entailment
     assert all("--max_train_minutes=90" in line for line in lines)
 
 
-def fake_run(tmp_path, name, seed, valid, stopped="early_stopping"):
-    folder = tmp_path / "runs" / name / f"seed{seed}"
+RECIPE = "results/babi/recipes/all_tasks_authors_80ep"
+
+
+def fake_run(tmp_path, name, seed, valid, stopped="early_stopping", folder=None):
+    folder = folder or tmp_path / "runs" / name / f"seed{seed}"
     folder.mkdir(parents=True)
     results = {"valid_error_percent": {"1": valid, "2": valid}, "stopped": stopped,
                "epochs": 40 + seed, "config": {"seed": seed}}
@@ -39,9 +45,9 @@ def fake_run(tmp_path, name, seed, valid, stopped="early_stopping"):
 
 def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(
         tmp_path, monkeypatch):
-    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 0, 2.0)
-    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 1.0)
-    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 0.5, stopped="time_budget")  # unfinished
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 2.0)
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 1.0)
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 3, 0.5, stopped="time_budget")  # unfinished
     calls = []
     monkeypatch.setattr(train_presets.subprocess, "call",
                         lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
@@ -49,50 +55,98 @@ def test_make_keeps_every_finished_seed_and_picks_the_best_on_validation(
                                        "tpr_rnn_babi_all_tasks")) == 0
     [out] = calls
     assert "-m train.save_preset" in out
-    assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed1'}" in out
-    assert ("seed 1 of [0, 1], lowest mean validation error, stopped early on validation "
-            "after 41 epochs") in out
-    assert "--results_json=results/babi/all_tasks/tpr_rnn-seed1/results.json" in out
-    kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
-    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1"]
-    assert json.loads((kept / "tpr_rnn-seed1" / "results.json").read_text())[
-        "config"]["seed"] == 1
+    assert f"--model_dir={tmp_path / 'runs' / 'tpr_rnn_babi_all_tasks' / 'seed2'}" in out
+    assert ("seed 2 of [1, 2], lowest mean validation error, stopped early on validation "
+            "after 42 epochs") in out
+    assert f"--results_json={RECIPE}/tpr_rnn-seed2/results.json" in out
+    kept = tmp_path / "repo" / RECIPE
+    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed1", "tpr_rnn-seed2"]
+    assert json.loads((kept / "tpr_rnn-seed2" / "results.json").read_text())[
+        "config"]["seed"] == 2
 
 
 def test_make_counts_seeds_trained_elsewhere_by_their_committed_results(
         tmp_path, monkeypatch):
     """A fresh machine holds only the new seed's run: the committed seeds still take part,
     and a better committed seed keeps the preset (it is not overwritten by the new run)."""
-    kept = tmp_path / "repo" / "results" / "babi" / "all_tasks"
-    for seed, valid in ((0, 0.8), (1, 3.0)):
+    kept = tmp_path / "repo" / RECIPE
+    for seed, valid in ((1, 0.8), (2, 3.0)):
         (kept / f"tpr_rnn-seed{seed}").mkdir(parents=True)
         (kept / f"tpr_rnn-seed{seed}" / "results.json").write_text(json.dumps(
             {"valid_error_percent": {"1": valid}, "stopped": "epochs", "epochs": 50}))
-    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 2, 2.0, stopped="epochs")
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 3, 2.0, stopped="epochs")
     preset = tmp_path / "repo" / "tpr_keras" / "presets" / "tpr_rnn_babi_all_tasks"
     preset.mkdir(parents=True)
-    metadata = {"description": "TPR-RNN; seed 0 of [0, 1], lowest mean validation error",
-                "training": {"seed": 0}}
+    metadata = {"description": "TPR-RNN; seed 1 of [1, 2], lowest mean validation error",
+                "training": {"seed": 1,
+                             "results_json": f"{RECIPE}/tpr_rnn-seed1/results.json"}}
     (preset / "metadata.json").write_text(json.dumps(metadata))
     calls = []
     monkeypatch.setattr(train_presets.subprocess, "call",
                         lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
     args = args_for(tmp_path, "--make", "--presets", "tpr_rnn_babi_all_tasks")
     assert train_presets.main(args) == 0
-    assert calls == []  # seed 0 (0.8 %) beats the new seed 2 (2.0 %): no new preset
-    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed0", "tpr_rnn-seed1", "tpr_rnn-seed2"]
+    assert calls == []  # seed 1 (0.8 %) beats the new seed 3 (2.0 %): no new preset
+    assert sorted(os.listdir(kept)) == ["tpr_rnn-seed1", "tpr_rnn-seed2", "tpr_rnn-seed3"]
     assert json.loads((preset / "metadata.json").read_text())["description"] == \
-        "TPR-RNN; seed 0 of [0, 1, 2], lowest mean validation error"
-    # The shipped preset must be that seed: else rebuild it where the seed's run is.
-    (preset / "metadata.json").write_text(json.dumps({**metadata, "training": {"seed": 1}}))
-    with pytest.raises(SystemExit, match="shipped preset is seed 1"):
+        "TPR-RNN; seed 1 of [1, 2, 3], lowest mean validation error"
+    # The shipped preset must be that seed of this recipe: else rebuild it where the seed's
+    # run is. Seed 1 of the earlier recipe (another results_json) is not it.
+    earlier = {"seed": 1, "results_json": "results/babi/all_tasks/tpr_rnn-seed1/results.json"}
+    (preset / "metadata.json").write_text(json.dumps({**metadata, "training": earlier}))
+    with pytest.raises(SystemExit, match=r"shipped preset is seed 1 \(results/babi/all_tasks/"):
+        train_presets.main(args)
+    (preset / "metadata.json").write_text(json.dumps({**metadata, "training": {"seed": 2}}))
+    with pytest.raises(SystemExit, match="shipped preset is seed 2"):
         train_presets.main(args)
     # A new seed better than every committed one becomes the preset.
-    (kept / "tpr_rnn-seed0" / "results.json").write_text(json.dumps(
+    (kept / "tpr_rnn-seed1" / "results.json").write_text(json.dumps(
         {"valid_error_percent": {"1": 9.0}, "stopped": "epochs", "epochs": 50}))
     assert train_presets.main(args) == 0
     [out] = calls
-    assert "seed 2 of [0, 1, 2], lowest mean validation error" in out
+    assert "seed 3 of [1, 2, 3], lowest mean validation error" in out
+
+
+def test_make_from_hand_made_run_folders_chooses_on_validation_only(tmp_path, monkeypatch):
+    """--run_dir: the runs of the recipe trained by hand (runs/e80/seedN); the best mean
+    validation error wins whatever the test error, and a seed committed beyond the listed
+    five takes part through its results.json."""
+    hand = tmp_path / "e80"
+    for seed, valid, test in ((1, 1.78, 0.68), (2, 2.07, 0.78), (4, 1.50, 3.00)):
+        fake_run(tmp_path, "tpr_rnn_babi_all_tasks", seed, valid, stopped="epochs",
+                 folder=hand / f"seed{seed}")
+        path = hand / f"seed{seed}" / "results.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()),
+                                    "test_error_percent": {"1": test, "2": test}}))
+    fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 5, 0.1, stopped="time_budget",
+             folder=hand / "seed5")  # still training: not a candidate
+    extra = tmp_path / "repo" / RECIPE / "tpr_rnn-seed7"
+    extra.mkdir(parents=True)
+    (extra / "results.json").write_text(json.dumps(
+        {"valid_error_percent": {"1": 1.6}, "stopped": "epochs", "epochs": 80}))
+    calls = []
+    monkeypatch.setattr(train_presets.subprocess, "call",
+                        lambda cmd, **kwargs: calls.append(cmd) or 0)
+    assert train_presets.main(args_for(
+        tmp_path, "--make", "--presets", "tpr_rnn_babi_all_tasks",
+        "--run_dir", str(hand / "seed{seed}"))) == 0
+    [cmd] = calls
+    assert f"--model_dir={hand / 'seed4'}" in cmd  # 1.50 % validation, the worst test error
+    assert f"--results_json={RECIPE}/tpr_rnn-seed4/results.json" in cmd
+    assert f"--output={tmp_path / 'repo' / 'tpr_keras' / 'presets' / 'tpr_rnn_babi_all_tasks'}" \
+        in cmd
+    description = next(c for c in cmd if c.startswith("--description="))
+    assert description.endswith("80 epochs; seed 4 of [1, 2, 4, 7], lowest mean validation "
+                                "error, at its epoch cap after 44 epochs")
+    assert sorted(os.listdir(tmp_path / "repo" / RECIPE)) == [
+        "tpr_rnn-seed1", "tpr_rnn-seed2", "tpr_rnn-seed4", "tpr_rnn-seed7"]
+
+
+def test_run_dir_needs_one_preset_and_the_seed(tmp_path):
+    for extra in (["--run_dir", "runs/e80/seed1", "--presets", "tpr_rnn_babi_all_tasks"],
+                  ["--run_dir", "runs/e80/seed{seed}"]):
+        with pytest.raises(SystemExit):
+            train_presets.main(args_for(tmp_path, "--make", *extra))
 
 
 def test_unknown_preset_is_a_usage_error(tmp_path):
