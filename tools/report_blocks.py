@@ -296,6 +296,25 @@ def preset_block(name):
     return block
 
 
+def preset_modules_block(name):
+    """A generator of a math preset's modules with their exact match (the README's list of
+    what it answers), from its metadata.json: interpolate, then the module's extrapolation
+    file (``_big``) where it has one; best first."""
+    def block(root):
+        meta = _load(os.path.join(root, "tpr_keras", "presets", name), "metadata.json")
+        table = meta["evaluation"]["table"]
+        interpolate = table["interpolate_accuracy_percent"]
+        extrapolate = table["extrapolate_accuracy_percent"]
+        lines = ["| module it answers | interpolate | extrapolate (`_big`) |",
+                 "|---|---:|---:|"]
+        for module, score in sorted(interpolate.items(), key=lambda kv: (-kv[1], kv[0])):
+            big = extrapolate.get(f"{module}_big")
+            lines.append(f"| `{module}` | {score:.1f} % | "
+                         + ("–" if big is None else f"{big:.1f} %") + " |")
+        return "\n".join(lines)
+    return block
+
+
 def presets_served_block(root):
     """Every committed ``tools.preset_serving_check --json`` run: the presets' test sets
     answered over gRPC, against the accuracy each preset records."""
@@ -438,6 +457,7 @@ BLOCKS = {
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
+    "preset-modules-tp_transformer_math_focus": preset_modules_block("tp_transformer_math_focus"),
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,

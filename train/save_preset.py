@@ -7,7 +7,8 @@ Reads the run's ``results.json`` and ``export/{model.keras,vocab.txt}``, recompu
 evaluation table on the official test files with the functions ``train.evaluate`` uses
 (and checks it against the run's own numbers), records a sample table (the first N
 questions of every test file, what CI re-checks), and writes the preset folder with
-``save_to_preset``: config, weights, vocabulary and metadata.json (the training command,
+``save_to_preset``: config, weights, vocabulary (and for math the templates of its modules'
+training questions, ``modules.json``) and metadata.json (the training command,
 commit, seed, data files' SHA-256, wall time, machine and both tables).
 """
 
@@ -176,8 +177,23 @@ def main(argv):
     if task == "babi":
         metadata["serving_options"] = {
             "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES}
-    path = model.save_to_preset(FLAGS.output, assets={"vocab.txt": vocab_path},
-                                metadata=metadata, overwrite=FLAGS.overwrite)
+    assets = {"vocab.txt": vocab_path}
+    if task == "math":  # the wording of its modules' questions: module_of, the served module
+        from tpr_keras.data import mathematics
+
+        root = mathematics.find_mathematics_dir(FLAGS.data_dir, download=False)
+        trained = mathematics.select_modules(options["modules"],
+                                             mathematics.list_modules(root))["train"]
+        templates = mathematics.module_templates(root, trained)
+        module, count = templates.largest
+        if count <= mathematics.MAX_TEMPLATES_PER_MODULE:
+            assets[mathematics.TEMPLATES_ASSET] = templates.save
+        else:  # wording that varies per question: the rule would call new questions outside
+            print(f"No {mathematics.TEMPLATES_ASSET}: {module} has {count} question "
+                  f"templates (> {mathematics.MAX_TEMPLATES_PER_MODULE}); the preset "
+                  "reports no module.")
+    path = model.save_to_preset(FLAGS.output, assets=assets, metadata=metadata,
+                                overwrite=FLAGS.overwrite)
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
     print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
 

@@ -25,6 +25,10 @@ A Mathematics Dataset model (``train.math``) is asked with :class:`MathClient`::
 
     python -m serving.client --model_name math --question "What is the tens digit of 2934?"
 
+``Solution.module`` names the trained module whose wording the question has; ``""`` (a
+question outside them) and a non-zero ``Solution.unknown_characters`` make the command
+print a warning, as unknown words do for bAbI.
+
 The parts: :mod:`serving.client.serving_client` (Predict calls over gRPC or REST),
 :mod:`serving.client.model_clients` (one client per model family),
 :mod:`serving.client.cli` (the command) and :mod:`serving.client.protos` (the

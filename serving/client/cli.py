@@ -75,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(reply.answer)
             print(f"  log_prob {reply.log_prob:.4f}")
+        if reply.module == "":
+            print("warning: the question is worded as none of the modules the model was "
+                  "trained on; it answered all the same, so the answer (whatever its "
+                  "log_prob) may not mean anything.", file=sys.stderr)
+        if reply.unknown_characters:
+            print(f"warning: {reply.unknown_characters} character(s) of the question are "
+                  "not in the model's vocabulary; it read them as <unk>.", file=sys.stderr)
         return 0
     if args.json:
         print(json.dumps({"answer": reply.answer, "candidates": reply.candidates,

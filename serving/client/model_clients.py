@@ -28,6 +28,12 @@ class Solution(NamedTuple):
     answer: str
     log_prob: float
     version: int | None = None
+    #: Characters of the question outside the model's vocabulary (None: an export
+    #: without the ``unknown_characters`` output).
+    unknown_characters: int | None = None
+    #: The trained module whose wording the question has; ``""``: none, the model was not
+    #: trained on such questions (None: an export without the ``module`` output).
+    module: str | None = None
 
 
 class BabiClient(ServingClient):
@@ -63,8 +69,12 @@ class MathClient(ServingClient):
         return self.solve_batch([question])[0]
 
     def solve_batch(self, questions: Sequence[str]) -> list[Solution]:
+        """Answers several questions in one request."""
         out, version = self.predict({"question": questions})
-        return [Solution(a, float(lp), version) for a, lp in zip(out["answer"], out["log_prob"])]
+        unknown = out.get("unknown_characters") or [None] * len(out["answer"])
+        modules = out.get("module") or [None] * len(out["answer"])
+        return [Solution(a, float(lp), version, None if n is None else int(n), m)
+                for a, lp, n, m in zip(out["answer"], out["log_prob"], unknown, modules)]
 
 
 def ask(story: str, question: str, server: str = "localhost:8500", model_name: str = "babi",

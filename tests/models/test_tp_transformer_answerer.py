@@ -34,6 +34,29 @@ def test_the_preset_answers_place_value_and_comparison_questions(answerer):
     assert answerer.tokenizer is answerer.preprocessor
 
 
+#: Questions of modules the preset was not trained on, and wordings its modules never use.
+OUTSIDE = ["Solve 3*x = 6 for x.", "Let f = 2. What is f + 3?", "add 12 to 30",
+           "What is the hundred billions digit of 123456789012?"]
+
+
+def test_questions_outside_the_presets_modules_are_answered_with_no_module(answerer):
+    """As bAbI answers a story of unknown words with a word and a non-zero count, the
+    math preset answers every question and names the module it has the wording of:
+    ``""`` for none of its four."""
+    out = answerer.predict(list(QUESTIONS) + OUTSIDE + ["What is 12 + 30?"])
+    assert out["module"].tolist() == (
+        ["numbers__place_value"] * 3 + ["comparison__pair"] + [""] * len(OUTSIDE)
+        + ["arithmetic__add_or_sub"])
+    assert all(out["answer"])  # answered all the same
+    assert answerer.preprocessor.templates.modules == sorted(
+        answerer.preset.metadata["evaluation_options"]["modules"])
+    # Without templates (a model fresh from training) there is no module to report.
+    bare = MathAnswerer(answerer.backbone, MathPreprocessor(answerer.preprocessor.vocabulary))
+    assert "module" not in bare.predict(OUTSIDE[0])
+    with pytest.raises(ValueError, match="no module templates"):
+        bare.preprocessor.module_of(OUTSIDE[0])
+
+
 def test_max_length_cuts_the_answer(answerer):
     question = "Which is smaller: 413.34 or -0.099?"
     assert answerer.generate(question, max_length=3) == ["-0."]
@@ -69,9 +92,15 @@ def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
     path = answerer.export(tmp_path)
     assert path == str(tmp_path / answerer.preset.metadata["model_name"] / "1")
     serve = tf.saved_model.load(path).signatures["serving_default"]
-    questions = list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
+    questions = (list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
+                 + OUTSIDE)
     served = serve(question=tf.constant(questions))
     ours = answerer.predict(questions)
     assert ours["answer"].tolist() == [a.decode() for a in served["answer"].numpy()]
+    assert ours["module"].tolist() == [m.decode() for m in served["module"].numpy()]
+    assert "" in ours["module"].tolist() and "arithmetic__add_or_sub" in ours["module"]
+    np.testing.assert_array_equal(ours["unknown_characters"],
+                                  served["unknown_characters"].numpy())
+    assert ours["unknown_characters"].max() > 0
     np.testing.assert_allclose(ours["log_prob"], served["log_prob"].numpy(),
                                rtol=0, atol=LOG_PROB_TOLERANCE)

@@ -4,13 +4,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tpr_keras.models.tp_transformer import export_math_model
-from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.models import TPTransformer
+from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 from tpr_keras.models.tp_transformer import MathTokenizer
+from tpr_keras.models.tp_transformer.tp_transformer_exporter import MathServingModule
 
 QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
              "", "Let x = 3. What is x + x?", "ÿ is not in the vocabulary"]
+#: The modules the untrained model "was trained on": the first two questions' wordings.
+TEMPLATES = ModuleTemplates({"numbers__place_value": ["What is the tens digit of N?"],
+                             "numbers__round_number": ["Round N to the nearest integer."]})
+MODULES = ["numbers__place_value", "numbers__round_number", "", "", ""]
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +23,8 @@ def exported(tmp_path_factory):
     tf.keras.utils.set_random_seed(0)
     model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
                                       vocabulary=vocab.tokens)
-    path = export_math_model(model, vocab, tmp_path_factory.mktemp("export"), "math")
+    answerer = MathAnswerer(model, MathPreprocessor(vocab, templates=TEMPLATES))
+    path = answerer.export(tmp_path_factory.mktemp("export"), "math")
     return model, vocab, path
 
 
@@ -35,7 +40,15 @@ def test_layout_and_no_pyfunc(exported):
     assert not ops & {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
     assert set(meta.signature_def) >= {"serving_default", "beam"}
     signature = meta.signature_def["serving_default"]
-    assert set(signature.inputs) == {"question"} and set(signature.outputs) == {"answer", "log_prob"}
+    assert set(signature.inputs) == {"question"} and set(signature.outputs) == {
+        "answer", "log_prob", "unknown_characters", "module"}
+
+
+def test_without_templates_the_served_model_reports_no_module(exported):
+    model, vocab, _ = exported
+    module = MathServingModule(MathAnswerer(model, MathPreprocessor(vocab)))
+    outputs = module.serve.get_concrete_function().structured_outputs
+    assert set(outputs) == {"answer", "log_prob", "unknown_characters"}
 
 
 def test_signature_answers_equal_keras_greedy(exported):
@@ -47,6 +60,13 @@ def test_signature_answers_equal_keras_greedy(exported):
     expected = [vocab.decode(row) for row in expected_ids.numpy()]
     assert [a.decode() for a in out["answer"].numpy()] == expected
     np.testing.assert_allclose(out["log_prob"].numpy(), expected_log_prob.numpy(), rtol=1e-5)
+    # The question's wording names its module in the graph as in Python; unknown
+    # characters are counted as the preprocessor counts them.
+    python = MathPreprocessor(vocab, templates=TEMPLATES)
+    assert [m.decode() for m in out["module"].numpy()] == MODULES == [
+        python.module_of(q) for q in QUESTIONS]
+    assert out["unknown_characters"].numpy().tolist() == [
+        python.unknown_characters(q) for q in QUESTIONS] == [0, 0, 0, 0, 6]
     beam = served.signatures["beam"](question=tf.constant(QUESTIONS))
     expected_beam, _ = model.beam_search(ids, 4, 31)
     assert [a.decode() for a in beam["answer"].numpy()] == [
@@ -102,6 +122,8 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
         np.testing.assert_allclose([s.log_prob for s in solutions],
                                    expected["log_prob"].numpy(), rtol=1e-5)
         assert solutions[0].version == 1
+        assert [s.module for s in solutions] == MODULES
+        assert [s.unknown_characters for s in solutions][-1] == 6
         rest = solve(QUESTIONS[0], f"127.0.0.1:{server.rest_api_port}", rest=True)
         assert rest.answer == solutions[0].answer
         # The CLI: --question alone asks the math model.
@@ -109,8 +131,15 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
 
         assert main(["--server", f"127.0.0.1:{server.port}", "--question", QUESTIONS[0],
                      "--json"]) == 0
-        printed = json.loads(capsys.readouterr().out)
-        assert printed["answer"] == solutions[0].answer and printed["version"] == 1
+        printed = capsys.readouterr()
+        assert json.loads(printed.out)["answer"] == solutions[0].answer
+        assert json.loads(printed.out)["module"] == "numbers__place_value"
+        assert "warning" not in printed.err
+        # A question outside the modules is answered, with a warning on stderr.
+        assert main(["--server", f"127.0.0.1:{server.port}", "--question", QUESTIONS[3]]) == 0
+        printed = capsys.readouterr()
+        assert printed.out.splitlines()[0] == solutions[3].answer
+        assert "warning: the question is worded as none of the modules" in printed.err
         # The bAbI model is still served beside it.
         with BabiClient(f"127.0.0.1:{server.port}", "babi") as babi:
             assert babi.ask("Mary went to the kitchen.", "Where is Mary?").answer

@@ -4,7 +4,8 @@ One module per concern: :mod:`.files` (the archive, discovery and download, the 
 files and module filters), :mod:`.parsing` (a module file's lines and their length
 limits), :mod:`.vocabulary` (:class:`CharVocabulary`), :mod:`.encoding` (the ragged
 :class:`MathSplit`), :mod:`.loader` (:func:`load_mathematics`), :mod:`.pipeline`
-(``tf.data``) and :mod:`.batches` (numpy, for JAX); their public names are importable
+(``tf.data``), :mod:`.batches` (numpy, for JAX) and :mod:`.templates` (which trained
+module a question's wording belongs to); their public names are importable
 from here.
 
 Layout (the official ``mathematics_dataset-v1.0.tar.gz``)::
@@ -68,6 +69,14 @@ from tpr_keras.data.mathematics.pipeline import (  # noqa: F401
     balanced_indices,
     make_dataset,
 )
+from tpr_keras.data.mathematics.templates import (  # noqa: F401
+    MAX_TEMPLATES_PER_MODULE,
+    NUMBER_PATTERN,
+    TEMPLATES_ASSET,
+    ModuleTemplates,
+    module_templates,
+    question_template,
+)
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary  # noqa: F401
 
 __all__ = [
@@ -81,11 +90,15 @@ __all__ = [
     "MATH_URL",
     "MAX_ANSWER_LENGTH",
     "MAX_QUESTION_LENGTH",
+    "MAX_TEMPLATES_PER_MODULE",
     "MathBatches",
     "MathData",
     "MathFormatError",
     "MathSplit",
+    "ModuleTemplates",
+    "NUMBER_PATTERN",
     "REGIMES",
+    "TEMPLATES_ASSET",
     "TRAIN_DIFFICULTIES",
     "balanced_indices",
     "encode_texts",
@@ -93,6 +106,8 @@ __all__ = [
     "list_modules",
     "load_mathematics",
     "make_dataset",
+    "module_templates",
     "parse_mathematics_file",
+    "question_template",
     "select_modules",
 ]

@@ -26,6 +26,14 @@ class MathAnswerer(TaskModel):
     ``serving_default``) does. A model fresh from training is one in memory:
     ``MathAnswerer(model, MathPreprocessor(vocabulary))``.
 
+    The model answers whatever it is asked, as a bAbI model does: a question outside the
+    modules it was trained on gets an answer too, and a ``module`` of ``""`` in
+    :meth:`predict` (and in the served outputs) says so, however high the answer's
+    log-probability; so does a non-zero ``unknown_characters``. Which module a question
+    belongs to is read from its wording (the templates of the preset's training
+    questions, :mod:`tpr_keras.data.mathematics.templates`, which also states the rule's
+    limits); a preprocessor without templates gives no ``module``.
+
     Args:
         backbone: The trained ``TPTransformer``.
         preprocessor: Its :class:`MathPreprocessor`.
@@ -34,6 +42,8 @@ class MathAnswerer(TaskModel):
     >>> answerer = MathAnswerer.from_preset("tp_transformer_math_focus")
     >>> answerer.generate(["What is the hundreds digit of 81379118?"])
     ['1']
+    >>> answerer.predict(["Solve 3*x = 6 for x."])["module"].tolist()  # not trained on
+    ['']
     """
 
     task = "math"
@@ -51,10 +61,12 @@ class MathAnswerer(TaskModel):
 
         Returns:
             ``{"answer": str[B], "log_prob": float32[B], "unknown_characters":
-            int32[B]}``: the answer (cut at ``max_length - 1`` characters when it
-            does not end sooner), the sum of its symbols' log-probabilities, and how many
-            characters of the question are outside the vocabulary (they read as
-            ``<unk>``).
+            int32[B], "module": str[B]}``: the answer (cut at ``max_length - 1``
+            characters when it does not end sooner), the sum of its symbols'
+            log-probabilities, how many characters of the question are outside the
+            vocabulary (they read as ``<unk>``), and the trained module whose wording the
+            question has, ``""`` when none (then the model was not trained on such
+            questions; no ``module`` key when the preprocessor has no templates).
 
         Raises:
             ValueError: no question, an empty one, one that is not a string, or
@@ -74,9 +86,13 @@ class MathAnswerer(TaskModel):
             answers += self.preprocessor.decode(ops.convert_to_numpy(ids))
             log_probs.append(ops.convert_to_numpy(log_prob))
         unknown = [self.preprocessor.unknown_characters(q) for q in questions]
-        return {"answer": np.asarray(answers, dtype=str),
-                "log_prob": np.concatenate(log_probs).astype(np.float32),
-                "unknown_characters": np.asarray(unknown, np.int32)}
+        out = {"answer": np.asarray(answers, dtype=str),
+               "log_prob": np.concatenate(log_probs).astype(np.float32),
+               "unknown_characters": np.asarray(unknown, np.int32)}
+        if self.preprocessor.templates is not None:
+            out["module"] = np.asarray([self.preprocessor.module_of(q) for q in questions],
+                                       dtype=str)
+        return out
 
     def generate(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
                  batch_size: int = 64) -> list[str]:
@@ -89,7 +105,8 @@ class MathAnswerer(TaskModel):
 
         The SavedModel (:mod:`tpr_keras.models.tp_transformer.tp_transformer_exporter`:
         ``serving_default``, greedy as :meth:`predict`, and ``beam``) reads the backbone
-        and the preprocessor's vocabulary and question length. Needs TensorFlow.
+        and the preprocessor's vocabulary, question length and module templates. Needs
+        TensorFlow.
 
         Args:
             export_dir: Base folder of the export.

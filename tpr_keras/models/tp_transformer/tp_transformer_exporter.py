@@ -5,8 +5,12 @@ so the served model and ``MathAnswerer.predict`` are built from one object.
 
 Signature ``serving_default``: ``question`` (``tf.string[batch]``) -> ``answer``
 (``tf.string[batch]``, greedy-decoded in-graph with the key/value cache inside one
-``tf.while_loop``) and ``log_prob`` (``float32[batch]``, the log-probability of the
-decoded answer). ``beam`` does the same with beam search. Characters are encoded and
+``tf.while_loop``), ``log_prob`` (``float32[batch]``, the log-probability of the
+decoded answer), ``unknown_characters`` (``int32[batch]``: characters of the question
+outside the vocabulary) and, when the preprocessor has its trained modules' templates,
+``module`` (``tf.string[batch]``: the trained module whose wording the question has, or
+``""``: a question the model was not trained on, answered all the same; the rule:
+:mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam search. Characters are encoded and
 decoded in the graph (:class:`MathTokenizer`, the ids of
 ``CharVocabulary.encode_question``): unknown characters map to ``<unk>``, questions are
 cut at the preprocessor's ``max_length`` (160 characters), answers at 30.
@@ -19,7 +23,8 @@ their task model.
 
 import tensorflow as tf
 
-from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH
+from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
+from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
 from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
@@ -52,16 +57,34 @@ class MathServingModule(tf.Module):
         chars, beam_size, max_length = self.chars, self.beam_size, MAX_ANSWER_LENGTH + 1
         question_length = preprocessor.max_length
         spec = [tf.TensorSpec([None], tf.string, name="question")]
+        self.modules = None
+        if preprocessor.templates is not None:
+            lookup = preprocessor.templates.lookup
+            self.modules = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant(list(lookup), tf.string),
+                                                    tf.constant(list(lookup.values()),
+                                                                tf.string)),
+                default_value="")
+        modules = self.modules
+
+        def answered(question, ids, out, log_prob):
+            result = {"answer": chars.decode(out), "log_prob": log_prob,
+                      "unknown_characters": tf.reduce_sum(tf.cast(
+                          tf.equal(ids, CharVocabulary.UNK_ID), tf.int32), axis=1)}
+            if modules is not None:
+                result["module"] = modules.lookup(
+                    tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK))
+            return result
 
         def serve(question):
             ids = chars.encode(question, question_length)
             out, log_prob = model.greedy_decode(ids, max_length=max_length)
-            return {"answer": chars.decode(out), "log_prob": log_prob}
+            return answered(question, ids, out, log_prob)
 
         def beam(question):
             ids = chars.encode(question, question_length)
             out, log_prob = model.beam_search(ids, beam_size, max_length)
-            return {"answer": chars.decode(out), "log_prob": log_prob}
+            return answered(question, ids, out, log_prob)
 
         # The decoders' loops are keras.ops.while_loop already: no autograph.
         self.serve = tf.function(serve, input_signature=spec, autograph=False)
@@ -81,6 +104,8 @@ def save_math_servable(answerer, path, beam_size=4):
     preprocessor = answerer.preprocessor
     return {"format": "tpr-keras/math-serving/1",
             "model_class": type(answerer.backbone).__name__,
+            "modules": None if preprocessor.templates is None else
+            preprocessor.templates.modules,
             "vocabulary_size": len(preprocessor.vocabulary),
             "max_question_length": preprocessor.max_length,
             "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tpr_keras.data.mathematics.parsing import MAX_QUESTION_LENGTH
+from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 from tpr_keras.models.task_models import trained_preset
 from tpr_keras.presets.preset_files import PresetError
@@ -21,11 +22,17 @@ class MathPreprocessor:
     :meth:`CharVocabulary.encode_question`): each question cut at ``max_length``
     characters, one id per character (``<unk>`` for characters outside the
     vocabulary, counted by :meth:`unknown_characters`), wrapped in ``<s> ... </s>`` and
-    ``<pad>``-padded to the longest.
+    ``<pad>``-padded to the longest. With the templates of the modules the model was
+    trained on, :meth:`module_of` names the module a question's wording belongs to, or
+    ``""`` for a question outside them (the rule and its limits:
+    :mod:`tpr_keras.data.mathematics.templates`).
 
     Args:
         vocabulary: The model's :class:`~tpr_keras.data.mathematics.CharVocabulary`.
         max_length: Characters of a question kept (the dataset's limit, 160).
+        templates: The trained modules'
+            :class:`~tpr_keras.data.mathematics.ModuleTemplates`, or None (unknown:
+            :meth:`module_of` is not available).
 
     Example:
     >>> preprocessor = MathPreprocessor.from_preset("tp_transformer_math_focus")
@@ -35,16 +42,18 @@ class MathPreprocessor:
     ['4']
     """
 
-    def __init__(self, vocabulary: CharVocabulary,
-                 max_length: int = MAX_QUESTION_LENGTH) -> None:
+    def __init__(self, vocabulary: CharVocabulary, max_length: int = MAX_QUESTION_LENGTH,
+                 templates: ModuleTemplates | None = None) -> None:
         if max_length < 1:
             raise ValueError(f"max_length must be >= 1, got {max_length}")
         self.vocabulary = vocabulary
         self.max_length = int(max_length)
+        self.templates = templates
 
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | Any) -> MathPreprocessor:
-        """The preprocessor of a trained math preset: its ``assets/vocab.txt``.
+        """The preprocessor of a trained math preset: its ``assets/vocab.txt`` and, where
+        the preset has one, ``assets/modules.json`` (its modules' templates).
 
         Raises:
             PresetError (a ValueError): an unknown or altered preset, not a math one, or
@@ -57,7 +66,10 @@ class MathPreprocessor:
         if configured is not None and tuple(configured) != vocabulary.tokens:
             raise PresetError(f"{path} differs from the vocabulary of the preset's "
                               "config.json; the preset is inconsistent.")
-        return cls(vocabulary)
+        templates = None
+        if TEMPLATES_ASSET in preset.metadata.get("assets", []):
+            templates = ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET))
+        return cls(vocabulary, templates=templates)
 
     def __call__(self, questions: Sequence[str]) -> np.ndarray:
         """``int32[B, L]``: ``<s>``, the question's character ids, ``</s>``, padding."""
@@ -71,6 +83,16 @@ class MathPreprocessor:
     def unknown_characters(self, question: str) -> int:
         """How many characters of the question (as cut) are not in the vocabulary."""
         return sum(c not in self.vocabulary for c in question[: self.max_length])
+
+    def module_of(self, question: str) -> str:
+        """The trained module whose template ``question`` has, or ``""`` if none.
+
+        Raises:
+            ValueError: the preprocessor has no templates.
+        """
+        if self.templates is None:
+            raise ValueError("this preprocessor has no module templates (templates=None)")
+        return self.templates.module_of(question)
 
     def decode(self, ids: Any) -> list[str]:
         """``int[B, L]`` generated ids -> the answers: characters before the first

@@ -1,0 +1,142 @@
+"""Question templates: which trained module a Mathematics question's wording belongs to.
+
+The generator of the Mathematics Dataset writes each module's questions from a fixed set
+of sentences with numbers in them ("What is the tens digit of 2934?", "Calculate -5 - 17.").
+A question's *template* is the question with every number replaced by ``N``
+(:func:`question_template`); a module's templates are those of its training questions
+(:func:`module_templates`). A model trained on some modules has seen only their
+templates, so a question whose template is none of them is outside what it was trained
+on (:class:`ModuleTemplates`). On this project's data the templates of the four focus
+modules (10, 21, 108 and 56 of them) occur in no training question of the other 52
+modules.
+
+The rule reads the wording only, and errs both ways:
+
+* a question of a trained module in words the generator never uses ("add 12 to 30",
+  "What is 12 +30?") is reported outside, though the model may answer it;
+* a question of a trained module's template with numbers unlike its training data
+  (longer, more decimals) is reported inside: of the extrapolation files, every question
+  of ``arithmetic__add_or_sub_big`` and ``numbers__round_number_big`` is, and 861 of
+  1,000 of ``numbers__place_value_big`` (the others ask for the ten or hundred billions
+  digit, which no training question names).
+
+The rule suits modules written from few templates (the four focus modules: at most 108
+each). Modules with symbols in their questions (``algebra__*``, ``polynomials__*``: a
+variable name, a polynomial) have nearly one template per question, so their unseen
+questions would be reported outside: :data:`MAX_TEMPLATES_PER_MODULE` is the most a
+preset records (``train.save_preset`` records none for a model trained on a module with
+more, and such a model reports no module).
+
+The same rule runs in a SavedModel (``tf.strings.regex_replace`` with
+:data:`NUMBER_PATTERN`, RE2 syntax, which Python's ``re`` reads alike).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+from tpr_keras.data.mathematics.files import TRAIN_DIFFICULTIES
+from tpr_keras.data.mathematics.parsing import parse_mathematics_file
+
+#: A number as the generator writes one: optional minus, digits, optional decimals.
+NUMBER_PATTERN = r"-?[0-9]+(?:\.[0-9]+)?"
+#: What a number becomes in a template.
+NUMBER_MARK = "N"
+#: The most templates of one module for which the rule is recorded (see above).
+MAX_TEMPLATES_PER_MODULE = 1000
+#: The asset file of a math preset that holds its :class:`ModuleTemplates`.
+TEMPLATES_ASSET = "modules.json"
+
+_NUMBER = re.compile(NUMBER_PATTERN)
+
+
+def question_template(question: str) -> str:
+    """``question`` with every number (:data:`NUMBER_PATTERN`) replaced by ``N``.
+
+    Example:
+    >>> question_template("What is -526 plus 62558774.5?")
+    'What is N plus N?'
+    """
+    return _NUMBER.sub(NUMBER_MARK, question)
+
+
+class ModuleTemplates:
+    """The templates of each module a model was trained on, and the lookup of a question.
+
+    Args:
+        templates: ``{module: templates}``; a template of several modules belongs to the
+            first in sorted module order.
+
+    Example:
+    >>> known = ModuleTemplates({"numbers__place_value": ["What is the N digit of N?"],
+    ...                          "arithmetic__add_or_sub": ["What is N + N?"]})
+    >>> known.module_of("What is 12 + 30?"), known.module_of("Solve 3*x = 6 for x.")
+    ('arithmetic__add_or_sub', '')
+    """
+
+    def __init__(self, templates: Mapping[str, Iterable[str]]) -> None:
+        self.templates = {m: sorted(set(t)) for m, t in sorted(templates.items())}
+        if not self.templates:
+            raise ValueError("no modules: a model is trained on at least one")
+        self.lookup: dict[str, str] = {}
+        for module, texts in self.templates.items():
+            for text in texts:
+                self.lookup.setdefault(text, module)
+
+    @property
+    def largest(self) -> tuple[str, int]:
+        """``(module, count)``: the module with the most templates, and how many."""
+        return max(((m, len(t)) for m, t in self.templates.items()), key=lambda x: x[1])
+
+    @property
+    def modules(self) -> list[str]:
+        """The trained modules, sorted."""
+        return list(self.templates)
+
+    def module_of(self, question: str) -> str:
+        """The trained module whose template ``question`` has, or ``""`` if none."""
+        return self.lookup.get(question_template(question), "")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ModuleTemplates) and other.templates == self.templates
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes ``{module: [templates]}`` as JSON (a preset's :data:`TEMPLATES_ASSET`)."""
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            json.dump(self.templates, f, indent=1, ensure_ascii=False, sort_keys=True)
+            f.write("\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> ModuleTemplates:
+        """Reads what :meth:`save` wrote.
+
+        Raises:
+            ValueError: not a JSON object of module -> list of strings.
+        """
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if not isinstance(data, dict) or not all(
+                isinstance(t, list) and all(isinstance(s, str) for s in t)
+                for t in data.values()):
+            raise ValueError(f"{path}: expected {{module: [templates]}}")
+        return cls(data)
+
+
+def module_templates(data_dir: str | os.PathLike, modules: Iterable[str]) -> ModuleTemplates:
+    """The templates of ``modules``' training questions (train-easy, -medium, -hard).
+
+    Raises:
+        FileNotFoundError: a module without any training file under ``data_dir``.
+    """
+    templates = {}
+    for module in modules:
+        paths = [os.path.join(data_dir, d, f"{module}.txt") for d in TRAIN_DIFFICULTIES]
+        paths = [p for p in paths if os.path.isfile(p)]
+        if not paths:
+            raise FileNotFoundError(f"no training file of module {module!r} under {data_dir}")
+        templates[module] = {question_template(q) for p in paths
+                             for q in parse_mathematics_file(p, None, None)[0]}
+    return ModuleTemplates(templates)
