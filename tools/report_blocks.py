@@ -7,15 +7,17 @@ call the code that already renders them (``experiments/entailment_table1.py``,
 committed file each.
 """
 
-import json
 import os
-import re
-import subprocess
-import sys
 import types
 
 from experiments import entailment_table1
-from tools import MOVED_FROM_BENCH, babi_recipes, babi_table1, memn2n_joint
+from tools import babi_recipes, babi_table1, memn2n_joint
+from tools.report_bench_blocks import (TRAIN_COMMANDS, backends_babi_task1_block,
+                                       backends_block, command_help_block, gpu_block,
+                                       serving_batching_block)
+from tools.report_common import demote
+from tools.report_common import load_json as _load
+from tools.report_common import portable_command  # noqa: F401  (re-exported)
 from tpr_keras.analysis import modules
 from tpr_keras.presets import TRAINED_PRESET_NAMES
 
@@ -23,17 +25,6 @@ FOCUS_MODELS = ("tp_transformer", "transformer")
 FOCUS_SEEDS = (0, 1, 2)
 ENTAILMENT_ROWS = ("tpru32", "tpru8", "lstm", "gru", "bidaf-tpru32", "bidaf-tpru32-normal",
                    "bidaf-lstm")
-
-
-def _load(root, *parts):
-    with open(os.path.join(root, *parts), encoding="utf-8") as f:
-        return json.load(f)
-
-
-def demote(text, levels=1):
-    """Headings one (or ``levels``) level deeper, so a block fits under its section."""
-    return "\n".join("#" * levels + line if line.startswith("#") else line
-                     for line in text.splitlines())
 
 
 # ----------------------------------------------------------------------- entailment
@@ -251,16 +242,6 @@ def presets_block(root):
     return text
 
 
-def portable_command(command):
-    """A recorded command as a reader can run it from the repository root: no absolute path
-    of the checkout in ``--flag=/abs/path/runs/...`` or ``--flag=/abs/path/../shared/...``,
-    and a script recorded as ``python bench/NAME.py`` or ``python -m bench.NAME`` runs as
-    ``python -m PACKAGE.NAME`` from where it is now (:data:`tools.MOVED_FROM_BENCH`)."""
-    command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
-    return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?",
-                  lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
-
-
 def preset_block(name):
     """A generator of one preset's section: what it is, how it was trained, its table."""
     def block(root):
@@ -336,106 +317,6 @@ def presets_served_block(root):
                      f"{min(r['served_accuracy_percent'] for r in rows):.1f} | "
                      f"{run['seconds']:.0f} |")
     return "\n".join(lines)
-
-
-# -------------------------------------------------------------------------- serving
-def serving_batching_block(root):
-    """``bench/serving_batching.py``: QPS and latency without and with batching."""
-    bench = _load(root, "results", "bench", "serving-batching.json")
-    lines = ["| clients | batching | QPS (each run) | client p50 ms | client p99 ms | server "
-             "p50 / p99 ms | errors | server peak RSS MiB | QPS / unbatched |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    unbatched = {r["clients"]: r["qps"] for r in bench["rows"] if r["config"] == "unbatched"}
-    for r in bench["rows"]:
-        each = ", ".join(f"{run['qps']:,.0f}" for run in r["runs"])
-        lines.append(f"| {r['clients']} | {'on' if r['config'] == 'batched' else 'off'} | "
-                     f"{r['qps']:,.0f} ({each}) | {r['client_p50_ms']:.2f} | "
-                     f"{r['client_p99_ms']:.2f} | {r['server_handler_p50_ms']:.2f} / "
-                     f"{r['server_handler_p99_ms']:.2f} | {r['errors']} | "
-                     f"{r['peak_rss_mib_server']:.0f} | {r['qps'] / unbatched[r['clients']]:.2f} |")
-    params = " ".join(line.strip() for line in bench["batching_parameters"].splitlines())
-    lines += ["", f"`{portable_command(bench['command'])}`: means of two runs per row (order "
-              f"off, on, on, off), {bench['seconds']:g} s of load per run, batch "
-              f"{bench['batch']} per request, {bench['cpus']} CPUs "
-              f"({bench['machine']}), load average {bench['load_average_start']:.1f} at the "
-              f"start; batching parameters `{params}`."]
-    return "\n".join(lines)
-
-
-# -------------------------------------------------------------------------- backends
-def backends_block(root, name="backends.json"):
-    """``bench/backends.py``: training throughput per family, backend and dtype policy."""
-    bench = _load(root, "results", "bench", name)
-    lines = ["| family | batch | backend | dtype policy | examples/s | tokens/s | peak MiB | "
-             f"time per example vs {bench['baseline']} |",
-             "|---|---:|---|---|---:|---:|---:|---:|"]
-    for r in bench["rows"]:
-        tokens = f"{r['tokens_per_second']:,.0f}" if r["tokens_per_second"] else ""
-        lines.append(f"| {r['family']} | {r['batch_size']} | {r['backend']} | "
-                     f"{r['dtype_policy']} | {r['examples_per_second']:,.1f} | {tokens} | "
-                     f"{r['peak_memory_mb']:,.0f} | {r['time_ratio']:.2f}x |")
-    kinds = sorted({r["memory_kind"] for r in bench["rows"]})
-    devices = ", ".join(bench.get("devices", []))
-    where = f"{devices} (host: {bench['machine']})" if devices else bench["machine"]
-    lines += ["", f"`{portable_command(bench['command'])}` on {where}: medians of "
-              f"{bench['repeats']} rounds of {bench['seconds']:g} s per configuration, the "
-              f"configurations of a family taking turns; ratios within the same round. Peak "
-              f"memory: {', '.join(kinds)} of the configuration's own process."]
-    return "\n".join(lines)
-
-
-def gpu_block(name):
-    """A generator of ``bench/backends.py --backends jax`` on a lent GPU:
-    ``results/bench/<name>``."""
-    return lambda root: backends_block(root, name)
-
-
-def backends_babi_task1_block(root):
-    """``results/backends/babi-task1-<backend>-r<round>.json``: the task-1 command per backend,
-    round by round, and the test error of its export served over gRPC
-    (``tools.babi_serving_check --all``, ``...-served.json``) where recorded."""
-    folder = os.path.join(root, "results", "backends")
-    runs = sorted((int(m[2]), m[1], m[0]) for m in (
-        re.fullmatch(r"babi-task1-(\w+)-r(\d+)\.json", n) for n in os.listdir(folder)) if m)
-    lines = ["| round | backend | epochs | test error % | served test error % | "
-             "training examples/s | commit |", "|---:|---|---:|---:|---:|---:|---|"]
-    commands = []
-    for round_, backend, name in runs:
-        run = _load(folder, name)
-        served, served_name = "–", name.replace(".json", "-served.json")
-        if os.path.exists(os.path.join(folder, served_name)):
-            task = _load(folder, served_name)["tasks"]["1"]
-            served = f"{task['error_percent']:.2f} of {task['questions']:,}"
-        lines.append(f"| {round_} | {backend} | {run['epochs']} | "
-                     f"{run['test_error_percent']['1']:.2f} | {served} | "
-                     f"{run['train_examples_per_second']:,.0f} | {run['source']['commit'][:7]} |")
-        if round_ == runs[-1][0]:
-            commands.append(f"KERAS_BACKEND={backend} {portable_command(run['command'])}")
-            if served != "–":
-                commands.append(portable_command(_load(folder, served_name)["command"]))
-    lines += ["", "The newest round's commands, in order: "
-              + "; ".join(f"`{c}`" for c in commands) + "."]
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------- command flags
-#: The commands whose every flag docs/training.md lists, generated from their ``--help``.
-TRAIN_COMMANDS = ("train.babi", "train.math", "train.entailment")
-
-
-def command_help_block(module):
-    """``python -m MODULE --help`` as a text block: every flag the command defines, grouped,
-    with its default and help, made from the flag definitions themselves (``--help`` starts
-    no TensorFlow, and its layout does not depend on the terminal)."""
-    def block(root):
-        env = dict(os.environ, PYTHONPATH=root)
-        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            from tools.report import ReportError
-            raise ReportError(f"python -m {module} --help failed: {done.stderr[-2000:]}")
-        return f"```text\n{done.stdout.rstrip()}\n```"
-    return block
 
 
 def babi_costs_block(root):

@@ -1,0 +1,30 @@
+"""What the generated blocks of ``tools.report`` share: reading committed JSON, demoting
+headings, and a recorded command as a reader can run it."""
+
+import json
+import os
+import re
+
+from tools import MOVED_FROM_BENCH
+
+
+def load_json(root, *parts):
+    """The JSON file at ``root/parts...``."""
+    with open(os.path.join(root, *parts), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def demote(text, levels=1):
+    """Headings one (or ``levels``) level deeper, so a block fits under its section."""
+    return "\n".join("#" * levels + line if line.startswith("#") else line
+                     for line in text.splitlines())
+
+
+def portable_command(command):
+    """A recorded command as a reader can run it from the repository root: no absolute path
+    of the checkout in ``--flag=/abs/path/runs/...`` or ``--flag=/abs/path/../shared/...``,
+    and a script recorded as ``python bench/NAME.py`` or ``python -m bench.NAME`` runs as
+    ``python -m PACKAGE.NAME`` from where it is now (:data:`tools.MOVED_FROM_BENCH`)."""
+    command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
+    return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?",
+                  lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
