@@ -69,7 +69,8 @@ def table_costs(root):
 def markdown(root="."):
     lines = ["| table | committed runs | training hours | CPU-hours | mean CPU-hours a run "
              "| CPU-hours still to spend (estimate) |", "|---|---:|---:|---:|---:|---:|"]
-    for row in table_costs(root):
+    rows = table_costs(root)
+    for row in rows:
         runs = f"{row['runs']}" + (f" of {row['needed']}" if row["needed"] else "")
         if not row["runs"]:
             lines.append(f"| {row['table']} | {runs} | – | – | – | not yet measured |")
@@ -77,7 +78,7 @@ def markdown(root="."):
         left = "–" if row["cpu_hours_left"] is None else f"{row['cpu_hours_left']:.1f}"
         lines.append(f"| {row['table']} | {runs} | {row['hours']:.1f} | "
                      f"{row['cpu_hours']:.1f} | {row['cpu_hours'] / row['runs']:.2f} | {left} |")
-    unrecorded = sum(row["unrecorded"] for row in table_costs(root))
+    unrecorded = sum(row["unrecorded"] for row in rows)
     lines += ["", "Training hours are `train_seconds` summed over a table's committed "
               "`results.json`; CPU-hours multiply each run's hours by its intra-op threads "
               "(its `machine` record)."
