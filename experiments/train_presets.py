@@ -5,7 +5,7 @@
         --presets tpr_rnn_babi_all_tasks --max_train_minutes 170            # train (resumes)
     python -m experiments.train_presets --data_root ../shared/data --make         # keep + save
     python -m experiments.train_presets --make --presets tpr_rnn_babi_all_tasks \
-        --run_dir 'runs/e80/seed{seed}'           # from runs trained elsewhere by hand
+        --run_dir 'runs/e130/seed{seed}'           # from runs trained elsewhere by hand
 
 Every run is one ``train.*`` command with the paper's recipe (the exact command is what the
 preset's metadata.json records). A run folder under ``--runs`` resumes from its checkpoints
@@ -43,12 +43,12 @@ FOCUS_MODULES = ("numbers__place_value,arithmetic__add_or_sub,comparison__pair,"
 #: command's arguments without --seed/--data_dir/--model_dir, seeds).
 PRESETS = {
     "tpr_rnn_babi_all_tasks": (
-        "babi", "results/babi/recipes/all_tasks_authors_80ep/tpr_rnn-seed{seed}",
+        "babi", "results/babi/recipes/all_tasks_authors_130ep/tpr_rnn-seed{seed}",
         "TPR-RNN (Schlag & Schmidhuber 2018), all 20 bAbI tasks jointly, en-10k (task 3: the "
         "1,000 official questions available here); the authors' code's sizes, initialisation "
-        "and TF1 Nadam (all_tasks_authors, nesterov_adam), 80 epochs",
+        "and TF1 Nadam (all_tasks_authors, nesterov_adam), 130 epochs",
         ["-m", "train.babi", "--task", "all", "--preset", "all_tasks_authors", "--optimizer",
-         "nesterov_adam", "--epochs", "80", "--checkpoint_every_steps", "2000", "--verbose",
+         "nesterov_adam", "--epochs", "130", "--checkpoint_every_steps", "2000", "--verbose",
          "2"], (1, 2, 3, 4, 5)),
     "memn2n_babi_all_tasks": (
         "babi", "results/babi/all_tasks/memn2n-seed{seed}",

@@ -20,9 +20,9 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
     assert train_presets.main(args_for(tmp_path, "--dry_run", "--max_train_minutes", "90")) == 0
     lines = capsys.readouterr().out.splitlines()
     babi = [line for line in lines if "train.babi" in line and "memn2n" not in line]
-    # issue #42: five seeds of the authors' recipe trained 80 epochs, one command
+    # issue #42: five seeds of the authors' recipe trained 130 epochs, one command
     assert len(babi) == 5 and all(
-        "--task all --preset all_tasks_authors --optimizer nesterov_adam --epochs 80" in line
+        "--task all --preset all_tasks_authors --optimizer nesterov_adam --epochs 130" in line
         for line in babi)
     assert {line.split("--seed=")[1].split()[0] for line in babi} == {"1", "2", "3", "4", "5"}
     entailment = next(line for line in lines if "train.entailment" in line)
@@ -31,7 +31,7 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
     assert all("--max_train_minutes=90" in line for line in lines)
 
 
-RECIPE = "results/babi/recipes/all_tasks_authors_80ep"
+RECIPE = "results/babi/recipes/all_tasks_authors_130ep"
 
 
 def fake_run(tmp_path, name, seed, valid, stopped="early_stopping", folder=None):
@@ -108,10 +108,10 @@ def test_make_counts_seeds_trained_elsewhere_by_their_committed_results(
 
 
 def test_make_from_hand_made_run_folders_chooses_on_validation_only(tmp_path, monkeypatch):
-    """--run_dir: the runs of the recipe trained by hand (runs/e80/seedN); the best mean
+    """--run_dir: the runs of the recipe trained by hand (runs/e130/seedN); the best mean
     validation error wins whatever the test error, and a seed committed beyond the listed
     five takes part through its results.json."""
-    hand = tmp_path / "e80"
+    hand = tmp_path / "e130"
     for seed, valid, test in ((1, 1.78, 0.68), (2, 2.07, 0.78), (4, 1.50, 3.00)):
         fake_run(tmp_path, "tpr_rnn_babi_all_tasks", seed, valid, stopped="epochs",
                  folder=hand / f"seed{seed}")
@@ -136,15 +136,15 @@ def test_make_from_hand_made_run_folders_chooses_on_validation_only(tmp_path, mo
     assert f"--output={tmp_path / 'repo' / 'tpr_keras' / 'presets' / 'tpr_rnn_babi_all_tasks'}" \
         in cmd
     description = next(c for c in cmd if c.startswith("--description="))
-    assert description.endswith("80 epochs; seed 4 of [1, 2, 4, 7], lowest mean validation "
+    assert description.endswith("130 epochs; seed 4 of [1, 2, 4, 7], lowest mean validation "
                                 "error, at its epoch cap after 44 epochs")
     assert sorted(os.listdir(tmp_path / "repo" / RECIPE)) == [
         "tpr_rnn-seed1", "tpr_rnn-seed2", "tpr_rnn-seed4", "tpr_rnn-seed7"]
 
 
 def test_run_dir_needs_one_preset_and_the_seed(tmp_path):
-    for extra in (["--run_dir", "runs/e80/seed1", "--presets", "tpr_rnn_babi_all_tasks"],
-                  ["--run_dir", "runs/e80/seed{seed}"]):
+    for extra in (["--run_dir", "runs/e130/seed1", "--presets", "tpr_rnn_babi_all_tasks"],
+                  ["--run_dir", "runs/e130/seed{seed}"]):
         with pytest.raises(SystemExit):
             train_presets.main(args_for(tmp_path, "--make", *extra))
 

@@ -15,7 +15,7 @@ def _run(root, pattern_dir, name, seconds, machine=None):
 
 
 def test_cpu_hours_follow_each_runs_threads_and_estimate_what_is_left(tmp_path):
-    recipe = "recipes/all_tasks_authors_80ep"
+    recipe = "recipes/all_tasks_authors_130ep"
     _run(tmp_path, recipe, "tpr_rnn-seed1", 3600, {"cpus": 2, "intra_op_threads": 1})
     _run(tmp_path, recipe, "tpr_rnn-seed2", 7200)  # before the machine record: one thread
     _run(tmp_path, recipe, "tpr_rnn-seed3", 1800, {"cpus": 2, "intra_op_threads": None})
@@ -26,7 +26,7 @@ def test_cpu_hours_follow_each_runs_threads_and_estimate_what_is_left(tmp_path):
     assert table1["cpu_hours"] == 1 + 2 + 0.5 * 2  # default threads: every core
     assert table1["unrecorded"] == 1
     assert table1["cpu_hours_left"] == 2 * 4.0 / 3
-    empty = rows[babi_costs.TABLES[4][0]]
+    empty = rows[babi_costs.TABLES[5][0]]
     assert empty["runs"] == 0 and empty["cpu_hours_left"] is None
     text = babi_costs.markdown(str(tmp_path))
     assert "| 3 of 5 | 3.5 | 4.0 | 1.33 | 2.7 |" in text

@@ -90,10 +90,10 @@ def test_three_seeds_give_best_and_sample_std(tmp_path):
 
 
 def _recipe_seed(tmp_path, seed, errors, dirty=False):
-    """A seed of the 80-epoch recipe (TABLES["tpr_rnn"]) with its recorded command."""
-    _write(tmp_path, "tpr_rnn", seed, errors, folder=babi_table1.RECIPE_80EP,
+    """A seed of the 130-epoch recipe (TABLES["tpr_rnn"]) with its recorded command."""
+    _write(tmp_path, "tpr_rnn", seed, errors, folder=babi_table1.RECIPE_130EP,
            command=(f"python -m train.babi --task all --seed={seed} "
-                    f"--model_dir=runs/e80/seed{seed}"),
+                    f"--model_dir=runs/e130/seed{seed}"),
            source={"commit": "fedcba98" * 5, "dirty": dirty})
 
 
@@ -106,8 +106,8 @@ def test_the_recipe_table_gives_both_means_the_failed_tasks_and_the_bar(tmp_path
     for seed, values in errors.items():
         _recipe_seed(tmp_path, seed, values)
     text = babi_table1.table_markdown(str(tmp_path), "tpr_rnn")
-    assert text.startswith("**TPR-RNN, the authors' recipe trained 80 epochs "
-                           "(all_tasks_authors_80ep), 2 seeds (4, 7).**")
+    assert text.startswith("**TPR-RNN, the authors' recipe trained 130 epochs "
+                           "(all_tasks_authors_130ep), 2 seeds (4, 7).**")
     rows = _rows(text)
     # 19-task means 1.90 and 1.00 (task 3 left out), mean 1.45, sample std 0.64
     assert rows["**mean over 19 tasks (no 3)**"].startswith(
@@ -118,7 +118,7 @@ def test_the_recipe_table_gives_both_means_the_failed_tasks_and_the_bar(tmp_path
     assert "- seed 4: 40 epochs (patience), 2.0 h of training; failed tasks: 3, 17; " \
            "code at `fedcba9` (clean)." in text
     assert ("Every seed ran one command (`N`: the seed): `python -m train.babi --task all "
-            "--seed=N --model_dir=runs/e80/seedN`.") in text
+            "--seed=N --model_dir=runs/e130/seedN`.") in text
     # per seed 1.90 <= 2.1 but the mean 1.45 > 1.2, and 2 of 5 seeds
     assert ("The committed seeds: worst seed 4 at 1.90 % (≤ 2.1), mean over 2 seeds 1.45 % "
             "(> 1.2): **not met** yet: 2 of the 5 seeds are committed.") in text
@@ -137,21 +137,21 @@ def test_the_bar_is_met_only_with_every_seed_at_or_below_it_and_enough_seeds(tmp
 
 def test_a_dirty_seed_and_a_differing_command_are_shown(tmp_path):
     _recipe_seed(tmp_path, 1, [1.0] * 20, dirty=True)
-    _write(tmp_path, "tpr_rnn", 2, [1.0] * 20, folder=babi_table1.RECIPE_80EP,
+    _write(tmp_path, "tpr_rnn", 2, [1.0] * 20, folder=babi_table1.RECIPE_130EP,
            command="python -m train.babi --task all --epochs 50 --seed=2")
     text = babi_table1.table_markdown(str(tmp_path), "tpr_rnn")
     assert "code at `fedcba9` (uncommitted changes)." in text
     assert ("The seeds' commands differ (`N`: the seed): seed 1: `python -m train.babi --task "
-            "all --seed=N --model_dir=runs/e80/seedN`; seed 2: `python -m train.babi --task all "
+            "all --seed=N --model_dir=runs/e130/seedN`; seed 2: `python -m train.babi --task all "
             "--epochs 50 --seed=N`.") in text
 
 
 def test_a_recipe_without_runs_gives_its_command(tmp_path):
     text = babi_table1.table_markdown(str(tmp_path), "tpr_rnn")
-    assert text.startswith("No all-tasks run of TPR-RNN, the authors' recipe trained 80 epochs")
+    assert text.startswith("No all-tasks run of TPR-RNN, the authors' recipe trained 130 epochs")
     assert ("python -m train.babi --task all --model tpr_rnn --preset all_tasks_authors "
-            "--optimizer nesterov_adam --epochs 80 --seed 0") in text
-    kept = f"{babi_table1.RECIPE_80EP}/tpr_rnn-seed0/"
+            "--optimizer nesterov_adam --epochs 130 --seed 0") in text
+    kept = f"{babi_table1.RECIPE_130EP}/tpr_rnn-seed0/"
     assert f"cp runs/babi-all/tpr_rnn-seed0/results.json {kept}" in text
 
 
