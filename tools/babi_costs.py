@@ -33,6 +33,8 @@ TABLES = (
      "memn2n_joint/seed*/results.json", 10),
     ("Tables 2 and 3, single-task TPR-RNN (3 seeds a cell)",
      "paper_runs/**/results.json", None),
+    ("Ablation: MemN2N joint at the paper's protocol without the pad word's gradient",
+     "memn2n_joint_without_pad_gradient/seed*/results.json", None),
 )
 #: Threads of a run whose results.json has no ``machine`` record.
 UNRECORDED_THREADS = 1

@@ -74,6 +74,9 @@ flags.DEFINE_integer("linear_start_epochs", None, "MemN2N: LS lasts exactly N ep
 flags.DEFINE_bool("mask_empty_memories", None, "MemN2N: keep empty slots out of the softmax "
                   "(the original code gave them logit 0). Default: the preset's (on; "
                   "joint_paper off).")
+flags.DEFINE_bool("pad_gradient", None, "MemN2N: the pad word's (zero) row gets gradient, "
+                  "counted by per-matrix clipping, as the authors' nil word (default: the "
+                  "preset's; joint_paper on).")
 flags.DEFINE_enum("optimizer", None, ["nadam", "nesterov_adam", "adam", "sgd"],
                   "Default nadam (TPR-RNN; Keras Nadam after Dozat, as in the paper) or "
                   "sgd (MemN2N). nesterov_adam: the TPR-RNN reference code's TF1 Nadam.")
@@ -126,7 +129,7 @@ HELP_GROUPS = [
     ("MemN2N (--model memn2n)", ["hops", "embedding_dim", "memory_size",
                                  "sentence_encoding", "weight_tying", "temporal_encoding",
                                  "random_noise", "linear_start", "linear_start_epochs",
-                                 "mask_empty_memories"]),
+                                 "mask_empty_memories", "pad_gradient"]),
     ("Optimisation", ["optimizer", "batch_size", "learning_rate", "beta_1", "beta_2",
                       "clip_norm", "warmup_steps", "warmup_factor", "halve_lr_below",
                       "decay_every_epochs", "seed"]),

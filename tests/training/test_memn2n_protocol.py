@@ -182,3 +182,48 @@ def test_the_mean_reduction_is_the_sum_over_the_batch_size(tmp_path):
                             zip(before, trainer.model.trainable_variables)]
     for mean, total in zip(steps["mean"], steps["sum"]):
         np.testing.assert_allclose(total, 32 * mean, rtol=1e-4, atol=1e-6)
+
+
+def test_with_the_pad_gradient_the_clipping_norm_counts_the_pad_row_which_stays_zero(tmp_path):
+    """The authors' nil word: its row's gradient (every pad word slot, and the time slot
+    of every empty memory) enters each table's clipping norm, and the row is zeroed
+    after the step; the other rows move by the gradient scaled with that larger norm."""
+    features, labels = babi_like(n=32)
+    features["story"][:, :, 2:] = 0  # two-word sentences and questions in 4 slots
+    features["question"][:, 2:] = 0
+    build = memn2n_fn(random_noise=0.0, linear_start=True, sentence_encoding="position_code",
+                      mask_empty_memories=False, pad_gradient=True)
+    reference = build()
+    variables = reference.trainable_variables
+    with tf.GradientTape() as tape:
+        logits = reference(features, training=True)
+        loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
+            labels["answer"], logits, from_logits=True))
+    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, variables)]
+    tables = [i for i, v in enumerate(variables) if v.path.endswith("embeddings")]
+    assert len(tables) == 4 and all(np.abs(grads[i][0]).sum() > 0 for i in tables)
+    groups = variable_groups(variables, reference.weight_matrices())
+    max_norm = 2.0
+    with_pad = [spectral(np.concatenate([grads[i] for i in g])) for g in groups]
+    without = [spectral(np.concatenate([grads[i][1:] if i in tables else grads[i]
+                                        for i in g])) for g in groups]
+    # the pad row counts; B = A^1 sees the most pad slots (questions and memories): its
+    # norm more than doubles, past max_norm, so its step is scaled by the larger norm
+    assert all(a >= b for a, b in zip(with_pad, without))
+    assert with_pad[0] > max_norm and with_pad[0] > 2 * without[0]
+    lr = 0.1
+    trainer = Trainer(build, lambda: keras.optimizers.SGD(lr), sparse_classification("answer"),
+                      protocol_config(clip_per_matrix=max_norm), str(tmp_path))
+    before = [v.numpy() for v in trainer.model.trainable_variables]
+    ds = dataset_fn(features, labels, 32)(0)
+    distributed = trainer.strategy.experimental_distribute_dataset(ds)
+    step = trainer.make_train_function(distributed.element_spec)
+    assert bool(step(next(iter(distributed)))["applied"])
+    for group, norm in zip(groups, with_pad):
+        for i in group:
+            after = trainer.model.trainable_variables[i].numpy()
+            expected = before[i] - lr * grads[i] * min(1.0, max_norm / norm)
+            if i in tables:
+                np.testing.assert_array_equal(after[0], 0.0)  # the nil row, zeroed again
+                after, expected = after[1:], expected[1:]
+            np.testing.assert_allclose(after, expected, rtol=1e-4, atol=1e-7)

@@ -108,7 +108,8 @@ class BabiTask(TrainTask):
                 memory_size=flags.memory_size, sentence_encoding=flags.sentence_encoding,
                 temporal_encoding=flags.temporal_encoding, weight_tying=flags.weight_tying,
                 random_noise=flags.random_noise, mask_empty_memories=flags.mask_empty_memories,
-                linear_start=flags.linear_start, seed=flags.seed)
+                pad_gradient=flags.pad_gradient, linear_start=flags.linear_start,
+                seed=flags.seed)
         return TPRRNN.from_paper_size(
             self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
             symbol_dim=flags.symbol_dim, hidden_dim=flags.hidden_dim,
@@ -149,7 +150,7 @@ class BabiTask(TrainTask):
             print(f"MemN2N ({self.preset}, {flags.hops} hops, {model.sentence_encoding}, "
                   f"{flags.weight_tying}, LS={flags.linear_start}, RN={flags.random_noise}, "
                   f"empty slots {'masked' if model.mask_empty_memories else 'in the softmax'}"
-                  f"): "
+                  f"{', pad word in the clipping norm' if model.pad_gradient else ''}): "
                   f"{trainer.model.count_params():,} parameters.")
         else:
             print(f"TPR-RNN ({self.preset}, operations={flags.operations}): "

@@ -5,7 +5,8 @@
   variant, ``J`` = the padded word slots, which the authors acknowledged as
   unintended: ``l_kj = 1 + 4 (k - (d+1)/2)(j - (J+1)/2) / (d J)``.
 * :class:`MemN2NEmbedding` — one embedding table (``A^k``, ``B``, ``C^k``)
-  with its temporal rows (``T_A``/``T_C``), turning sentences into vectors.
+  with its temporal rows (``T_A``/``T_C``), turning sentences into vectors;
+  :class:`ZeroPadRow` keeps its pad row at zero where the pad word gets gradient.
 
 The hop (eq. 1, 2, 4) is :mod:`~tpr_keras.models.memn2n.memn2n_hop`; the K-hop
 network (eq. 3, weight tying) is :mod:`~tpr_keras.models.memn2n.memn2n_network`.
@@ -79,6 +80,23 @@ def coded_position_encoding(num_slots, embedding_dim, dtype="float32"):
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
+class ZeroPadRow(keras.constraints.Constraint):
+    """Sets row 0 (the pad word) of a table back to zero after each optimizer step.
+
+    The authors' code zeroes its nil word's column after every update ("the embedding
+    of the null symbol was constrained to be zero", §4.2).
+
+    Example:
+    >>> ZeroPadRow()(np.ones((3, 2), "float32")).numpy().tolist()
+    [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+    """
+
+    def __call__(self, w):
+        keep = ops.cast(ops.arange(ops.shape(w)[0]) > 0, w.dtype)
+        return w * keep[:, None]
+
+
+@keras.saving.register_keras_serializable(package="tpr_keras")
 class MemN2NEmbedding(keras.layers.Layer):
     """Sentence (or question) embedding of MemN2N with temporal encoding, §4.1.
 
@@ -108,6 +126,13 @@ class MemN2NEmbedding(keras.layers.Layer):
             table without ``T`` in a model with temporal encoding.
         embeddings_initializer: initializer of the word and temporal tables;
             default N(0, 0.1).
+        pad_gradient: look the pad word up like any other word, as the authors'
+            code does with its nil word: its row (zero, and set back to zero
+            after every optimizer step by :class:`ZeroPadRow`) then gets the
+            gradient of every pad slot, and of the time slot of every empty
+            memory, which per-matrix clipping (§4.2) counts in the table's
+            norm. The outputs are the same either way; the clipped steps are
+            not. Default False: the pad row gets no gradient.
 
     Inputs: word ids ``[..., W]`` and optionally ``time_index`` ``[...]``
     (int, 0 = no temporal term). Output: ``[..., embedding_dim]``.
@@ -126,6 +151,7 @@ class MemN2NEmbedding(keras.layers.Layer):
         memory_size=None,
         time_word_slot=None,
         embeddings_initializer=None,
+        pad_gradient=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -144,6 +170,7 @@ class MemN2NEmbedding(keras.layers.Layer):
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer or gaussian_initializer()
         )
+        self.pad_gradient = bool(pad_gradient)
 
     def build(self, input_shape=None):
         base = self.embeddings_initializer
@@ -156,6 +183,7 @@ class MemN2NEmbedding(keras.layers.Layer):
             name="embeddings",
             shape=(self.vocabulary_size, self.embedding_dim),
             initializer=zero_pad_row,
+            constraint=ZeroPadRow() if self.pad_gradient else None,
         )
         self.temporal = None
         if self.memory_size is not None:
@@ -182,7 +210,9 @@ class MemN2NEmbedding(keras.layers.Layer):
     def call(self, word_ids, time_index=None):
         word_ids = ops.cast(word_ids, "int32")
         keep = ops.cast(ops.not_equal(word_ids, 0), self.compute_dtype)
-        words = ops.take(self.embeddings, word_ids, axis=0) * keep[..., None]
+        words = ops.take(self.embeddings, word_ids, axis=0)
+        if not self.pad_gradient:  # else the pad row is zero and takes its gradient
+            words = words * keep[..., None]
         time_weight = None
         if self.sentence_encoding != "bag_of_words":
             weights, time_weight = self._position_weights(keep)
@@ -196,12 +226,16 @@ class MemN2NEmbedding(keras.layers.Layer):
         rows = ops.clip(time_index - 1, 0, self.memory_size - 1)
         has_time = ops.cast(ops.greater(time_index, 0), self.compute_dtype)
         temporal = ops.take(self.temporal, rows, axis=0) * has_time[..., None]
+        if self.pad_gradient:  # an empty memory's time word is the (zero) pad word
+            temporal = temporal + (1.0 - has_time[..., None]) * self.embeddings[0]
         if time_weight is not None:
             temporal = temporal * time_weight
         return sentence + temporal
 
     def project(self, vectors):
         """Logits ``vectors Wᵀ`` with this table as ``W`` (pad logit fixed at 0)."""
+        if self.pad_gradient:  # the pad row is zero: its logit is 0, its gradient kept
+            return ops.matmul(vectors, ops.transpose(self.embeddings))
         keep = ops.cast(ops.arange(self.vocabulary_size) > 0, self.embeddings.dtype)
         return ops.matmul(vectors, ops.transpose(self.embeddings * keep[:, None]))
 
@@ -220,6 +254,7 @@ class MemN2NEmbedding(keras.layers.Layer):
                 "embeddings_initializer": keras.initializers.serialize(
                     self.embeddings_initializer
                 ),
+                "pad_gradient": self.pad_gradient,
             }
         )
         return config

@@ -71,6 +71,9 @@ class MemN2NNetwork(keras.layers.Layer):
             memory has ``min(50, longest story)`` slots, so pass that as
             ``memory_size`` to match it exactly).
         linear_start: initial value of the linear-start switch.
+        pad_gradient: every table looks the pad word up like a word, so its
+            (zero) row gets gradient that per-matrix clipping counts, as the
+            authors' nil word does (:class:`MemN2NEmbedding`); False: it gets none.
         embeddings_initializer: initializer of every weight; default N(0, 0.1).
         seed: seed of the random-noise generator.
 
@@ -99,6 +102,7 @@ class MemN2NNetwork(keras.layers.Layer):
         linear_start=False,
         embeddings_initializer=None,
         seed=None,
+        pad_gradient=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -128,6 +132,7 @@ class MemN2NNetwork(keras.layers.Layer):
         self.random_noise = float(random_noise)
         self.mask_empty_memories = bool(mask_empty_memories)
         self.initial_linear_start = bool(linear_start)
+        self.pad_gradient = bool(pad_gradient)
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer or gaussian_initializer()
         )
@@ -143,6 +148,7 @@ class MemN2NNetwork(keras.layers.Layer):
             memory_size=self.memory_size if (temporal and self.temporal_encoding) else None,
             time_word_slot=self.temporal_encoding,
             embeddings_initializer=self.embeddings_initializer,
+            pad_gradient=self.pad_gradient,
             name=name, dtype=self.dtype_policy
         )
         table.build()
@@ -367,6 +373,7 @@ class MemN2NNetwork(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "seed": self.seed,
+                "pad_gradient": self.pad_gradient,
             }
         )
         return config

@@ -11,9 +11,11 @@ from tpr_keras.models.presets import PaperSize
 PAPER_SIZES = {
     "single_task": PaperSize({"embedding_dim": 20}, "§4.4, independent training: d = 20."),
     "all_tasks": PaperSize({"embedding_dim": 50}, "§4.4, joint training: d = 50."),
-    # The authors' code as it ran: their coded PE, empty memory slots in the softmax.
+    # The authors' code as it ran: their coded PE, empty memory slots in the softmax, the
+    # nil word's gradient counted by the per-matrix clipping.
     "joint_paper": PaperSize({"embedding_dim": 50, "sentence_encoding": "position_code",
-                              "mask_empty_memories": False},
+                              "mask_empty_memories": False, "pad_gradient": True},
                              "§4.4 joint, d = 50, as the authors' MATLAB code builds it "
-                             "(its position encoding; empty memory slots in the softmax)."),
+                             "(its position encoding; empty memory slots in the softmax; "
+                             "the nil word's gradient in each table's clipping norm)."),
 }
