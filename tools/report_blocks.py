@@ -11,7 +11,7 @@ import os
 import types
 
 from experiments import entailment_table1
-from tools import babi_recipes, babi_table1, memn2n_joint
+from tools import babi_recipes, babi_table1, memn2n_joint, memn2n_ls_check
 from tools.report_bench_blocks import (TRAIN_COMMANDS, backends_babi_task1_block,
                                        backends_block, command_help_block, gpu_block,
                                        serving_batching_block)
@@ -343,6 +343,7 @@ BLOCKS = {
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,
     "babi-memn2n-joint": memn2n_joint.markdown,
+    "babi-memn2n-ls-check": memn2n_ls_check.markdown,
     "entailment-table1": entailment_table1_block,
     "entailment-curves": entailment_curves_block,
     "entailment-default": entailment_default_block,
