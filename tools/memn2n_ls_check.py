@@ -11,7 +11,7 @@ holds the per-epoch lines its ``train.m`` prints (training and validation error)
 mean training cost, written in the same keys (``history``: ``epoch``, ``train_loss``,
 ``train_error_percent``, ``valid_error_percent``; ``test_error_percent`` when its test ran).
 One row per run: the training error and the mean training loss per example at a few
-linear-start epochs, then the test error of the final weights.
+epochs (1-30 are the linear start), then the test error of the final weights.
 """
 
 import glob
@@ -19,7 +19,7 @@ import json
 import os
 
 FOLDER = os.path.join("results", "babi", "memn2n_ls_check")
-EPOCHS = (2, 5, 10, 20, 30)  # of the 30 linear-start epochs
+EPOCHS = (2, 10, 30, 45, 60, 90)  # 1-30: the linear start; 31-90: the softmax is back
 TASKS = ("15", "16")  # the tasks a linear start is known to decide (§4.2, Table 1)
 
 
@@ -64,7 +64,9 @@ def markdown(root):
     runs = load(root)
     if not runs:
         return f"No comparison run is committed (`{FOLDER}/<run>/results.json`)."
-    head = ("| run | code | " + " | ".join(f"LS epoch {e}: train error % / loss" for e in EPOCHS)
+    epochs = " | ".join(f"epoch {e}{' (LS)' if e <= 30 else ''}: train error % / loss"
+                        for e in EPOCHS)
+    head = ("| run | code | " + epochs
             + " | test error %, 20 tasks | " + " | ".join(f"task {t}" for t in TASKS)
             + " | failed (> 5 %) |")
     lines = [head, "|---|---|" + "---:|" * (len(EPOCHS) + 2 + len(TASKS)), *(

@@ -14,8 +14,8 @@ def write(root, name, result):
 
 
 def test_both_codes_rows_read_their_own_keys(tmp_path):
-    ours = {"history": [{"epoch": e, "train_accuracy": 0.5 + e / 100, "train_loss": 2.0 - e / 50}
-                        for e in range(1, 91)],
+    ours = {"history": [{"epoch": e, "train_accuracy": 0.5 + e / 200,
+                         "train_loss": 2.0 - e / 50} for e in range(1, 91)],
             "test_error_percent": {str(t): (50.0 if t == 16 else 1.0) for t in range(1, 21)},
             "command": "python -m train.babi --seed=1", "source": {"commit": "abcdef1" * 6}}
     matlab = {"code": "MATLAB (Octave)", "command": "octave ls_check.m",
@@ -26,11 +26,12 @@ def test_both_codes_rows_read_their_own_keys(tmp_path):
     text = memn2n_ls_check.markdown(str(tmp_path))
     lines = text.splitlines()
     # sorted by name: the MATLAB run first; its test did not run
-    assert lines[2] == ("| matlab-seed1 | MATLAB (Octave) | 39.0 / 1.00 | 37.5 / 1.00 | "
-                        "35.0 / 1.00 | 30.0 / 1.00 | 25.0 / 1.00 | – | – | – | – |")
-    # epoch 2: accuracy 0.52 -> 48.0 %, loss 1.96; 20-task mean (19 + 50) / 20 = 3.45
-    assert lines[3] == ("| ours-seed1 | ours | 48.0 / 1.96 | 45.0 / 1.90 | 40.0 / 1.80 | "
-                        "30.0 / 1.60 | 20.0 / 1.40 | 3.5 | 1.0 | 50.0 | 1 |")
+    # epochs 2, 10, 30, 45, 60, 90; the MATLAB run stopped after 30, its test did not run
+    assert lines[2] == ("| matlab-seed1 | MATLAB (Octave) | 39.0 / 1.00 | 35.0 / 1.00 | "
+                        "25.0 / 1.00 | – | – | – | – | – | – | – |")
+    # epoch 2: accuracy 0.51 -> 49.0 %, loss 1.96; 20-task mean (19 + 50) / 20 = 3.45
+    assert lines[3] == ("| ours-seed1 | ours | 49.0 / 1.96 | 45.0 / 1.80 | 35.0 / 1.40 | "
+                        "27.5 / 1.10 | 20.0 / 0.80 | 5.0 / 0.20 | 3.5 | 1.0 | 50.0 | 1 |")
     assert "- ours-seed1: `python -m train.babi --seed=1` (code at `abcdef1`)." in text
 
 

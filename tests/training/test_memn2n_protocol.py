@@ -42,6 +42,16 @@ def memn2n_fn(**kwargs):
     return build
 
 
+def summed_loss_gradients(model, features, labels):
+    """The batch-summed loss of ``model`` and its gradients (numpy), one per variable."""
+    with tf.GradientTape() as tape:
+        logits = model(features, training=True)
+        loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
+            labels["answer"], logits, from_logits=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    return loss, [tf.convert_to_tensor(g).numpy() for g in grads]
+
+
 def protocol_config(**overrides):
     fields = dict(learning_rate=0.005, epochs=8, warmup_steps=0, halve_lr_below=None,
                   patience=None, clip_norm=None, verbose=0, loss_reduction="sum",
@@ -134,11 +144,7 @@ def test_a_step_clips_each_matrix_of_the_summed_loss_gradient(tmp_path):
     build = memn2n_fn(random_noise=0.0, linear_start=True)  # linear: large gradients
     reference = build()
     variables = reference.trainable_variables
-    with tf.GradientTape() as tape:
-        logits = reference(features, training=True)
-        loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
-            labels["answer"], logits, from_logits=True))
-    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, variables)]
+    loss, grads = summed_loss_gradients(reference, features, labels)
     # the model's matrices: each table's word rows with its temporal rows
     groups = variable_groups(variables, reference.weight_matrices())
     assert sorted(len(g) for g in groups) == [2] * 4 and len(variables) == 8
@@ -195,11 +201,7 @@ def test_with_the_pad_gradient_the_clipping_norm_counts_the_pad_row_which_stays_
                       mask_empty_memories=False, pad_gradient=True)
     reference = build()
     variables = reference.trainable_variables
-    with tf.GradientTape() as tape:
-        logits = reference(features, training=True)
-        loss = tf.reduce_sum(keras.losses.sparse_categorical_crossentropy(
-            labels["answer"], logits, from_logits=True))
-    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, variables)]
+    _, grads = summed_loss_gradients(reference, features, labels)
     tables = [i for i, v in enumerate(variables) if v.path.endswith("embeddings")]
     assert len(tables) == 4 and all(np.abs(grads[i][0]).sum() > 0 for i in tables)
     groups = variable_groups(variables, reference.weight_matrices())
