@@ -87,7 +87,7 @@ class ZeroPadRow(keras.constraints.Constraint):
     of the null symbol was constrained to be zero", §4.2).
 
     Example:
-    >>> ZeroPadRow()(np.ones((3, 2), "float32")).numpy().tolist()
+    >>> np.asarray(ZeroPadRow()(np.ones((3, 2), "float32"))).tolist()
     [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
     """
 
