@@ -110,6 +110,25 @@ def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
         assert config[key] == expected[key], key
 
 
+def test_the_memn2n_joint_protocol_has_no_early_stopping():
+    """``--preset joint_paper`` trains all its epochs (the authors' code tests the final
+    weights), whatever the default ``--patience``."""
+    code = (
+        "import dataclasses, json, train.babi\n"
+        "from absl import flags\n"
+        "from train.tasks.babi import BabiTask\n"
+        "flags.FLAGS(['babi', '--task', 'all', '--model', 'memn2n', '--preset', 'joint_paper'])\n"
+        "task = BabiTask(flags.FLAGS)\n"
+        "task.resolve_recipe()\n"
+        "print(json.dumps(dataclasses.asdict(task.train_config({}))))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    config = json.loads(done.stdout.strip().splitlines()[-1])
+    assert config["patience"] is None and config["epochs"] == 50
+    assert config["keep_best"] is False
+
+
 def test_flag_help_states_the_tpr_rnn_recipes():
     """The help text (built without TensorFlow) restates Appendix A's two recipes; this keeps
     it equal to the recipes the run actually reads."""

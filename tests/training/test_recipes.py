@@ -42,11 +42,12 @@ def test_memn2n_joint_paper_recipe_is_the_authors_joint_protocol():
     assert {k: joint[k] for k in (
         "optimizer", "learning_rate", "batch_size", "clip_norm", "loss_reduction",
         "matrix_norm", "linear_start_epochs", "linear_start_lr_factor",
-        "decay_every_epochs", "decay_offset_epochs", "epochs", "keep_best")} == {
+        "decay_every_epochs", "decay_offset_epochs", "epochs", "keep_best",
+        "early_stopping")} == {
         "optimizer": "sgd", "learning_rate": 0.005, "batch_size": 32, "clip_norm": 40.0,
         "loss_reduction": "sum", "matrix_norm": "spectral", "linear_start_epochs": 30,
         "linear_start_lr_factor": 1.0, "decay_every_epochs": 5, "decay_offset_epochs": 1,
-        "epochs": 30 + 20, "keep_best": False}
+        "epochs": 30 + 20, "keep_best": False, "early_stopping": False}
 
 
 def test_entailment_sizes_all_train_with_section_5_1():

@@ -77,7 +77,9 @@ class BabiTask(TrainTask):
             keep_best=self.option("keep_best", True),
             warmup_steps=hp["warmup_steps"], decay_every_epochs=hp["decay_every_epochs"],
             warmup_factor=flags.warmup_factor, halve_lr_below=hp["halve_lr_below"],
-            patience=flags.patience, min_delta_loss=flags.min_delta_loss,
+            # a recipe without early stopping (MemN2N joint_paper) trains all its epochs
+            patience=flags.patience if self.option("early_stopping", True) else None,
+            min_delta_loss=flags.min_delta_loss,
             patience_at_zero=None if flags.patience_at_zero < 0 else flags.patience_at_zero,
             target_error=flags.target_valid_error, **trainer_kwargs)
 
