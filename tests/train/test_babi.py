@@ -80,17 +80,14 @@ def test_memn2n_trains_and_exports_through_the_same_path(tiny_babi, tmp_path):
     assert (model_dir / "export" / "babi" / "1" / "saved_model.pb").exists()
 
 
-def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
-    """``--task all --preset all_tasks_authors`` (a recorded command's flags): the sizes come
-    from the paper size, the TrainConfig and optimizer from :mod:`tpr_keras.training.recipes`
-    (the all-tasks recipe), not from the model class."""
-    from tpr_keras.training.recipes import recipe
-
+def resolved_recipe(argv):
+    """What ``train.babi`` resolves for the flags ``argv`` (in a fresh process, as a run
+    parses them): ``{"batch", "preset", "hp", "config"}`` (config: the TrainConfig)."""
     code = (
         "import dataclasses, json, train.babi\n"
         "from absl import flags\n"
         "from train.tasks.babi import BabiTask\n"
-        "flags.FLAGS(['babi', '--task', 'all', '--preset', 'all_tasks_authors'])\n"
+        f"flags.FLAGS(['babi', *{argv!r}])\n"
         "task = BabiTask(flags.FLAGS)\n"
         "batch = task.resolve_recipe()\n"
         "config = dataclasses.asdict(task.train_config({}))\n"
@@ -99,7 +96,16 @@ def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
+    """``--task all --preset all_tasks_authors`` (a recorded command's flags): the sizes come
+    from the paper size, the TrainConfig and optimizer from :mod:`tpr_keras.training.recipes`
+    (the all-tasks recipe), not from the model class."""
+    from tpr_keras.training.recipes import recipe
+
+    got = resolved_recipe(["--task", "all", "--preset", "all_tasks_authors"])
     expected = recipe("tpr_rnn", "all_tasks")
     assert got["preset"] == "all_tasks_authors"
     assert got["hp"] == expected
@@ -113,18 +119,8 @@ def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
 def test_the_memn2n_joint_protocol_has_no_early_stopping():
     """``--preset joint_paper`` trains all its epochs (the authors' code tests the final
     weights), whatever the default ``--patience``."""
-    code = (
-        "import dataclasses, json, train.babi\n"
-        "from absl import flags\n"
-        "from train.tasks.babi import BabiTask\n"
-        "flags.FLAGS(['babi', '--task', 'all', '--model', 'memn2n', '--preset', 'joint_paper'])\n"
-        "task = BabiTask(flags.FLAGS)\n"
-        "task.resolve_recipe()\n"
-        "print(json.dumps(dataclasses.asdict(task.train_config({}))))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert done.returncode == 0, done.stderr[-2000:]
-    config = json.loads(done.stdout.strip().splitlines()[-1])
+    config = resolved_recipe(["--task", "all", "--model", "memn2n",
+                              "--preset", "joint_paper"])["config"]
     assert config["patience"] is None and config["epochs"] == 50
     assert config["keep_best"] is False
 
