@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 
+import tpr_keras.models.memn2n  # noqa: F401  (registers MemN2N for load_model)
 import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN for load_model)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
