@@ -35,6 +35,8 @@ TABLES = (
      "paper_runs/**/results.json", None),
     ("Ablation: MemN2N joint at the paper's protocol without the pad word's gradient",
      "memn2n_joint_without_pad_gradient/seed*/results.json", None),
+    ("Ablation: MemN2N joint at the paper's protocol with '. ?' kept as words",
+     "memn2n_joint_sentence_ends_kept/seed*/results.json", None),
 )
 #: Threads of a run whose results.json has no ``machine`` record.
 UNRECORDED_THREADS = 1

@@ -32,6 +32,9 @@ flags.DEFINE_enum("setting", "10k", ["10k", "1k"], "Training-set size per task."
 flags.DEFINE_integer("max_story_sentences", None,
                      "Keep the last N sentences of a story (default 70; 130 for task 3; "
                      "MemN2N joint_paper 50, what its memory holds).")
+flags.DEFINE_bool("keep_sentence_ends", None, "'. ? !' are tokens of their own (default: "
+                  "the recipe's; on, but MemN2N joint_paper drops them as its authors' "
+                  "parser does). The export and preset read text the same way.")
 flags.DEFINE_string("model_dir", "runs/babi", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
 flags.DEFINE_string("model_name", "babi", "Served model name: the SavedModel goes to "
@@ -122,7 +125,7 @@ flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 #: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
 HELP_GROUPS = [
     ("Data", ["task", "data_dir", "download", "setting", "max_story_sentences",
-              "bucket_width"]),
+              "keep_sentence_ends", "bucket_width"]),
     ("Output folders", ["model_dir", "export_dir", "model_name"]),
     ("Model", ["model", "preset", "symbol_dim", "hidden_dim", "entity_dim", "relation_dim",
                "operations", "inference_steps", "implementation"]),

@@ -34,8 +34,11 @@ flags.DEFINE_string("keras_model", None, "Export this model.keras of a train.* r
 flags.DEFINE_integer("max_story_sentences", None, "bAbI with --keras_model: the served "
                      "model keeps the last N sentences of a story (0: all; default: the "
                      "exporter's).")
+flags.DEFINE_bool("keep_sentence_ends", True, "bAbI with --keras_model: '. ? !' stay "
+                  "tokens (off: dropped, as the run's data did; MemN2N joint_paper).")
 
-HELP_GROUPS = [("Preset", ["preset", "keras_model", "max_story_sentences"]),
+HELP_GROUPS = [("Preset", ["preset", "keras_model", "max_story_sentences",
+                           "keep_sentence_ends"]),
                ("Export", ["export_dir", "model_name", "version"]),
                ("Output", ["list_presets", "debug", "tf_logs"])]
 
@@ -49,7 +52,7 @@ def export_preset(preset, export_dir, model_name=None, version=None):
     return TaskModel.from_preset(preset).export(export_dir, model_name, version=version)
 
 
-def task_model_of(model, vocab_path, max_story_sentences=None):
+def task_model_of(model, vocab_path, max_story_sentences=None, keep_sentence_ends=True):
     """The task model of a bare model of a ``train.*`` run and the ``vocab.txt`` beside it.
 
     Raises:
@@ -64,7 +67,7 @@ def task_model_of(model, vocab_path, max_story_sentences=None):
         limit = DEFAULT_MAX_STORY_SENTENCES if max_story_sentences is None else (
             max_story_sentences or None)  # 0: no limit
         return models.BabiAnswerer(model, models.BabiPreprocessor(
-            Vocabulary.load(vocab_path), model.max_words, limit))
+            Vocabulary.load(vocab_path), model.max_words, limit, keep_sentence_ends))
     if isinstance(model, models.TPTransformer):
         from tpr_keras.data.mathematics import CharVocabulary
 
@@ -77,7 +80,7 @@ def task_model_of(model, vocab_path, max_story_sentences=None):
 
 
 def export_keras_model(path, export_dir, model_name=None, version=None,
-                       max_story_sentences=None):
+                       max_story_sentences=None, keep_sentence_ends=True):
     """Exports the ``model.keras`` of a ``train.*`` run (written under any backend) with
     the vocabulary beside it, through its task model; returns the version folder. The
     family comes from the model's class; any other model is an error."""
@@ -88,7 +91,7 @@ def export_keras_model(path, export_dir, model_name=None, version=None,
     model = keras.models.load_model(path)
     try:
         task_model = task_model_of(model, os.path.join(os.path.dirname(path), "vocab.txt"),
-                                   max_story_sentences)
+                                   max_story_sentences, keep_sentence_ends)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     return task_model.export(export_dir, model_name, version=version)
@@ -99,7 +102,8 @@ def main(argv):
     if FLAGS.keras_model:
         cli.import_tensorflow()
         served = export_keras_model(FLAGS.keras_model, FLAGS.export_dir, FLAGS.model_name,
-                                    FLAGS.version, FLAGS.max_story_sentences)
+                                    FLAGS.version, FLAGS.max_story_sentences,
+                                    FLAGS.keep_sentence_ends)
     else:
         preset = cli.load_flagged_preset()
         served = export_preset(preset, FLAGS.export_dir, FLAGS.model_name, FLAGS.version)

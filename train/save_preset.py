@@ -111,10 +111,13 @@ def main(argv):
         # The recorded table reads stories as the served model does; the check against the
         # run's own numbers reads them as the run did (70 sentences, 130 for task 3, unless
         # the run said otherwise).
+        keep_ends = results.get("config", {}).get("keep_sentence_ends", True)
         options = {"tasks": tasks,
-                   "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES}
+                   "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES,
+                   "keep_sentence_ends": keep_ends}
         run_options = {"tasks": tasks, "max_story_sentences":
-                       results.get("config", {}).get("max_story_sentences")}
+                       results.get("config", {}).get("max_story_sentences"),
+                       "keep_sentence_ends": keep_ends}
     elif task == "math":
         from tpr_keras.data.mathematics import CharVocabulary
 
@@ -176,7 +179,8 @@ def main(argv):
     }
     if task == "babi":
         metadata["serving_options"] = {
-            "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES}
+            "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES,
+            "keep_sentence_ends": options["keep_sentence_ends"]}
     assets = {"vocab.txt": vocab_path}
     if task == "math":  # the wording of its modules' questions: module_of, the served module
         from tpr_keras.data import mathematics

@@ -148,6 +148,29 @@ def test_tokenize_basic():
     assert tokenize("  ") == []
 
 
+def test_tokenize_can_drop_sentence_ends_as_the_memn2n_authors_parser():
+    assert tokenize("Where is Mary? ", keep_sentence_ends=False) == ["where", "is", "mary"]
+    assert tokenize("a,b;c:d!e.", keep_sentence_ends=False) == ["a", ",", "b", ";", "c", ":",
+                                                               "d", "e"]
+
+
+def test_loading_without_sentence_ends_shortens_every_sentence_by_its_mark(tmp_path):
+    d = make_babi_dir(tmp_path / "en-10k", {1: [[1, 2]] * 10})
+    kept = load_babi(d, tasks=1, download=False)
+    dropped = load_babi(d, tasks=1, download=False, keep_sentence_ends=False)
+    assert {".", "?"} <= set(kept.vocab.tokens)
+    assert set(dropped.vocab.tokens) == set(kept.vocab.tokens) - {".", "?"}
+    assert dropped.max_words == kept.max_words - 1
+    assert dropped.stats["keep_sentence_ends"] is False
+    old, new = np.asarray(kept.vocab.tokens), np.asarray(dropped.vocab.tokens)
+    for a, b in ((kept.train, dropped.train), (kept.test, dropped.test)):
+        for field in ("sentences", "questions"):  # the same words, the mark gone
+            words = old[getattr(a, field)]
+            words = np.where(np.isin(words, [".", "?"]), "<pad>", words)[:, :-1]
+            np.testing.assert_array_equal(words, new[getattr(b, field)])
+        np.testing.assert_array_equal(old[a.answers], new[b.answers])
+
+
 @pytest.mark.parametrize(
     "text",
     ["Is the box bigger than the chocolate?", "If A, then B; C: D!!", "x.y..z", "Mary\tJohn ."],

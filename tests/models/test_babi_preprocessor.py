@@ -98,13 +98,15 @@ STORIES = [
 ]
 
 
-@pytest.mark.parametrize("max_story_sentences", [None, 3])
+@pytest.mark.parametrize("max_story_sentences,keep_sentence_ends",
+                         [(None, True), (3, True), (None, False), (3, False)])
 def test_the_numpy_preprocessor_gives_the_in_graph_ids(vocab_and_tokenizer, tmp_path,
-                                                       max_story_sentences):
+                                                       max_story_sentences, keep_sentence_ends):
     vocab, _ = vocab_and_tokenizer
     vocab.save(tmp_path / "vocab.txt")
-    graph = BabiTokenizer(str(tmp_path / "vocab.txt"), 12, max_story_sentences)
-    numpy = BabiPreprocessor(vocab, 12, max_story_sentences)
+    graph = BabiTokenizer(str(tmp_path / "vocab.txt"), 12, max_story_sentences,
+                          keep_sentence_ends=keep_sentence_ends)
+    numpy = BabiPreprocessor(vocab, 12, max_story_sentences, keep_sentence_ends)
     questions = TRICKY[:len(STORIES)]
     ids = numpy(STORIES, questions)
     np.testing.assert_array_equal(ids["story"], graph.story_ids(tf.constant(STORIES)).numpy())
@@ -117,6 +119,22 @@ def test_the_numpy_preprocessor_gives_the_in_graph_ids(vocab_and_tokenizer, tmp_
     assert counts[3] == 4  # "office\ufffd" (NUL), "then", "zorblax", "appeared"
     np.testing.assert_array_equal(numpy.decode([[2, 1]]),
                                   graph.decode([[2, 1]]).numpy().astype(str))
+
+
+def test_without_sentence_ends_the_marks_split_the_story_and_are_dropped(
+        vocab_and_tokenizer, tmp_path):
+    vocab, _ = vocab_and_tokenizer
+    vocab.save(tmp_path / "vocab.txt")
+    graph = BabiTokenizer(str(tmp_path / "vocab.txt"), 12, None, keep_sentence_ends=False)
+    numpy = BabiPreprocessor(vocab, 12, None, keep_sentence_ends=False)
+    story = "Mary went to the kitchen. John went?!.\n.\nWhere, Sandra"
+    assert numpy.story_words(story) == [["mary", "went", "to", "the", "kitchen"],
+                                        ["john", "went"], ["where", ",", "sandra"]]
+    assert numpy.question_words("Where is Mary?") == ["where", "is", "mary"]
+    ids = numpy([story], ["Where is Mary?"])
+    np.testing.assert_array_equal(ids["story"], graph.story_ids(tf.constant([story])).numpy())
+    assert not np.isin(vocab.encode(list(SENTENCE_ENDS)), ids["story"]).any()
+    assert numpy.unknown_words(story, "Where is Mary?") == 0
 
 
 def test_a_story_as_a_list_of_sentences_reads_as_its_lines(vocab_and_tokenizer):

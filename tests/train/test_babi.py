@@ -119,11 +119,12 @@ def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
 
 def test_the_memn2n_joint_protocol_has_no_early_stopping():
     """``--preset joint_paper`` trains all its epochs (the authors' code tests the final
-    weights), whatever the default ``--patience``."""
-    config = resolved_recipe(["--task", "all", "--model", "memn2n",
-                              "--preset", "joint_paper"])["config"]
+    weights), whatever the default ``--patience``, and reads text as their parser does."""
+    got = resolved_recipe(["--task", "all", "--model", "memn2n", "--preset", "joint_paper"])
+    config = got["config"]
     assert config["patience"] is None and config["epochs"] == 50
     assert config["keep_best"] is False
+    assert got["hp"]["keep_sentence_ends"] is False  # ". ?" dropped, as the authors' parser
 
 
 def test_flag_help_states_the_tpr_rnn_recipes():

@@ -23,11 +23,15 @@ def python(args, cwd):
 
 @pytest.fixture(scope="module")
 def tiny_preset(tiny_babi, tmp_path_factory):
-    """A 2-epoch task-1 run on tiny data, saved as a preset."""
+    """A 2-epoch task-1 run on tiny data, saved as a preset. It drops ``. ? !`` from the
+    text (``--keep_sentence_ends=false``, MemN2N joint_paper's reading), so that the preset,
+    its re-check and its export are seen to read text as the run did; the shipped presets
+    check the default reading."""
     work = tmp_path_factory.mktemp("preset")
     run = python(["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi),
                   "--model_dir", str(work / "run"), "--batch_size", "16", "--epochs", "2",
-                  "--warmup_steps", "5", "--download=false", "--verbose", "0"], work)
+                  "--warmup_steps", "5", "--keep_sentence_ends=false", "--download=false",
+                  "--verbose", "0"], work)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((work / "run" / "results.json").read_text())
     assert results["command"].startswith("python -m train.babi --task 1 ")
@@ -70,8 +74,13 @@ def test_preset_records_the_run_and_its_tables(tiny_preset, tiny_babi):
     table = meta["evaluation"]["table"]
     assert table["test_error_percent"] == pytest.approx(results["test_error_percent"], abs=1e-4)
     assert table["questions"] == {"1": 60}  # 20 stories x 3 questions
-    assert meta["evaluation_options"] == {"tasks": [1], "max_story_sentences": 130}
+    assert meta["evaluation_options"] == {"tasks": [1], "max_story_sentences": 130,
+                                          "keep_sentence_ends": False}
+    assert meta["serving_options"] == {"max_story_sentences": 130, "keep_sentence_ends": False}
     assert results["config"]["max_story_sentences"] == {"1": 70}
+    assert results["config"]["keep_sentence_ends"] is False
+    vocab = (work / "preset" / "assets" / "vocab.txt").read_text().split("\n")
+    assert "mary" in vocab and "." not in vocab and "?" not in vocab
     assert meta["evaluation_sample"]["limit"] == 7
     assert meta["evaluation_sample"]["table"]["questions"] == {"1": 7}
     files = meta["data"]["files_sha256"]
@@ -149,6 +158,15 @@ def test_export_writes_the_tf_serving_layout(tiny_preset, tmp_path):
     assert (version / "saved_model.pb").is_file()
     assert (version / "assets.extra" / "tf_serving_warmup_requests").is_file()
     assert "--model_base_path=" + str(tmp_path / "exports" / "babi") in done.stdout
+    # the served text drops ". ?" as the run's data did: no word of this story is unknown
+    import tensorflow as tf
+
+    tokenize = tf.saved_model.load(str(version)).signatures["tokenize"]
+    ids = tokenize(story=tf.constant(["Mary went to the kitchen. John went to the office."]),
+                   question=tf.constant(["Where is Mary?"]))
+    story, question = ids["story_ids"].numpy(), ids["question_ids"].numpy()
+    assert story.shape[1] == 2 and (story[:, :, :5] > 1).all() and not story[:, :, 5:].any()
+    assert (question[:, :3] > 1).all() and not question[:, 3:].any()
     # TensorFlow's INFO lines (absl's "I1127 hh:mm:ss ... file.py:N]") only with --tf_logs
     info = re.compile(r"^I\d{4} [\d:.]+ +\d+ \S+\.py:\d+\]", re.M)
     assert not info.search(done.stderr), done.stderr[-2000:]

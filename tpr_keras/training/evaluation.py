@@ -36,7 +36,8 @@ SERVED_MAX_STORY_SENTENCES = truncation.SERVED_MAX_STORY_SENTENCES
 
 def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)),
                limit: int | None = None, max_story_sentences=None,
-               batch_size: int = 256, download: bool = False) -> dict[str, Any]:
+               batch_size: int = 256, download: bool = False,
+               keep_sentence_ends: bool = True) -> dict[str, Any]:
     """bAbI test error per task of a model reading ``{"story", "question"}`` ids.
 
     Args:
@@ -48,6 +49,8 @@ def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)
         max_story_sentences: Truncation as in training (None: 70, 130 for task 3).
         batch_size: Evaluation batch.
         download: Allow downloading the archive when no local copy is found.
+        keep_sentence_ends: False drops ``. ? !`` as in training (MemN2N
+            ``joint_paper``; :func:`~tpr_keras.data.babi.text.tokenize`).
 
     Returns:
         ``{"test_error_percent": {"1": ..., ...}, "test_error_percent_mean",
@@ -63,7 +66,7 @@ def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)
     limits = truncation.resolve_limits(max_story_sentences, tasks)
     parts = []
     for task in tasks:
-        stories = parsing.parse_stories(files.task_file(root, task, "test"))
+        stories = parsing.parse_stories(files.task_file(root, task, "test"), keep_sentence_ends)
         parts.append((task, splits.take_questions(stories, limit) if limit else stories))
     split, _ = encode_stories(parts, vocab, model.max_words, limits)
     dataset = pipeline.make_dataset(split, batch_size, shuffle=False, bucket_width=10)
@@ -242,15 +245,16 @@ def evaluate_model(task: str, model, vocab, data_dir, options, limit: int | None
                    download: bool = False) -> dict[str, Any]:
     """The table of ``task`` (``"babi"``, ``"entailment"``, ``"math"``) for ``model``.
 
-    ``options`` are the preset's ``evaluation_options``: ``tasks`` and
-    ``max_story_sentences`` (bAbI), ``modules`` (math).
+    ``options`` are the preset's ``evaluation_options``: ``tasks``,
+    ``max_story_sentences`` and ``keep_sentence_ends`` (bAbI), ``modules`` (math).
     """
     if task == "babi":
         limits = options.get("max_story_sentences")
         if isinstance(limits, dict):
             limits = {int(k): v for k, v in limits.items()}
         return babi_table(model, vocab, data_dir, tasks=options.get("tasks", range(1, 21)),
-                          limit=limit, max_story_sentences=limits, download=download)
+                          limit=limit, max_story_sentences=limits, download=download,
+                          keep_sentence_ends=options.get("keep_sentence_ends", True))
     if task == "entailment":
         return entailment_table(model, data_dir, limit=limit)
     if task == "math":

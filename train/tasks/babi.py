@@ -92,7 +92,8 @@ class BabiTask(TrainTask):
         flags = self.flags
         self.data = data = babi.load_babi(
             flags.data_dir, tasks=self.tasks, setting=flags.setting,
-            max_story_sentences=self.option("max_story_sentences"), download=flags.download)
+            max_story_sentences=self.option("max_story_sentences"), download=flags.download,
+            keep_sentence_ends=self.keep_sentence_ends())
         print(data)
         self.truncated = data.stats.get("truncated", {})
         print(f"Vocabulary {len(data.vocab)} symbols; {data.max_words} words per sentence; "
@@ -263,10 +264,16 @@ class BabiTask(TrainTask):
                 "bucket_width": self.bucket_width or 0, "setting": flags.setting,
                 "max_story_sentences": {str(t): n for t, n in
                                         self.data.stats["max_story_sentences"].items()},
+                "keep_sentence_ends": self.keep_sentence_ends(),
                 "parameters": trainer.model.count_params()}
 
     def save_vocabulary(self, path):
         self.data.vocab.save(path)
+
+    def keep_sentence_ends(self):
+        """Whether ``. ? !`` stay tokens (MemN2N ``joint_paper``: dropped, as its authors'
+        parser does)."""
+        return bool(self.option("keep_sentence_ends", True))
 
     def _story_limit(self):
         limits = set(self.data.stats["max_story_sentences"].values())
@@ -277,8 +284,10 @@ class BabiTask(TrainTask):
         # answers in Python (the run has no preset folder yet: it is built in memory).
         from tpr_keras.models import BabiAnswerer, BabiPreprocessor
 
-        preprocessor = BabiPreprocessor(self.data.vocab, model.max_words, self._story_limit())
+        preprocessor = BabiPreprocessor(self.data.vocab, model.max_words, self._story_limit(),
+                                        self.keep_sentence_ends())
         return BabiAnswerer(model, preprocessor).export(export_dir, self.flags.model_name)
 
     def export_options(self):
-        return {"max_story_sentences": self._story_limit() or 0}
+        return {"max_story_sentences": self._story_limit() or 0,
+                "keep_sentence_ends": self.keep_sentence_ends()}

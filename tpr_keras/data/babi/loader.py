@@ -74,6 +74,7 @@ def load_babi(
     max_story_sentences: int | Mapping[int, int | None] | None = None,
     download: bool = True,
     vocab: Vocabulary | None = None,
+    keep_sentence_ends: bool = True,
 ) -> BabiData:
     """Loads, splits, truncates and encodes bAbI tasks with one shared vocabulary.
 
@@ -92,6 +93,9 @@ def load_babi(
             N (None disables truncation for that task; missing tasks use defaults).
         download: Allow downloading the archive if no local copy is found.
         vocab: Use this vocabulary instead of building one (unknown tokens -> 1).
+        keep_sentence_ends: False drops the tokens ``. ? !`` from statements and
+            questions, as the MemN2N authors' parser does
+            (:func:`~tpr_keras.data.babi.text.tokenize`).
 
     Returns:
         A :class:`BabiData`.
@@ -110,7 +114,7 @@ def load_babi(
     expected = SETTING_QUESTIONS[setting]
     for task in task_list:
         train_path, test_path = task_files(root, task)
-        train_stories = parse_stories(train_path)
+        train_stories = parse_stories(train_path, keep_sentence_ends)
         n_file = sum(len(s.questions) for s in train_stories)
         file_questions[task] = n_file
         if setting == "1k":
@@ -125,7 +129,7 @@ def load_babi(
         k = split_point([len(s.questions) for s in train_stories], valid_fraction)
         parts["train"].append((task, train_stories[:k]))
         parts["valid"].append((task, train_stories[k:]))
-        parts["test"].append((task, parse_stories(test_path)))
+        parts["test"].append((task, parse_stories(test_path, keep_sentence_ends)))
 
     sentences: set[tuple[str, ...]] = set()  # Distinct statements and questions.
     answer_symbols: set[str] = set()
@@ -164,6 +168,7 @@ def load_babi(
         "setting": setting,
         "tasks": task_list,
         "valid_fraction": valid_fraction,
+        "keep_sentence_ends": keep_sentence_ends,
         "max_story_sentences": limits,
         "samples": {n: split_stats[n]["samples"] for n in parts},
         "truncated": {n: split_stats[n]["truncated"] for n in parts},

@@ -62,8 +62,11 @@ def task_from_filename(path: str | os.PathLike) -> int:
     return int(m.group(1))
 
 
-def parse_stories(path: str | os.PathLike) -> list[Story]:
-    """Parses a v1.2 bAbI file into stories (statements once, questions by position)."""
+def parse_stories(path: str | os.PathLike, keep_sentence_ends: bool = True) -> list[Story]:
+    """Parses a v1.2 bAbI file into stories (statements once, questions by position).
+
+    ``keep_sentence_ends=False`` drops the tokens ``. ? !`` (see
+    :func:`~tpr_keras.data.babi.text.tokenize`)."""
     stories: list[Story] = []
     story: Story | None = None
     prev_id = 0
@@ -73,7 +76,7 @@ def parse_stories(path: str | os.PathLike) -> list[Story]:
     def tok(text: str) -> tuple[str, ...]:
         tokens = cache.get(text)
         if tokens is None:
-            tokens = cache[text] = tuple(tokenize(text))
+            tokens = cache[text] = tuple(tokenize(text, keep_sentence_ends))
         return tokens
 
     with open(path, encoding="utf-8") as f:

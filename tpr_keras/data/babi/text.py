@@ -11,6 +11,9 @@ checks that both give the same tokens.
   :data:`PY_WHITESPACE_EXCEPT_NEWLINE` plus ``\\n``).
 * In a story text, :data:`SENTENCE_ENDS` (``. ? !``) and newlines end a sentence
   (:func:`split_story`).
+* Optionally (``keep_sentence_ends=False``) the sentence-end marks ``. ? !`` are then
+  dropped, as the MemN2N authors' parser does (MemN2N-babi-matlab ``parseBabiTask.m``
+  strips each line's final ``.`` or ``?``); the other punctuation stays a token.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def regex_group(chars: str) -> str:
     return "([" + "".join("\\" + c for c in chars) + "])"
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, keep_sentence_ends: bool = True) -> list[str]:
     """Splits a bAbI sentence or question into tokens.
 
     Lower-cases, puts spaces around each of ``. ? ! , ; :`` and splits on whitespace.
@@ -45,11 +48,14 @@ def tokenize(text: str) -> list[str]:
 
     Args:
         text: Raw sentence text (without the leading line number).
+        keep_sentence_ends: False drops the tokens ``. ? !`` (:data:`SENTENCE_ENDS`).
 
     Returns:
-        The tokens, e.g. ``["where", "is", "mary", "?"]``.
+        The tokens, e.g. ``["where", "is", "mary", "?"]`` (``["where", "is", "mary"]``
+        without sentence ends).
     """
-    return text.lower().translate(_PUNCT_TABLE).split()
+    tokens = text.lower().translate(_PUNCT_TABLE).split()
+    return tokens if keep_sentence_ends else [t for t in tokens if t not in SENTENCE_ENDS]
 
 
 def normalize(text: str) -> str:
@@ -58,7 +64,7 @@ def normalize(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def split_story(text: str) -> list[list[str]]:
+def split_story(text: str, keep_sentence_ends: bool = True) -> list[list[str]]:
     """Splits a story text into tokenized sentences, as the exported models do.
 
     A sentence ends at a newline and after each of :data:`SENTENCE_ENDS`; each
@@ -67,6 +73,8 @@ def split_story(text: str) -> list[list[str]]:
 
     Args:
         text: The story, e.g. ``"Mary went to the kitchen. John moved to the garden."``.
+        keep_sentence_ends: False drops the marks ``. ? !`` once they have split the
+            sentences (a sentence left empty is dropped too).
 
     Returns:
         The sentences' tokens, e.g. ``[["mary", "went", "to", "the", "kitchen", "."],
@@ -82,4 +90,7 @@ def split_story(text: str) -> list[list[str]]:
                 current = []
         if current:
             sentences.append(current)
-    return sentences
+    if keep_sentence_ends:
+        return sentences
+    sentences = [[t for t in s if t not in SENTENCE_ENDS] for s in sentences]
+    return [s for s in sentences if s]

@@ -85,7 +85,8 @@ class BabiServingModule(tf.Module):
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         preprocessor, model = answerer.preprocessor, answerer.backbone
         self.tokenizer = BabiTokenizer(vocab_file, preprocessor.max_words,
-                                       preprocessor.max_story_sentences)
+                                       preprocessor.max_story_sentences,
+                                       keep_sentence_ends=preprocessor.keep_sentence_ends)
         self.top_k = min(int(top_k), len(preprocessor.vocabulary))
         tokenizer, k = self.tokenizer, self.top_k
 

@@ -37,6 +37,8 @@ class BabiPreprocessor:
         vocabulary: A :class:`~tpr_keras.data.babi.Vocabulary` (or its tokens).
         max_words: ``W``, word slots per sentence and question (the model's).
         max_story_sentences: Keep the last N sentences of a story; None keeps all.
+        keep_sentence_ends: False drops ``. ? !`` once they have split the story, as
+            the model's training data did (MemN2N's ``joint_paper`` recipe).
 
     Example:
     >>> preprocessor = BabiPreprocessor.from_preset("tpr_rnn_babi_all_tasks")
@@ -46,7 +48,8 @@ class BabiPreprocessor:
     """
 
     def __init__(self, vocabulary: Vocabulary | Sequence[str], max_words: int,
-                 max_story_sentences: int | None = SERVED_MAX_STORY_SENTENCES) -> None:
+                 max_story_sentences: int | None = SERVED_MAX_STORY_SENTENCES,
+                 keep_sentence_ends: bool = True) -> None:
         if max_words < 1:
             raise ValueError(f"max_words must be >= 1, got {max_words}")
         if max_story_sentences is not None and max_story_sentences < 1:
@@ -57,29 +60,32 @@ class BabiPreprocessor:
         self.max_words = int(max_words)
         self.max_story_sentences = (None if max_story_sentences is None
                                     else int(max_story_sentences))
+        self.keep_sentence_ends = bool(keep_sentence_ends)
 
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | Any) -> BabiPreprocessor:
         """The preprocessor of a trained bAbI preset (name, folder or ``TrainedPreset``):
-        its ``assets/vocab.txt``, the model's ``max_words`` and the story truncation its
-        export serves with (``serving_options``).
+        its ``assets/vocab.txt``, the model's ``max_words``, and the story truncation
+        and sentence-end handling its export serves with (``serving_options``; a preset
+        without ``keep_sentence_ends`` keeps them).
 
         Raises:
             PresetError (a ValueError): an unknown or altered preset, or not a bAbI one.
         """
         preset = trained_preset(preset, "babi")
-        served = preset.metadata.get("serving_options", {}).get(
-            "max_story_sentences", SERVED_MAX_STORY_SENTENCES)
+        options = preset.metadata.get("serving_options", {})
         return cls(Vocabulary.load(preset.asset_path("vocab.txt")),
-                   preset.config["max_words"], served)
+                   preset.config["max_words"],
+                   options.get("max_story_sentences", SERVED_MAX_STORY_SENTENCES),
+                   options.get("keep_sentence_ends", True))
 
     def story_words(self, story: Story) -> list[list[str]]:
         """A story's tokenized sentences, nothing cut yet."""
-        return split_story(story_text(story))
+        return split_story(story_text(story), self.keep_sentence_ends)
 
     def question_words(self, question: str) -> list[str]:
         """A question's tokens, nothing cut yet."""
-        return tokenize(normalize(question))
+        return tokenize(normalize(question), self.keep_sentence_ends)
 
     def unknown_words(self, story: Story, question: str) -> int:
         """How many tokens of the story and the question are not in the vocabulary (all

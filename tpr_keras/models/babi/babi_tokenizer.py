@@ -49,6 +49,9 @@ class BabiTokenizer(tf.Module):
         vocab_file: The vocabulary file (as written by ``Vocabulary.save``).
         max_words: ``W``, word slots per sentence and question.
         max_story_sentences: Keep the last N sentences of a story; None keeps all.
+        keep_sentence_ends: False drops the tokens ``. ? !`` once they have split the
+            story (then empty sentences are dropped), as the loader's
+            ``keep_sentence_ends=False`` does.
 
     Example:
     >>> tokenizer = BabiTokenizer("vocab.txt", max_words=6)
@@ -57,7 +60,7 @@ class BabiTokenizer(tf.Module):
 
     def __init__(self, vocab_file: str, max_words: int,
                  max_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES,
-                 name: str | None = None) -> None:
+                 name: str | None = None, keep_sentence_ends: bool = True) -> None:
         super().__init__(name=name)
         if max_words < 1:
             raise ValueError(f"max_words must be >= 1, got {max_words}")
@@ -65,6 +68,7 @@ class BabiTokenizer(tf.Module):
             raise ValueError(f"max_story_sentences must be >= 1 or None, got {max_story_sentences}")
         self.max_words = int(max_words)
         self.max_story_sentences = None if max_story_sentences is None else int(max_story_sentences)
+        self.keep_sentence_ends = bool(keep_sentence_ends)
         index = tf.lookup.TextFileIndex
         self.word_to_id = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(vocab_file, tf.string, index.WHOLE_LINE,
@@ -79,7 +83,8 @@ class BabiTokenizer(tf.Module):
     def from_preset(cls, preset: Any) -> BabiTokenizer:
         """The in-graph tokenizer of a trained bAbI preset (name, folder or
         ``TrainedPreset``): its ``assets/vocab.txt``, ``max_words`` and served story
-        truncation, as :meth:`BabiPreprocessor.from_preset` reads them.
+        truncation and sentence-end handling, as :meth:`BabiPreprocessor.from_preset`
+        reads them.
 
         Raises:
             PresetError (a ValueError): an unknown or altered preset, or not a bAbI one.
@@ -90,7 +95,7 @@ class BabiTokenizer(tf.Module):
         preset = trained_preset(preset, "babi")
         python = BabiPreprocessor.from_preset(preset)
         return cls(preset.asset_path("vocab.txt"), python.max_words,
-                   python.max_story_sentences)
+                   python.max_story_sentences, keep_sentence_ends=python.keep_sentence_ends)
 
     @staticmethod
     def normalize(text: tf.Tensor) -> tf.Tensor:
@@ -111,13 +116,23 @@ class BabiTokenizer(tf.Module):
         text = tf.strings.regex_replace(text, _SENTENCE_END, " \\1 \n")
         text = tf.strings.regex_replace(text, _OTHER_PUNCTUATION, " \\1 ")
         words = tf.strings.split(tf.strings.split(text, sep="\n"))  # [B, (L), (T)]
+        words = self._drop_sentence_ends(words)
         nonempty = words.with_values(words.values.row_lengths() > 0)
         return tf.ragged.boolean_mask(words, nonempty)  # [B, (S), (T)]
 
     def question_words(self, question: tf.Tensor) -> tf.RaggedTensor:
         """``string[B]`` questions -> their tokens ``[B, (T)]``, nothing cut yet."""
         text = tf.strings.regex_replace(self.normalize(question), _PUNCTUATION, " \\1 ")
-        return tf.strings.split(text)
+        return self._drop_sentence_ends(tf.strings.split(text))
+
+    def _drop_sentence_ends(self, words: tf.RaggedTensor) -> tf.RaggedTensor:
+        """``words`` without the tokens ``. ? !`` unless they are kept."""
+        if self.keep_sentence_ends:
+            return words
+        flat = words.flat_values
+        keep = tf.logical_not(tf.reduce_any(
+            tf.equal(flat[:, None], tf.constant(list(SENTENCE_ENDS))), axis=-1))
+        return tf.ragged.boolean_mask(words, words.with_flat_values(keep))
 
     def unknown_words(self, story: tf.Tensor, question: tf.Tensor) -> tf.Tensor:
         """``int32[B]``: the tokens of each story and question that map to ``<unk>``

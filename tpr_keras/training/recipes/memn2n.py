@@ -22,15 +22,16 @@ JOINT_RECIPE = MappingProxyType(dict(SINGLE_TASK_RECIPE, decay_every_epochs=5, e
 #: 60, every 15). Loss summed over the batch of 32 (``size_average = false``), each weight
 #: matrix's gradient clipped at norm 40 with MATLAB's ``norm`` (spectral), only full
 #: batches, no bucketing (uniform batches), stories cut to the 50 sentences the memory
-#: holds, no early stopping (``early_stopping``: False, whatever ``--patience`` says): the
-#: final weights are tested. ``train_error``: the run also reports its error on the
+#: holds, ``. ? !`` dropped from the text as their parser (``parseBabiTask.m``) strips
+#: each word's final ``.`` or ``?`` (``keep_sentence_ends``: False), no early stopping
+#: (``early_stopping``: False, whatever ``--patience`` says): the final weights are tested. ``train_error``: the run also reports its error on the
 #: training split, by which §4.2 picks the best of 10 runs.
 JOINT_PAPER_RECIPE = MappingProxyType(dict(
     SINGLE_TASK_RECIPE, protocol="authors_joint", learning_rate=0.005, clip_norm=40.0,
     loss_reduction="sum", matrix_norm="spectral", linear_start_epochs=30,
     linear_start_lr_factor=1.0, decay_every_epochs=5, decay_offset_epochs=1, epochs=50,
-    bucket_width=0, drop_remainder=True, max_story_sentences=50, keep_best=False,
-    early_stopping=False, train_error=True))
+    bucket_width=0, drop_remainder=True, max_story_sentences=50, keep_sentence_ends=False,
+    keep_best=False, early_stopping=False, train_error=True))
 #: ``{size: recipe}``.
 RECIPES = MappingProxyType({"single_task": SINGLE_TASK_RECIPE, "all_tasks": JOINT_RECIPE,
                             "joint_paper": JOINT_PAPER_RECIPE})
