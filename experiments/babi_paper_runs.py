@@ -118,7 +118,7 @@ def kept_path(args, operations, task, seed, recipe="paper"):
 def load_run(args, operations, task, seed, recipe="paper"):
     """The run's ``results.json``, from its run folder or its kept copy (None while it has
     not finished)."""
-    path = os.path.join(
+    path = args.runs and os.path.join(
         run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe),
         "results.json")
     kept = kept_path(args, operations, task, seed, recipe)
@@ -238,6 +238,28 @@ def report(args, tasks, seeds):
         paper = ", ".join(map(str, PAPER_TABLE3[operations])) or "none"
         print(f"| {operations} | " + " | ".join(cells) +
               f" | {', '.join(map(str, failed)) or 'none'} | {paper} |")
+
+
+def markdown(root, table, seeds=(0, 1, 2), protocol="long", fallback_above=1.0):
+    """Table 2 or 3 from the committed ``results.json`` alone (``results/babi/paper_runs``
+    under ``root``), as ``--report`` prints it for ``--fallback_above 1`` runs, with how many
+    of the grid's cells have a run; ``python -m tools.report`` puts it into results/babi.md."""
+    import argparse
+    import contextlib
+    import io
+
+    args = argparse.Namespace(table=table, runs=None, protocol=protocol,
+                              keep=os.path.join(root, "results", "babi", "paper_runs"),
+                              fallback_above=fallback_above)
+    tasks = list(range(1, 21)) if table == 2 else list(TABLE3_TASKS)
+    cells = grid(table, tasks, seeds)
+    done = sum(selected(args, *cell)[0] is not None for cell in cells)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report(args, tasks, seeds)
+    return (f"{done} of {len(cells)} runs committed (seeds "
+            f"{', '.join(map(str, seeds))}, protocol `{protocol}`, fallback above "
+            f"{fallback_above:g} % validation error).\n\n" + out.getvalue().rstrip())
 
 
 def execute(args, runs):

@@ -106,3 +106,20 @@ def test_a_run_kept_under_keep_is_skipped_on_a_machine_without_its_run_folder(ru
     shutil.rmtree(args.runs)  # a new machine: runs/ is gone, the committed JSON is not
     assert runs_module.load(args, "all", 5, 1) == 0.7
     assert runs_module.load(args, "all", 5, 2) is None
+
+
+def test_the_report_block_reads_only_the_committed_json(runs_module, tmp_path):
+    committed = _args(tmp_path / "results" / "babi" / "paper_runs")
+    _finish(runs_module, committed, 1, 0, valid=0.0, test=0.2)
+    _finish(runs_module, committed, 1, 1, valid=0.0, test=0.4)
+    _finish(runs_module, committed, 17, 0, valid=25.8, test=36.6)
+    _finish(runs_module, committed, 17, 0, valid=0.2, test=0.7, recipe="all_tasks", epochs=400)
+    # a run folder of this machine is not read
+    _finish(runs_module, _args(tmp_path / "runs" / "paper"), 2, 0, valid=0.0, test=0.0)
+    text = runs_module.markdown(str(tmp_path), 2)
+    assert text.startswith("3 of 60 runs committed (seeds 0, 1, 2, protocol `long`")
+    assert "| 1 | s0: 0.2 (50 ep, patience); s1: 0.4 (50 ep, patience) | 0.2 | 0.30 ± 0.10 |" in text
+    assert "| 17 | s0: 0.7 (400 ep, patience, all_tasks recipe) |" in text
+    assert "| 2 | – |" in text
+    table3 = runs_module.markdown(str(tmp_path), 3)
+    assert table3.startswith("0 of 72 runs committed")
