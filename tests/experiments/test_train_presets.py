@@ -34,11 +34,13 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
 RECIPE = "results/babi/recipes/all_tasks_authors_130ep"
 
 
-def fake_run(tmp_path, name, seed, valid, stopped="early_stopping", folder=None):
+def fake_run(tmp_path, name, seed, valid, stopped="early_stopping", folder=None, train=None):
     folder = folder or tmp_path / "runs" / name / f"seed{seed}"
     folder.mkdir(parents=True)
     results = {"valid_error_percent": {"1": valid, "2": valid}, "stopped": stopped,
                "epochs": 40 + seed, "config": {"seed": seed}}
+    if train is not None:
+        results["train_error_percent_mean"] = train
     (folder / "results.json").write_text(json.dumps(results))
     return results
 
@@ -166,7 +168,8 @@ def test_make_from_a_run_its_time_budget_stopped_only_when_asked(tmp_path, capsy
 
 def test_seeds_picks_the_runs_to_train(tmp_path, capsys):
     fake_run(tmp_path, "tpr_rnn_babi_all_tasks", 1, 1.0)  # finished: never trained again
-    train_presets.main(args_for(tmp_path, "--dry_run", "--seeds", "1,2"))
+    train_presets.main(args_for(tmp_path, "--dry_run", "--seeds", "1,2", "--presets",
+                                "tpr_rnn_babi_all_tasks"))
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("--seed=")[1].split()[0] for line in lines] == ["2"]
     assert "train.babi --task all" in lines[0] and "memn2n" not in lines[0]
@@ -175,7 +178,7 @@ def test_seeds_picks_the_runs_to_train(tmp_path, capsys):
 def test_every_preset_has_its_own_served_name_in_models_config(tmp_path, monkeypatch):
     import pathlib
     import re
-    fake_run(tmp_path, "memn2n_babi_all_tasks", 0, 1.0)
+    fake_run(tmp_path, "memn2n_babi_all_tasks", 1, 1.0, stopped="epochs", train=2.0)
     calls = []
     monkeypatch.setattr(train_presets.subprocess, "call",
                         lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
@@ -188,3 +191,17 @@ def test_every_preset_has_its_own_served_name_in_models_config(tmp_path, monkeyp
     assert len(served) == len(train_presets.PRESETS)
     config = (pathlib.Path(train_presets.REPO) / "serving" / "models.config").read_text()
     assert served == set(re.findall(r'name: "(\w+)"', config))
+
+
+def test_the_memn2n_preset_is_the_run_with_the_lowest_training_error(tmp_path, monkeypatch):
+    """§4.2 reports the run of 10 with the lowest training error; validation plays no part."""
+    fake_run(tmp_path, "memn2n_babi_all_tasks", 1, 5.0, stopped="epochs", train=6.7)
+    fake_run(tmp_path, "memn2n_babi_all_tasks", 2, 9.0, stopped="epochs", train=6.1)
+    calls = []
+    monkeypatch.setattr(train_presets.subprocess, "call",
+                        lambda cmd, **kwargs: calls.append(" ".join(cmd)) or 0)
+    train_presets.main(args_for(tmp_path, "--make", "--presets", "memn2n_babi_all_tasks"))
+    [out] = calls
+    assert "seed 2 of [1, 2], lowest training error, at its epoch cap after 42 epochs" in out
+    assert "--results_json=results/babi/memn2n_joint/seed2/results.json" in out
+    assert "--preset joint_paper" in out
