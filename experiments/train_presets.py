@@ -66,12 +66,12 @@ PRESETS = {
          "--patience=20", "--verbose=2", "--jit_compile", "--arch=bidaf", "--cell=tpru",
          "--roles=32", "--embedding_init=normal"], (0,)),
     "tp_transformer_math_focus": (
-        "mathematics", "results/math/presets/tp_transformer_math_focus",
+        "mathematics", "results/math/steps60000/tp_transformer-seed{seed}",
         "TP-Transformer (Schlag et al. 2019), CPU size 'tiny', on the four focus modules: "
-        "15,000 steps of 128 (the paper trains 1,000k steps of 1,024)",
+        "60,000 steps of 128 (the paper trains 1,000k steps of 1,024)",
         ["-m", "train.math", "--model", "tp_transformer", "--preset", "tiny", "--modules",
-         FOCUS_MODULES, "--steps", "15000", "--epochs", "1000", "--checkpoint_every_steps",
-         "500", "--verbose", "2"], (0,)),
+         FOCUS_MODULES, "--steps", "60000", "--epochs", "1000", "--checkpoint_every_steps",
+         "1000", "--verbose", "2"], (0,)),
 }
 
 
