@@ -1,0 +1,67 @@
+"""tools.math_fit: exact match per training difficulty and interpolate, pooled, and its table."""
+
+import json
+
+import pytest
+
+from tools import math_fit
+
+
+def write(root, regime, module, pairs):
+    path = root / regime / f"{module}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{q}\n{a}\n" for q, a in pairs))
+
+
+@pytest.fixture
+def data(tmp_path):
+    """Module ``m``: 4 questions per file; the answerer below knows what a training file
+    says, so only interpolate (whose answers are not in training) can go wrong."""
+    for i, regime in enumerate(math_fit.DIFFICULTIES):
+        write(tmp_path, regime, "m", [(f"{regime} q{j}", f"{i}{j}") for j in range(4)])
+    write(tmp_path, "interpolate", "m", [("new q0", "x"), ("train-easy q1", "01"),
+                                         ("new q2", "y"), ("new q3", "z")])
+    return tmp_path
+
+
+def memory(data_dir):
+    """An answerer that knows the answers of the training files and says "?" otherwise."""
+    known = {}
+    for regime in math_fit.DIFFICULTIES:
+        known.update(math_fit.read_questions(data_dir / regime / "m.txt", None))
+    return lambda questions: [known.get(q, "?") for q in questions]
+
+
+def test_training_is_pooled_and_interpolate_scored_alone(data):
+    table = math_fit.fit(memory(data), str(data), ["m"], per_file=3)
+    row = table["m"]
+    for regime in math_fit.DIFFICULTIES:
+        assert row[regime] == {"questions": 3, "correct": 3, "accuracy_percent": 100.0}
+    assert row["train"] == {"questions": 9, "correct": 9, "accuracy_percent": 100.0}
+    # the first 3 interpolate questions: one repeats a training question
+    assert row["interpolate"]["correct"] == 1
+    assert row["interpolate"]["accuracy_percent"] == pytest.approx(100 / 3)
+
+
+def test_markdown_reads_the_committed_json(data, tmp_path):
+    table = math_fit.fit(memory(data), str(data), ["m"], per_file=4)
+    folder = tmp_path / "results" / "math" / "fit"
+    folder.mkdir(parents=True)
+    (folder / "p.json").write_text(json.dumps({"command": "python -m tools.math_fit X",
+                                               "preset": "p", "per_file": 4,
+                                               "modules": table}))
+    lines = math_fit.markdown(str(tmp_path)).splitlines()
+    assert lines[0] == "`p`, the first 4 questions of each file:"
+    assert lines[4] == "| `m` | 100.0 | 100.0 | 100.0 | 100.0 | 25.0 | +75.0 |"
+    assert lines[-1] == "Exact match %. `python -m tools.math_fit X`"
+
+
+def test_a_file_without_its_answer_names_the_file_and_line(tmp_path):
+    path = tmp_path / "m.txt"
+    path.write_text("q0\na0\nq1\n")
+    with pytest.raises(ValueError, match=r"m\.txt:3: a question without an answer line"):
+        math_fit.read_questions(path, None)
+
+
+def test_no_runs_says_where_they_go(tmp_path):
+    assert math_fit.FOLDER in math_fit.markdown(str(tmp_path))

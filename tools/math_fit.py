@@ -1,0 +1,137 @@
+"""A math preset's exact match on its own training questions beside interpolate: short of
+questions, or short of capacity?
+
+    python -m tools.math_fit --preset tp_transformer_math_focus \\
+        --data_dir ../shared/data/mathematics --per_file 1000 \\
+        --json results/math/fit/tp_transformer_math_focus.json
+    python -m tools.math_fit --report          # the Markdown of every committed JSON
+
+For each module the preset serves, the first ``--per_file`` questions of its
+``train-easy``, ``train-medium`` and ``train-hard`` files (all of them trained on) and of
+its ``interpolate`` file are answered greedily by ``MathAnswerer.generate`` (what the
+served SavedModel answers) and scored by exact match. The generator writes questions in
+random order, so the first N of a file are a sample of it.
+
+How to read it: a model far better on its training questions than on interpolate has
+memorised them, and more questions from the generator would help; a model that misses its
+training questions about as often as new ones is short of capacity or of training steps,
+and more questions of the same kind do not help by themselves.
+"""
+
+import json
+import os
+import sys
+
+DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
+FOLDER = os.path.join("results", "math", "fit")
+
+
+def read_questions(path, limit):
+    """The first ``limit`` (question, answer) pairs of a v1.0 module file."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        while limit is None or len(pairs) < limit:
+            question = f.readline()
+            if not question:
+                break
+            answer = f.readline()
+            if not answer:
+                raise ValueError(f"{path}:{2 * len(pairs) + 1}: a question without an "
+                                 "answer line")
+            pairs.append((question.rstrip("\n"), answer.rstrip("\n")))
+    if not pairs:
+        raise ValueError(f"{path}: the file is empty")
+    return pairs
+
+
+def fit(answer, data_dir, modules, per_file):
+    """``{module: {regime: {"questions", "correct", "accuracy_percent"}}}``, with a pooled
+    ``"train"`` entry over the three difficulties. ``answer`` maps a list of questions to
+    the list of answers."""
+    table = {}
+    for module in modules:
+        row, pooled = {}, [0, 0]
+        for regime in DIFFICULTIES + ("interpolate",):
+            pairs = read_questions(os.path.join(data_dir, regime, f"{module}.txt"), per_file)
+            got = answer([q for q, _ in pairs])
+            correct = sum(g == a for g, (_, a) in zip(got, pairs))
+            row[regime] = {"questions": len(pairs), "correct": correct,
+                           "accuracy_percent": 100.0 * correct / len(pairs)}
+            if regime in DIFFICULTIES:
+                pooled[0] += correct
+                pooled[1] += len(pairs)
+        row["train"] = {"questions": pooled[1], "correct": pooled[0],
+                        "accuracy_percent": 100.0 * pooled[0] / pooled[1]}
+        table[module] = row
+    return table
+
+
+def markdown(root="."):
+    """One table per committed JSON under ``results/math/fit``."""
+    folder = os.path.join(root, FOLDER)
+    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) \
+        if os.path.isdir(folder) else []
+    if not names:
+        return f"No run committed yet under `{FOLDER}/`."
+    out = []
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            run = json.load(f)
+        out += [f"`{run['preset']}`, the first {run['per_file']:,} questions of each file:", "",
+                "| module | train-easy | train-medium | train-hard | training (pooled) | "
+                "interpolate | training − interpolate |",
+                "|---|---:|---:|---:|---:|---:|---:|"]
+        for module, row in run["modules"].items():
+            acc = {regime: row[regime]["accuracy_percent"] for regime in row}
+            out.append(f"| `{module}` | " + " | ".join(
+                f"{acc[r]:.1f}" for r in DIFFICULTIES + ("train", "interpolate"))
+                + f" | {acc['train'] - acc['interpolate']:+.1f} |")
+        out += ["", f"Exact match %. `{run['command']}`", ""]
+    return "\n".join(out).rstrip("\n")
+
+
+def main(argv=None):
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.math_fit", __doc__.split("\n\n")[0])
+    parser.string("preset", "tp_transformer_math_focus", "the math preset to score")
+    parser.string("data_dir", None, "dataset folder in the v1.0 layout")
+    parser.string("modules", None, "comma list (default: the modules the preset serves)")
+    parser.integer("per_file", 1000, "questions scored per file")
+    parser.integer("batch_size", 128)
+    parser.string("json", None)
+    parser.boolean("report", False, "print the Markdown of the committed JSON and stop")
+    args = parser.parse(argv)
+    if args.report:
+        print(markdown())
+        return 0
+    if not args.data_dir:
+        parser.error("--data_dir: required to score a preset")
+    from tpr_keras.models import MathAnswerer
+
+    answerer = MathAnswerer.from_preset(args.preset)
+    templates = answerer.preprocessor.templates
+    modules = (args.modules.split(",") if args.modules
+               else templates.modules if templates is not None else [])
+    if not modules:
+        parser.error(f"--modules: {args.preset} names no modules; list them")
+    try:
+        table = fit(lambda qs: answerer.generate(qs, batch_size=args.batch_size),
+                    args.data_dir, modules, args.per_file)
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    for module, row in table.items():
+        print(f"{module:<28} training {row['train']['accuracy_percent']:6.2f} %  "
+              f"interpolate {row['interpolate']['accuracy_percent']:6.2f} %")
+    if args.json:
+        command = ("python -m tools.math_fit " + " ".join(
+            a for a in (argv if argv is not None else sys.argv[1:])))
+        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"command": command, "preset": args.preset, "per_file": args.per_file,
+                       "modules": table}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
