@@ -183,18 +183,25 @@ def describe(result, task, recipe="paper"):
     return f"{result['test_error_percent'][str(task)]:.1f} ({result['epochs']} ep, {stop}{mark})"
 
 
-def report(args, tasks, seeds):
+def paper_means(tasks):
+    """The paper's Table 2 over ``tasks``: (mean of the best runs, mean of the means)."""
+    return (float(np.mean([float(PAPER_TABLE2[t][0]) for t in tasks])),
+            float(np.mean([float(PAPER_TABLE2[t][1].split()[0]) for t in tasks])))
+
+
+def report_lines(args, tasks, seeds):
+    """Table 2 or 3 as Markdown lines, from the runs ``selected`` finds."""
     if args.table == 2:
-        print("| task | per seed: test error % (epochs, stop) | best % | mean ± std % | "
-              "paper best | paper mean ± std |")
-        print("|---:|---|---:|---:|---:|---:|")
+        lines = ["| task | per seed: test error % (epochs, stop) | best % | mean ± std % | "
+                 "paper best | paper mean ± std |",
+                 "|---:|---|---:|---:|---:|---:|"]
         bests, means, failed_best, failed_mean, counted = [], [], [], [], []
         for task in tasks:
             chosen = {s: selected(args, "all", task, s) for s in seeds}
             runs = {s: r for s, (r, _) in chosen.items() if r is not None}
             best, mean = PAPER_TABLE2[task]
             if not runs:
-                print(f"| {task} | – | – | – | {best} | {mean} |")
+                lines.append(f"| {task} | – | – | – | {best} | {mean} |")
                 continue
             errors = [r["test_error_percent"][str(task)] for r in runs.values()]
             counted.append(task)
@@ -207,23 +214,28 @@ def report(args, tasks, seeds):
             note = " (1k train)" if task == 3 else ""
             per_seed = "; ".join(f"s{s}: {describe(r, task, chosen[s][1])}"
                                  for s, r in runs.items())
-            print(f"| {task}{note} | {per_seed} | {min(errors):.1f} | "
-                  f"{np.mean(errors):.2f} ± {np.std(errors):.2f} | {best} | {mean} |")
+            lines.append(f"| {task}{note} | {per_seed} | {min(errors):.1f} | "
+                         f"{np.mean(errors):.2f} ± {np.std(errors):.2f} | {best} | {mean} |")
         if bests:
-            print(f"\nOver {len(bests)} tasks: mean of the best runs {np.mean(bests):.2f} % "
-                  f"(paper 0.17), mean of the seed means {np.mean(means):.2f} % (paper 1.12). "
-                  f"Failed (> 5 %) by the best seed: {len(failed_best)} "
-                  f"({', '.join(map(str, failed_best)) or 'none'}; paper 0); by the seed mean: "
-                  f"{len(failed_mean)} ({', '.join(map(str, failed_mean)) or 'none'}).")
+            paper_best, paper_mean = paper_means(counted)
+            lines += ["", f"Over {len(bests)} tasks: mean of the best runs "
+                      f"{np.mean(bests):.2f} % (paper {paper_best:.2f} over the same tasks), "
+                      f"mean of the seed means {np.mean(means):.2f} % (paper {paper_mean:.2f}). "
+                      f"Failed (> 5 %) by the best seed: {len(failed_best)} "
+                      f"({', '.join(map(str, failed_best)) or 'none'}; paper 0); by the seed "
+                      f"mean: {len(failed_mean)} ({', '.join(map(str, failed_mean)) or 'none'})."]
             if 3 in counted and len(counted) > 1:
                 keep = [i for i, t in enumerate(counted) if t != 3]
-                print(f"Without task 3 (900 training questions here): mean of the best runs "
-                      f"{np.mean([bests[i] for i in keep]):.2f} %, mean of the seed means "
-                      f"{np.mean([means[i] for i in keep]):.2f} % over {len(keep)} tasks.")
-        return
-    print("| operations | " + " | ".join(f"task {t}" for t in tasks) +
-          " | failed (> 5 %, seed mean) | paper's failed tasks |")
-    print("|---|" + "---:|" * len(tasks) + "---|---|")
+                paper_best, paper_mean = paper_means([counted[i] for i in keep])
+                lines.append(f"Without task 3 (900 training questions here): mean of the best "
+                             f"runs {np.mean([bests[i] for i in keep]):.2f} % (paper "
+                             f"{paper_best:.2f}), mean of the seed means "
+                             f"{np.mean([means[i] for i in keep]):.2f} % (paper "
+                             f"{paper_mean:.2f}) over {len(keep)} tasks.")
+        return lines
+    lines = ["| operations | " + " | ".join(f"task {t}" for t in tasks) +
+             " | failed (> 5 %, seed mean) | paper's failed tasks |",
+             "|---|" + "---:|" * len(tasks) + "---|---|"]
     for operations in ("write", "write+move", "write+backlink"):
         cells, failed = [], []
         for task in tasks:
@@ -236,8 +248,9 @@ def report(args, tasks, seeds):
             if np.mean(errors) > 5:
                 failed.append(task)
         paper = ", ".join(map(str, PAPER_TABLE3[operations])) or "none"
-        print(f"| {operations} | " + " | ".join(cells) +
-              f" | {', '.join(map(str, failed)) or 'none'} | {paper} |")
+        lines.append(f"| {operations} | " + " | ".join(cells) +
+                     f" | {', '.join(map(str, failed)) or 'none'} | {paper} |")
+    return lines
 
 
 def markdown(root, table, seeds=(0, 1, 2), protocol="long", fallback_above=1.0):
@@ -245,8 +258,6 @@ def markdown(root, table, seeds=(0, 1, 2), protocol="long", fallback_above=1.0):
     under ``root``), as ``--report`` prints it for ``--fallback_above 1`` runs, with how many
     of the grid's cells have a run; ``python -m tools.report`` puts it into results/babi.md."""
     import argparse
-    import contextlib
-    import io
 
     args = argparse.Namespace(table=table, runs=None, protocol=protocol,
                               keep=os.path.join(root, "results", "babi", "paper_runs"),
@@ -254,12 +265,10 @@ def markdown(root, table, seeds=(0, 1, 2), protocol="long", fallback_above=1.0):
     tasks = list(range(1, 21)) if table == 2 else list(TABLE3_TASKS)
     cells = grid(table, tasks, seeds)
     done = sum(selected(args, *cell)[0] is not None for cell in cells)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        report(args, tasks, seeds)
     return (f"{done} of {len(cells)} runs committed (seeds "
             f"{', '.join(map(str, seeds))}, protocol `{protocol}`, fallback above "
-            f"{fallback_above:g} % validation error).\n\n" + out.getvalue().rstrip())
+            f"{fallback_above:g} % validation error).\n\n"
+            + "\n".join(report_lines(args, tasks, seeds)))
 
 
 def execute(args, runs):
@@ -332,7 +341,7 @@ def main():
         elif fallback:
             failures += execute(args, fallback)
     if not args.dry_run:
-        report(args, tasks, seeds)
+        print("\n".join(report_lines(args, tasks, seeds)))
     if failures:
         print(f"{len(failures)} run(s) failed (see their train.log): {failures}",
               file=sys.stderr)

@@ -86,13 +86,17 @@ def test_report_marks_the_chosen_recipe_and_leaves_task_3_out_of_the_19_task_mea
     _finish(runs_module, args, 17, 0, valid=25.8, test=36.6)
     _finish(runs_module, args, 17, 0, valid=0.2, test=0.7, recipe="all_tasks", epochs=400)
     _finish(runs_module, args, 1, 0, valid=0.0, test=0.1)
-    runs_module.report(args, [1, 3, 17], [0])
-    out = capsys.readouterr().out
+    out = "\n".join(runs_module.report_lines(args, [1, 3, 17], [0]))
     assert "| 17 | s0: 0.7 (400 ep, patience, all_tasks recipe) |" in out
     assert "| 1 | s0: 0.1 (50 ep, patience) |" in out
     assert "Failed (> 5 %) by the best seed: 1 (3; paper 0)" in out
-    # (0.1 + 0.7) / 2 without task 3.
-    assert "mean of the seed means 0.40 % over 2 tasks" in out
+    # (0.1 + 66.1 + 0.7) / 3; the paper over the same tasks: bests (0.0 + 1.2 + 0.4) / 3,
+    # means (0.02 + 1.78 + 0.9) / 3
+    assert "mean of the best runs 22.30 % (paper 0.53 over the same tasks)" in out
+    assert "mean of the seed means 22.30 % (paper 0.90)" in out
+    # (0.1 + 0.7) / 2 without task 3, beside the paper's (0.02 + 0.9) / 2 and (0.0 + 0.4) / 2
+    assert ("mean of the best runs 0.40 % (paper 0.20), mean of the seed means 0.40 % "
+            "(paper 0.46) over 2 tasks") in out
 
 
 def test_a_run_kept_under_keep_is_skipped_on_a_machine_without_its_run_folder(runs_module,
