@@ -31,3 +31,17 @@ def test_cpu_hours_follow_each_runs_threads_and_estimate_what_is_left(tmp_path):
     text = babi_costs.markdown(str(tmp_path))
     assert "| 3 of 5 | 3.5 | 4.0 | 1.33 | 2.7 |" in text
     assert "1 run(s) predate that record" in text
+
+
+def test_second_recipe_runs_cost_but_do_not_count_as_cells(tmp_path):
+    one = {"cpus": 2, "intra_op_threads": 1}
+    _run(tmp_path, "paper_runs/long/table2/all", "task1-seed0", 360, one)
+    _run(tmp_path, "paper_runs/long/table2/all", "task6-seed0", 360, one)
+    _run(tmp_path, "paper_runs/long/table2/all__all_tasks", "task6-seed0", 1080, one)
+    name = next(t[0] for t in babi_costs.TABLES if t[0].startswith("Table 2,"))
+    row = {r["table"]: r for r in babi_costs.table_costs(tmp_path)}[name]
+    assert (row["runs"], row["extra_runs"], row["needed"]) == (2, 1, 60)
+    assert row["cpu_hours"] == 0.5
+    assert row["cpu_hours_left"] == 58 * 0.5 / 2  # the mean cost a cell, second runs included
+    assert "| 2 of 60 (+1 second-recipe) | 0.5 | 0.5 | 0.25 | 14.5 |" in babi_costs.markdown(
+        str(tmp_path))
