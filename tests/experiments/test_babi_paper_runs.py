@@ -127,3 +127,37 @@ def test_the_report_block_reads_only_the_committed_json(runs_module, tmp_path):
     assert "| 2 | – |" in text
     table3 = runs_module.markdown(str(tmp_path), 3)
     assert table3.startswith("0 of 72 runs committed")
+
+
+def test_a_third_run_without_early_stopping_where_both_recipes_stay_above(runs_module,
+                                                                          tmp_path):
+    args = _args(tmp_path)
+    _finish(runs_module, args, 16, 0, valid=55.0, test=49.3)
+    assert not runs_module.needs_no_stop(args, "all", 16, 0)  # the second has not run yet
+    _finish(runs_module, args, 16, 0, valid=52.0, test=52.0, recipe="all_tasks")
+    assert runs_module.needs_no_stop(args, "all", 16, 0)
+    _finish(runs_module, args, 16, 1, valid=9.0, test=9.0)
+    _finish(runs_module, args, 16, 1, valid=0.5, test=0.4, recipe="all_tasks")
+    assert not runs_module.needs_no_stop(args, "all", 16, 1)  # the second one is below
+    _finish(runs_module, args, 16, 0, valid=0.4, test=0.6, recipe="no_stop", epochs=140)
+    assert not runs_module.needs_no_stop(args, "all", 16, 0)  # it has run
+    result, recipe = runs_module.selected(args, "all", 16, 0)
+    assert (recipe, result["test_error_percent"]["16"]) == ("no_stop", 0.6)
+    # It is reported only when it validates strictly better than both.
+    _finish(runs_module, args, 3, 0, valid=60.0, test=65.0)
+    _finish(runs_module, args, 3, 0, valid=58.0, test=66.0, recipe="all_tasks")
+    _finish(runs_module, args, 3, 0, valid=58.0, test=40.0, recipe="no_stop")
+    assert runs_module.selected(args, "all", 3, 0)[1] == "all_tasks"
+    assert "s0: 0.6 (140 ep, patience, no_stop recipe)" in "\n".join(
+        runs_module.report_lines(args, [16], [0]))
+
+
+def test_the_third_recipe_is_the_papers_with_patience_as_long_as_the_cap(runs_module,
+                                                                         tmp_path):
+    args = _args(tmp_path)
+    third = runs_module.command(args, "all", 16, 0, "no_stop")
+    assert f"--model_dir={tmp_path}/long/table2/all__no_stop/task16-seed0" in third
+    assert not any(a.startswith(("--learning_rate", "--batch_size")) for a in third)
+    assert [a for a in third if a.startswith("--patience=")] == ["--patience=60",
+                                                                "--patience=200"]
+    assert [a for a in third if a.startswith("--epochs=")] == ["--epochs=200"]
