@@ -11,8 +11,9 @@ A run written before ``results.json`` recorded the machine counts as one thread
 so (one intra-op thread, two runs side by side on the 2-core CPU); for the older runs it is
 a lower bound. For a table with fewer runs than it needs, the CPU-hours still to spend are
 estimated from the mean of its committed runs. For Tables 2 and 3 a needed run is a cell's
-run with the paper's recipe; the second-recipe runs of ``--fallback_above`` (folders
-``<operations>__all_tasks``) add to the cost and to the mean cost per cell, not to the count.
+run with the paper's recipe; the other recipes' runs of ``--fallback_above`` (folders
+``<operations>__all_tasks`` and ``<operations>__no_stop``) add to the cost and to the mean
+cost per cell, not to the count.
 """
 
 import glob
@@ -84,7 +85,7 @@ def markdown(root="."):
     rows = table_costs(root)
     for row in rows:
         runs = (f"{row['runs']}" + (f" of {row['needed']}" if row["needed"] else "")
-                + (f" (+{row['extra_runs']} second-recipe)" if row["extra_runs"] else ""))
+                + (f" (+{row['extra_runs']} of other recipes)" if row["extra_runs"] else ""))
         if not row["runs"]:
             lines.append(f"| {row['table']} | {runs} | – | – | – | not yet measured |")
             continue

@@ -43,5 +43,5 @@ def test_second_recipe_runs_cost_but_do_not_count_as_cells(tmp_path):
     assert (row["runs"], row["extra_runs"], row["needed"]) == (2, 1, 60)
     assert row["cpu_hours"] == 0.5
     assert row["cpu_hours_left"] == 58 * 0.5 / 2  # the mean cost a cell, second runs included
-    assert "| 2 of 60 (+1 second-recipe) | 0.5 | 0.5 | 0.25 | 14.5 |" in babi_costs.markdown(
+    assert "| 2 of 60 (+1 of other recipes) | 0.5 | 0.5 | 0.25 | 14.5 |" in babi_costs.markdown(
         str(tmp_path))
