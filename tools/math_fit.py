@@ -26,40 +26,25 @@ DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
 FOLDER = os.path.join("results", "math", "fit")
 
 
-def read_questions(path, limit):
-    """The first ``limit`` (question, answer) pairs of a v1.0 module file."""
-    pairs = []
-    with open(path, encoding="utf-8") as f:
-        while limit is None or len(pairs) < limit:
-            question = f.readline()
-            if not question:
-                break
-            answer = f.readline()
-            if not answer:
-                raise ValueError(f"{path}:{2 * len(pairs) + 1}: a question without an "
-                                 "answer line")
-            pairs.append((question.rstrip("\n"), answer.rstrip("\n")))
-    if not pairs:
-        raise ValueError(f"{path}: the file is empty")
-    return pairs
-
-
 def fit(answer, data_dir, modules, per_file):
     """``{module: {regime: {"questions", "correct", "accuracy_percent"}}}``, with a pooled
     ``"train"`` entry over the three difficulties. ``answer`` maps a list of questions to
     the list of answers."""
+    from tools.math_savedmodel_accuracy import read_pairs  # imports TensorFlow
+
     table = {}
     for module in modules:
         row, pooled = {}, [0, 0]
         for regime in DIFFICULTIES + ("interpolate",):
-            pairs = read_questions(os.path.join(data_dir, regime, f"{module}.txt"), per_file)
-            got = answer([q for q, _ in pairs])
-            correct = sum(g == a for g, (_, a) in zip(got, pairs))
-            row[regime] = {"questions": len(pairs), "correct": correct,
-                           "accuracy_percent": 100.0 * correct / len(pairs)}
+            questions, answers = read_pairs(
+                os.path.join(data_dir, regime, f"{module}.txt"), per_file)
+            got = answer(questions)
+            correct = sum(g == a for g, a in zip(got, answers))
+            row[regime] = {"questions": len(questions), "correct": correct,
+                           "accuracy_percent": 100.0 * correct / len(questions)}
             if regime in DIFFICULTIES:
                 pooled[0] += correct
-                pooled[1] += len(pairs)
+                pooled[1] += len(questions)
         row["train"] = {"questions": pooled[1], "correct": pooled[0],
                         "accuracy_percent": 100.0 * pooled[0] / pooled[1]}
         table[module] = row

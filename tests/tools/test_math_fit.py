@@ -5,6 +5,7 @@ import json
 import pytest
 
 from tools import math_fit
+from tools.math_savedmodel_accuracy import read_pairs
 
 
 def write(root, regime, module, pairs):
@@ -28,7 +29,7 @@ def memory(data_dir):
     """An answerer that knows the answers of the training files and says "?" otherwise."""
     known = {}
     for regime in math_fit.DIFFICULTIES:
-        known.update(math_fit.read_questions(data_dir / regime / "m.txt", None))
+        known.update(zip(*read_pairs(data_dir / regime / "m.txt")))
     return lambda questions: [known.get(q, "?") for q in questions]
 
 
@@ -56,11 +57,10 @@ def test_markdown_reads_the_committed_json(data, tmp_path):
     assert lines[-1] == "Exact match %. `python -m tools.math_fit X`"
 
 
-def test_a_file_without_its_answer_names_the_file_and_line(tmp_path):
-    path = tmp_path / "m.txt"
-    path.write_text("q0\na0\nq1\n")
+def test_a_file_without_its_answer_names_the_file_and_line(data):
+    (data / "interpolate" / "m.txt").write_text("q0\na0\nq1\n")
     with pytest.raises(ValueError, match=r"m\.txt:3: a question without an answer line"):
-        math_fit.read_questions(path, None)
+        math_fit.fit(lambda qs: qs, str(data), ["m"], per_file=2)
 
 
 def test_no_runs_says_where_they_go(tmp_path):
