@@ -1,11 +1,16 @@
 """Tests of the plain and BiDAF logical entailment models."""
 
+import gc
+import weakref
+
 import keras
 import numpy as np
 import pytest
 
 from tpr_keras import testing
 from tpr_keras.layers.tpru_cell import TPRUCell
+from tpr_keras.models.entailment import entailment_layers
+from tpr_keras.models.entailment.entailment_layers import make_recurrent_layer
 from tpr_keras.models.entailment import (
     BatchToPair,
     BiDAFAttention,
@@ -321,3 +326,28 @@ def test_pair_in_one_batch_has_one_loop_per_layer(cls, kwargs, loops):
     """One time loop per recurrent layer and direction: A and B go through it together."""
     model = cls(units=8, num_roles=4, seed=1, **kwargs)
     assert _while_loops(model, _batch()) == loops
+
+
+def test_bidaf_keeps_each_template_alive_while_loading(tmp_path, monkeypatch):
+    """`load_model` keys the objects that Bidirectional serialises by id(): a freed
+    contextual template whose address the modelling one reuses makes Keras return
+    the contextual backward layer as both modelling directions. Collecting garbage
+    before each template is made frees any earlier one that is not held."""
+    made = []
+
+    def make_after_collecting(*args, **kwargs):
+        gc.collect()
+        dead = [i for i, ref in enumerate(made) if ref() is None]
+        assert not dead, f"template {dead} was freed before the model was built"
+        layer = make_recurrent_layer(*args, **kwargs)
+        made.append(weakref.ref(layer))
+        return layer
+
+    monkeypatch.setattr(entailment_layers, "make_recurrent_layer", make_after_collecting)
+    model = BiDAFEntailmentModel(units=8, num_roles=4, seed=1, cell="lstm")
+    out = _n(model(_batch()))
+    model.save(tmp_path / "model.keras")
+    made.clear()
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert len(made) == 2
+    np.testing.assert_array_equal(_n(loaded(_batch())), out)

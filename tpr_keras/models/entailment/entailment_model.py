@@ -265,16 +265,18 @@ class BiDAFEntailmentModel(_EntailmentModel):
         """Contextual layer, attention flow both ways, modelling layer, pooling."""
         cell, units, roles, seed = (config[k] for k in ("cell", "units", "num_roles", "seed"))
         max_pool = config["pooling"] == "max"
-        contextual = keras.layers.Bidirectional(
-            entailment_layers.make_recurrent_layer(cell, units, roles, seed, True),
-            name="contextual",
-        )
+        # Each template stays referenced until encode_pair returns. Bidirectional
+        # serialises its template inside `load_model`'s object-sharing scope, which
+        # keys objects by id(): when the freed contextual template's address went to
+        # the modelling one, Keras handed back the contextual backward layer as both
+        # directions of the modelling layer (a rare, order-dependent load failure).
+        contextual_template = entailment_layers.make_recurrent_layer(
+            cell, units, roles, seed, True)
+        contextual = keras.layers.Bidirectional(contextual_template, name="contextual")
         attention = BiDAFAttention(output_mode=config["attention_output"], name="attention")
-        modelling = keras.layers.Bidirectional(
-            entailment_layers.make_recurrent_layer(
-                cell, units, roles, seed + 1, return_sequences=max_pool),
-            name="modelling",
-        )
+        modelling_template = entailment_layers.make_recurrent_layer(
+            cell, units, roles, seed + 1, return_sequences=max_pool)
+        modelling = keras.layers.Bidirectional(modelling_template, name="modelling")
         pool = MaskedMaxPooling1D(name="pool") if max_pool else None
         # Each shared recurrent layer sees A and B as one batch: one time loop per
         # direction instead of two (see PairToBatch).
