@@ -18,11 +18,10 @@ import glob
 import json
 import os
 
+from tools.math_steps import MODEL, TARGET
+
 MATH = os.path.join("results", "math")
-MODEL = "tp_transformer"
 SEED = 0
-#: issue #42: every module the preset serves at >= 90 % interpolate exact match.
-TARGET = 90.0
 
 
 def load(root):

@@ -9,8 +9,6 @@ import pytest
 
 from tpr_keras import testing
 from tpr_keras.layers.tpru_cell import TPRUCell
-from tpr_keras.models.entailment import entailment_layers
-from tpr_keras.models.entailment.entailment_layers import make_recurrent_layer
 from tpr_keras.models.entailment import (
     BatchToPair,
     BiDAFAttention,
@@ -19,7 +17,9 @@ from tpr_keras.models.entailment import (
     PairFeatures,
     PairToBatch,
     PlainEntailmentModel,
+    entailment_layers,
 )
+from tpr_keras.models.entailment.entailment_layers import make_recurrent_layer
 
 V = 34  # vocabulary size
 
