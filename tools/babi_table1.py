@@ -37,6 +37,7 @@ import os
 import re
 
 from tools.babi_table import PAPER_TABLE4  # noqa: E402
+from tools.report_common import validation_curve  # noqa: E402
 
 TASKS = tuple(range(1, 21))
 TASK_3 = 3  # trains on the 1,000 official questions available here, not 10,000
@@ -311,12 +312,8 @@ def plot_curves(root, path, tables=tuple(TABLES)):
     for name in tables:
         table = TABLES[name]
         for seed, result in load_runs(root, table.model, table.folder).items():
-            hours, x, y = 0.0, [], []
-            for epoch in result.get("history", []):
-                hours += epoch["seconds"] / 3600
-                if "valid_error_percent" in epoch:
-                    x.append(hours)
-                    y.append(epoch["valid_error_percent"])
+            points = validation_curve(result)
+            x, y = [p[1] for p in points], [p[2] for p in points]
             if x:
                 ax.plot(x, y, marker=".", markersize=3, label=f"{table.label}, seed {seed}")
                 lines += 1

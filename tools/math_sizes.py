@@ -19,6 +19,7 @@ import json
 import os
 
 from tools.math_steps import MODEL, TARGET
+from tools.report_common import validation_curve
 
 MATH = os.path.join("results", "math")
 SEED = 0
@@ -40,16 +41,6 @@ def load(root):
     return dict(sorted(runs.items(), key=lambda item: item[1]["parameters"]))
 
 
-def curve(result):
-    """``[(step, training hours so far, pooled validation error %)]`` after each epoch."""
-    hours, points = 0.0, []
-    for epoch in result.get("history", []):
-        hours += epoch["seconds"] / 3600
-        if "valid_error_percent" in epoch:
-            points.append((epoch["step"], hours, epoch["valid_error_percent"]))
-    return points
-
-
 def markdown(root):
     """A row per size (final scores), then the validation curves side by side."""
     runs = load(root)
@@ -66,7 +57,7 @@ def markdown(root):
         lines.append(f"| `{size}` | {r['parameters']:,} | {r['steps']:,} | "
                      f"{r['train_seconds'] / 3600:.2f} | {r['steps'] / r['train_seconds']:.1f} "
                      f"| {cells} | {reached} of {len(names)} |")
-    curves = {size: curve(r) for size, r in runs.items()}
+    curves = {size: validation_curve(r) for size, r in runs.items()}
     lines += ["", "Pooled validation error % after each epoch (step, training h):", "",
               "| epoch | " + " | ".join(f"`{size}`" for size in curves) + " |",
               "|---:|" + "---|" * len(curves)]
@@ -92,7 +83,7 @@ def plot(root, path):
         raise ValueError(f"no run of the math preset's command is committed under {root}")
     fig, ax = plt.subplots(figsize=(7, 4))
     for size, r in runs.items():
-        points = curve(r)
+        points = validation_curve(r)
         ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
                 label=f"{size} ({r['parameters']:,} weights)")
     ax.set_xlabel("training time (hours, 1 CPU thread)")

@@ -28,3 +28,15 @@ def portable_command(command):
     command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
     return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?",
                   lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
+
+
+def validation_curve(result):
+    """``[(step, training hours so far, validation error %)]`` after each epoch of a
+    ``results.json``'s ``history`` that was validated; the hours sum the epochs' training
+    time (validation and restarts excluded)."""
+    hours, points = 0.0, []
+    for epoch in result.get("history", []):
+        hours += epoch["seconds"] / 3600
+        if "valid_error_percent" in epoch:
+            points.append((epoch.get("step"), hours, epoch["valid_error_percent"]))
+    return points
