@@ -55,6 +55,9 @@ flags.DEFINE_float("clip_norm", None, "Global-norm gradient clipping (0 disables
                    " (0.1).")
 flags.DEFINE_integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
 flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
+flags.DEFINE_integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "
+                     "--steps (0: constant). A constant-rate run resumed with a larger "
+                     "--steps and N = the added steps cools down from its checkpoint.")
 flags.DEFINE_integer("epochs", None, "Maximum epochs. Given without --steps, it replaces the "
                      "recipe's step budget.")
 flags.DEFINE_integer("steps", None, "Maximum optimizer steps." + _RECIPE +
@@ -69,7 +72,7 @@ HELP_GROUPS = [
     ("Output folders", ["model_dir", "export_dir", "model_name"]),
     ("Model", ["model", "preset"]),
     ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
-                      "warmup_steps", "warmup_factor", "seed"]),
+                      "warmup_steps", "warmup_factor", "cooldown_steps", "seed"]),
     ("When to stop", ["epochs", "steps", "patience"]),
     ("Evaluation", ["eval_batch_size"]),
 ]

@@ -36,3 +36,13 @@ def test_from_config_takes_the_trainers_fields():
                          halve_lr_below=None, decay_every_epochs=30, decay_factor=0.1)
     assert LearningRatePolicy.from_config(config) == LearningRatePolicy(
         0.001, 7, 0.2, None, 30, 0.1)
+
+
+def test_cooldown_falls_linearly_to_zero_over_the_last_steps():
+    policy = LearningRatePolicy(0.001, cooldown_steps=4, max_steps=10)
+    assert [policy.step_factor(step) for step in (0, 5, 6, 7, 8, 9, 10)] == [
+        1.0, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+    assert policy.rate(True, 1.0, global_step=8) == pytest.approx(0.0005)
+    assert LearningRatePolicy(0.001).step_factor(10**6) == 1.0  # off by default
+    with pytest.raises(ValueError, match="max_steps"):
+        LearningRatePolicy(0.001, cooldown_steps=4)

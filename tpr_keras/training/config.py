@@ -43,6 +43,11 @@ class TrainConfig:
         schedule_start_epoch: epochs trained at the base rate before the decay starts
             counting; the step decay restarts there (MemN2N's fixed-length linear start,
             see :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`).
+        cooldown_steps: over the last this many of ``max_steps`` steps the rate falls
+            linearly to zero (a cool-down after a constant rate, see
+            :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`); it changes at
+            the start of every compiled call (``steps_per_execution``). ``None``
+            disables it.
         patience: early stopping after this many validations without
             improvement; ``None`` trains for all epochs.
         min_delta_loss: at an equal validation error, the validation loss must
@@ -106,6 +111,7 @@ class TrainConfig:
     decay_factor: float = 0.5
     decay_offset_epochs: int = 0
     schedule_start_epoch: int = 0
+    cooldown_steps: int | None = None
     patience: int | None = 20
     min_delta_loss: float = 1e-3
     patience_at_zero: int | None = None
@@ -124,3 +130,7 @@ class TrainConfig:
         if self.loss_reduction not in ("mean", "sum"):
             raise ValueError(f"loss_reduction must be 'mean' or 'sum'; got "
                              f"{self.loss_reduction!r}.")
+        if self.cooldown_steps and not (self.max_steps and
+                                        self.cooldown_steps <= self.max_steps):
+            raise ValueError(f"cooldown_steps ({self.cooldown_steps}) needs max_steps at "
+                             f"least as large; got max_steps={self.max_steps}.")

@@ -251,7 +251,7 @@ class EpochLoop(LoopState):
         policy = self.lr_policy
         epoch_done, examples = True, 0
         while True:
-            lr = policy.rate(counters["warmup_done"], epoch_factor)
+            lr = policy.rate(counters["warmup_done"], epoch_factor, counters["global_step"])
             self._set_learning_rate(lr)
             count = self._execution_size()
             rows = self._run_steps(batches, count)
@@ -289,7 +289,8 @@ class EpochLoop(LoopState):
             "call_seconds": seconds,
             "examples": examples,
             "examples_per_second": examples / seconds if seconds > 0 else 0.0,
-            "learning_rate": policy.rate(counters["warmup_done"], epoch_factor),
+            "learning_rate": policy.rate(counters["warmup_done"], epoch_factor,
+                                         counters["global_step"]),
             "epoch_done": epoch_done,
         }
 

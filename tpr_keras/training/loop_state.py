@@ -106,7 +106,8 @@ class LoopState:
     def current_learning_rate(self):
         """The learning rate of the next step, from the checkpointed state."""
         self._sync_state()
-        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor())
+        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor(),
+                                   self.state.value("global_step"))
 
     def set_lr_factor(self, factor):
         """Sets the caller's phase factor of the learning rate (MemN2N linear start).

@@ -7,7 +7,7 @@ from tpr_keras.training.callback_base import Callback
 
 @dataclasses.dataclass
 class LearningRatePolicy(Callback):
-    """Warm-up, a one-time halving on a low validation loss, and step decay.
+    """Warm-up, a one-time halving on a low validation loss, step decay and a cool-down.
 
     The rate of a step is ``learning_rate * factor``, where the factor multiplies
 
@@ -22,7 +22,12 @@ class LearningRatePolicy(Callback):
       trains a fixed-length linear start at the base rate, then runs its schedule from
       its epoch 1 again (``schedule_start_epoch`` = the linear start's epochs), and its
       MATLAB loop halves at the start of epoch N, 2N, ... (``decay_offset_epochs=1``);
-    * a caller's phase factor (MemN2N linear start trains at half the rate).
+    * a caller's phase factor (MemN2N linear start trains at half the rate);
+    * ``(max_steps - step) / cooldown_steps`` over the last ``cooldown_steps`` of
+      ``max_steps`` steps: a linear cool-down to zero after a constant rate (the
+      "warmup-stable-decay" schedule, Hägele et al. 2024), so a run at a constant rate
+      can be cooled down from any of its checkpoints by the same command with a larger
+      ``max_steps``.
 
     The factors that change at most once per epoch are combined by
     :meth:`epoch_factor`, so the per-step work is one multiplication. As a loop
@@ -39,6 +44,9 @@ class LearningRatePolicy(Callback):
         decay_factor: the factor of that step decay.
         decay_offset_epochs: epochs added to the decay's count (see above).
         schedule_start_epoch: the epoch (0-based) the decay starts counting from.
+        cooldown_steps: the last steps of ``max_steps`` whose rate falls linearly to
+            zero; None disables it.
+        max_steps: the run's optimizer steps (needed by ``cooldown_steps``).
 
     Example:
     >>> policy = LearningRatePolicy(0.01, warmup_steps=50, warmup_factor=0.1)
@@ -54,16 +62,24 @@ class LearningRatePolicy(Callback):
     decay_factor: float = 0.5
     decay_offset_epochs: int = 0
     schedule_start_epoch: int = 0
+    cooldown_steps: int | None = None
+    max_steps: int | None = None
 
     def __post_init__(self):
         Callback.__init__(self)
+        if self.cooldown_steps and not self.max_steps:
+            raise ValueError("cooldown_steps needs max_steps: the cool-down ends there.")
+        if self.cooldown_steps and self.cooldown_steps > self.max_steps:
+            raise ValueError(f"cooldown_steps ({self.cooldown_steps}) exceeds max_steps "
+                             f"({self.max_steps}).")
 
     @classmethod
     def from_config(cls, config):
         """The policy of a :class:`~tpr_keras.training.TrainConfig`."""
         return cls(config.learning_rate, config.warmup_steps, config.warmup_factor,
                    config.halve_lr_below, config.decay_every_epochs, config.decay_factor,
-                   config.decay_offset_epochs, config.schedule_start_epoch)
+                   config.decay_offset_epochs, config.schedule_start_epoch,
+                   config.cooldown_steps, config.max_steps)
 
     def epoch_factor(self, epoch, lr_halved, phase_factor=1.0):
         """The product of the factors that change at most once per epoch."""
@@ -76,9 +92,16 @@ class LearningRatePolicy(Callback):
                 (counted + self.decay_offset_epochs) // self.decay_every_epochs)
         return factor
 
-    def rate(self, warmup_done, epoch_factor):
-        """The rate of the next step."""
-        lr = self.learning_rate * epoch_factor
+    def step_factor(self, global_step):
+        """The cool-down's factor of the step after ``global_step`` applied steps."""
+        if not self.cooldown_steps:
+            return 1.0
+        left = self.max_steps - int(global_step)
+        return min(max(left, 0) / self.cooldown_steps, 1.0)
+
+    def rate(self, warmup_done, epoch_factor, global_step=0):
+        """The rate of the next step (``global_step`` steps applied so far)."""
+        lr = self.learning_rate * epoch_factor * self.step_factor(global_step)
         return lr if warmup_done else lr * self.warmup_factor
 
     def warmup_done(self, global_step):

@@ -71,6 +71,7 @@ class MathTask(TrainTask):
             learning_rate=flags.learning_rate, epochs=flags.epochs, max_steps=flags.steps,
             clip_norm=flags.clip_norm or None, warmup_steps=flags.warmup_steps,
             warmup_factor=flags.warmup_factor, halve_lr_below=None, patience=flags.patience,
+            cooldown_steps=flags.cooldown_steps or None,
             **trainer_kwargs)
 
     def finished_summary(self, results):
@@ -167,7 +168,8 @@ class MathTask(TrainTask):
         flags = self.flags
         return {k: getattr(flags, k) for k in (
             "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
-            "clip_norm", "warmup_steps", "epochs", "steps", "max_train_minutes", "seed",
+            "clip_norm", "warmup_steps", "cooldown_steps", "epochs", "steps",
+            "max_train_minutes", "seed",
             "limit_per_file", "balance_modules")} | {"preset": self.preset,
                                                      "preset_flag": flags.preset}
 
