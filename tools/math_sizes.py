@@ -1,4 +1,5 @@
-"""The math preset's command at each model size: learning curves against steps and time.
+"""The math preset's command per model size and learning-rate schedule: learning curves
+against steps and time.
 
     python -m tools.math_sizes                  # Markdown on stdout; python -m tools.report
                                                 # puts it into results/math.md (math-sizes)
@@ -6,12 +7,14 @@
 
 Issue #42 asks for >= 90 % interpolate exact match on every served module, or learning curves
 that show what size and time that takes on this CPU. This compares the longest committed run
-of each ``--preset`` size of the preset's command (the four focus modules, batch 128, seed 0):
-``results/math/steps<N>/tp_transformer-seed0`` (``tiny``) and
-``results/math/<size>/tp_transformer-seed0`` (any other size). Per size: weights, steps,
-training hours and steps/s, and each module's interpolate exact match at the end; then the
-pooled validation error after each epoch, with the steps and training hours it took, side by
-side.
+of each ``--preset`` size and schedule of the preset's command (the four focus modules, batch
+128, seed 0): ``results/math/<folder>/tp_transformer-seed0`` for every folder but ``focus``
+and ``all`` (other commands). The schedule is the recipe's constant rate, or that rate
+cooled down linearly to zero over the last ``--cooldown_steps`` steps: such a run is the
+constant run resumed from its checkpoint by the same command with more steps, so its curve
+begins with the constant run's. Per run: weights, steps, training hours and steps/s, and
+each module's interpolate exact match at the end; then the pooled validation error after
+each epoch, with the steps and training hours it took, side by side.
 """
 
 import glob
@@ -25,8 +28,20 @@ MATH = os.path.join("results", "math")
 SEED = 0
 
 
+def schedule(result):
+    """``"constant"`` or ``"cool-down N"`` (the run's ``--cooldown_steps``)."""
+    steps = result["config"].get("cooldown_steps") or 0
+    return f"cool-down {steps:,}" if steps else "constant"
+
+
+def label(key):
+    size, plan = key
+    return f"`{size}`" if plan == "constant" else f"`{size}`, {plan}"
+
+
 def load(root):
-    """``{size: results}``: the committed seed-0 run with the most steps of each size."""
+    """``{(size, schedule): results}``: the committed seed-0 run with the most steps of each
+    size and schedule, ordered by weights, constant before cooled down."""
     runs = {}
     pattern = os.path.join(root, MATH, "*", f"{MODEL}-seed{SEED}", "results.json")
     for path in sorted(glob.glob(pattern)):
@@ -35,35 +50,45 @@ def load(root):
             continue
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
-        size = result["config"]["preset"]
-        if size not in runs or result["steps"] > runs[size]["steps"]:
-            runs[size] = result
-    return dict(sorted(runs.items(), key=lambda item: item[1]["parameters"]))
+        key = (result["config"]["preset"], schedule(result))
+        if key not in runs or result["steps"] > runs[key]["steps"]:
+            runs[key] = result
+    return dict(sorted(runs.items(), key=lambda item: (
+        item[1]["parameters"], item[0][1] != "constant", item[1]["steps"])))
 
 
 def markdown(root):
-    """A row per size (final scores), then the validation curves side by side."""
+    """A row per size and schedule (final scores), then the validation curves side by
+    side."""
     runs = load(root)
     if not runs:
         return f"No run is committed (`{MATH}/<size>/{MODEL}-seed{SEED}`)."
     names = sorted({m for r in runs.values() for m in r["interpolate_accuracy_percent"]})
-    lines = ["| size | weights | steps of 128 | training h | steps/s | "
+    lines = ["| size | learning rate | weights | steps of 128 | training h | steps/s | "
              + " | ".join(f"`{m}`" for m in names) + f" | modules ≥ {TARGET:g} % |",
-             "|---|---:|---:|---:|---:|" + "---:|" * (len(names) + 1)]
-    for size, r in runs.items():
+             "|---|---|---:|---:|---:|---:|" + "---:|" * (len(names) + 1)]
+    for (size, plan), r in runs.items():
         scores = [r["interpolate_accuracy_percent"].get(m) for m in names]
         reached = sum(s is not None and s >= TARGET for s in scores)
         cells = " | ".join("–" if s is None else f"{s:.1f}" for s in scores)
-        lines.append(f"| `{size}` | {r['parameters']:,} | {r['steps']:,} | "
+        lines.append(f"| `{size}` | {plan} | {r['parameters']:,} | {r['steps']:,} | "
                      f"{r['train_seconds'] / 3600:.2f} | {r['steps'] / r['train_seconds']:.1f} "
                      f"| {cells} | {reached} of {len(names)} |")
-    curves = {size: validation_curve(r) for size, r in runs.items()}
-    lines += ["", "Pooled validation error % after each epoch (step, training h):", "",
-              "| epoch | " + " | ".join(f"`{size}`" for size in curves) + " |",
+    curves = {key: validation_curve(r) for key, r in runs.items()}
+    lines += ["", "Pooled validation error % after each epoch (step, training h); `=`: the "
+              "point of the same size's constant run, which the cooled-down run resumed:", "",
+              "| epoch | " + " | ".join(label(key) for key in curves) + " |",
               "|---:|" + "---|" * len(curves)]
     for i in range(max(len(c) for c in curves.values())):
-        cells = [f"{c[i][2]:.1f} ({c[i][0]:,}, {c[i][1]:.2f} h)" if i < len(c) else ""
-                 for c in curves.values()]
+        cells = []
+        for (size, plan), c in curves.items():
+            constant = curves.get((size, "constant"), ())
+            if i >= len(c):
+                cells.append("")
+            elif plan != "constant" and i < len(constant) and constant[i] == c[i]:
+                cells.append("=")
+            else:
+                cells.append(f"{c[i][2]:.1f} ({c[i][0]:,}, {c[i][1]:.2f} h)")
         lines.append(f"| {i + 1} | " + " | ".join(cells) + " |")
     lines += ["", "Interpolate exact match % at the end of each run. Commands: "
               + "; ".join(f"`{r['command']}`" for r in runs.values()) + "."]
@@ -71,8 +96,8 @@ def markdown(root):
 
 
 def plot(root, path):
-    """Pooled validation error against training hours, one line per size, as a PNG at
-    ``path`` (needs the ``analysis`` extra)."""
+    """Pooled validation error against training hours, one line per size and schedule
+    (cooled-down runs dashed), as a PNG at ``path`` (needs the ``analysis`` extra)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,10 +107,11 @@ def plot(root, path):
     if not runs:
         raise ValueError(f"no run of the math preset's command is committed under {root}")
     fig, ax = plt.subplots(figsize=(7, 4))
-    for size, r in runs.items():
+    for (size, plan), r in runs.items():
         points = validation_curve(r)
         ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
-                label=f"{size} ({r['parameters']:,} weights)")
+                linestyle="-" if plan == "constant" else "--",
+                label=f"{size} ({r['parameters']:,} weights), {plan}")
     ax.set_xlabel("training time (hours, 1 CPU thread)")
     ax.set_ylabel("pooled validation error, 4 modules (%)")
     ax.set_ylim(bottom=0)
