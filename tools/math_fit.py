@@ -12,6 +12,10 @@ its ``interpolate`` file are answered greedily by ``MathAnswerer.generate`` (wha
 served SavedModel answers) and scored by exact match. The generator writes questions in
 random order, so the first N of a file are a sample of it.
 
+The interpolate questions are also scored by kind (:func:`kind`: a True/False answer or a
+value, and whether the question's numbers are integers, decimals or fractions), which says
+what a module's misses have in common.
+
 How to read it: a model far better on its training questions than on interpolate has
 memorised them, and more questions from the generator would help; a model that misses its
 training questions about as often as new ones is short of capacity or of training steps,
@@ -20,16 +24,39 @@ and more questions of the same kind do not help by themselves.
 
 import json
 import os
+import re
 import sys
 
 DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
 FOLDER = os.path.join("results", "math", "fit")
 
 
+def kind(question, answer):
+    """The kind of a question: ``"True/False"`` or ``"value"`` answer, and ``"fractions"``,
+    ``"decimals"`` or ``"integers"`` in the question (the first that occurs).
+
+    >>> kind("Is 164262/25 greater than 6569?", "True")
+    'True/False, fractions'
+    >>> kind("Which is bigger: 1.000194 or -7?", "1.000194")
+    'value, decimals'
+    """
+    what = "True/False" if answer in ("True", "False") else "value"
+    if re.search(r"\d/\d", question):
+        return f"{what}, fractions"
+    return f"{what}, {'decimals' if re.search(r'[0-9][.][0-9]', question) else 'integers'}"
+
+
+def count(pairs):
+    """``{"questions", "correct", "accuracy_percent"}`` of ``(correct?, ...)`` pairs."""
+    correct = sum(ok for ok in pairs)
+    return {"questions": len(pairs), "correct": correct,
+            "accuracy_percent": 100.0 * correct / len(pairs)}
+
+
 def fit(answer, data_dir, modules, per_file):
     """``{module: {regime: {"questions", "correct", "accuracy_percent"}}}``, with a pooled
-    ``"train"`` entry over the three difficulties. ``answer`` maps a list of questions to
-    the list of answers."""
+    ``"train"`` entry over the three difficulties and ``"interpolate_kinds"``: ``{kind:
+    {...}}`` (:func:`kind`). ``answer`` maps a list of questions to the list of answers."""
     from tools.math_savedmodel_accuracy import read_pairs  # imports TensorFlow
 
     table = {}
@@ -38,13 +65,16 @@ def fit(answer, data_dir, modules, per_file):
         for regime in DIFFICULTIES + ("interpolate",):
             questions, answers = read_pairs(
                 os.path.join(data_dir, regime, f"{module}.txt"), per_file)
-            got = answer(questions)
-            correct = sum(g == a for g, a in zip(got, answers))
-            row[regime] = {"questions": len(questions), "correct": correct,
-                           "accuracy_percent": 100.0 * correct / len(questions)}
+            right = [g == a for g, a in zip(answer(questions), answers)]
+            row[regime] = count(right)
             if regime in DIFFICULTIES:
-                pooled[0] += correct
+                pooled[0] += sum(right)
                 pooled[1] += len(questions)
+            else:
+                kinds = {}
+                for question, gold, ok in zip(questions, answers, right):
+                    kinds.setdefault(kind(question, gold), []).append(ok)
+                row["interpolate_kinds"] = {k: count(v) for k, v in sorted(kinds.items())}
         row["train"] = {"questions": pooled[1], "correct": pooled[0],
                         "accuracy_percent": 100.0 * pooled[0] / pooled[1]}
         table[module] = row
@@ -67,11 +97,21 @@ def markdown(root="."):
                 "interpolate | training − interpolate |",
                 "|---|---:|---:|---:|---:|---:|---:|"]
         for module, row in run["modules"].items():
-            acc = {regime: row[regime]["accuracy_percent"] for regime in row}
+            acc = {regime: row[regime]["accuracy_percent"]
+                   for regime in DIFFICULTIES + ("train", "interpolate")}
             out.append(f"| `{module}` | " + " | ".join(
                 f"{acc[r]:.1f}" for r in DIFFICULTIES + ("train", "interpolate"))
                 + f" | {acc['train'] - acc['interpolate']:+.1f} |")
         out += ["", f"Exact match %. `{run['command']}`", ""]
+        kinds = {module: row["interpolate_kinds"] for module, row in run["modules"].items()
+                 if len(row.get("interpolate_kinds", ())) > 1}
+        if kinds:
+            out += ["Interpolate by kind of question (answer; numbers in the question):", "",
+                    "| module | kind | questions | exact match % |", "|---|---|---:|---:|"]
+            out += [f"| `{module}` | {name} | {cell['questions']:,} | "
+                    f"{cell['accuracy_percent']:.1f} |"
+                    for module, table in kinds.items() for name, cell in table.items()]
+            out.append("")
     return "\n".join(out).rstrip("\n")
 
 

@@ -57,6 +57,29 @@ def test_markdown_reads_the_committed_json(data, tmp_path):
     assert lines[-1] == "Exact match %. `python -m tools.math_fit X`"
 
 
+def test_interpolate_is_also_scored_by_kind_of_question(tmp_path):
+    write(tmp_path, "interpolate", "c", [("Is 3 > 2?", "True"), ("Is 1/2 < 1?", "True"),
+                                         ("Which is bigger: 1/3 or 1?", "1"),
+                                         ("Is 5 >= 7?", "False")])
+    for regime in math_fit.DIFFICULTIES:
+        write(tmp_path, regime, "c", [("Is 3 > 2?", "True")])
+    table = math_fit.fit(lambda qs: ["True"] * len(qs), str(tmp_path), ["c"], per_file=4)
+    assert {k: (v["questions"], v["correct"])
+            for k, v in table["c"]["interpolate_kinds"].items()} == {
+        "True/False, fractions": (1, 1), "True/False, integers": (2, 1),
+        "value, fractions": (1, 0)}
+    folder = tmp_path / "results" / "math" / "fit"
+    folder.mkdir(parents=True)
+    (folder / "p.json").write_text(json.dumps({"command": "python -m tools.math_fit X",
+                                               "preset": "p", "per_file": 4,
+                                               "modules": table}))
+    lines = math_fit.markdown(str(tmp_path)).splitlines()
+    start = lines.index("| module | kind | questions | exact match % |")
+    assert lines[start + 2:start + 5] == ["| `c` | True/False, fractions | 1 | 100.0 |",
+                                          "| `c` | True/False, integers | 2 | 50.0 |",
+                                          "| `c` | value, fractions | 1 | 0.0 |"]
+
+
 def test_a_file_without_its_answer_names_the_file_and_line(data):
     (data / "interpolate" / "m.txt").write_text("q0\na0\nq1\n")
     with pytest.raises(ValueError, match=r"m\.txt:3: a question without an answer line"):
