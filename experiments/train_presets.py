@@ -66,12 +66,13 @@ PRESETS = {
          "--patience=20", "--verbose=2", "--jit_compile", "--arch=bidaf", "--cell=tpru",
          "--roles=32", "--embedding_init=normal"], (0,)),
     "tp_transformer_math_focus": (
-        "mathematics", "results/math/steps60000/tp_transformer-seed{seed}",
+        "mathematics", "results/math/tiny-cooldown20000/tp_transformer-seed{seed}",
         "TP-Transformer (Schlag et al. 2019), CPU size 'tiny', on the four focus modules: "
-        "60,000 steps of 128 (the paper trains 1,000k steps of 1,024)",
+        "80,000 steps of 128 at lr 1e-3, the last 20,000 cooled down linearly to 0 (the "
+        "paper trains 1,000k steps of 1,024 at a constant 1e-4)",
         ["-m", "train.math", "--model", "tp_transformer", "--preset", "tiny", "--modules",
-         FOCUS_MODULES, "--steps", "60000", "--epochs", "1000", "--checkpoint_every_steps",
-         "1000", "--verbose", "2"], (0,)),
+         FOCUS_MODULES, "--steps", "80000", "--cooldown_steps", "20000", "--epochs", "1000",
+         "--checkpoint_every_steps", "1000", "--verbose", "2"], (0,)),
 }
 
 
