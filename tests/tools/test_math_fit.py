@@ -44,14 +44,19 @@ def test_training_is_pooled_and_interpolate_scored_alone(data):
     assert row["interpolate"]["accuracy_percent"] == pytest.approx(100 / 3)
 
 
-def test_markdown_reads_the_committed_json(data, tmp_path):
-    table = math_fit.fit(memory(data), str(data), ["m"], per_file=4)
-    folder = tmp_path / "results" / "math" / "fit"
+def markdown_of(root, table):
+    """The Markdown lines of ``table`` committed as preset ``p``'s JSON under ``root``."""
+    folder = root / "results" / "math" / "fit"
     folder.mkdir(parents=True)
     (folder / "p.json").write_text(json.dumps({"command": "python -m tools.math_fit X",
                                                "preset": "p", "per_file": 4,
                                                "modules": table}))
-    lines = math_fit.markdown(str(tmp_path)).splitlines()
+    return math_fit.markdown(str(root)).splitlines()
+
+
+def test_markdown_reads_the_committed_json(data, tmp_path):
+    table = math_fit.fit(memory(data), str(data), ["m"], per_file=4)
+    lines = markdown_of(tmp_path, table)
     assert lines[0] == "`p`, the first 4 questions of each file:"
     assert lines[4] == "| `m` | 100.0 | 100.0 | 100.0 | 100.0 | 25.0 | +75.0 |"
     assert lines[-1] == "Exact match %. `python -m tools.math_fit X`"
@@ -68,12 +73,7 @@ def test_interpolate_is_also_scored_by_kind_of_question(tmp_path):
             for k, v in table["c"]["interpolate_kinds"].items()} == {
         "True/False, fractions": (1, 1), "True/False, integers": (2, 1),
         "value, fractions": (1, 0)}
-    folder = tmp_path / "results" / "math" / "fit"
-    folder.mkdir(parents=True)
-    (folder / "p.json").write_text(json.dumps({"command": "python -m tools.math_fit X",
-                                               "preset": "p", "per_file": 4,
-                                               "modules": table}))
-    lines = math_fit.markdown(str(tmp_path)).splitlines()
+    lines = markdown_of(tmp_path, table)
     start = lines.index("| module | kind | questions | exact match % |")
     assert lines[start + 2:start + 5] == ["| `c` | True/False, fractions | 1 | 100.0 |",
                                           "| `c` | True/False, integers | 2 | 50.0 |",
