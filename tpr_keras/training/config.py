@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from tpr_keras.training.lr_policy import check_cooldown
+
 
 @dataclasses.dataclass
 class TrainConfig:
@@ -130,7 +132,4 @@ class TrainConfig:
         if self.loss_reduction not in ("mean", "sum"):
             raise ValueError(f"loss_reduction must be 'mean' or 'sum'; got "
                              f"{self.loss_reduction!r}.")
-        if self.cooldown_steps and not (self.max_steps and
-                                        self.cooldown_steps <= self.max_steps):
-            raise ValueError(f"cooldown_steps ({self.cooldown_steps}) needs max_steps at "
-                             f"least as large; got max_steps={self.max_steps}.")
+        check_cooldown(self.cooldown_steps, self.max_steps)

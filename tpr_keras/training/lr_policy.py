@@ -5,6 +5,13 @@ import dataclasses
 from tpr_keras.training.callback_base import Callback
 
 
+def check_cooldown(cooldown_steps, max_steps):
+    """Raises ``ValueError`` unless a cool-down (if any) fits in ``max_steps``."""
+    if cooldown_steps and not (max_steps and cooldown_steps <= max_steps):
+        raise ValueError(f"cooldown_steps ({cooldown_steps}) needs max_steps at least as "
+                         f"large, where the cool-down ends; got max_steps={max_steps}.")
+
+
 @dataclasses.dataclass
 class LearningRatePolicy(Callback):
     """Warm-up, a one-time halving on a low validation loss, step decay and a cool-down.
@@ -67,11 +74,7 @@ class LearningRatePolicy(Callback):
 
     def __post_init__(self):
         Callback.__init__(self)
-        if self.cooldown_steps and not self.max_steps:
-            raise ValueError("cooldown_steps needs max_steps: the cool-down ends there.")
-        if self.cooldown_steps and self.cooldown_steps > self.max_steps:
-            raise ValueError(f"cooldown_steps ({self.cooldown_steps}) exceeds max_steps "
-                             f"({self.max_steps}).")
+        check_cooldown(self.cooldown_steps, self.max_steps)
 
     @classmethod
     def from_config(cls, config):
