@@ -41,6 +41,13 @@ flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (
 flags.DEFINE_bool("balance_modules", True, "Train on every module equally often per epoch, as "
                   "in the dataset, whose modules all have the same size, when the local "
                   "modules differ in size (a plain shuffle when they do not).")
+flags.DEFINE_string("module_weights", None, "Comma-separated module=weight (e.g. "
+                    "'comparison__pair=3'): each epoch draws the modules in these proportions "
+                    "(a module not named weighs 1). Needs --balance_modules.")
+flags.DEFINE_string("init_from", None, "Start from a trained preset's weights (a shipped name, "
+                    "e.g. tp_transformer_math_focus, or a preset folder) instead of fresh "
+                    "ones: same size as --preset and same vocabulary. The optimizer starts "
+                    "fresh; a resumed run restores its own checkpoint instead.")
 flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "math", "Served model name.")
@@ -68,9 +75,10 @@ flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 
 #: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
 HELP_GROUPS = [
-    ("Data", ["modules", "data_dir", "download", "limit_per_file", "balance_modules"]),
+    ("Data", ["modules", "data_dir", "download", "limit_per_file", "balance_modules",
+              "module_weights"]),
     ("Output folders", ["model_dir", "export_dir", "model_name"]),
-    ("Model", ["model", "preset"]),
+    ("Model", ["model", "preset", "init_from"]),
     ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
                       "warmup_steps", "warmup_factor", "cooldown_steps", "seed"]),
     ("When to stop", ["epochs", "steps", "patience"]),

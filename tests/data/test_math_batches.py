@@ -47,3 +47,13 @@ def test_order_is_a_function_of_seed_and_epoch_balanced_when_asked(split):
     assert modules(1, skip=1) == modules(1)[1:]
     counts = np.bincount(np.concatenate(modules(0)))
     assert abs(int(counts[0]) - int(counts[1])) <= 1  # balanced: 11 examples, 2 modules
+
+
+def test_module_weights_shape_every_pass(split):
+    batches = MathBatches(split, 4, shuffle=True, seed=1, balance_modules=True,
+                          module_weights={1: 10})
+    for epoch in (0, 1):
+        drawn = np.concatenate([l["module"][l["weight"] > 0] for _, l in batches.batches(epoch)])
+        assert len(drawn) == 11 and int((drawn == 1).sum()) == 10  # floor(11 * 10 / 11)
+    with pytest.raises(ValueError, match="balance_modules=True"):
+        MathBatches(split, 4, shuffle=True, module_weights={1: 10})

@@ -233,6 +233,27 @@ def test_balanced_indices_give_every_module_its_share():
     assert sorted(counts.values()) == [6, 7, 7] and sum(counts.values()) == 20
 
 
+def test_balanced_indices_draw_modules_in_proportion_to_their_weights():
+    from tpr_keras.data.mathematics import balanced_indices
+
+    modules = np.array([0] * 12 + [1] * 2 + [2] * 7, np.int32)  # N = 21
+    idx = balanced_indices(modules, seed=3, weights={1: 5})  # 3 : 15 : 3 of 21
+    assert collections.Counter(modules[idx].tolist()) == {0: 3, 1: 15, 2: 3}
+    assert len(set(idx[modules[idx] == 0].tolist())) == 3  # without replacement
+    # floor(20 * w / 7) = 2, 14, 2: the two examples left go to two different modules
+    counts = collections.Counter(modules[balanced_indices(modules[:20], 0, {1: 5})].tolist())
+    assert sum(counts.values()) == 20 and counts[1] in (14, 15)
+    assert all(counts[m] in (2, 3) for m in (0, 2))
+    # equal weights (any value) draw exactly the unweighted indices
+    for weights in ({0: 2.0, 1: 2.0, 2: 2.0}, {0: 1}, {}):
+        np.testing.assert_array_equal(balanced_indices(modules, 9, weights),
+                                      balanced_indices(modules, 9))
+    with pytest.raises(ValueError, match="positive"):
+        balanced_indices(modules, 0, {1: 0})
+    with pytest.raises(ValueError, match=r"module ids \[7\]"):
+        balanced_indices(modules, 0, {7: 2})
+
+
 def test_make_dataset_balances_modules_of_different_sizes(math_dir):
     data = load_mathematics(math_dir, modules="all")
     split = data.train  # 6 place_value, 2 add_or_sub, 2 mul examples
@@ -257,6 +278,17 @@ def test_make_dataset_balances_modules_of_different_sizes(math_dir):
         return [f["source"].numpy().tolist() for f, _ in ds]
 
     assert batches(balance_modules=True) == batches()
+    # module weights set the proportions of the pass, whatever the sizes
+    both = load_mathematics(math_dir, modules="numbers__place_value,arithmetic__add_or_sub")
+    add, place = (both.module_names.index(m) for m in ("arithmetic__add_or_sub",
+                                                        "numbers__place_value"))
+    weighted = make_dataset(both.train, batch_size=4, shuffle=True, seed=5,
+                            balance_modules=True, module_weights={add: 3})
+    drawn = collections.Counter(int(m) for _, labels in weighted
+                                for m in labels["module"].numpy())
+    assert drawn == {add: 6, place: 2}  # 2 and 6 examples, drawn 3 : 1
+    with pytest.raises(ValueError, match="balance_modules=True"):
+        make_dataset(both.train, batch_size=4, shuffle=True, module_weights={add: 3})
 
 
 # --------------------------------------------------------------------------------------

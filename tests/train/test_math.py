@@ -18,7 +18,9 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="")
     # The Transformer run leaves --preset at its default, auto: tiny on this CPU.
-    preset = ["--preset", "tiny"] if model == "tp_transformer" else []
+    # (one module: its weight draws the plain balanced pass; the flag is recorded)
+    preset = (["--preset", "tiny", "--module_weights", "numbers__place_value=2"]
+              if model == "tp_transformer" else [])
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
          *preset, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
@@ -43,6 +45,7 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
         assert "Preset auto -> tiny (no GPU" in done.stdout
     else:
         assert "Preset tiny: Adam lr 0.003" in done.stdout
+        assert config["module_weights"] == "numbers__place_value=2"
 
 
 @pytest.mark.slow

@@ -47,6 +47,55 @@ def jax_greedy_accuracy(model, max_length):
     return accuracy
 
 
+def parse_module_weights(text, module_names):
+    """``--module_weights`` (``"name=weight,..."``) as ``{module id: weight}``, ids
+    indexing ``module_names``; None for an empty flag.
+
+    Raises:
+        ValueError: an entry without ``=``, a weight that is not a positive number, a
+            name twice, or a name that is not one of the trained modules (listed).
+    """
+    if not text:
+        return None
+    weights = {}
+    for entry in text.split(","):
+        name, sep, value = entry.strip().partition("=")
+        if not sep:
+            raise ValueError(f"--module_weights entry {entry!r} is not module=weight")
+        if name not in module_names:
+            raise ValueError(f"--module_weights names {name!r}, which is not a trained "
+                             f"module; the modules are {', '.join(module_names)}")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not weight > 0 or weight == float("inf"):
+            raise ValueError(f"--module_weights: the weight of {name} must be a positive "
+                             f"number, got {value!r}")
+        if module_names.index(name) in weights:
+            raise ValueError(f"--module_weights names {name} twice")
+        weights[module_names.index(name)] = weight
+    return weights
+
+
+def load_initial_weights(model, preset):
+    """Copies the weights of the trained preset ``preset`` (a shipped name or a folder)
+    into ``model``, checking that both have the same vocabulary and weight shapes."""
+    from tpr_keras.models.tp_transformer import TPTransformer
+
+    trained = TPTransformer.from_preset(preset)
+    ours, theirs = model.get_config(), trained.get_config()
+    if ours.get("vocabulary") != theirs.get("vocabulary"):
+        raise ValueError(f"--init_from {preset}: the preset's vocabulary differs from this "
+                         "run's; its weights would read other symbols")
+    shapes = [tuple(w.shape) for w in model.weights]
+    if shapes != [tuple(w.shape) for w in trained.weights]:
+        raise ValueError(f"--init_from {preset}: its weights do not fit this --preset's "
+                         f"size; give the size it was trained at")
+    model.set_weights(trained.get_weights())
+    return model
+
+
 class MathTask(TrainTask):
     """The Mathematics Dataset: ``--preset`` picks the size and its recipe together (the
     paper's on a GPU, a CPU one otherwise); recipe flags given override it."""
@@ -87,13 +136,21 @@ class MathTask(TrainTask):
                                                  limit_per_file=flags.limit_per_file,
                                                  download=flags.download)
         print(self.data)
+        self.module_weights = parse_module_weights(flags.module_weights,
+                                                   list(self.data.module_names))
+        if self.module_weights and not flags.balance_modules:
+            raise ValueError("--module_weights draws a balanced epoch: drop "
+                             "--nobalance_modules")
 
     def model_fn(self):
         from tpr_keras.models.tp_transformer import TPTransformer
 
-        return TPTransformer.from_paper_size(self.preset, vocabulary_size=len(self.data.vocab),
-                                             vocabulary=self.data.vocab.tokens,
-                                             use_role=self.flags.model == "tp_transformer")
+        model = TPTransformer.from_paper_size(self.preset, vocabulary_size=len(self.data.vocab),
+                                              vocabulary=self.data.vocab.tokens,
+                                              use_role=self.flags.model == "tp_transformer")
+        if self.flags.init_from:
+            load_initial_weights(model, self.flags.init_from)
+        return model
 
     def optimizer_fn(self):
         from tpr_keras.training import get_optimizer
@@ -119,13 +176,15 @@ class MathTask(TrainTask):
         if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
             train_fn = mathematics.MathBatches(data.train, flags.batch_size, shuffle=True,
                                                seed=flags.seed,
-                                               balance_modules=flags.balance_modules).batches
+                                               balance_modules=flags.balance_modules,
+                                               module_weights=self.module_weights).batches
             valid_ds = mathematics.MathBatches(interpolate, flags.eval_batch_size)
         else:
             def train_fn(epoch):
                 return mathematics.make_dataset(data.train, flags.batch_size, shuffle=True,
                                                 seed=flags.seed * 100_003 + epoch,
-                                                balance_modules=flags.balance_modules)
+                                                balance_modules=flags.balance_modules,
+                                                module_weights=self.module_weights)
 
             valid_ds = mathematics.make_dataset(interpolate, flags.eval_batch_size)
         return train_fn, valid_ds, -(-len(data.train) // flags.batch_size)
@@ -170,8 +229,8 @@ class MathTask(TrainTask):
             "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
             "clip_norm", "warmup_steps", "cooldown_steps", "epochs", "steps",
             "max_train_minutes", "seed",
-            "limit_per_file", "balance_modules")} | {"preset": self.preset,
-                                                     "preset_flag": flags.preset}
+            "limit_per_file", "balance_modules", "module_weights", "init_from")} | {
+                "preset": self.preset, "preset_flag": flags.preset}
 
     def save_vocabulary(self, path):
         self.data.vocab.save(path)

@@ -6,7 +6,7 @@ import numpy as np
 
 from tpr_keras.data.fixed_batches import fill, ragged_rows
 from tpr_keras.data.mathematics.encoding import MathSplit
-from tpr_keras.data.mathematics.pipeline import balanced_indices
+from tpr_keras.data.mathematics.pipeline import balanced_indices, draws_balanced
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 
 
@@ -29,12 +29,19 @@ class MathBatches:
         seed: seed of the order.
         balance_modules: with ``shuffle``, every module equally often per pass.
         width: the length rounding, in tokens.
+        module_weights: with ``balance_modules`` and ``shuffle``, ``{module id: weight}``
+            of every pass (:func:`~tpr_keras.data.mathematics.balanced_indices`).
     """
 
     def __init__(self, split: MathSplit, batch_size: int, shuffle: bool = False,
-                 seed: int = 0, balance_modules: bool = False, width: int = 16):
+                 seed: int = 0, balance_modules: bool = False, width: int = 16,
+                 module_weights=None):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if module_weights and not (balance_modules and shuffle):
+            raise ValueError("module_weights shape a shuffled, balanced pass: give "
+                             "balance_modules=True and shuffle=True with them")
+        self.module_weights = dict(module_weights or {})
         self.split = split
         self.batch_size = int(batch_size)
         self.shuffle, self.seed = shuffle, int(seed or 0)
@@ -51,10 +58,9 @@ class MathBatches:
         if not self.shuffle:
             return np.arange(n)
         seed = [self.seed, epoch]
-        _, sizes = np.unique(self.split.modules, return_counts=True)
-        if self.balance_modules and len(set(sizes.tolist())) > 1:
+        if draws_balanced(self.split, True, self.balance_modules, self.module_weights):
             return balanced_indices(self.split.modules, np.random.default_rng(seed)
-                                    .integers(2**31))
+                                    .integers(2**31), self.module_weights)
         return np.random.default_rng(seed).permutation(n)
 
     def batches(self, epoch=0, skip=0):

@@ -8,7 +8,7 @@ TensorFlow is imported inside :func:`make_dataset` only, so this module (and
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,8 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_BUCKET_BOUNDARIES = (32, 48, 64, 96, 128)
 
 
-def balanced_indices(modules: np.ndarray, seed: int | None = None) -> np.ndarray:
-    """One epoch's example indices with every module equally often, shuffled.
+def balanced_indices(modules: np.ndarray, seed: int | None = None,
+                     weights: Mapping[int, float] | None = None) -> np.ndarray:
+    """One epoch's example indices with every module equally often (or as ``weights``
+    say), shuffled.
 
     The dataset's modules all have the same size, so a model trained on all of them sees
     each module equally often; a local copy whose modules differ in size (for instance
@@ -32,24 +34,69 @@ def balanced_indices(modules: np.ndarray, seed: int | None = None) -> np.ndarray
     epoch keeps its length ``N``: each of the ``M`` modules contributes ``N // M``
     examples (one more for ``N % M`` modules drawn at random), drawn without
     replacement from a fresh permutation of its examples, cycled when it has fewer.
-    The same ``seed`` gives the same indices.
+    With ``weights``, module ``m`` contributes ``floor(N * w_m / sum(w))`` examples
+    instead (one more for as many modules, drawn at random, as it takes to reach ``N``),
+    so a module weighted 3 beside three weighted 1 fills half of every epoch. The same
+    ``seed`` gives the same indices; equal weights give the indices of no weights.
+
+    Args:
+        modules: ``int[N]`` module id of each example.
+        seed: seed of the draw.
+        weights: ``{module id: weight > 0}``; a module not named weighs 1.
+
+    Raises:
+        ValueError: a weight that is not positive and finite, or one for a module id
+            that ``modules`` does not hold.
 
     Example:
     >>> idx = balanced_indices(np.array([0] * 8 + [1] * 2), seed=0)
     >>> len(idx), int((idx >= 8).sum())  # module 1 fills half the epoch
     (10, 5)
+    >>> idx = balanced_indices(np.array([0] * 8 + [1] * 2), seed=0, weights={1: 4})
+    >>> int((idx >= 8).sum())  # module 1 fills four fifths of it
+    8
     """
     rng = np.random.default_rng(seed)
     modules = np.asarray(modules)
     names = np.unique(modules)
-    quota = np.full(len(names), len(modules) // len(names))
-    quota[rng.permutation(len(names))[: len(modules) % len(names)]] += 1
+    w = module_weight_array(names, weights)
+    if len(set(w.tolist())) == 1:  # integer arithmetic: equal weights draw as none
+        quota = np.full(len(names), len(modules) // len(names), np.int64)
+    else:
+        quota = np.floor(len(modules) * w / w.sum()).astype(np.int64)
+    quota[rng.permutation(len(names))[: len(modules) - int(quota.sum())]] += 1
     parts = []
     for name, q in zip(names, quota):
         members = np.flatnonzero(modules == name)
         cycles = -(-int(q) // len(members))
         parts.append(np.concatenate([rng.permutation(members) for _ in range(cycles)])[:q])
     return rng.permutation(np.concatenate(parts)).astype(np.int64)
+
+
+def module_weight_array(names: np.ndarray,
+                        weights: Mapping[int, float] | None) -> np.ndarray:
+    """The weight of each module id of ``names`` (1 where ``weights`` names none), checked.
+    See :func:`balanced_indices`."""
+    weights = dict(weights or {})
+    unknown = sorted(set(weights) - set(np.asarray(names).tolist()))
+    if unknown:
+        raise ValueError(f"module weights name module ids {unknown} that the split does "
+                         f"not hold (it holds {np.asarray(names).tolist()})")
+    w = np.array([float(weights.get(int(m), 1.0)) for m in names])
+    if not (np.isfinite(w).all() and (w > 0).all()):
+        raise ValueError(f"module weights must be positive and finite, got {weights}")
+    return w
+
+
+def draws_balanced(split: MathSplit, shuffle: bool, balance_modules: bool,
+                   module_weights: Mapping[int, float] | None = None) -> bool:
+    """Whether a shuffled pass is drawn by :func:`balanced_indices`: with
+    ``balance_modules``, when module weights are given or the modules differ in size
+    (equal sizes and no weights: a plain shuffle, as the draw would change nothing)."""
+    if not (shuffle and balance_modules):
+        return False
+    _, sizes = np.unique(split.modules, return_counts=True)
+    return bool(module_weights) or len(set(sizes.tolist())) > 1
 
 
 def make_dataset(
@@ -62,6 +109,7 @@ def make_dataset(
     repeat: bool = False,
     source_markers: bool = True,
     balance_modules: bool = False,
+    module_weights: Mapping[int, float] | None = None,
 ) -> tf.data.Dataset:
     """Batched, length-bucketed ``tf.data`` pipeline over a split.
 
@@ -89,6 +137,9 @@ def make_dataset(
             (every module equally often) when the split's modules differ in size; with
             equal sizes it changes nothing. Not with ``repeat``: draw each pass anew
             with its own seed instead.
+        module_weights: With ``balance_modules`` and ``shuffle``, ``{module id:
+            weight}``: each pass is drawn in these proportions (:func:`balanced_indices`),
+            whatever the modules' sizes.
 
     Returns:
         The dataset, prefetched.
@@ -103,12 +154,15 @@ def make_dataset(
     a_ids = tf.constant(split.answer_ids)
     a_splits = tf.constant(split.answer_splits, tf.int64)
     modules = tf.constant(split.modules, tf.int32)
-    _, sizes = np.unique(split.modules, return_counts=True)
-    if balance_modules and shuffle and len(set(sizes.tolist())) > 1:
+    if module_weights and not (balance_modules and shuffle):
+        raise ValueError("module_weights shape a shuffled, balanced pass: give "
+                         "balance_modules=True and shuffle=True with them")
+    if draws_balanced(split, shuffle, balance_modules, module_weights):
         if repeat:
             raise ValueError("balance_modules draws one pass: build a dataset per pass "
                              "(with its own seed) instead of repeat=True")
-        ds = tf.data.Dataset.from_tensor_slices(balanced_indices(split.modules, seed))
+        ds = tf.data.Dataset.from_tensor_slices(
+            balanced_indices(split.modules, seed, module_weights))
     elif shuffle and len(split) > 1:
         ds = tf.data.Dataset.range(len(split))
         ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)

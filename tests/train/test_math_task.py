@@ -1,0 +1,63 @@
+"""``train.math``'s task in process: ``--module_weights`` and ``--init_from``."""
+
+import types
+
+import numpy as np
+import pytest
+
+from tpr_keras.data.mathematics import CharVocabulary
+from train.tasks.math import MathTask, load_initial_weights, parse_module_weights
+
+MODULES = ["arithmetic__add_or_sub", "comparison__pair", "numbers__place_value"]
+
+
+def test_module_weights_parse_to_module_ids_and_refuse_bad_entries():
+    assert parse_module_weights("comparison__pair=3", MODULES) == {1: 3.0}
+    assert parse_module_weights(" numbers__place_value=0.5,arithmetic__add_or_sub=2",
+                                MODULES) == {2: 0.5, 0: 2.0}
+    assert parse_module_weights(None, MODULES) is None
+    for text, message in [("comparison__pair", "not module=weight"),
+                          ("comparison__pairs=2", "not a trained module.*comparison__pair"),
+                          ("comparison__pair=0", "positive number, got '0'"),
+                          ("comparison__pair=x", "positive number"),
+                          ("comparison__pair=inf", "positive number"),
+                          ("comparison__pair=2,comparison__pair=3", "twice")]:
+        with pytest.raises(ValueError, match=message):
+            parse_module_weights(text, MODULES)
+
+
+def tiny(vocab, **overrides):
+    from tpr_keras.models.tp_transformer import TPTransformer
+
+    return TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
+                                         vocabulary=vocab.tokens, **overrides)
+
+
+def weights_equal(a, b):
+    return all(np.array_equal(x, y) for x, y in zip(a.get_weights(), b.get_weights()))
+
+
+def test_init_from_starts_the_model_at_a_presets_weights(tmp_path):
+    import keras
+
+    vocab = CharVocabulary.build("0123456789+-= ?abc")
+    keras.utils.set_random_seed(1)
+    trained = tiny(vocab)
+    trained.save_to_preset(str(tmp_path / "preset"), assets={"vocab.txt": vocab.save})
+    keras.utils.set_random_seed(2)
+    fresh = tiny(vocab)
+    assert not weights_equal(fresh, trained)
+    # the task's model_fn: the size's fresh model, then the preset's weights
+    flags = types.SimpleNamespace(init_from=str(tmp_path / "preset"), model="tp_transformer")
+    task = MathTask(flags)
+    task.preset, task.data = "tiny", types.SimpleNamespace(vocab=vocab)
+    model = task.model_fn()
+    assert weights_equal(model, trained) and len(model.weights) == len(trained.weights)
+    flags.init_from = None
+    assert not weights_equal(task.model_fn(), trained)
+    # another vocabulary, another size: refused by name
+    other = CharVocabulary.build("0123456789+-= ?abd")
+    with pytest.raises(ValueError, match="vocabulary differs"):
+        load_initial_weights(tiny(other), str(tmp_path / "preset"))
+    with pytest.raises(ValueError, match="do not fit"):
+        load_initial_weights(tiny(vocab, feed_forward_dim=32), str(tmp_path / "preset"))
