@@ -40,10 +40,10 @@ def build():
     return keras.Model(inputs, keras.layers.Dense(4, name="logits")(hidden))
 
 
-def fit(folder, max_steps, cooldown_steps=None, rates=None):
+def fit(folder, max_steps, cooldown_steps=None, rates=None, warmup_steps=2):
     """Trains in ``folder`` (resuming what is there); appends each call's rate to ``rates``."""
     config = TrainConfig(learning_rate=LR, epochs=100, max_steps=max_steps,
-                         cooldown_steps=cooldown_steps, warmup_steps=2, patience=None,
+                         cooldown_steps=cooldown_steps, warmup_steps=warmup_steps, patience=None,
                          halve_lr_below=None, verbose=0, steps_per_execution=2,
                          checkpoint_every_steps=6)
     callbacks = []
@@ -72,6 +72,13 @@ def test_each_call_of_the_cooldown_trains_at_its_linear_rate(tmp_path):
                                [LR / 10, LR / 10, LR, LR, LR, LR * 4 / 6, LR * 2 / 6],
                                rtol=1e-6)
     assert history[-1]["learning_rate"] == 0.0  # no step is left to train
+
+
+def test_without_warmup_the_first_step_trains_at_the_full_rate(tmp_path):
+    rates = []
+    trainer, _ = fit(tmp_path, max_steps=4, rates=rates, warmup_steps=0)
+    assert rates == [(2, LR), (4, LR)]
+    assert trainer.current_learning_rate() == LR
 
 
 def test_a_constant_run_cooled_down_on_resume_retraces_the_unbroken_run(tmp_path):

@@ -92,9 +92,9 @@ class StopAfterStep2(keras.callbacks.Callback):
 def test_a_callback_stops_the_run_at_the_end_of_its_call(tmp_path):
     calls = []
     trainer, _ = fit(tmp_path, 4, [recorder(calls), StopAfterStep2()], warmup_steps=0)
-    # the warm-up's one step alone, then a call of 4: the stop comes after step 5
-    assert calls == [(0, 1, 1, 1), (4, 5, 4, 4)]
-    assert trainer.state.value("global_step") == 5 and trainer.stop_reason == "callback"
+    # no warm-up, so the first call has 4 steps: the stop asked at step 2 ends it after 4
+    assert calls == [(3, 4, 4, 4)]
+    assert trainer.state.value("global_step") == 4 and trainer.stop_reason == "callback"
 
 
 @pytest.mark.parametrize("steps_per_execution", [1, 4])

@@ -106,8 +106,9 @@ class LoopState:
     def current_learning_rate(self):
         """The learning rate of the next step, from the checkpointed state."""
         self._sync_state()
-        return self.lr_policy.rate(self.state.value("warmup_done"), self._epoch_lr_factor(),
-                                   self.state.value("global_step"))
+        step = self.state.value("global_step")
+        warmup_done = self.state.value("warmup_done") or self.lr_policy.warmup_done(step)
+        return self.lr_policy.rate(warmup_done, self._epoch_lr_factor(), step)
 
     def set_lr_factor(self, factor):
         """Sets the caller's phase factor of the learning rate (MemN2N linear start).
@@ -141,6 +142,9 @@ class LoopState:
         self._counters = {
             name: self.state.value(name) for name in self._STEP_COUNTERS
         }
+        # The warm-up ends after its last step; one of 0 steps is over before the first.
+        if self.lr_policy.warmup_done(self._counters["global_step"]):
+            self._counters["warmup_done"] = True
 
     def _sync_state(self):
         clock = self._clock
