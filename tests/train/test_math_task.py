@@ -43,7 +43,11 @@ def test_init_from_starts_the_model_at_a_presets_weights(tmp_path):
     vocab = CharVocabulary.build("0123456789+-= ?abc")
     keras.utils.set_random_seed(1)
     trained = tiny(vocab)
-    trained.save_to_preset(str(tmp_path / "preset"), assets={"vocab.txt": vocab.save})
+    trained.save_to_preset(str(tmp_path / "preset"), assets={"vocab.txt": vocab.save},
+                           metadata={"training": {
+                               "command": "python -m train.math --steps 80", "source": {
+                                   "commit": "abc", "dirty": False},
+                               "results_json": "results/math/x/results.json"}})
     keras.utils.set_random_seed(2)
     fresh = tiny(vocab)
     assert not weights_equal(fresh, trained)
@@ -53,6 +57,11 @@ def test_init_from_starts_the_model_at_a_presets_weights(tmp_path):
     task.preset, task.data = "tiny", types.SimpleNamespace(vocab=vocab)
     model = task.model_fn()
     assert weights_equal(model, trained) and len(model.weights) == len(trained.weights)
+    from tpr_keras.presets.preset_files import sha256_file
+
+    assert task.init_record == {"preset": "preset", "command": "python -m train.math --steps 80",
+                      "commit": "abc", "results_json": "results/math/x/results.json",
+                      "weights_sha256": sha256_file(tmp_path / "preset" / "model.weights.h5")}
     flags.init_from = None
     assert not weights_equal(task.model_fn(), trained)
     # another vocabulary, another size: refused by name

@@ -80,10 +80,16 @@ def parse_module_weights(text, module_names):
 
 def load_initial_weights(model, preset):
     """Copies the weights of the trained preset ``preset`` (a shipped name or a folder)
-    into ``model``, checking that both have the same vocabulary and weight shapes."""
-    from tpr_keras.models.tp_transformer import TPTransformer
+    into ``model``, checking that both have the same vocabulary and weight shapes.
 
-    trained = TPTransformer.from_preset(preset)
+    Returns:
+        Where the weights came from, for ``results.json``: the preset's name, its weights
+        file's SHA-256, and its own training command, commit and results file.
+    """
+    from tpr_keras.presets.preset_files import load_preset, sha256_file
+
+    loaded = load_preset(preset)
+    trained = loaded.build_model()
     ours, theirs = model.get_config(), trained.get_config()
     if ours.get("vocabulary") != theirs.get("vocabulary"):
         raise ValueError(f"--init_from {preset}: the preset's vocabulary differs from this "
@@ -93,7 +99,11 @@ def load_initial_weights(model, preset):
         raise ValueError(f"--init_from {preset}: its weights do not fit this --preset's "
                          f"size; give the size it was trained at")
     model.set_weights(trained.get_weights())
-    return model
+    training = loaded.metadata.get("training", {})
+    return {"preset": loaded.name, "weights_sha256": sha256_file(loaded.weights_path),
+            "command": training.get("command"),
+            "commit": training.get("source", {}).get("commit"),
+            "results_json": training.get("results_json")}
 
 
 class MathTask(TrainTask):
@@ -148,8 +158,9 @@ class MathTask(TrainTask):
         model = TPTransformer.from_paper_size(self.preset, vocabulary_size=len(self.data.vocab),
                                               vocabulary=self.data.vocab.tokens,
                                               use_role=self.flags.model == "tp_transformer")
+        self.init_record = None
         if self.flags.init_from:
-            load_initial_weights(model, self.flags.init_from)
+            self.init_record = load_initial_weights(model, self.flags.init_from)
         return model
 
     def optimizer_fn(self):
@@ -230,7 +241,8 @@ class MathTask(TrainTask):
             "clip_norm", "warmup_steps", "cooldown_steps", "epochs", "steps",
             "max_train_minutes", "seed",
             "limit_per_file", "balance_modules", "module_weights", "init_from")} | {
-                "preset": self.preset, "preset_flag": flags.preset}
+                "preset": self.preset, "preset_flag": flags.preset,
+                "init_from_preset": getattr(self, "init_record", None)}
 
     def save_vocabulary(self, path):
         self.data.vocab.save(path)
