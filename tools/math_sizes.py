@@ -9,7 +9,8 @@ Issue #42 asks for >= 90 % interpolate exact match on every served module, or le
 that show what size and time that takes on this CPU. This compares the longest committed run
 of each ``--preset`` size and schedule of the preset's command (the four focus modules, batch
 128, seed 0): ``results/math/<folder>/tp_transformer-seed0`` for every folder but ``focus``
-and ``all`` (other commands). The schedule is the recipe's constant rate, or that rate
+and ``all`` (other commands) and runs that start from a preset's weights
+(:mod:`tools.math_continue`). The schedule is the recipe's constant rate, or that rate
 cooled down linearly to zero over the last ``--cooldown_steps`` steps: such a run is the
 constant run resumed from its checkpoint by the same command with more steps, so its curve
 begins with the constant run's. Per run: weights, steps, training hours and steps/s, and
@@ -50,6 +51,8 @@ def load(root):
             continue
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
+        if result["config"].get("init_from"):  # continues a preset: tools.math_continue
+            continue
         key = (result["config"]["preset"], schedule(result))
         if key not in runs or result["steps"] > runs[key]["steps"]:
             runs[key] = result
