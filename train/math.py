@@ -71,6 +71,10 @@ flags.DEFINE_integer("steps", None, "Maximum optimizer steps." + _RECIPE +
                      " (paper 1,000k, CPU sizes 2,000).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
+flags.DEFINE_integer("curve_questions", 0, "After every epoch, score the greedy answers to "
+                     "the first N interpolate questions of each module and record their exact "
+                     "match % in the epoch's history (learning curves per module; 0: off).",
+                     lower_bound=0)
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 
 #: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
@@ -82,7 +86,7 @@ HELP_GROUPS = [
     ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
                       "warmup_steps", "warmup_factor", "cooldown_steps", "seed"]),
     ("When to stop", ["epochs", "steps", "patience"]),
-    ("Evaluation", ["eval_batch_size"]),
+    ("Evaluation", ["eval_batch_size", "curve_questions"]),
 ]
 
 

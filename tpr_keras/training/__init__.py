@@ -16,7 +16,7 @@ _EXPORTS = {
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "Callback": "callback_base", "TimeBudget": "callbacks", "LinearStart": "callbacks",
-    "NanReinit": "callbacks", "StepCheckpoints": "callbacks",
+    "NanReinit": "callbacks", "StepCheckpoints": "callbacks", "EpochMetric": "epoch_metrics",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
     "save_run": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",

@@ -213,6 +213,26 @@ class MathTask(TrainTask):
         scorer = greedy_scorer(model, max_length)
         return lambda split: greedy_accuracy(scorer, mathematics.make_dataset(split, batch))
 
+    def callbacks(self):
+        """With ``--curve_questions N``: the exact match % of each module's first N
+        interpolate questions after every epoch (``interpolate_exact_match_percent``)."""
+        from tpr_keras.training import EpochMetric
+        from train import flags as train_flags
+
+        count = self.flags.curve_questions
+        if not count:
+            return []
+        on_jax = train_flags.keras_backend() == "jax"
+        splits = {module: split.head(count) for module, split in self.data.interpolate.items()}
+        scorers = {}
+
+        def exact_match(model):
+            if model not in scorers:  # one compiled decoder for the run
+                scorers[model] = self._accuracy(model, on_jax)
+            return {module: scorers[model](split) for module, split in splits.items()}
+
+        return [EpochMetric("interpolate_exact_match_percent", exact_match)]
+
     def evaluate(self, trainer, on_jax, train_fn):
         accuracy = self._accuracy(trainer.model, on_jax)
         results = {f"{regime}_accuracy_percent": {
@@ -239,7 +259,7 @@ class MathTask(TrainTask):
         return {k: getattr(flags, k) for k in (
             "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
             "clip_norm", "warmup_steps", "cooldown_steps", "epochs", "steps",
-            "max_train_minutes", "seed",
+            "max_train_minutes", "seed", "curve_questions",
             "limit_per_file", "balance_modules", "module_weights", "init_from")} | {
                 "preset": self.preset, "preset_flag": flags.preset,
                 "init_from_preset": getattr(self, "init_record", None)}

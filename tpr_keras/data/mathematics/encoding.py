@@ -67,6 +67,13 @@ class MathSplit:
         s = self.answer_splits
         return self.answer_ids[s[i] : s[i + 1]].astype(np.int32)
 
+    def head(self, n: int) -> MathSplit:
+        """The first ``n`` examples (all of them when there are fewer)."""
+        n = min(int(n), len(self))
+        q, a = self.question_splits[: n + 1], self.answer_splits[: n + 1]
+        return MathSplit(self.question_ids[: q[-1]], q, self.answer_ids[: a[-1]], a,
+                         self.modules[:n], self.module_names)
+
     @property
     def max_question_length(self) -> int:
         return int(np.diff(self.question_splits).max()) if len(self) else 0
