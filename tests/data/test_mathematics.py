@@ -181,6 +181,16 @@ def test_load_merges_difficulties_and_keeps_eval_separate(math_dir):
     }
 
 
+def test_head_keeps_the_first_examples(math_dir):
+    data = load_mathematics(math_dir, modules="numbers__place_value,arithmetic__mul")
+    pairs = decode_split(data.train, data.vocab)
+    for n in (0, 1, 5, len(data.train), len(data.train) + 3):
+        head = data.train.head(n)
+        assert decode_split(head, data.vocab) == pairs[:n]
+        assert len(head) == min(n, len(data.train))
+    assert data.train.head(3).module_names == data.train.module_names
+
+
 def test_load_reports_file_and_line_of_bad_data(math_dir):
     path = math_dir / "train-medium" / "arithmetic__mul.txt"
     path.write_text("q\na\n" + "7" * 170 + "\n1\n")

@@ -19,8 +19,8 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
                CUDA_VISIBLE_DEVICES="")
     # The Transformer run leaves --preset at its default, auto: tiny on this CPU.
     # (one module: its weight draws the plain balanced pass; the flag is recorded)
-    preset = (["--preset", "tiny", "--module_weights", "numbers__place_value=2"]
-              if model == "tp_transformer" else [])
+    preset = (["--preset", "tiny", "--module_weights", "numbers__place_value=2",
+               "--curve_questions", "16"] if model == "tp_transformer" else [])
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
          *preset, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
@@ -46,6 +46,20 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
     else:
         assert "Preset tiny: Adam lr 0.003" in done.stdout
         assert config["module_weights"] == "numbers__place_value=2"
+        assert_curve_matches_the_final_score(results)
+
+
+def assert_curve_matches_the_final_score(results):
+    """``--curve_questions 16`` scored all 16 interpolate questions after every epoch; the
+    final score is the kept (best-validation) epoch's, so its curve point equals it."""
+    history = results["history"]
+    assert len(history) == 2  # 6 steps of 32 from 120 questions: one epoch and a part
+    curve = [r["interpolate_exact_match_percent"]["numbers__place_value"] for r in history]
+    errors = [r["valid_error_percent"] for r in history]
+    kept = errors.index(min(errors))
+    assert curve[kept] == results["interpolate_accuracy_percent"]["numbers__place_value"]
+    assert all(value % 6.25 == 0 for value in curve)
+    assert results["config"]["curve_questions"] == 16
 
 
 @pytest.mark.slow
@@ -57,11 +71,13 @@ def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, t
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--preset", "tiny",
          "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
+         "--curve_questions", "16",
          "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
         env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["config"]["backend"] == "jax" and results["steps"] == 6
+    assert_curve_matches_the_final_score(results)
     accuracy = results["interpolate_accuracy_percent"]["numbers__place_value"]
     assert accuracy % 6.25 == 0
     import tensorflow as tf
