@@ -6,7 +6,8 @@ import numpy as np
 
 from tpr_keras.data.fixed_batches import fill, ragged_rows
 from tpr_keras.data.mathematics.encoding import MathSplit
-from tpr_keras.data.mathematics.pipeline import balanced_indices, draws_balanced
+from tpr_keras.data.mathematics.pipeline import (balanced_indices, check_module_weights,
+                                                 draws_balanced)
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 
 
@@ -38,9 +39,7 @@ class MathBatches:
                  module_weights=None):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        if module_weights and not (balance_modules and shuffle):
-            raise ValueError("module_weights shape a shuffled, balanced pass: give "
-                             "balance_modules=True and shuffle=True with them")
+        check_module_weights(shuffle, balance_modules, module_weights)
         self.module_weights = dict(module_weights or {})
         self.split = split
         self.batch_size = int(batch_size)

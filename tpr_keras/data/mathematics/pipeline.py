@@ -88,6 +88,15 @@ def module_weight_array(names: np.ndarray,
     return w
 
 
+def check_module_weights(shuffle: bool, balance_modules: bool,
+                         module_weights: Mapping[int, float] | None) -> None:
+    """Raises ValueError when ``module_weights`` are given for a pass that is not a
+    shuffled, balanced one (what :func:`balanced_indices` draws)."""
+    if module_weights and not (balance_modules and shuffle):
+        raise ValueError("module_weights shape a shuffled, balanced pass: give "
+                         "balance_modules=True and shuffle=True with them")
+
+
 def draws_balanced(split: MathSplit, shuffle: bool, balance_modules: bool,
                    module_weights: Mapping[int, float] | None = None) -> bool:
     """Whether a shuffled pass is drawn by :func:`balanced_indices`: with
@@ -154,9 +163,7 @@ def make_dataset(
     a_ids = tf.constant(split.answer_ids)
     a_splits = tf.constant(split.answer_splits, tf.int64)
     modules = tf.constant(split.modules, tf.int32)
-    if module_weights and not (balance_modules and shuffle):
-        raise ValueError("module_weights shape a shuffled, balanced pass: give "
-                         "balance_modules=True and shuffle=True with them")
+    check_module_weights(shuffle, balance_modules, module_weights)
     if draws_balanced(split, shuffle, balance_modules, module_weights):
         if repeat:
             raise ValueError("balance_modules draws one pass: build a dataset per pass "
