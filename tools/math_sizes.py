@@ -22,7 +22,7 @@ import glob
 import json
 import os
 
-from tools.math_steps import MODEL, TARGET
+from tools.math_steps import MODEL, PRESET_MODULES, TARGET
 from tools.report_common import validation_curve
 
 MATH = os.path.join("results", "math")
@@ -52,6 +52,8 @@ def load(root):
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
         if result["config"].get("init_from"):  # continues a preset: tools.math_continue
+            continue
+        if result["config"]["modules"] != PRESET_MODULES:  # e.g. one module's curves
             continue
         key = (result["config"]["preset"], schedule(result))
         if key not in runs or result["steps"] > runs[key]["steps"]:

@@ -20,6 +20,9 @@ STEPS = os.path.join("results", "math", "steps{steps}")
 MODEL = "tp_transformer"
 #: issue #42: every module the preset serves at >= 90 % interpolate exact match.
 TARGET = 90.0
+#: ``--modules`` of the preset's command (the modules it serves).
+PRESET_MODULES = ("numbers__place_value,arithmetic__add_or_sub,comparison__pair,"
+                  "numbers__round_number")
 
 
 def load(root):

@@ -3,6 +3,7 @@
 import json
 
 from tools import math_continue, math_sizes
+from tools.math_steps import PRESET_MODULES
 
 
 def write(root, folder, steps, seconds, scores, epochs, **config):
@@ -10,7 +11,8 @@ def write(root, folder, steps, seconds, scores, epochs, **config):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({
         "steps": steps, "train_seconds": seconds, "parameters": 100,
-        "config": {"preset": "tiny", "seed": 0, "learning_rate": 1e-3, **config},
+        "config": {"preset": "tiny", "seed": 0, "learning_rate": 1e-3,
+                   "modules": PRESET_MODULES, **config},
         "history": [{"epoch": i + 1, "step": step, "seconds": s, "valid_error_percent": err}
                     for i, (step, s, err) in enumerate(epochs)],
         "command": f"python -m train.math --steps {steps}",

@@ -6,16 +6,19 @@ import json
 import pytest
 
 from tools import math_sizes
+from tools.math_steps import PRESET_MODULES
 
 
-def write(root, folder, size, steps, parameters, accuracy, epochs, seed=0, cooldown=0):
+def write(root, folder, size, steps, parameters, accuracy, epochs, seed=0, cooldown=0,
+          modules=PRESET_MODULES):
     path = root / "results" / "math" / folder / f"tp_transformer-seed{seed}" / "results.json"
     path.parent.mkdir(parents=True)
     history = [{"epoch": i + 1, "step": step, "seconds": seconds, "valid_error_percent": err}
                for i, (step, seconds, err) in enumerate(epochs)]
     path.write_text(json.dumps({
         "steps": steps, "parameters": parameters, "train_seconds": sum(e[1] for e in epochs),
-        "config": {"preset": size, "seed": seed, "cooldown_steps": cooldown},
+        "config": {"preset": size, "seed": seed, "cooldown_steps": cooldown,
+                   "modules": modules},
         "history": history,
         "command": f"python -m train.math --preset {size} --steps {steps}",
         "interpolate_accuracy_percent": {"arithmetic__add_or_sub": accuracy,
@@ -31,6 +34,8 @@ def test_longest_run_per_size_ordered_by_weights_with_curves_side_by_side(tmp_pa
                                                         (10000, 720, 7.0)])
     write(tmp_path, "focus", "tiny", 90000, 100, 10.0, [(90000, 60, 1.0)])  # another command
     write(tmp_path, "steps60000", "tiny", 60000, 100, 10.0, [(60000, 60, 1.0)], seed=1)
+    write(tmp_path, "one-module", "small", 99000, 600, 10.0, [(99000, 60, 1.0)],
+          modules="comparison__pair")  # not the preset's modules
     lines = math_sizes.markdown(str(tmp_path)).splitlines()
     assert lines[0] == ("| size | learning rate | weights | steps of 128 | training h | "
                         "steps/s | `arithmetic__add_or_sub` | `numbers__place_value` | "
