@@ -4,6 +4,7 @@ questions, or short of capacity?
     python -m tools.math_fit --preset tp_transformer_math_focus \\
         --data_dir ../shared/data/mathematics --per_file 1000 \\
         --json results/math/fit/tp_transformer_math_focus.json
+    python -m tools.math_fit --model_dir runs/math/RUN --data_dir ... --json ...  # a run
     python -m tools.math_fit --report          # the Markdown of every committed JSON
 
 For each module the preset serves, the first ``--per_file`` questions of its
@@ -92,7 +93,8 @@ def markdown(root="."):
     for name in names:
         with open(os.path.join(folder, name), encoding="utf-8") as f:
             run = json.load(f)
-        out += [f"`{run['preset']}`, the first {run['per_file']:,} questions of each file:", "",
+        name = run.get("preset") or run["model_dir"]
+        out += [f"`{name}`, the first {run['per_file']:,} questions of each file:", "",
                 "| module | train-easy | train-medium | train-hard | training (pooled) | "
                 "interpolate | training − interpolate |",
                 "|---|---:|---:|---:|---:|---:|---:|"]
@@ -115,11 +117,36 @@ def markdown(root="."):
     return "\n".join(out).rstrip("\n")
 
 
+def load_answerer(preset, model_dir=None):
+    """``(MathAnswerer, the modules it was trained on)`` of a preset or, given
+    ``model_dir``, of a ``train.math`` run folder (its saved model, vocabulary and
+    ``results.json``)."""
+    from tpr_keras.models import MathAnswerer
+
+    if not model_dir:
+        answerer = MathAnswerer.from_preset(preset)
+        templates = answerer.preprocessor.templates
+        return answerer, list(templates.modules) if templates is not None else []
+    import keras
+
+    from tpr_keras.data.mathematics import CharVocabulary
+    from tpr_keras.models import MathPreprocessor
+
+    export = os.path.join(model_dir, "export")
+    model = keras.models.load_model(os.path.join(export, "model.keras"))
+    vocabulary = CharVocabulary.load(os.path.join(export, "vocab.txt"))
+    with open(os.path.join(model_dir, "results.json"), encoding="utf-8") as f:
+        modules = json.load(f)["config"]["modules"].split(",")
+    return MathAnswerer(model, MathPreprocessor(vocabulary)), modules
+
+
 def main(argv=None):
     from serving.command_flags import Command
 
     parser = Command("python -m tools.math_fit", __doc__.split("\n\n")[0])
     parser.string("preset", "tp_transformer_math_focus", "the math preset to score")
+    parser.string("model_dir", None, "score a train.math run folder instead (its "
+                  "export/model.keras and export/vocab.txt; --modules: the run's)")
     parser.string("data_dir", None, "dataset folder in the v1.0 layout")
     parser.string("modules", None, "comma list (default: the modules the preset serves)")
     parser.integer("per_file", 1000, "questions scored per file")
@@ -132,14 +159,13 @@ def main(argv=None):
         return 0
     if not args.data_dir:
         parser.error("--data_dir: required to score a preset")
-    from tpr_keras.models import MathAnswerer
-
-    answerer = MathAnswerer.from_preset(args.preset)
-    templates = answerer.preprocessor.templates
-    modules = (args.modules.split(",") if args.modules
-               else templates.modules if templates is not None else [])
+    try:
+        answerer, trained = load_answerer(args.preset, args.model_dir)
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    modules = args.modules.split(",") if args.modules else trained
     if not modules:
-        parser.error(f"--modules: {args.preset} names no modules; list them")
+        parser.error(f"--modules: {args.model_dir or args.preset} names no modules; list them")
     try:
         table = fit(lambda qs: answerer.generate(qs, batch_size=args.batch_size),
                     args.data_dir, modules, args.per_file)
@@ -153,7 +179,8 @@ def main(argv=None):
             a for a in (argv if argv is not None else sys.argv[1:])))
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"command": command, "preset": args.preset, "per_file": args.per_file,
+            json.dump({"command": command, "preset": None if args.model_dir else args.preset,
+                       "model_dir": args.model_dir, "per_file": args.per_file,
                        "modules": table}, f, indent=1)
     return 0
 

@@ -88,3 +88,26 @@ def test_a_file_without_its_answer_names_the_file_and_line(data):
 
 def test_no_runs_says_where_they_go(tmp_path):
     assert math_fit.FOLDER in math_fit.markdown(str(tmp_path))
+
+
+def test_a_run_folder_is_scored_as_its_saved_model_answers(tmp_path):
+    """``--model_dir``: the run's saved model and vocabulary, and its modules."""
+    from tpr_keras.data.mathematics import CharVocabulary
+    from tpr_keras.models import MathAnswerer, MathPreprocessor
+    from tpr_keras.models.tp_transformer import TPTransformer
+
+    vocabulary = CharVocabulary.build("Is 0123456789<>?TrueFals")
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocabulary),
+                                         vocabulary=vocabulary.tokens)
+    questions = ["Is 3 > 2?", "Is 10 < 7?"]
+    expected = MathAnswerer(model, MathPreprocessor(vocabulary)).generate(questions)
+    (tmp_path / "export").mkdir()
+    model.save(tmp_path / "export" / "model.keras")
+    vocabulary.save(tmp_path / "export" / "vocab.txt")
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"config": {"modules": "comparison__pair,numbers__place_value"}}))
+    answerer, modules = math_fit.load_answerer("ignored", str(tmp_path))
+    assert modules == ["comparison__pair", "numbers__place_value"]
+    assert answerer.generate(questions) == expected
+    with pytest.raises((OSError, ValueError), match="model.keras"):
+        math_fit.load_answerer("ignored", str(tmp_path / "missing"))
