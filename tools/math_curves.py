@@ -20,6 +20,7 @@ import os
 
 from tools import math_continue, math_sizes
 from tools.math_steps import MODEL, TARGET
+from tools.report_common import hours_axes, save_figure
 
 MATH = os.path.join("results", "math")
 KEY = "interpolate_exact_match_percent"
@@ -112,16 +113,11 @@ def end_points(root, module):
 def plot(root, path, module="comparison__pair"):
     """The curves against training hours and the four-module runs' end points, as a PNG
     at ``path`` (needs the ``analysis`` extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     runs = load(root)
     if not runs:
         raise ValueError(f"no math run with per-epoch exact match is committed under {root}")
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for folder, r in runs:
+    fig, ax = hours_axes(figsize=(7.5, 4.2))
+    for _, r in runs:
         points = curve(r, module)
         ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
                 label=f"{r['config']['preset']} ({r['parameters']:,}), "
@@ -130,13 +126,9 @@ def plot(root, path, module="comparison__pair"):
         ax.scatter([hours], [score], marker="x", s=30, zorder=3,
                    label=f"{label}, 4 modules, end of run")
     ax.axhline(TARGET, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xlabel("training time (hours, 1 CPU thread)")
-    ax.set_ylabel(f"{module} interpolate exact match (%)")
-    ax.set_title(f"TP-Transformer on {module}, batch 128")
-    ax.legend(fontsize="x-small", loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, ax, path, f"{module} interpolate exact match (%)",
+                f"TP-Transformer on {module}, batch 128", fontsize="x-small",
+                loc="lower right")
     return len(runs)
 
 

@@ -23,7 +23,7 @@ import json
 import os
 
 from tools.math_steps import MODEL, PRESET_MODULES, TARGET
-from tools.report_common import validation_curve
+from tools.report_common import hours_axes, save_figure, validation_curve
 
 MATH = os.path.join("results", "math")
 SEED = 0
@@ -103,28 +103,18 @@ def markdown(root):
 def plot(root, path):
     """Pooled validation error against training hours, one line per size and schedule
     (cooled-down runs dashed), as a PNG at ``path`` (needs the ``analysis`` extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     runs = load(root)
     if not runs:
         raise ValueError(f"no run of the math preset's command is committed under {root}")
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = hours_axes()
     for (size, plan), r in runs.items():
         points = validation_curve(r)
         ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
                 linestyle="-" if plan == "constant" else "--",
                 label=f"{size} ({r['parameters']:,} weights), {plan}")
-    ax.set_xlabel("training time (hours, 1 CPU thread)")
-    ax.set_ylabel("pooled validation error, 4 modules (%)")
     ax.set_ylim(bottom=0)
-    ax.set_title("TP-Transformer, math focus modules, batch 128")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, ax, path, "pooled validation error, 4 modules (%)",
+                "TP-Transformer, math focus modules, batch 128", fontsize="small")
     return len(runs)
 
 

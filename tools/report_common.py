@@ -40,3 +40,28 @@ def validation_curve(result):
         if "valid_error_percent" in epoch:
             points.append((epoch.get("step"), hours, epoch["valid_error_percent"]))
     return points
+
+
+def hours_axes(figsize=(7, 4)):
+    """A matplotlib figure and axes (the Agg backend: no display) whose x axis is training
+    hours; needs the ``analysis`` extra."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize)
+    ax.set_xlabel("training time (hours, 1 CPU thread)")
+    return fig, ax
+
+
+def save_figure(fig, ax, path, ylabel, title, **legend):
+    """Labels ``ax``, writes ``fig`` as a PNG at ``path`` and closes it."""
+    import matplotlib.pyplot as plt
+
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(**legend)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

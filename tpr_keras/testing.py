@@ -80,3 +80,16 @@ def compiled(fn, jit_compile=False):
 
         return jax.jit(fn)
     raise NotImplementedError(f"compiled: backend {name!r}; use tensorflow or jax.")
+
+
+def batch_source(batches):
+    """A list of ``(features, labels)`` numpy batches as the running backend's trainer
+    reads them: a ``tf.data.Dataset`` on TensorFlow (each pass in list order), the list
+    itself on JAX. Every batch has the first one's shapes and dtypes."""
+    if backend() != "tensorflow":
+        return batches
+    import tensorflow as tf
+
+    signature = tf.nest.map_structure(lambda a: tf.TensorSpec(a.shape, tf.as_dtype(a.dtype)),
+                                      batches[0])
+    return tf.data.Dataset.from_generator(lambda: iter(batches), output_signature=signature)

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from tpr_keras.testing import batch_source
 from tpr_keras.training import TrainConfig, sparse_classification
 from tpr_keras.training.trainers import make_trainer
 
@@ -21,16 +22,6 @@ def batches(epoch):
         y = ((x[:, 0] > 0).astype("int32") + 2 * (x[:, 1] > 0)).astype("int32")
         out.append(({"x": x}, {"y": y}))
     return out[::-1] if epoch % 2 else out
-
-
-def dataset(items):
-    if keras.backend.backend() != "tensorflow":
-        return items
-    import tensorflow as tf
-
-    return tf.data.Dataset.from_generator(
-        lambda: iter(items), output_signature=({"x": tf.TensorSpec((16, 8), tf.float32)},
-                                               {"y": tf.TensorSpec((16,), tf.int32)}))
 
 
 def build():
@@ -53,7 +44,7 @@ def fit(folder, max_steps, cooldown_steps=None, rates=None, warmup_steps=2):
                 (int(logs["global_step"]), float(logs["learning_rate"])))))
     trainer = make_trainer(build, lambda: keras.optimizers.Adam(LR),
                            sparse_classification("y"), config, str(folder))
-    history = trainer.fit(lambda epoch: dataset(batches(epoch)), callbacks=callbacks)
+    history = trainer.fit(lambda epoch: batch_source(batches(epoch)), callbacks=callbacks)
     return trainer, history
 
 

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import pytest
 
+from tpr_keras.testing import batch_source
 from tpr_keras.training import EpochMetric, TrainConfig, sparse_classification
 from tpr_keras.training.trainers import make_trainer
 
@@ -19,16 +20,6 @@ def batches():
         x = rng.normal(size=(16, 8)).astype("float32")
         out.append(({"x": x}, {"y": (x[:, 0] > 0).astype("int32")}))
     return out
-
-
-def dataset(items):
-    if keras.backend.backend() != "tensorflow":
-        return items
-    import tensorflow as tf
-
-    return tf.data.Dataset.from_generator(
-        lambda: iter(items), output_signature=({"x": tf.TensorSpec((16, 8), tf.float32)},
-                                               {"y": tf.TensorSpec((16,), tf.int32)}))
 
 
 def error_percent(model):
@@ -48,7 +39,7 @@ def fit(write_dir, epochs, callbacks):
                          halve_lr_below=None, verbose=0, reinit_on_nan=False)
     trainer = make_trainer(build, lambda: keras.optimizers.Adam(0.05),
                            sparse_classification("y"), config, str(write_dir))
-    return trainer.fit(lambda epoch: dataset(batches()), dataset(batches()),
+    return trainer.fit(lambda epoch: batch_source(batches()), batch_source(batches()),
                        steps_per_epoch=6, callbacks=callbacks)
 
 
