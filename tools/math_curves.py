@@ -19,10 +19,10 @@ import json
 import os
 
 from tools import math_continue, math_sizes
+from tools.math_continue import MATH
 from tools.math_steps import MODEL, TARGET
-from tools.report_common import hours_axes, save_figure
+from tools.report_common import epoch_curve, hours_axes, save_figure
 
-MATH = os.path.join("results", "math")
 KEY = "interpolate_exact_match_percent"
 
 
@@ -40,14 +40,8 @@ def load(root):
 
 def curve(result, module):
     """``[(step, training hours so far, exact match %)]`` after each epoch that scored
-    ``module``; the hours sum the epochs' training time (the scoring excluded)."""
-    hours, points = 0.0, []
-    for epoch in result["history"]:
-        hours += epoch["seconds"] / 3600
-        score = epoch.get(KEY, {}).get(module)
-        if score is not None:
-            points.append((epoch["step"], hours, score))
-    return points
+    ``module`` (:func:`~tools.report_common.epoch_curve`)."""
+    return epoch_curve(result, lambda epoch: epoch.get(KEY, {}).get(module))
 
 
 def first_reach(points, target=TARGET):

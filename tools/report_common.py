@@ -30,16 +30,22 @@ def portable_command(command):
                   lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
 
 
-def validation_curve(result):
-    """``[(step, training hours so far, validation error %)]`` after each epoch of a
-    ``results.json``'s ``history`` that was validated; the hours sum the epochs' training
-    time (validation and restarts excluded)."""
+def epoch_curve(result, value):
+    """``[(step, training hours so far, value(epoch))]`` after each epoch of a
+    ``results.json``'s ``history`` where ``value`` gives a number (not None); the hours sum
+    the epochs' training time (validation, scoring and restarts excluded)."""
     hours, points = 0.0, []
     for epoch in result.get("history", []):
         hours += epoch["seconds"] / 3600
-        if "valid_error_percent" in epoch:
-            points.append((epoch.get("step"), hours, epoch["valid_error_percent"]))
+        number = value(epoch)
+        if number is not None:
+            points.append((epoch.get("step"), hours, number))
     return points
+
+
+def validation_curve(result):
+    """:func:`epoch_curve` of the validation error %."""
+    return epoch_curve(result, lambda epoch: epoch.get("valid_error_percent"))
 
 
 def hours_axes(figsize=(7, 4)):

@@ -224,12 +224,13 @@ class MathTask(TrainTask):
             return []
         on_jax = train_flags.keras_backend() == "jax"
         splits = {module: split.head(count) for module, split in self.data.interpolate.items()}
-        scorers = {}
+        scorer = None  # one compiled decoder for the run, made at the first epoch's end
 
         def exact_match(model):
-            if model not in scorers:  # one compiled decoder for the run
-                scorers[model] = self._accuracy(model, on_jax)
-            return {module: scorers[model](split) for module, split in splits.items()}
+            nonlocal scorer
+            if scorer is None:
+                scorer = self._accuracy(model, on_jax)
+            return {module: scorer(split) for module, split in splits.items()}
 
         return [EpochMetric("interpolate_exact_match_percent", exact_match)]
 
