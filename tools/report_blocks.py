@@ -243,6 +243,23 @@ def presets_block(root):
     return text
 
 
+def parent_lines(root, parent):
+    """Where a continued preset started (``metadata.training.parent``): the parent preset
+    at the commit its name meant, its weights' SHA-256 and the parent's own training (its
+    hours from its committed ``results.json``); nothing for a preset trained from scratch."""
+    if not parent:
+        return []
+    hours = ","
+    if parent.get("results_json") and os.path.isfile(os.path.join(root, parent["results_json"])):
+        result = _load(root, parent["results_json"])
+        hours = f" {result['train_seconds'] / 3600:.1f} h,"
+    return [f"Continued from `{parent['preset']}` as it was at "
+            f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
+            f"`{parent['weights_sha256'][:12]}…`), itself trained{hours} code at "
+            f"`{str(parent.get('commit'))[:7]}`, by:", "",
+            "```bash", portable_command(parent["command"]), "```", "", "then:", ""]
+
+
 def preset_block(name):
     """A generator of one preset's section: what it is, how it was trained, its table."""
     def block(root):
@@ -253,11 +270,12 @@ def preset_block(name):
         meta = _load(os.path.dirname(path), "metadata.json")
         training = meta["training"]
         table = meta["evaluation"]["table"]
-        lines = [f"`{name}` ({meta['class_name']}): {meta['description']}.", "",
-                 f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
-                 f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
-                 f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
-                 "```bash", portable_command(training["command"]), "```", ""]
+        lines = [f"`{name}` ({meta['class_name']}): {meta['description']}.", ""]
+        lines += parent_lines(root, training.get("parent"))
+        lines += [f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
+                  f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
+                  f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
+                  "```bash", portable_command(training["command"]), "```", ""]
         if "accuracy_percent" in table:
             splits = list(table["accuracy_percent"])
             lines += ["| " + " | ".join(splits) + " |", "|" + "---:|" * len(splits),

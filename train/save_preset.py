@@ -177,6 +177,12 @@ def main(argv):
         "versions": {"keras": keras.__version__,
                      "tensorflow": __import__("tensorflow").__version__},
     }
+    if config.get("init_from_preset"):
+        # A run that continued a preset (train.math --init_from): the parent's weights
+        # (SHA-256) and its own training command. A shipped name means the preset as it
+        # was at this run's commit, so checking that commit out reproduces the chain.
+        metadata["training"]["parent"] = dict(config["init_from_preset"],
+                                              at_commit=source.get("commit"))
     if task == "babi":
         metadata["serving_options"] = {
             "max_story_sentences": evaluation.SERVED_MAX_STORY_SENTENCES,

@@ -114,6 +114,25 @@ def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tm
     assert done.returncode == 2 and "broken.md" in done.stderr
 
 
+def test_a_continued_preset_names_its_parent_its_commit_and_its_hours(tmp_path):
+    import json
+
+    from tools.report_blocks import parent_lines
+    (tmp_path / "results" / "p").mkdir(parents=True)
+    (tmp_path / "results" / "p" / "results.json").write_text(json.dumps({"train_seconds": 7200}))
+    parent = {"preset": "focus", "weights_sha256": "b692" + "0" * 60, "commit": "f765745aa",
+              "at_commit": "20d3540bb", "results_json": "results/p/results.json",
+              "command": "python -m train.math --data_dir=DIR --steps 80000"}
+    text = "\n".join(parent_lines(str(tmp_path), parent))
+    assert text.startswith("Continued from `focus` as it was at `20d3540` (weights SHA-256 "
+                           "`b69200000000…`), itself trained 2.0 h, code at `f765745`, by:")
+    assert "```bash\npython -m train.math --data_dir=DIR --steps 80000\n```" in text
+    # a parent whose results.json is not committed: no hours; a preset from scratch: nothing
+    (tmp_path / "results" / "p" / "results.json").unlink()
+    assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), parent))
+    assert parent_lines(str(tmp_path), None) == []
+
+
 def test_recorded_commands_are_shown_from_the_repository_root():
     from tools.report_blocks import portable_command
     ran = ("python -m train.babi --seed=0 --data_dir=/work/main/../shared/data/babi "

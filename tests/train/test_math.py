@@ -88,3 +88,36 @@ def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, t
     out = served.signatures["serving_default"](question=tf.constant(questions))
     got = [a.decode() for a in out["answer"].numpy()]
     assert 100.0 * np.mean([g == a for g, a in zip(got, answers)]) == accuracy
+
+
+@pytest.mark.slow
+def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(tiny_math, tmp_path):
+    """``--init_from`` a preset, then ``train.save_preset``: the new preset's metadata names
+    the parent's weights (SHA-256), its training command and commit, and the commit at
+    which the name meant that parent."""
+    from tpr_keras.presets.preset_files import sha256_file
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               CUDA_VISIBLE_DEVICES="")
+
+    def python(*args):
+        done = subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    common = ["--data_dir", str(tiny_math), "--model", "tp_transformer", "--preset", "tiny",
+              "--batch_size", "32", "--download=false", "--verbose", "0"]
+    metadata = {}
+    for name, extra in [("a", []), ("b", ["--init_from", str(tmp_path / "preset-a")])]:
+        python("train.math", *common, "--steps", "3", *extra,
+               "--model_dir", str(tmp_path / f"run-{name}"))
+        python("train.save_preset", "--model_dir", str(tmp_path / f"run-{name}"), "--output",
+               str(tmp_path / f"preset-{name}"), "--data_dir", str(tiny_math), "--sample", "4",
+               "--allow_dirty", "--results_json", f"results/math/{name}/results.json")
+        metadata[name] = json.loads((tmp_path / f"preset-{name}" / "metadata.json").read_text())
+    a, b = metadata["a"]["training"], metadata["b"]["training"]
+    assert "parent" not in a and "--init_from" in b["command"]
+    assert b["parent"] == {
+        "preset": "preset-a", "command": a["command"], "commit": a["source"]["commit"],
+        "results_json": "results/math/a/results.json", "at_commit": b["source"]["commit"],
+        "weights_sha256": sha256_file(tmp_path / "preset-a" / "model.weights.h5")}
