@@ -38,6 +38,7 @@ import sys
 import time
 
 REGIMES = ("interpolate", "extrapolate")
+COMMAND = "experiments.math_heldout_sample"
 DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
 
 
@@ -136,7 +137,7 @@ def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=
 def main(argv=None):
     from serving.command_flags import Command
 
-    parser = Command("python -m experiments.math_heldout_sample", __doc__.split("\n\n")[0])
+    parser = Command(f"python -m {COMMAND}", __doc__.split("\n\n")[0])
     parser.string("out", None, "folder for the sampled <regime>/<module>.txt files",
                   required=True)
     parser.integer("seed", None, "seeds Python's random and numpy's global generator",
@@ -150,7 +151,8 @@ def main(argv=None):
     if argv is None and os.environ.get("PYTHONHASHSEED") != "0":
         # The generator names variables by iterating over sets of letters: without a fixed
         # string hash the same seed gives the same problems under other variable names.
-        os.execve(sys.executable, [sys.executable] + sys.argv,
+        # Again as ``-m``, so that the repository stays on the path.
+        os.execve(sys.executable, [sys.executable, "-m", COMMAND, *sys.argv[1:]],
                   dict(os.environ, PYTHONHASHSEED="0"))
     regimes = args.regimes.split(",")
     unknown = sorted(set(regimes) - set(REGIMES))

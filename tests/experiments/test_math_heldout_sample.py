@@ -102,3 +102,26 @@ def test_time_limit_and_training_overlap(script, tmp_path):
     seen = script.train_questions(str(train), "arithmetic__add")
     assert seen == {questions[0], "What is 1 + 1?"}
     assert script.train_questions(str(train), "comparison__pair") == set()
+
+
+
+def test_the_command_runs_itself_again_as_a_module_with_a_fixed_string_hash(
+        script, monkeypatch, tmp_path):
+    """Started without PYTHONHASHSEED=0, it executes itself again with it, as ``python -m``
+    (run as a file, the new process would not find the repository's packages)."""
+    calls = []
+
+    def execve(path, argv, env):
+        calls.append((path, argv, env["PYTHONHASHSEED"]))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(script.os, "execve", execve)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    argv = ["--out", str(tmp_path / "out"), "--seed", "1"]
+    monkeypatch.setattr(script.sys, "argv", ["/repo/experiments/math_heldout_sample.py", *argv])
+    with pytest.raises(SystemExit):
+        script.main()
+    executable = script.sys.executable
+    assert calls == [(executable, [executable, "-m", "experiments.math_heldout_sample", *argv],
+                      "0")]
+    assert not (tmp_path / "out").exists()
