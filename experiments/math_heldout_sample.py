@@ -9,6 +9,7 @@ script runs in a separate environment that has it, and imports nothing from tpr-
     /tmp/mdgen/bin/pip install 'numpy==1.23.5' 'sympy==1.4' 'mathematics_dataset==1.0.1'
     /tmp/mdgen/bin/python -m experiments.math_heldout_sample --out /tmp/heldout --seed 7 \\
         [--regimes interpolate,extrapolate] [--per_module 1000] [--filter place_value] \\
+        [--modules numbers__place_value,comparison__pair] \\
         [--train_dir ../shared/data/mathematics]
 
 It writes ``OUT/<regime>/<module>.txt`` in the official v1.0 layout (alternating question and
@@ -105,6 +106,24 @@ def training_module(name):
     return EXTRAPOLATE_SUFFIX.sub("", name)
 
 
+def select(regime_modules, contains="", names=None):
+    """``{regime: {name: module}}``, keeping the modules whose name contains ``contains``
+    and, given ``names`` (comma-separated), is one of them.
+
+    Raises:
+        ValueError: a name in ``names`` that is a module of none of the regimes (listing
+            theirs).
+    """
+    known = {name for modules in regime_modules.values() for name in modules}
+    wanted = None if names is None else names.split(",")
+    unknown = sorted(set(wanted or ()) - known)
+    if unknown:
+        raise ValueError(f"--modules: unknown {unknown}; choose from {sorted(known)}")
+    return {regime: {name: fn for name, fn in modules.items()
+                     if contains in name and (wanted is None or name in wanted)}
+            for regime, modules in regime_modules.items()}
+
+
 def generate(regime_modules, out, per_module, seed, train_dir=None, max_seconds=None,
              log=print):
     """Write every regime's modules under ``out``; returns the per-module summary.
@@ -145,6 +164,8 @@ def main(argv=None):
     parser.string("regimes", "interpolate", "comma list of " + ", ".join(REGIMES))
     parser.integer("per_module", 1000)
     parser.string("filter", "", "only modules whose name contains this")
+    parser.string("modules", None, "only these modules (comma-separated names; with "
+                  "--regimes interpolate,extrapolate, names of either)")
     parser.string("train_dir", None, "count sampled questions found in its training files")
     parser.float("max_seconds_per_module", None)
     args = parser.parse(argv)
@@ -165,8 +186,11 @@ def main(argv=None):
         raise SystemExit(f"mathematics_dataset does not import here ({error}); run this script "
                          "with the separate environment in its docstring") from error
     trees = {"interpolate": md_modules.test, "extrapolate": md_modules.test_extra}
-    regime_modules = {r: {name: fn for name, fn in flatten(trees[r]()).items()
-                          if args.filter in name} for r in regimes}
+    try:
+        regime_modules = select({r: flatten(trees[r]()) for r in regimes}, args.filter,
+                                args.modules)
+    except ValueError as error:
+        parser.error(str(error))
     started = time.time()
     summary = generate(regime_modules, args.out, args.per_module, args.seed, args.train_dir,
                        args.max_seconds_per_module)

@@ -125,3 +125,14 @@ def test_the_command_runs_itself_again_as_a_module_with_a_fixed_string_hash(
     assert calls == [(executable, [executable, "-m", "experiments.math_heldout_sample", *argv],
                       "0")]
     assert not (tmp_path / "out").exists()
+
+
+def test_modules_picks_names_across_regimes_and_refuses_unknown_ones(script):
+    trees = {"interpolate": {"a__x": 1, "a__x_composed": 2, "b__y": 3},
+             "extrapolate": {"a__x_big": 4}}
+    assert script.select(trees, "a__x") == {"interpolate": {"a__x": 1, "a__x_composed": 2},
+                                            "extrapolate": {"a__x_big": 4}}
+    assert script.select(trees, "", "a__x,a__x_big") == {"interpolate": {"a__x": 1},
+                                                         "extrapolate": {"a__x_big": 4}}
+    with pytest.raises(ValueError, match=r"unknown \['a__z'\]; choose from \['a__x', "):
+        script.select(trees, "", "a__x,a__z")
