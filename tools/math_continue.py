@@ -17,7 +17,7 @@ import json
 import os
 
 from tools.math_steps import MODEL, TARGET
-from tools.report_common import validation_curve
+from tools.report_common import print_block, validation_curve
 
 MATH = os.path.join("results", "math")
 
@@ -109,12 +109,7 @@ def markdown(root):
 
 
 def main():
-    from serving.command_flags import Command
-
-    parser = Command("python -m tools.math_continue", __doc__.split("\n\n")[0])
-    parser.string("root", ".", "the repository root")
-    args = parser.parse()
-    print(markdown(args.root))
+    print_block("tools.math_continue", __doc__, markdown)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ import os
 import types
 
 from experiments import babi_paper_runs, entailment_table1
-from tools import (babi_recipes, babi_table1, math_continue, math_curves, math_fit, math_sizes,
-                   math_steps, memn2n_joint, memn2n_ls_check)
+from tools import (babi_recipes, babi_table1, math_continue, math_curves, math_fit,
+                   math_heldout, math_sizes, math_steps, memn2n_joint, memn2n_ls_check)
 from tools.report_bench_blocks import (TRAIN_COMMANDS, backends_babi_task1_block,
                                        backends_block, command_help_block, gpu_block,
                                        serving_batching_block)
@@ -379,6 +379,7 @@ BLOCKS = {
     "math-sizes": math_sizes.markdown,
     "math-continued": math_continue.markdown,
     "math-curves": math_curves.markdown,
+    "math-heldout": math_heldout.markdown,
     "babi-table2": lambda root: babi_paper_runs.markdown(root, 2),
     "babi-table3": lambda root: babi_paper_runs.markdown(root, 3),
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),

@@ -1,5 +1,6 @@
 """What the generated blocks of ``tools.report`` share: reading committed JSON, demoting
-headings, and a recorded command as a reader can run it."""
+headings, a recorded command as a reader can run it, and the command line of a tool that
+prints one block."""
 
 import json
 import os
@@ -71,3 +72,15 @@ def save_figure(fig, ax, path, ylabel, title, **legend):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def print_block(command, doc, markdown):
+    """The ``main()`` of a tool that prints one report block: ``python -m <command>
+    [--root R]`` prints ``markdown(R)`` (R: the repository root, default ``.``); ``doc``
+    is the tool's docstring, whose first paragraph is the help."""
+    from serving.command_flags import Command
+
+    parser = Command(f"python -m {command}", doc.split("\n\n")[0])
+    parser.string("root", ".", "the repository root")
+    args = parser.parse()
+    print(markdown(args.root))
