@@ -88,20 +88,37 @@ def markdown(root, module="comparison__pair"):
 
 def end_points(root, module):
     """``[(label, training hours, exact match %)]`` of the committed four-module runs
-    without per-epoch curves: the sizes/schedules and the continued preset."""
+    without per-epoch curves: the sizes/schedules and the continued presets (their
+    hours counted from the parent's start)."""
     points = []
     for (size, plan), r in math_sizes.load(root).items():
         if module in r["interpolate_accuracy_percent"]:
             points.append((f"{size}, {plan}", r["train_seconds"] / 3600,
                            r["interpolate_accuracy_percent"][module]))
     for _, r in math_continue.load(root):
-        parent = math_continue.parent(root, r)
-        before = parent["train_seconds"] / 3600 if parent else 0.0
-        if module in r["interpolate_accuracy_percent"]:
+        curved = any(KEY in epoch for epoch in r.get("history", []))
+        if module in r["interpolate_accuracy_percent"] and not curved:
             points.append((f"{r['config']['preset']}, preset continued",
-                           before + r["train_seconds"] / 3600,
+                           hours_before(root, r) + r["train_seconds"] / 3600,
                            r["interpolate_accuracy_percent"][module]))
     return points
+
+
+def hours_before(root, result):
+    """Training hours before the run started: its parent's, for a run that continued a
+    preset (``--init_from``), else 0."""
+    parent = math_continue.parent(root, result)
+    return parent["train_seconds"] / 3600 if parent else 0.0
+
+
+def curve_label(result):
+    """A curve's legend: size, weights, modules, and for a continued run its draw."""
+    config = result["config"]
+    text = (f"{config['preset']} ({result['parameters']:,}), "
+            f"{config['modules'].count(',') + 1} module(s)")
+    if config.get("init_from"):
+        text += f", preset continued, {config.get('module_weights') or 'equal draw'}"
+    return text + ", per epoch"
 
 
 def plot(root, path, module="comparison__pair"):
@@ -113,9 +130,9 @@ def plot(root, path, module="comparison__pair"):
     fig, ax = hours_axes(figsize=(7.5, 4.2))
     for _, r in runs:
         points = curve(r, module)
-        ax.plot([p[1] for p in points], [p[2] for p in points], marker="o", markersize=3,
-                label=f"{r['config']['preset']} ({r['parameters']:,}), "
-                      f"{r['config']['modules'].count(',') + 1} module(s), per epoch")
+        before = hours_before(root, r)  # a continued run's curve starts at its parent's end
+        ax.plot([before + p[1] for p in points], [p[2] for p in points], marker="o",
+                markersize=3, label=curve_label(r))
     for label, hours, score in end_points(root, module):
         ax.scatter([hours], [score], marker="x", s=30, zorder=3,
                    label=f"{label}, 4 modules, end of run")

@@ -63,3 +63,19 @@ def test_the_figure_adds_the_four_module_runs_end_points(tmp_path):
 
 def test_no_runs_says_which_flag_makes_them(tmp_path):
     assert "--curve_questions" in math_curves.markdown(str(tmp_path))
+
+
+def test_a_continued_run_with_a_curve_starts_at_its_parents_hours(tmp_path):
+    write(tmp_path, "parent", "tiny", [(80000, 7200, 0.0)], final=87.0,
+          modules=PRESET_MODULES, curve=False, cooldown_steps=20000)
+    parent = "results/math/parent/tp_transformer-seed0/results.json"
+    write(tmp_path, "continued", "tiny", [(5000, 1800, 85.0), (10000, 1800, 88.0)],
+          final=88.0, modules=PRESET_MODULES, init_from="p", module_weights="c=6",
+          init_from_preset={"results_json": parent})
+    run = dict(math_curves.load(str(tmp_path)))["results/math/continued/tp_transformer-seed0"]
+    assert math_curves.hours_before(str(tmp_path), run) == 2.0
+    assert math_curves.curve_label(run) == ("tiny (100), 4 module(s), preset continued, "
+                                            "c=6, per epoch")
+    # its end is on its curve, not a second point; the parent (no curve) is one
+    assert [p[0] for p in math_curves.end_points(str(tmp_path), "comparison__pair")] == [
+        "tiny, cool-down 20,000"]
