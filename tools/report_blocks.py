@@ -249,10 +249,9 @@ def parent_lines(root, parent):
     hours from its committed ``results.json``); nothing for a preset trained from scratch."""
     if not parent:
         return []
-    hours = ","
-    if parent.get("results_json") and os.path.isfile(os.path.join(root, parent["results_json"])):
-        result = _load(root, parent["results_json"])
-        hours = f" {result['train_seconds'] / 3600:.1f} h,"
+    hours, results = ",", parent.get("results_json")
+    if results and os.path.isfile(os.path.join(root, results)):
+        hours = f" {_load(root, results)['train_seconds'] / 3600:.1f} h,"
     return [f"Continued from `{parent['preset']}` as it was at "
             f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
             f"`{parent['weights_sha256'][:12]}…`), itself trained{hours} code at "
