@@ -33,9 +33,14 @@ def load(root):
                                               "results.json"))):
         with open(path, encoding="utf-8") as f:
             result = json.load(f)
-        if any(KEY in epoch for epoch in result.get("history", [])):
+        if has_curve(result):
             runs.append((os.path.relpath(os.path.dirname(path), root), result))
     return runs
+
+
+def has_curve(result):
+    """Whether the run scored its modules after some epoch (``--curve_questions``)."""
+    return any(KEY in epoch for epoch in result.get("history", []))
 
 
 def curve(result, module):
@@ -96,8 +101,7 @@ def end_points(root, module):
             points.append((f"{size}, {plan}", r["train_seconds"] / 3600,
                            r["interpolate_accuracy_percent"][module]))
     for _, r in math_continue.load(root):
-        curved = any(KEY in epoch for epoch in r.get("history", []))
-        if module in r["interpolate_accuracy_percent"] and not curved:
+        if module in r["interpolate_accuracy_percent"] and not has_curve(r):
             points.append((f"{r['config']['preset']}, preset continued",
                            hours_before(root, r) + r["train_seconds"] / 3600,
                            r["interpolate_accuracy_percent"][module]))
