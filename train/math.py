@@ -46,8 +46,9 @@ flags.DEFINE_string("module_weights", None, "Comma-separated module=weight (e.g.
                     "(a module not named weighs 1). Needs --balance_modules.")
 flags.DEFINE_string("init_from", None, "Start from a trained preset's weights (a shipped name, "
                     "e.g. tp_transformer_math_focus, or a preset folder) instead of fresh "
-                    "ones: same size as --preset and same vocabulary. The optimizer starts "
-                    "fresh; a resumed run restores its own checkpoint instead.")
+                    "ones: same size as --preset; the questions are read with the preset's "
+                    "vocabulary, so --modules may be a subset of its modules. The optimizer "
+                    "starts fresh; a resumed run restores its own checkpoint instead.")
 flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
 flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
 flags.DEFINE_string("model_name", "math", "Served model name.")

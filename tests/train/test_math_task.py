@@ -70,3 +70,29 @@ def test_init_from_starts_the_model_at_a_presets_weights(tmp_path):
         load_initial_weights(tiny(other), str(tmp_path / "preset"))
     with pytest.raises(ValueError, match="do not fit"):
         load_initial_weights(tiny(vocab, feed_forward_dim=32), str(tmp_path / "preset"))
+
+
+def test_init_from_reads_the_data_with_the_presets_vocabulary(tiny_math, tmp_path):
+    """A run continuing a preset on a subset of its modules (fewer characters) reads with the
+    preset's vocabulary, so the preset's weights fit; characters it lacks are refused."""
+    wide = CharVocabulary.build("What is the units digit of 0123456789?+-<>=TrueFalse/")
+    narrow = CharVocabulary.build("0123456789 ?")
+    for name, vocab in [("wide", wide), ("narrow", narrow)]:
+        tiny(vocab).save_to_preset(str(tmp_path / name), assets={"vocab.txt": vocab.save},
+                                   metadata={"task": "math"})
+
+    def task(init_from):
+        flags = types.SimpleNamespace(
+            init_from=init_from, modules="numbers__place_value", data_dir=str(tiny_math),
+            limit_per_file=None, download=False, module_weights=None, balance_modules=True)
+        return MathTask(flags)
+
+    fresh = task(None)
+    fresh.load_data()
+    assert fresh.data.vocab.tokens != wide.tokens
+    continued = task(str(tmp_path / "wide"))
+    continued.load_data()
+    assert continued.data.vocab.tokens == wide.tokens
+    assert continued.data.stats["unknown_characters"] == {}
+    with pytest.raises(ValueError, match="outside the preset's vocabulary"):
+        task(str(tmp_path / "narrow")).load_data()

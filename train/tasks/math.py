@@ -78,6 +78,13 @@ def parse_module_weights(text, module_names):
     return weights
 
 
+def preset_vocabulary(preset):
+    """The ``CharVocabulary`` of the trained math preset ``preset`` (a name or a folder)."""
+    from tpr_keras.models.tp_transformer import MathPreprocessor
+
+    return MathPreprocessor.from_preset(preset).vocabulary
+
+
 def load_initial_weights(model, preset):
     """Copies the weights of the trained preset ``preset`` (a shipped name or a folder)
     into ``model``, checking that both have the same vocabulary and weight shapes.
@@ -142,9 +149,17 @@ class MathTask(TrainTask):
 
         flags = self.flags
         modules = flags.modules if flags.modules == "all" else tuple(flags.modules.split(","))
-        self.data = mathematics.load_mathematics(flags.data_dir, modules=modules,
+        # A run that continues a preset reads with the preset's vocabulary, so that it
+        # may train on a subset of the preset's modules (whose characters are fewer).
+        vocab = preset_vocabulary(flags.init_from) if flags.init_from else None
+        self.data = mathematics.load_mathematics(flags.data_dir, modules=modules, vocab=vocab,
                                                  limit_per_file=flags.limit_per_file,
                                                  download=flags.download)
+        unknown = self.data.stats["unknown_characters"]
+        if vocab is not None and any(k.startswith("train/") for k in unknown):
+            raise ValueError(f"--init_from {flags.init_from}: the training questions hold "
+                             f"characters outside the preset's vocabulary ({unknown}); "
+                             "its weights have no embedding for them")
         print(self.data)
         self.module_weights = parse_module_weights(flags.module_weights,
                                                    list(self.data.module_names))
