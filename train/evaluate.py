@@ -63,7 +63,8 @@ def main(argv):
     model = preset.build_model()
     table = evaluation.evaluate_model(meta["task"], model, evaluation.preset_vocabulary(preset),
                                       FLAGS.data_dir, meta.get("evaluation_options", {}),
-                                      limit=limit, download=FLAGS.download)
+                                      limit=limit, download=FLAGS.download,
+                                      templates=evaluation.preset_templates(preset))
     seconds = time.time() - started
     rows = evaluation.compare_tables(table, recorded["table"], FLAGS.tolerance)
     try:

@@ -1,5 +1,5 @@
 """What the ``train.*`` commands print and hand on at the end of a run: the closing time
-line, the machine the run trained on, and the SavedModel of a JAX run written by a
+line, the machine the run trained on, a preset's headline, and the SavedModel of a JAX run written by a
 TensorFlow ``train.export`` process. (The run's files themselves:
 :func:`tpr_keras.training.outputs.save_run`.)"""
 
@@ -106,3 +106,18 @@ def export_in_tensorflow(keras_path: str, export_dir: str, model_name: str,
         raise RuntimeError(f"Export in TensorFlow failed ({shlex.join(command)}):\n"
                            f"{done.stdout[-2000:]}{done.stderr[-4000:]}")
     return lines[-1][len(SAVED_MODEL_LINE):].strip()
+
+
+def headline(task, table):
+    """One line of what the preset scores."""
+    if task == "babi":
+        n = len(table["test_error_percent"])
+        return (f"mean test error {table['test_error_percent_mean']:.2f} % over {n} tasks, "
+                f"{table['failed_tasks']} failed (> 5 %)")
+    if task == "entailment":
+        acc = table["accuracy_percent"]
+        return "accuracy % " + ", ".join(f"{k.replace('test_', '')} {v:.1f}"
+                                         for k, v in acc.items())
+    summary = table["summary"]
+    return ", ".join(f"{regime} mean exact match {s['mean']:.1f} % over {s['modules']} modules"
+                     for regime, s in summary.items())

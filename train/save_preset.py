@@ -19,7 +19,7 @@ import os
 from absl import app, flags
 
 from train import cli
-from train.outputs import machine_description
+from train.outputs import headline, machine_description
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")
@@ -45,21 +45,6 @@ HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "descript
                ("Output", ["debug", "tf_logs"])]
 
 DEFAULT_SAMPLE = {"babi": 50, "math": 50, "entailment": 200}
-
-
-def headline(task, table):
-    """One line of what the preset scores."""
-    if task == "babi":
-        n = len(table["test_error_percent"])
-        return (f"mean test error {table['test_error_percent_mean']:.2f} % over {n} tasks, "
-                f"{table['failed_tasks']} failed (> 5 %)")
-    if task == "entailment":
-        acc = table["accuracy_percent"]
-        return "accuracy % " + ", ".join(f"{k.replace('test_', '')} {v:.1f}"
-                                         for k, v in acc.items())
-    summary = table["summary"]
-    return ", ".join(f"{regime} mean exact match {s['mean']:.1f} % over {s['modules']} modules"
-                     for regime, s in summary.items())
 
 
 def config_modules(results):

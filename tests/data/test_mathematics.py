@@ -191,6 +191,15 @@ def test_head_keeps_the_first_examples(math_dir):
     assert data.train.head(3).module_names == data.train.module_names
 
 
+def test_take_keeps_the_examples_at_the_indices_in_their_order(math_dir):
+    data = load_mathematics(math_dir, modules="numbers__place_value,arithmetic__mul")
+    pairs = decode_split(data.train, data.vocab)
+    for indices in ([], [0], [3, 1, 4], list(range(len(data.train)))[::-1]):
+        taken = data.train.take(indices)
+        assert decode_split(taken, data.vocab) == [pairs[i] for i in indices]
+        assert taken.module_names == data.train.module_names
+
+
 def test_load_reports_file_and_line_of_bad_data(math_dir):
     path = math_dir / "train-medium" / "arithmetic__mul.txt"
     path.write_text("q\na\n" + "7" * 170 + "\n1\n")

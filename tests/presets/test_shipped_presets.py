@@ -58,7 +58,7 @@ def test_preset_scores_its_recorded_sample(name, shared_data):
     table = evaluation.evaluate_model(
         meta["task"], preset.build_model(), evaluation.preset_vocabulary(preset),
         shared_data / DATA_FOLDER[meta["task"]], meta["evaluation_options"],
-        limit=recorded["limit"])
+        limit=recorded["limit"], templates=evaluation.preset_templates(preset))
     rows = evaluation.compare_tables(table, recorded["table"])
     assert all(ok for *_, ok in rows), [r for r in rows if not r[3]]
 

@@ -96,3 +96,14 @@ def test_init_from_reads_the_data_with_the_presets_vocabulary(tiny_math, tmp_pat
     assert continued.data.stats["unknown_characters"] == {}
     with pytest.raises(ValueError, match="outside the preset's vocabulary"):
         task(str(tmp_path / "narrow")).load_data()
+
+
+def test_init_from_a_routed_preset_is_refused_by_name(tmp_path):
+    from tpr_keras.models import RoutedTPTransformer
+
+    vocab = CharVocabulary.build("0123456789+-= ?abc")
+    routed = RoutedTPTransformer(tiny(vocab), {"comparison__pair": tiny(vocab)})
+    routed.save_to_preset(str(tmp_path / "routed"), assets={"vocab.txt": vocab.save},
+                          metadata={"task": "math"})
+    with pytest.raises(ValueError, match="RoutedTPTransformer preset; .*training.parts"):
+        load_initial_weights(tiny(vocab), str(tmp_path / "routed"))

@@ -117,6 +117,43 @@ def test_math_table_scores_greedy_answers_per_module(tmp_path, right):
                                                "above_95": int(right)}
 
 
+class RoutedUnitsDigit:
+    """A routed model: route 1 (``numbers__place_value``'s wording) answers right, route 0
+    (any other wording) always 0."""
+
+    max_decode_length = 4
+
+    def __init__(self, vocab):
+        self.parts = [UnitsDigit(vocab, False), UnitsDigit(vocab, True)]
+
+    def decoders(self):
+        return self.parts
+
+    def routes(self, modules):
+        return np.asarray([int(m == "numbers__place_value") for m in modules], np.int32)
+
+
+def test_math_table_routes_each_question_by_its_wording(tmp_path):
+    from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+
+    wordings = ["What is the units digit of {}?", "Units digit of {}?"]
+    for regime in ("train-easy", "interpolate"):
+        path = tmp_path / regime / "numbers__place_value.txt"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(wordings[n % 2].format(n) + f"\n{n % 10}\n"
+                                for n in range(100, 112)))
+    vocab = CharVocabulary.build(["What is the units digit of 0123456789?U"])
+    templates = ModuleTemplates({"numbers__place_value": ["What is the units digit of N?"]})
+    table = evaluation.math_table(RoutedUnitsDigit(vocab), vocab, tmp_path,
+                                  ["numbers__place_value"], limit=8, templates=templates)
+    # 100..107: the even ones (100, 102, 104, 106) in the routed wording, answered right;
+    # the odd ones by the default decoder, which answers 0: wrong for all four.
+    assert table["interpolate_accuracy_percent"] == {"numbers__place_value": 50.0}
+    with pytest.raises(ValueError, match="templates"):
+        evaluation.math_table(RoutedUnitsDigit(vocab), vocab, tmp_path,
+                              ["numbers__place_value"], limit=8)
+
+
 def test_compare_tables_flags_moved_and_missing_rows():
     recorded = {"test_error_percent": {"1": 1.0, "2": 2.0}, "test_error_percent_mean": 1.5,
                 "failed_tasks": 0}

@@ -31,6 +31,7 @@ _EXPORTS = {
     "EntailmentPreprocessor": "entailment",
     # Mathematics: the TP-Transformer.
     "TPTransformer": "tp_transformer",
+    "RoutedTPTransformer": "tp_transformer",
     "MathAnswerer": "tp_transformer",
     "MathPreprocessor": "tp_transformer",
     "TP_TRANSFORMER_PAPER_SIZES": "tp_transformer:PAPER_SIZES",

@@ -143,16 +143,36 @@ def greedy_accuracy(scorer, dataset) -> float:
     return float(100.0 * np.concatenate(hits).mean()) if hits else float("nan")
 
 
+def routed_accuracy(model, scorers, templates, vocab, split, batch_size) -> float:
+    """Exact match (%) over ``split`` of a routed model (``RoutedTPTransformer``): each
+    question answered by the decoder of the module its wording has (``templates``), as
+    the served model does; ``scorers[r]`` scores route ``r``'s decoder."""
+    from tpr_keras.data import mathematics
+
+    texts = [vocab.decode(split.question(i)) for i in range(len(split))]
+    routes = model.routes([templates.module_of(text) for text in texts])
+    hits = 0.0
+    for route, scorer in enumerate(scorers):
+        rows = np.flatnonzero(routes == route)
+        if rows.size:
+            part = mathematics.make_dataset(split.take(rows), batch_size)
+            hits += greedy_accuracy(scorer, part) * rows.size
+    return hits / len(split) if len(split) else float("nan")
+
+
 def math_table(model, vocab, data_dir, modules, limit: int | None = None,
-               batch_size: int = 256, download: bool = False) -> dict[str, Any]:
+               batch_size: int = 256, download: bool = False,
+               templates=None) -> dict[str, Any]:
     """Greedy exact match % per module of a TP-Transformer, interpolate and extrapolate.
 
     Args:
-        model: A :class:`~tpr_keras.models.TPTransformer`.
+        model: A :class:`~tpr_keras.models.TPTransformer` or a ``RoutedTPTransformer``.
         vocab: Its :class:`~tpr_keras.data.mathematics.CharVocabulary`.
         data_dir: Where the Mathematics Dataset is.
         modules: Module names or globs (their training files are not read).
         limit: Only the first N questions of every file.
+        templates: The preset's ``ModuleTemplates``: a routed model needs them (each
+            question goes to the decoder of the module its wording has).
 
     Returns:
         ``{"interpolate_accuracy_percent": {module: ...}, "extrapolate_accuracy_percent":
@@ -165,12 +185,23 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
     data = mathematics.load_mathematics(data_dir, modules=modules, vocab=vocab,
                                         difficulties=(), limit_per_file=limit,
                                         download=download)
-    scorer = greedy_scorer(model, model.max_decode_length)
+    if callable(getattr(model, "routes", None)):
+        if templates is None:
+            raise ValueError("a routed model answers by module: pass the preset's module "
+                             "templates")
+        scorers = [greedy_scorer(d, model.max_decode_length) for d in model.decoders()]
+
+        def accuracy(split):
+            return routed_accuracy(model, scorers, templates, vocab, split, batch_size)
+    else:
+        scorer = greedy_scorer(model, model.max_decode_length)
+
+        def accuracy(split):
+            return greedy_accuracy(scorer, mathematics.make_dataset(split, batch_size))
     table: dict[str, Any] = {}
     summary = {}
     for regime in ("interpolate", "extrapolate"):
-        scores = {module: greedy_accuracy(scorer, mathematics.make_dataset(split, batch_size))
-                  for module, split in getattr(data, regime).items()}
+        scores = {module: accuracy(split) for module, split in getattr(data, regime).items()}
         table[f"{regime}_accuracy_percent"] = scores
         if scores:
             summary[regime] = {"modules": len(scores),
@@ -223,7 +254,8 @@ def files_sha256(paths: Sequence[str | os.PathLike], root: str | os.PathLike) ->
 # ------------------------------------------------------------------- trained presets
 #: The model classes of each task, as a preset's config.json names them.
 TASK_OF_CLASS = {"TPRRNN": "babi", "MemN2N": "babi", "PlainEntailmentModel": "entailment",
-                 "BiDAFEntailmentModel": "entailment", "TPTransformer": "math"}
+                 "BiDAFEntailmentModel": "entailment", "TPTransformer": "math",
+                 "RoutedTPTransformer": "math"}
 
 
 def preset_vocabulary(preset):
@@ -241,8 +273,18 @@ def preset_vocabulary(preset):
     return None
 
 
+def preset_templates(preset):
+    """A math preset's ``ModuleTemplates`` (``assets/modules.json``), or None: a preset of
+    another task or without them."""
+    from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
+
+    if TEMPLATES_ASSET not in preset.metadata.get("assets", []):
+        return None
+    return ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET))
+
+
 def evaluate_model(task: str, model, vocab, data_dir, options, limit: int | None = None,
-                   download: bool = False) -> dict[str, Any]:
+                   download: bool = False, templates=None) -> dict[str, Any]:
     """The table of ``task`` (``"babi"``, ``"entailment"``, ``"math"``) for ``model``.
 
     ``options`` are the preset's ``evaluation_options``: ``tasks``,
@@ -259,7 +301,7 @@ def evaluate_model(task: str, model, vocab, data_dir, options, limit: int | None
         return entailment_table(model, data_dir, limit=limit)
     if task == "math":
         return math_table(model, vocab, data_dir, options["modules"], limit=limit,
-                          download=download)
+                          download=download, templates=templates)
     raise ValueError(f"unknown task {task!r}; expected babi, entailment or math")
 
 

@@ -96,6 +96,10 @@ def load_initial_weights(model, preset):
     from tpr_keras.presets.preset_files import load_preset, sha256_file
 
     loaded = load_preset(preset)
+    if loaded.class_name != "TPTransformer":
+        raise ValueError(f"--init_from {preset}: a {loaded.class_name} preset; a run "
+                         "continues one TPTransformer (for a routed preset, one of its parts, "
+                         "named in its metadata.json's training.parts)")
     trained = loaded.build_model()
     ours, theirs = model.get_config(), trained.get_config()
     if ours.get("vocabulary") != theirs.get("vocabulary"):

@@ -74,6 +74,19 @@ class MathSplit:
         return MathSplit(self.question_ids[: q[-1]], q, self.answer_ids[: a[-1]], a,
                          self.modules[:n], self.module_names)
 
+    def take(self, indices: Sequence[int]) -> MathSplit:
+        """The examples at ``indices``, in that order."""
+        indices = np.asarray(indices, np.int64)
+        parts = {}
+        for name in ("question", "answer"):
+            ids, splits = getattr(self, f"{name}_ids"), getattr(self, f"{name}_splits")
+            lengths = splits[indices + 1] - splits[indices]
+            parts[name] = (np.concatenate([ids[splits[i]:splits[i + 1]] for i in indices])
+                           if len(indices) else ids[:0],
+                           np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+        return MathSplit(*parts["question"], *parts["answer"], self.modules[indices],
+                         self.module_names)
+
     @property
     def max_question_length(self) -> int:
         return int(np.diff(self.question_splits).max()) if len(self) else 0

@@ -12,6 +12,9 @@ preprocessor, exporter.
 * :func:`export_math_answerer` (``MathAnswerer.export``): the string-in/string-out
   SavedModel in TF Serving's layout; :func:`export_math_model`: the same for a bare model
   and its vocabulary, through their task model;
+* :class:`RoutedTPTransformer`: several trained TP-Transformers behind one model, each
+  question answered by the decoder of its module (one preset from several:
+  ``python -m train.route_presets``);
 * :class:`MathAnswerer`: the task model, questions in and greedy answers out
   (``.from_preset("tp_transformer_math_focus").generate(questions)``), with its NumPy
   :class:`MathPreprocessor`.
@@ -37,6 +40,9 @@ from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     sequence_compute_fn,
 )
 from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES  # noqa: F401
+from tpr_keras.models.tp_transformer.routed_tp_transformer import (  # noqa: F401
+    RoutedTPTransformer,
+)
 
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noqa: F401
     MathPreprocessor,

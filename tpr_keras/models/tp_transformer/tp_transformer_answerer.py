@@ -12,6 +12,12 @@ from tpr_keras.data.mathematics.parsing import MAX_ANSWER_LENGTH
 from tpr_keras.models.task_models import TaskModel, check_texts
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 
+def is_routed(backbone) -> bool:
+    """Whether ``backbone`` routes questions to decoders by module (a
+    :class:`~tpr_keras.models.tp_transformer.routed_tp_transformer.RoutedTPTransformer`)."""
+    return callable(getattr(backbone, "routes", None))
+
+
 #: Decoding steps by default: the longest answer and its end symbol (the exporter's).
 DEFAULT_MAX_LENGTH = MAX_ANSWER_LENGTH + 1
 
@@ -19,7 +25,9 @@ DEFAULT_MAX_LENGTH = MAX_ANSWER_LENGTH + 1
 class MathAnswerer(TaskModel):
     """A trained TP-Transformer answering Mathematics Dataset questions.
 
-    Holds the Keras model (``.backbone``, a ``TPTransformer``) and its
+    Holds the Keras model (``.backbone``, a ``TPTransformer`` or a
+    :class:`~tpr_keras.models.tp_transformer.routed_tp_transformer.RoutedTPTransformer`,
+    which answers each question by the decoder of its module) and its
     :class:`MathPreprocessor` (``.preprocessor``, also ``.tokenizer``). It decodes
     greedily with the model's own ``greedy_decode`` (key/value cache, whole batch at
     once), as the SavedModel that :meth:`export` writes from it (its
@@ -35,7 +43,8 @@ class MathAnswerer(TaskModel):
     limits); a preprocessor without templates gives no ``module``.
 
     Args:
-        backbone: The trained ``TPTransformer``.
+        backbone: The trained ``TPTransformer`` or ``RoutedTPTransformer`` (which needs a
+            preprocessor with templates).
         preprocessor: Its :class:`MathPreprocessor`.
 
     Example:
@@ -49,6 +58,13 @@ class MathAnswerer(TaskModel):
     task = "math"
     exporter = "tpr_keras.models.tp_transformer.tp_transformer_exporter:export_math_answerer"
     preprocessor_class = MathPreprocessor
+
+    def __init__(self, backbone, preprocessor) -> None:
+        if is_routed(backbone) and preprocessor.templates is None:
+            raise ValueError("a RoutedTPTransformer answers each question by the decoder of "
+                             "its module: its preprocessor needs the module templates "
+                             "(the preset's assets/modules.json)")
+        super().__init__(backbone, preprocessor)
 
     def predict(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
                 batch_size: int = 64) -> dict[str, np.ndarray]:
@@ -79,20 +95,34 @@ class MathAnswerer(TaskModel):
         if max_length < 1 or batch_size < 1:
             raise ValueError(f"max_length and batch_size must be >= 1, got {max_length} "
                              f"and {batch_size}")
-        answers, log_probs = [], []
-        for start in range(0, len(questions), batch_size):
-            source = self.preprocessor(questions[start:start + batch_size])
-            ids, log_prob = self.backbone.greedy_decode(source, max_length=int(max_length))
-            answers += self.preprocessor.decode(ops.convert_to_numpy(ids))
-            log_probs.append(ops.convert_to_numpy(log_prob))
-        unknown = [self.preprocessor.unknown_characters(q) for q in questions]
-        out = {"answer": np.asarray(answers, dtype=str),
-               "log_prob": np.concatenate(log_probs).astype(np.float32),
-               "unknown_characters": np.asarray(unknown, np.int32)}
+        modules = None
         if self.preprocessor.templates is not None:
-            out["module"] = np.asarray([self.preprocessor.module_of(q) for q in questions],
-                                       dtype=str)
+            modules = [self.preprocessor.module_of(q) for q in questions]
+        answers = np.empty(len(questions), dtype=object)
+        log_probs = np.zeros(len(questions), np.float32)
+        for rows, decoder in self._decoder_rows(len(questions), modules):
+            for start in range(0, len(rows), batch_size):
+                batch = rows[start:start + batch_size]
+                source = self.preprocessor([questions[i] for i in batch])
+                ids, log_prob = decoder.greedy_decode(source, max_length=int(max_length))
+                answers[batch] = self.preprocessor.decode(ops.convert_to_numpy(ids))
+                log_probs[batch] = ops.convert_to_numpy(log_prob)
+        unknown = [self.preprocessor.unknown_characters(q) for q in questions]
+        out = {"answer": answers.astype(str), "log_prob": log_probs,
+               "unknown_characters": np.asarray(unknown, np.int32)}
+        if modules is not None:
+            out["module"] = np.asarray(modules, dtype=str)
         return out
+
+    def _decoder_rows(self, count, modules):
+        """``[(question indices, TPTransformer)]``: which decoder answers which of the
+        ``count`` questions (the backbone; a routed one's decoder of each question's
+        module)."""
+        if not is_routed(self.backbone):
+            return [(np.arange(count), self.backbone)]
+        routes = self.backbone.routes(modules)
+        return [(np.flatnonzero(routes == r), decoder)
+                for r, decoder in enumerate(self.backbone.decoders()) if np.any(routes == r)]
 
     def generate(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
                  batch_size: int = 64) -> list[str]:

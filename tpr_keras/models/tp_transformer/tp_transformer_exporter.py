@@ -10,7 +10,10 @@ decoded answer), ``unknown_characters`` (``int32[batch]``: characters of the que
 outside the vocabulary) and, when the preprocessor has its trained modules' templates,
 ``module`` (``tf.string[batch]``: the trained module whose wording the question has, or
 ``""``: a question the model was not trained on, answered all the same; the rule:
-:mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam search. Characters are encoded and
+:mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam search.
+A routed backbone (``RoutedTPTransformer``) answers each question by its module's decoder:
+the batch is partitioned by route, each part decoded by its decoder, and the answers
+stitched back in order. Characters are encoded and
 decoded in the graph (:class:`MathTokenizer`, the ids of
 ``CharVocabulary.encode_question``): unknown characters map to ``<unk>``, questions are
 cut at the preprocessor's ``max_length`` (160 characters), answers at 30.
@@ -26,7 +29,7 @@ import tensorflow as tf
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
 from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
-from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer
+from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer, is_routed
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer
 
@@ -66,24 +69,48 @@ class MathServingModule(tf.Module):
                                                                 tf.string)),
                 default_value="")
         modules = self.modules
+        routed = is_routed(model)
+        decoders = model.decoders() if routed else [model]
+        if routed:
+            self.routes = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(list(model.expert_modules), tf.string),
+                    tf.range(1, len(decoders), dtype=tf.int32)), default_value=0)
+        routes = getattr(self, "routes", None)
+
+        def module_of(question):
+            return modules.lookup(
+                tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK))
+
+        def decode(question, ids, decode_one):
+            """``decode_one(decoder, ids)`` by the model, or, routed, by each question's
+            module's decoder on its rows (partitioned, decoded, stitched back)."""
+            if not routed:
+                return decode_one(model, ids)
+            route = routes.lookup(module_of(question))
+            rows = tf.dynamic_partition(tf.range(tf.shape(ids)[0]), route, len(decoders))
+            parts = tf.dynamic_partition(ids, route, len(decoders))
+            outs = [decode_one(d, part) for d, part in zip(decoders, parts)]
+            return tuple(tf.dynamic_stitch(rows, [o[i] for o in outs]) for i in range(2))
 
         def answered(question, ids, out, log_prob):
             result = {"answer": chars.decode(out), "log_prob": log_prob,
                       "unknown_characters": tf.reduce_sum(tf.cast(
                           tf.equal(ids, CharVocabulary.UNK_ID), tf.int32), axis=1)}
             if modules is not None:
-                result["module"] = modules.lookup(
-                    tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK))
+                result["module"] = module_of(question)
             return result
 
         def serve(question):
             ids = chars.encode(question, question_length)
-            out, log_prob = model.greedy_decode(ids, max_length=max_length)
+            out, log_prob = decode(question, ids, lambda decoder, part: decoder.greedy_decode(
+                part, max_length=max_length))
             return answered(question, ids, out, log_prob)
 
         def beam(question):
             ids = chars.encode(question, question_length)
-            out, log_prob = model.beam_search(ids, beam_size, max_length)
+            out, log_prob = decode(question, ids, lambda decoder, part: decoder.beam_search(
+                part, beam_size, max_length))
             return answered(question, ids, out, log_prob)
 
         # The decoders' loops are keras.ops.while_loop already: no autograph.
@@ -104,6 +131,7 @@ def save_math_servable(answerer, path, beam_size=4):
     preprocessor = answerer.preprocessor
     return {"format": "tpr-keras/math-serving/1",
             "model_class": type(answerer.backbone).__name__,
+            "routed_modules": list(getattr(answerer.backbone, "expert_modules", [])),
             "modules": None if preprocessor.templates is None else
             preprocessor.templates.modules,
             "vocabulary_size": len(preprocessor.vocabulary),

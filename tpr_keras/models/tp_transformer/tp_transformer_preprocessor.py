@@ -62,7 +62,9 @@ class MathPreprocessor:
         preset = trained_preset(preset, "math")
         path = preset.asset_path("vocab.txt")
         vocabulary = CharVocabulary.load(path)
-        configured = preset.config.get("vocabulary")
+        # A routed model's decoders share the default decoder's vocabulary.
+        configured = preset.config.get("vocabulary",
+                                       preset.config.get("default", {}).get("vocabulary"))
         if configured is not None and tuple(configured) != vocabulary.tokens:
             raise PresetError(f"{path} differs from the vocabulary of the preset's "
                               "config.json; the preset is inconsistent.")

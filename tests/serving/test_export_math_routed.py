@@ -1,0 +1,66 @@
+"""A routed math SavedModel: each question decoded in-graph by its module's decoder, as
+``MathAnswerer.predict`` does, also through the TF1 Session path TF Serving uses."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
+from tpr_keras.models.tp_transformer import MathTokenizer
+from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
+
+QUESTIONS = ["Which is bigger: 3 or 7/2?", "What is the tens digit of 2934?",
+             "Is 12 at most 13?", "Let x = 3. What is x + x?", "Is 5 at most 4?"]
+TEMPLATES = ModuleTemplates({"comparison__pair": ["Which is bigger: N or N/N?",
+                                                  "Is N at most N?"],
+                             "numbers__place_value": ["What is the tens digit of N?"]})
+ROUTES = [1, 0, 1, 0, 1]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789TrueFalse")
+
+    def tiny(seed):
+        tf.keras.utils.set_random_seed(seed)
+        return TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
+                                             vocabulary=vocab.tokens)
+
+    parts = [tiny(1), tiny(2)]
+    routed = RoutedTPTransformer(parts[0], {"comparison__pair": parts[1]})
+    answerer = MathAnswerer(routed, MathPreprocessor(vocab, templates=TEMPLATES))
+    path = answerer.export(tmp_path_factory.mktemp("export"), "math")
+    return answerer, parts, vocab, path
+
+
+def test_served_answers_are_the_routed_answerers(exported):
+    answerer, parts, vocab, path = exported
+    served = tf.saved_model.load(path).signatures
+    expected = answerer.predict(QUESTIONS)
+    for questions, rows in ((QUESTIONS, slice(None)), (QUESTIONS[1:2], slice(1, 2)),
+                            (QUESTIONS[2:3], slice(2, 3))):  # mixed; one route only
+        out = served["serving_default"](question=tf.constant(questions))
+        assert [a.decode() for a in out["answer"].numpy()] == expected["answer"][rows].tolist()
+        np.testing.assert_allclose(out["log_prob"].numpy(), expected["log_prob"][rows],
+                                   rtol=1e-5)
+        assert [m.decode() for m in out["module"].numpy()] == expected["module"][rows].tolist()
+    # Beam search: each row's decoder's best hypothesis.
+    ids = MathTokenizer(vocab).encode(tf.constant(QUESTIONS), 160)
+    beams = [[vocab.decode(r) for r in p.beam_search(ids, 4, 31)[0].numpy()] for p in parts]
+    out = served["beam"](question=tf.constant(QUESTIONS))
+    assert [a.decode() for a in out["answer"].numpy()] == [
+        beams[r][i] for i, r in enumerate(ROUTES)]
+    assert beams[0] != beams[1]  # the routes decode differently: the check can fail
+
+
+def test_tf1_session_answers_like_the_saved_model(exported):
+    _, _, _, path = exported
+    expected = tf.saved_model.load(path).signatures["serving_default"](
+        question=tf.constant(QUESTIONS))["answer"].numpy()
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        answers = session.run(signature.outputs["answer"].name,
+                              {signature.inputs["question"].name: QUESTIONS})
+    assert list(answers) == list(expected)

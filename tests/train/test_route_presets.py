@@ -1,0 +1,90 @@
+"""``train.route_presets``: two math presets become one routed preset that loads, answers
+by module and records both parts."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import pytest
+from absl import app
+
+from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from train.route_presets import parse_experts
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATES = ModuleTemplates({"numbers__place_value": ["What is the units digit of N?"]})
+
+
+def test_parse_experts_reads_module_equals_preset():
+    assert parse_experts(["a=x", " b = y "]) == {"a": "x", "b": "y"}
+    for entries, message in [(["a"], "MODULE=PRESET"), (["a=x", "a=y"], "twice"),
+                             ([], "at least one")]:
+        with pytest.raises(app.UsageError, match=message):
+            parse_experts(entries)
+
+
+def write_preset(path, seed, vocab, modules):
+    from tpr_keras.models import TPTransformer
+
+    keras.utils.set_random_seed(seed)
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
+                                          vocabulary=vocab.tokens)
+    model.save_to_preset(str(path), assets={"vocab.txt": vocab.save,
+                                            "modules.json": TEMPLATES.save}, metadata={
+        "task": "math", "model_name": "math", "evaluation_options": {"modules": modules},
+        "training": {"command": f"python -m train.math --seed {seed}", "seed": seed,
+                     "source": {"commit": "a" * 40, "dirty": False},
+                     "train_seconds": 10.0 * seed, "wall_seconds": 20.0 * seed,
+                     "machine": "test machine"}})
+
+
+@pytest.mark.slow
+def test_two_presets_become_one_routed_preset(tiny_math, tmp_path):
+    from tpr_keras.models import MathAnswerer, TaskModel
+    from tpr_keras.presets import load_preset
+    from tpr_keras.training import evaluation
+
+    text = "".join((tiny_math / "train-easy" / "numbers__place_value.txt").read_text())
+    vocab = CharVocabulary.build(text)
+    write_preset(tmp_path / "default", 1, vocab, ["numbers__place_value"])
+    write_preset(tmp_path / "expert", 2, vocab, ["numbers__place_value"])
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               CUDA_VISIBLE_DEVICES="")
+
+    def route(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "train.route_presets", "--default", str(tmp_path / "default"),
+             "--data_dir", str(tiny_math), "--sample", "4", "--allow_dirty", *extra],
+            env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+
+    done = route("--expert", f"numbers__place_value={tmp_path / 'expert'}",
+                 "--output", str(tmp_path / "routed"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    preset = load_preset(str(tmp_path / "routed"))
+    meta = preset.metadata
+    training = meta["training"]
+    assert training["command"].startswith("python -m train.route_presets --default")
+    assert training["seed"] == {"default": 1, "numbers__place_value": 2}
+    assert training["train_seconds"] == 30.0 and training["machine"] == "test machine"
+    assert training["parts"]["numbers__place_value"]["training"]["command"] == (
+        "python -m train.math --seed 2")
+    answerer = TaskModel.from_preset(str(tmp_path / "routed"))
+    assert isinstance(answerer, MathAnswerer)
+    assert answerer.backbone.expert_modules == ("numbers__place_value",)
+    # Every question of the module is the expert's: the table is the expert's own.
+    expert = load_preset(str(tmp_path / "expert"))
+    table = evaluation.evaluate_model("math", expert.build_model(), vocab, tiny_math,
+                                      meta["evaluation_options"])
+    assert meta["evaluation"]["table"] == table
+    assert meta["evaluation_sample"]["limit"] == 4
+    assert sorted(meta["files"]) == ["assets/modules.json", "assets/vocab.txt", "config.json",
+                                     "model.weights.h5"]
+    # An expert for a module the default does not serve, or was not trained on, is refused.
+    done = route("--expert", f"comparison__pair={tmp_path / 'expert'}",
+                 "--output", str(tmp_path / "other"))
+    assert done.returncode != 0 and "not a module of default" in done.stderr
+    assert not (tmp_path / "other").exists()
+    json.loads((tmp_path / "routed" / "metadata.json").read_text())

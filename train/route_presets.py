@@ -1,0 +1,153 @@
+"""One math preset from several: ``python -m train.route_presets``.
+
+    python -m train.route_presets --default tp_transformer_math_focus \
+        --expert comparison__pair=runs/presets/cmp-expert --data_dir ../shared/data/mathematics \
+        --output my_presets/math_routed
+
+The default preset answers every question; each ``--expert MODULE=PRESET`` answers the
+questions whose wording is ``MODULE``'s (the default preset's module templates, the served
+``module`` output). The presets must share the default's vocabulary and answer length (an
+expert continued from the default with ``train.math --init_from`` does). The routed model
+(``RoutedTPTransformer``) is evaluated as ``train.save_preset`` evaluates a run, on the
+default preset's modules (full table and the sample table CI re-checks), and written as one
+preset: both models' weights, the default's vocabulary and templates, and metadata.json
+recording this command and commit and each part's own training record.
+"""
+
+import datetime
+import os
+
+from absl import app, flags
+
+from train import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("default", None, "The math preset (a shipped name or a folder) that "
+                    "answers every question no expert takes.")
+flags.DEFINE_multi_string("expert", [], "MODULE=PRESET: the preset that answers MODULE's "
+                          "questions (repeat for more modules).")
+flags.DEFINE_string("output", None, "The preset folder to write.")
+flags.DEFINE_string("data_dir", None, "Where the Mathematics Dataset's files are.")
+flags.DEFINE_string("description", "", "One line: what the model is and how it was trained.")
+flags.DEFINE_string("model_name", None, "Served model name (default: the default preset's).")
+flags.DEFINE_integer("sample", 50, "Questions per test file in the sample table.")
+flags.DEFINE_bool("allow_dirty", False, "Write from a tree with uncommitted changes "
+                  "(tests); a shipped preset never is.")
+flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
+
+cli.define_preset_flags(preset=False)
+
+HELP_GROUPS = [("Presets", ["default", "expert", "output", "overwrite", "description",
+                            "model_name", "allow_dirty"]),
+               ("Evaluation", ["data_dir", "sample"]),
+               ("Output", ["debug", "tf_logs"])]
+
+
+def parse_experts(entries):
+    """``["module=preset", ...]`` -> ``{module: preset}``.
+
+    Raises:
+        app.UsageError: an entry without ``=`` or a module named twice.
+    """
+    experts = {}
+    for entry in entries:
+        module, equals, preset = entry.partition("=")
+        if not equals or not module.strip() or not preset.strip():
+            raise app.UsageError(f"--expert {entry!r}: expected MODULE=PRESET")
+        if module.strip() in experts:
+            raise app.UsageError(f"--expert names {module.strip()} twice")
+        experts[module.strip()] = preset.strip()
+    if not experts:
+        raise app.UsageError("give at least one --expert MODULE=PRESET")
+    return experts
+
+
+def part_record(preset):
+    """What metadata.json keeps of a part: its name, weights' SHA-256 and training."""
+    from tpr_keras.presets.preset_files import sha256_file
+
+    return {"preset": preset.name, "weights_sha256": sha256_file(preset.weights_path),
+            "training": dict(preset.metadata.get("training", {}))}
+
+
+def main(argv):
+    del argv
+    if not FLAGS.default or not FLAGS.output:
+        raise app.UsageError("--default, --expert and --output are required")
+    experts = parse_experts(FLAGS.expert)
+    if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
+        raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite to replace it")
+    cli.import_tensorflow()
+    import keras
+
+    from tpr_keras.models.task_models import trained_preset
+    from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
+    from tpr_keras.training import evaluation
+    from tpr_keras.training.outputs import SOURCE, run_command, shareable_command
+    from train.outputs import headline, machine_description
+
+    if SOURCE is None or (SOURCE["dirty"] and not FLAGS.allow_dirty):
+        raise app.UsageError("the tree has uncommitted changes (or is no checkout): a preset "
+                             "is written from a clean commit, so that its code can be "
+                             "checked out again")
+    default = trained_preset(FLAGS.default, "math")
+    parts = {module: trained_preset(path, "math") for module, path in experts.items()}
+    options = dict(default.metadata["evaluation_options"])
+    templates = evaluation.preset_templates(default)
+    if templates is None:
+        raise ValueError(f"{default.path}: no module templates (assets/modules.json); a "
+                         "routed model chooses its decoder by them")
+    for module, part in parts.items():
+        if module not in templates.modules:
+            raise ValueError(f"--expert {module}: not a module of {default.name} "
+                             f"({', '.join(templates.modules)})")
+        trained = part.metadata.get("evaluation_options", {}).get("modules", [])
+        if module not in trained:
+            raise ValueError(f"--expert {module}={part.name}: that preset was not trained on "
+                             f"{module} (its modules: {trained})")
+    model = RoutedTPTransformer(default.build_model(),
+                                {m: part.build_model() for m, part in parts.items()})
+    vocab = evaluation.preset_vocabulary(default)
+    table = evaluation.evaluate_model("math", model, vocab, FLAGS.data_dir, options,
+                                      templates=templates)
+    sample_table = evaluation.evaluate_model("math", model, vocab, FLAGS.data_dir, options,
+                                             limit=FLAGS.sample, templates=templates)
+    records = {"default": part_record(default)} | {
+        m: part_record(part) for m, part in parts.items()}
+    trainings = [r["training"] for r in records.values()]
+    metadata = {
+        "task": "math",
+        "model_name": FLAGS.model_name or default.metadata.get("model_name", "math"),
+        "description": FLAGS.description,
+        "headline": headline("math", table),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "training": {
+            "command": shareable_command(run_command()),
+            "source": SOURCE,
+            "seed": {name: t.get("seed") for name, t in zip(records, trainings)},
+            "train_seconds": sum(t.get("train_seconds") or 0 for t in trainings),
+            "wall_seconds": sum(t.get("wall_seconds") or 0 for t in trainings),
+            "parameters": model.count_params(),
+            "machine": trainings[0].get("machine") or machine_description(),
+            "parts": records,
+        },
+        "data": {"files_sha256": evaluation.files_sha256(
+            *reversed(evaluation.data_files("math", FLAGS.data_dir, options)))},
+        "evaluation_options": options,
+        "evaluation": {"table": table},
+        "evaluation_sample": {"limit": FLAGS.sample, "table": sample_table},
+        "versions": {"keras": keras.__version__,
+                     "tensorflow": __import__("tensorflow").__version__},
+    }
+    from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET
+
+    assets = {"vocab.txt": default.asset_path("vocab.txt"),
+              TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
+    path = model.save_to_preset(FLAGS.output, assets=assets, metadata=metadata,
+                                overwrite=FLAGS.overwrite)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
+
+
+if __name__ == "__main__":
+    cli.run(main, "python -m train.route_presets", __doc__, HELP_GROUPS)
