@@ -13,6 +13,8 @@ import types
 from experiments import babi_paper_runs, entailment_table1
 from tools import (babi_recipes, babi_table1, math_continue, math_curves, math_fit,
                    math_heldout, math_sizes, math_steps, memn2n_joint, memn2n_ls_check)
+from tools.report_presets import (parent_lines, preset_block,  # noqa: F401  (re-exported)
+                                  preset_modules_block, presets_block, presets_served_block)
 from tools.report_bench_blocks import (TRAIN_COMMANDS, backends_babi_task1_block,
                                        backends_block, command_help_block, gpu_block,
                                        serving_batching_block)
@@ -212,131 +214,6 @@ def babi_table1_block(name):
 
 
 #: block name -> generator(root) -> Markdown.
-# -------------------------------------------------------------------------- presets
-
-
-def presets_block(root):
-    """The README's table of the trained presets, from each one's metadata.json."""
-    folder = os.path.join(root, "tpr_keras", "presets")
-    shipped = {}
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name, "metadata.json")
-        if os.path.isfile(path):
-            shipped[name] = _load(folder, name, "metadata.json")
-    lines = ["| preset | model | task, served as | recorded on the official test sets | "
-             "trained | size |", "|---|---|---|---|---|---:|"]
-    for name, meta in shipped.items():
-        training = meta.get("training", {})
-        hours = (training.get("train_seconds") or 0) / 3600
-        size = sum(os.path.getsize(os.path.join(d, f))
-                   for d, _, files in os.walk(os.path.join(folder, name)) for f in files)
-        lines.append(
-            f"| `{name}` | {meta['class_name']} | {meta['task']}, `{meta['model_name']}` | "
-            f"{meta.get('headline', '')} | seed {training.get('seed')}, "
-            f"{training.get('epochs')} epochs, {hours:.1f} h of training | "
-            f"{size / 1e6:.2f} MB |")
-    missing = [n for n in TRAINED_PRESET_NAMES if n not in shipped]
-    text = "\n".join(lines)
-    if missing:
-        text += ("\n\nNot shipped yet: "
-                 + ", ".join(f"`{n}`" for n in missing) + ".")
-    return text
-
-
-def parent_lines(root, parent):
-    """Where a continued preset started (``metadata.training.parent``): the parent preset
-    at the commit its name meant, its weights' SHA-256 and the parent's own training (its
-    hours from its committed ``results.json``); nothing for a preset trained from scratch."""
-    if not parent:
-        return []
-    hours, results = ",", parent.get("results_json")
-    if results and os.path.isfile(os.path.join(root, results)):
-        hours = f" {_load(root, results)['train_seconds'] / 3600:.1f} h,"
-    return [f"Continued from `{parent['preset']}` as it was at "
-            f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
-            f"`{parent['weights_sha256'][:12]}…`), itself trained{hours} code at "
-            f"`{str(parent.get('commit'))[:7]}`, by:", "",
-            "```bash", portable_command(parent["command"]), "```", "", "then:", ""]
-
-
-def preset_block(name):
-    """A generator of one preset's section: what it is, how it was trained, its table."""
-    def block(root):
-        path = os.path.join(root, "tpr_keras", "presets", name, "metadata.json")
-        if not os.path.isfile(path):
-            return (f"`{name}` is not shipped yet: `python -m experiments.train_presets "
-                    f"--presets {name}` trains its run(s), `--make` writes it.")
-        meta = _load(os.path.dirname(path), "metadata.json")
-        training = meta["training"]
-        table = meta["evaluation"]["table"]
-        lines = [f"`{name}` ({meta['class_name']}): {meta['description']}.", ""]
-        lines += parent_lines(root, training.get("parent"))
-        lines += [f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
-                  f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
-                  f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
-                  "```bash", portable_command(training["command"]), "```", ""]
-        if "accuracy_percent" in table:
-            splits = list(table["accuracy_percent"])
-            lines += ["| " + " | ".join(splits) + " |", "|" + "---:|" * len(splits),
-                      "| " + " | ".join(f"{table['accuracy_percent'][k]:.1f}"
-                                        for k in splits) + " |"]
-        elif "test_error_percent" in table:
-            lines.append(f"Test error: {meta['headline']} (per task in the Table 1 block "
-                         "above, from the same run).")
-        else:
-            for regime in ("interpolate", "extrapolate"):
-                scores = table[f"{regime}_accuracy_percent"]
-                lines += ["", f"| {regime} | " + " | ".join(scores) + " |",
-                          "|---|" + "---:|" * len(scores),
-                          "| exact match % | " + " | ".join(f"{v:.1f}" for v in
-                                                          scores.values()) + " |"]
-        lines += ["", f"Re-check: `python -m train.evaluate --preset {name} --data_dir DIR`."]
-        return "\n".join(lines)
-    return block
-
-
-def preset_modules_block(name):
-    """A generator of a math preset's modules with their exact match (the README's list of
-    what it answers), from its metadata.json: interpolate, then the module's extrapolation
-    file (``_big``) where it has one; best first."""
-    def block(root):
-        meta = _load(os.path.join(root, "tpr_keras", "presets", name), "metadata.json")
-        table = meta["evaluation"]["table"]
-        interpolate = table["interpolate_accuracy_percent"]
-        extrapolate = table["extrapolate_accuracy_percent"]
-        lines = ["| module it answers | interpolate | extrapolate (`_big`) |",
-                 "|---|---:|---:|"]
-        for module, score in sorted(interpolate.items(), key=lambda kv: (-kv[1], kv[0])):
-            big = extrapolate.get(f"{module}_big")
-            lines.append(f"| `{module}` | {score:.1f} % | "
-                         + ("–" if big is None else f"{big:.1f} %") + " |")
-        return "\n".join(lines)
-    return block
-
-
-def presets_served_block(root):
-    """Every committed ``tools.preset_serving_check --json`` run: the presets' test sets
-    answered over gRPC, against the accuracy each preset records."""
-    folder = os.path.join(root, "results", "presets")
-    names = sorted(f for f in os.listdir(folder) if f.endswith("-served.json")) if (
-        os.path.isdir(folder)) else []
-    if not names:
-        return ("No served check is committed yet (`python -m tools.preset_serving_check "
-                "--preset NAME --data_dir DIR --json results/presets/NAME-served.json`).")
-    lines = ["| preset | rows (tasks, splits, modules) | questions over gRPC | served accuracy "
-             "equal to the recorded (±0.05) | lowest served % | seconds |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for name in names:
-        run = _load(folder, name)
-        rows = run["rows"]
-        equal = sum(r["matches"] for r in rows)
-        lines.append(f"| `{run['preset']}` | {len(rows)} | "
-                     f"{sum(r['questions'] for r in rows):,} | {equal} of {len(rows)} | "
-                     f"{min(r['served_accuracy_percent'] for r in rows):.1f} | "
-                     f"{run['seconds']:.0f} |")
-    return "\n".join(lines)
-
-
 def babi_costs_block(root):
     """``tools.babi_costs``: each bAbI table's committed runs in hours and CPU-hours."""
     from tools import babi_costs
@@ -359,7 +236,8 @@ BLOCKS = {
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
-    "preset-modules-tp_transformer_math_focus": preset_modules_block("tp_transformer_math_focus"),
+    **{f"preset-modules-{name}": preset_modules_block(name) for name in TRAINED_PRESET_NAMES
+       if name.startswith("tp_transformer_math")},
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,

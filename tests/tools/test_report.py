@@ -152,3 +152,34 @@ def test_without_the_analysis_extra_the_command_says_which_extra_it_needs(monkey
                         lambda name, *a: None if name == "scipy" else real(name, *a))
     assert report.main(["--check"]) == 2
     assert "needs the 'analysis' extra" in capsys.readouterr().err
+
+
+def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(tmp_path):
+    from tools.report_presets import trained_cell, training_lines
+
+    def part(seed, hours, command, parent=None):
+        return {"preset": f"p{seed}", "weights_sha256": f"{seed}" * 64, "training": {
+            "seed": seed, "train_seconds": hours * 3600, "steps": 1000 * seed,
+            "source": {"commit": f"{seed}" * 40}, "command": command, "parent": parent}}
+
+    parent = {"preset": "focus", "weights_sha256": "b" * 64, "commit": "c" * 40,
+              "at_commit": "d" * 40, "command": "python -m train.math --steps 80000"}
+    training = {"command": "python -m train.route_presets --default focus", "parameters": 2000,
+                "source": {"commit": "e" * 40}, "train_seconds": 3.5 * 3600, "parts": {
+                    "default": part(0, 2.5, "python -m train.math --seed 0"),
+                    "comparison__pair": part(1, 1.0, "python -m train.math --seed 1", parent)}}
+    assert trained_cell(training) == "2 decoders (seeds 0, 1), 3.5 h of training in all"
+    text = "\n".join(training_lines(str(tmp_path), training))
+    order = ["**default** decoder, answering every question no other decoder takes: `p0`",
+             "python -m train.math --seed 0",
+             "**comparison__pair** decoder, answering the questions worded as "
+             "`comparison__pair`: `p1` (weights SHA-256 `111111111111…`), trained 1.0 h "
+             "(1,000 steps, code at `1111111`)",
+             "Continued from `focus` as it was at `ddddddd`", "python -m train.math --steps 80000",
+             "python -m train.math --seed 1",
+             "joined into one preset (2,000 parameters; code at `eeeeeee`) by:",
+             "python -m train.route_presets --default focus"]
+    positions = [text.index(line) for line in order]
+    assert positions == sorted(positions)
+    assert trained_cell({"seed": 3, "epochs": 5, "train_seconds": 1800}) == (
+        "seed 3, 5 epochs, 0.5 h of training")

@@ -1,0 +1,167 @@
+"""The generated blocks about the shipped presets (the README's table, each preset's section
+in ``results/*.md``, a math preset's modules, the served checks), from each preset's
+``metadata.json``. A routed preset (``train.route_presets``) records its parts' own
+training under ``training.parts``: its section shows each part's command."""
+
+import os
+
+from tools.report_common import load_json as _load
+from tools.report_common import portable_command
+from tpr_keras.presets import TRAINED_PRESET_NAMES
+
+
+def trained_cell(training):
+    """The README table's "trained" cell: seed, epochs and hours; a routed preset's parts."""
+    hours = (training.get("train_seconds") or 0) / 3600
+    parts = training.get("parts")
+    if parts:
+        seeds = ", ".join(str(p["training"].get("seed")) for p in parts.values())
+        return f"{len(parts)} decoders (seeds {seeds}), {hours:.1f} h of training in all"
+    return f"seed {training.get('seed')}, {training.get('epochs')} epochs, {hours:.1f} h of training"
+
+
+def part_lines(root, route, part):
+    """One part of a routed preset: which questions it answers, its preset and weights, and
+    how it was trained (its parent first, for a continued part)."""
+    training = part["training"]
+    answers = ("every question no other decoder takes" if route == "default"
+               else f"the questions worded as `{route}`")
+    lines = [f"**{route}** decoder, answering {answers}: `{part['preset']}` (weights SHA-256 "
+             f"`{part['weights_sha256'][:12]}…`), trained "
+             f"{(training.get('train_seconds') or 0) / 3600:.1f} h "
+             f"({training.get('steps') or 0:,} steps, code at "
+             f"`{str(training.get('source', {}).get('commit'))[:7]}`):", ""]
+    lines += parent_lines(root, training.get("parent"))
+    return lines + ["```bash", portable_command(training["command"]), "```", ""]
+
+
+def training_lines(root, training):
+    """How a preset was trained: the command (after its parent's, for a continued run), or
+    for a routed preset each part's and then the command that joined them."""
+    if training.get("parts"):
+        lines = []
+        for route, part in training["parts"].items():
+            lines += part_lines(root, route, part)
+        return lines + [f"joined into one preset ({training['parameters']:,} parameters; code "
+                        f"at `{training['source']['commit'][:7]}`) by:", "", "```bash",
+                        portable_command(training["command"]), "```", ""]
+    return parent_lines(root, training.get("parent")) + [
+        f"Trained {(training['train_seconds'] or 0) / 3600:.1f} h on {training['machine']}"
+        f" ({training['epochs']} epochs, {training['steps']:,} steps, stopped: "
+        f"{training['stopped']}; code at `{training['source']['commit'][:7]}`):", "",
+        "```bash", portable_command(training["command"]), "```", ""]
+
+
+def presets_block(root):
+    """The README's table of the trained presets, from each one's metadata.json."""
+    folder = os.path.join(root, "tpr_keras", "presets")
+    shipped = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name, "metadata.json")
+        if os.path.isfile(path):
+            shipped[name] = _load(folder, name, "metadata.json")
+    lines = ["| preset | model | task, served as | recorded on the official test sets | "
+             "trained | size |", "|---|---|---|---|---|---:|"]
+    for name, meta in shipped.items():
+        training = meta.get("training", {})
+        size = sum(os.path.getsize(os.path.join(d, f))
+                   for d, _, files in os.walk(os.path.join(folder, name)) for f in files)
+        lines.append(
+            f"| `{name}` | {meta['class_name']} | {meta['task']}, `{meta['model_name']}` | "
+            f"{meta.get('headline', '')} | {trained_cell(training)} | {size / 1e6:.2f} MB |")
+    missing = [n for n in TRAINED_PRESET_NAMES if n not in shipped]
+    text = "\n".join(lines)
+    if missing:
+        text += ("\n\nNot shipped yet: "
+                 + ", ".join(f"`{n}`" for n in missing) + ".")
+    return text
+
+
+def parent_lines(root, parent):
+    """Where a continued preset started (``metadata.training.parent``): the parent preset
+    at the commit its name meant, its weights' SHA-256 and the parent's own training (its
+    hours from its committed ``results.json``); nothing for a preset trained from scratch."""
+    if not parent:
+        return []
+    hours, results = ",", parent.get("results_json")
+    if results and os.path.isfile(os.path.join(root, results)):
+        hours = f" {_load(root, results)['train_seconds'] / 3600:.1f} h,"
+    return [f"Continued from `{parent['preset']}` as it was at "
+            f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
+            f"`{parent['weights_sha256'][:12]}…`), itself trained{hours} code at "
+            f"`{str(parent.get('commit'))[:7]}`, by:", "",
+            "```bash", portable_command(parent["command"]), "```", "", "then:", ""]
+
+
+def preset_block(name):
+    """A generator of one preset's section: what it is, how it was trained, its table."""
+    def block(root):
+        path = os.path.join(root, "tpr_keras", "presets", name, "metadata.json")
+        if not os.path.isfile(path):
+            return (f"`{name}` is not shipped yet: `python -m experiments.train_presets "
+                    f"--presets {name}` trains its run(s), `--make` writes it.")
+        meta = _load(os.path.dirname(path), "metadata.json")
+        training = meta["training"]
+        table = meta["evaluation"]["table"]
+        lines = [f"`{name}` ({meta['class_name']}): {meta['description']}.", ""]
+        lines += training_lines(root, training)
+        if "accuracy_percent" in table:
+            splits = list(table["accuracy_percent"])
+            lines += ["| " + " | ".join(splits) + " |", "|" + "---:|" * len(splits),
+                      "| " + " | ".join(f"{table['accuracy_percent'][k]:.1f}"
+                                        for k in splits) + " |"]
+        elif "test_error_percent" in table:
+            lines.append(f"Test error: {meta['headline']} (per task in the Table 1 block "
+                         "above, from the same run).")
+        else:
+            for regime in ("interpolate", "extrapolate"):
+                scores = table[f"{regime}_accuracy_percent"]
+                lines += ["", f"| {regime} | " + " | ".join(scores) + " |",
+                          "|---|" + "---:|" * len(scores),
+                          "| exact match % | " + " | ".join(f"{v:.1f}" for v in
+                                                          scores.values()) + " |"]
+        lines += ["", f"Re-check: `python -m train.evaluate --preset {name} --data_dir DIR`."]
+        return "\n".join(lines)
+    return block
+
+
+def preset_modules_block(name):
+    """A generator of a math preset's modules with their exact match (the README's list of
+    what it answers), from its metadata.json: interpolate, then the module's extrapolation
+    file (``_big``) where it has one; best first."""
+    def block(root):
+        meta = _load(os.path.join(root, "tpr_keras", "presets", name), "metadata.json")
+        table = meta["evaluation"]["table"]
+        interpolate = table["interpolate_accuracy_percent"]
+        extrapolate = table["extrapolate_accuracy_percent"]
+        lines = ["| module it answers | interpolate | extrapolate (`_big`) |",
+                 "|---|---:|---:|"]
+        for module, score in sorted(interpolate.items(), key=lambda kv: (-kv[1], kv[0])):
+            big = extrapolate.get(f"{module}_big")
+            lines.append(f"| `{module}` | {score:.1f} % | "
+                         + ("–" if big is None else f"{big:.1f} %") + " |")
+        return "\n".join(lines)
+    return block
+
+
+def presets_served_block(root):
+    """Every committed ``tools.preset_serving_check --json`` run: the presets' test sets
+    answered over gRPC, against the accuracy each preset records."""
+    folder = os.path.join(root, "results", "presets")
+    names = sorted(f for f in os.listdir(folder) if f.endswith("-served.json")) if (
+        os.path.isdir(folder)) else []
+    if not names:
+        return ("No served check is committed yet (`python -m tools.preset_serving_check "
+                "--preset NAME --data_dir DIR --json results/presets/NAME-served.json`).")
+    lines = ["| preset | rows (tasks, splits, modules) | questions over gRPC | served accuracy "
+             "equal to the recorded (±0.05) | lowest served % | seconds |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name in names:
+        run = _load(folder, name)
+        rows = run["rows"]
+        equal = sum(r["matches"] for r in rows)
+        lines.append(f"| `{run['preset']}` | {len(rows)} | "
+                     f"{sum(r['questions'] for r in rows):,} | {equal} of {len(rows)} | "
+                     f"{min(r['served_accuracy_percent'] for r in rows):.1f} | "
+                     f"{run['seconds']:.0f} |")
+    return "\n".join(lines)
