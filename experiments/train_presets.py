@@ -77,8 +77,9 @@ PRESETS = {
 
 
 #: Served model names other than the task's (one server serves every preset, so two bAbI
-#: presets need two names; serving/models.config lists them).
-MODEL_NAMES = {"memn2n_babi_all_tasks": "memn2n"}
+#: presets need two names, and the four-module math model, a part of the routed math preset
+#: served as ``math``, is ``math_focus``; serving/models.config lists them).
+MODEL_NAMES = {"memn2n_babi_all_tasks": "memn2n", "tp_transformer_math_focus": "math_focus"}
 
 
 def run_folder(args, name, seed):
