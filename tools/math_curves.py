@@ -116,13 +116,13 @@ def hours_before(root, result):
 
 
 def curve_label(result):
-    """A curve's legend: size, weights, modules, and for a continued run its draw."""
+    """A curve's legend: size, weights, modules, for a continued run its draw, and the seed."""
     config = result["config"]
     text = (f"{config['preset']} ({result['parameters']:,}), "
             f"{config['modules'].count(',') + 1} module(s)")
     if config.get("init_from"):
         text += f", preset continued, {config.get('module_weights') or 'equal draw'}"
-    return text + ", per epoch"
+    return text + f", seed {config.get('seed', 0)}, per epoch"
 
 
 def plot(root, path, module="comparison__pair"):

@@ -75,7 +75,7 @@ def test_a_continued_run_with_a_curve_starts_at_its_parents_hours(tmp_path):
     run = dict(math_curves.load(str(tmp_path)))["results/math/continued/tp_transformer-seed0"]
     assert math_curves.hours_before(str(tmp_path), run) == 2.0
     assert math_curves.curve_label(run) == ("tiny (100), 4 module(s), preset continued, "
-                                            "c=6, per epoch")
+                                            "c=6, seed 0, per epoch")
     # its end is on its curve, not a second point; the parent (no curve) is one
     assert [p[0] for p in math_curves.end_points(str(tmp_path), "comparison__pair")] == [
         "tiny, cool-down 20,000"]
