@@ -236,8 +236,8 @@ BLOCKS = {
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
-    **{f"preset-modules-{name}": preset_modules_block(name) for name in TRAINED_PRESET_NAMES
-       if name.startswith("tp_transformer_math")},
+    "preset-modules-tp_transformer_math_routed": preset_modules_block(
+        "tp_transformer_math_routed"),
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,
