@@ -121,3 +121,11 @@ def headline(task, table):
     summary = table["summary"]
     return ", ".join(f"{regime} mean exact match {s['mean']:.1f} % over {s['modules']} modules"
                      for regime, s in summary.items())
+
+
+def write_preset(model, output, assets, metadata, overwrite=False):
+    """``model.save_to_preset`` at ``output``, then one line of its size and headline."""
+    path = model.save_to_preset(output, assets=assets, metadata=metadata, overwrite=overwrite)
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
+    return path

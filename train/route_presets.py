@@ -84,7 +84,7 @@ def main(argv):
     from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
     from tpr_keras.training import evaluation
     from tpr_keras.training.outputs import SOURCE, run_command, shareable_command
-    from train.outputs import headline, machine_description
+    from train.outputs import headline, machine_description, write_preset
 
     if SOURCE is None or (SOURCE["dirty"] and not FLAGS.allow_dirty):
         raise app.UsageError("the tree has uncommitted changes (or is no checkout): a preset "
@@ -143,10 +143,7 @@ def main(argv):
 
     assets = {"vocab.txt": default.asset_path("vocab.txt"),
               TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
-    path = model.save_to_preset(FLAGS.output, assets=assets, metadata=metadata,
-                                overwrite=FLAGS.overwrite)
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-    print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
+    write_preset(model, FLAGS.output, assets, metadata, overwrite=FLAGS.overwrite)
 
 
 if __name__ == "__main__":

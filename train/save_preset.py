@@ -19,7 +19,7 @@ import os
 from absl import app, flags
 
 from train import cli
-from train.outputs import headline, machine_description
+from train.outputs import headline, machine_description, write_preset
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")
@@ -187,10 +187,7 @@ def main(argv):
             print(f"No {mathematics.TEMPLATES_ASSET}: {module} has {count} question "
                   f"templates (> {mathematics.MAX_TEMPLATES_PER_MODULE}); the preset "
                   "reports no module.")
-    path = model.save_to_preset(FLAGS.output, assets=assets, metadata=metadata,
-                                overwrite=FLAGS.overwrite)
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-    print(f"Preset: {path} ({size / 1e6:.2f} MB)\n{metadata['headline']}")
+    write_preset(model, FLAGS.output, assets, metadata, overwrite=FLAGS.overwrite)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.serving.saved_models import tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 from tpr_keras.models.tp_transformer import MathTokenizer
@@ -81,11 +82,7 @@ def test_tf1_session_and_saved_model_cli_answer_like_keras(exported, tmp_path):
     _, _, path = exported
     expected = tf.saved_model.load(path).signatures["serving_default"](
         question=tf.constant(QUESTIONS))["answer"].numpy()
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        signature = meta.signature_def["serving_default"]
-        answers = session.run(signature.outputs["answer"].name,
-                              {signature.inputs["question"].name: QUESTIONS})
+    answers = tf1_session_outputs(path, "answer", question=QUESTIONS)
     assert list(answers) == list(expected)
     done = subprocess.run(
         [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run", "--dir", path,

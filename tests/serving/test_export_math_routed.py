@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.serving.saved_models import tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 from tpr_keras.models.tp_transformer import MathTokenizer
@@ -58,9 +59,4 @@ def test_tf1_session_answers_like_the_saved_model(exported):
     _, _, _, path = exported
     expected = tf.saved_model.load(path).signatures["serving_default"](
         question=tf.constant(QUESTIONS))["answer"].numpy()
-    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
-        signature = meta.signature_def["serving_default"]
-        answers = session.run(signature.outputs["answer"].name,
-                              {signature.inputs["question"].name: QUESTIONS})
-    assert list(answers) == list(expected)
+    assert list(tf1_session_outputs(path, "answer", question=QUESTIONS)) == list(expected)

@@ -12,6 +12,7 @@ from tpr_keras.data.mathematics.parsing import MAX_ANSWER_LENGTH
 from tpr_keras.models.task_models import TaskModel, check_texts
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 
+
 def is_routed(backbone) -> bool:
     """Whether ``backbone`` routes questions to decoders by module (a
     :class:`~tpr_keras.models.tp_transformer.routed_tp_transformer.RoutedTPTransformer`)."""
