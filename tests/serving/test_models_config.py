@@ -1,6 +1,6 @@
 """The checked-in serving/models.config: one ``python -m serving.server`` process serves the
-bAbI (TPR-RNN and MemN2N), math and entailment models, and each answers through
-serving.client."""
+bAbI (TPR-RNN and MemN2N), math (routed, and its default decoder alone as math_focus) and
+entailment models, and each answers through serving.client."""
 
 import json
 import os
@@ -17,8 +17,9 @@ import tensorflow as tf
 
 from serving.client import BabiClient, EntailmentClient, MathClient
 from tpr_keras.models.tp_transformer import export_math_model
-from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.models import MemN2N, PlainEntailmentModel, TPTransformer
+from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.models import (MathAnswerer, MathPreprocessor, MemN2N, PlainEntailmentModel,
+                              RoutedTPTransformer, TPTransformer)
 from tpr_keras.models.babi import export_babi_model
 from tpr_keras.models.entailment import export_entailment_model
 
@@ -41,7 +42,14 @@ def runs(tmp_path_factory, export_base, task1):
     tf.keras.utils.set_random_seed(0)
     math_model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
                                            vocabulary=vocab.tokens)
-    export_math_model(math_model, vocab, root / "exports", "math")
+    export_math_model(math_model, vocab, root / "exports", "math_focus")
+    tf.keras.utils.set_random_seed(3)
+    expert = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
+                                           vocabulary=vocab.tokens)
+    routed = RoutedTPTransformer(math_model, {"numbers__place_value": expert})
+    templates = ModuleTemplates({"numbers__place_value": ["What is the tens digit of N?"]})
+    MathAnswerer(routed, MathPreprocessor(vocab, templates=templates)).export(
+        root / "exports", "math")
     tf.keras.utils.set_random_seed(1)
     entailment = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
     export_entailment_model(entailment, root / "exports")
@@ -62,7 +70,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
             time.sleep(0.2)
         assert info.exists(), proc.stderr.read()[-3000:] if proc.poll() is not None else "slow"
         started = json.loads(info.read_text())
-        assert started["models"] == ["babi", "entailment", "math", "memn2n"]
+        assert started["models"] == ["babi", "entailment", "math", "math_focus", "memn2n"]
         grpc_at = f"127.0.0.1:{started['ports']['grpc']}"
         rest_at = f"127.0.0.1:{started['ports']['rest']}"
 
@@ -79,13 +87,14 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         rest = BabiClient(rest_at, "babi", rest=True).ask(task1.stories[0], task1.questions[0])
         assert rest.answer == first["babi"]
 
-        math = tf.saved_model.load(str(runs / "exports/math/1"))
-        want = math.signatures["serving_default"](question=tf.constant(QUESTIONS))
-        with MathClient(grpc_at, "math") as client:
-            solutions = client.solve_batch(QUESTIONS)
-        assert [s.answer for s in solutions] == [a.decode() for a in want["answer"].numpy()]
-        np.testing.assert_allclose([s.log_prob for s in solutions], want["log_prob"].numpy(),
-                                   rtol=1e-5)
+        for name in ("math", "math_focus"):
+            math = tf.saved_model.load(str(runs / f"exports/{name}/1"))
+            want = math.signatures["serving_default"](question=tf.constant(QUESTIONS))
+            with MathClient(grpc_at, name) as client:
+                solutions = client.solve_batch(QUESTIONS)
+            assert [s.answer for s in solutions] == [a.decode() for a in want["answer"].numpy()]
+            np.testing.assert_allclose([s.log_prob for s in solutions],
+                                       want["log_prob"].numpy(), rtol=1e-5)
 
         entail = tf.saved_model.load(str(runs / "exports/entailment/1"))
         want = entail.signatures["serving_default"](
@@ -101,5 +110,5 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
             proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     stats = json.loads(info.read_text())["stats"]
-    assert stats["requests"]["gRPC Predict"] == 4 and stats["requests"]["REST predict"] == 1
+    assert stats["requests"]["gRPC Predict"] == 5 and stats["requests"]["REST predict"] == 1
     assert stats["errors"] == {}
