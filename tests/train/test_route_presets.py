@@ -9,21 +9,22 @@ from pathlib import Path
 
 import keras
 import pytest
-from absl import app
-
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
-from train.route_presets import parse_experts
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = ModuleTemplates({"numbers__place_value": ["What is the units digit of N?"]})
 
 
-def test_parse_experts_reads_module_equals_preset():
-    assert parse_experts(["a=x", " b = y "]) == {"a": "x", "b": "y"}
-    for entries, message in [(["a"], "MODULE=PRESET"), (["a=x", "a=y"], "twice"),
-                             ([], "at least one")]:
-        with pytest.raises(app.UsageError, match=message):
-            parse_experts(entries)
+def test_expert_flags_must_be_module_equals_preset():
+    """Refused before anything loads. (In a subprocess: importing a train command here
+    would define its flags a second time beside another test's.)"""
+    for entries, message in [(["a"], "MODULE=PRESET"), (["a=x", "a=y"], "names a twice"),
+                             ([], "at least one --expert")]:
+        done = subprocess.run(
+            [sys.executable, "-m", "train.route_presets", "--default", "d", "--output", "o",
+             *[f"--expert={e}" for e in entries]], cwd=REPO, capture_output=True, text=True,
+            timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert done.returncode != 0 and message in done.stderr, done.stderr[-500:]
 
 
 def write_preset(path, seed, vocab, modules):
