@@ -119,3 +119,19 @@ def test_the_task_models_answer_alike_on_jax_without_tensorflow():
     math = jax["tp_transformer_math_focus"]
     assert math["answer"] == here["answer"].tolist() == ["1", "-0.099"]
     np.testing.assert_allclose(math["log_prob"], here["log_prob"], **LOG_PROB_TOLERANCE)
+
+
+def test_load_weights_false_reaches_the_task_class_through_the_base_class():
+    """``TaskModel.from_preset`` dispatches to the preset's task class and passes
+    ``load_weights`` on: fresh weights, not the preset's, with the preset's vocabulary."""
+    from tpr_keras.models.task_models import TaskModel
+
+    name = "tpr_rnn_babi_all_tasks"
+    trained = TaskModel.from_preset(name)
+    fresh = TaskModel.from_preset(name, load_weights=False)
+    assert type(fresh) is type(trained) is BabiAnswerer
+    assert fresh.preprocessor.vocabulary.tokens == trained.preprocessor.vocabulary.tokens
+    differs = [not np.array_equal(a, b) for a, b in
+               zip(fresh.backbone.get_weights(), trained.backbone.get_weights())]
+    assert len(differs) == len(trained.backbone.get_weights()) > 0
+    assert any(differs)

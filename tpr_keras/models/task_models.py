@@ -162,7 +162,7 @@ class TaskModel:
         if not cls.task:
             loaded = preset if isinstance(preset, TrainedPreset) else load_preset(preset)
             task = task_model_class(loaded.metadata.get("task"))
-            return task.from_preset(loaded, **overrides)
+            return task.from_preset(loaded, load_weights=load_weights, **overrides)
         loaded = trained_preset(preset, cls.task)
         model = cls(loaded.build_model(load_weights=load_weights, **overrides),
                     cls.preprocessor_class.from_preset(loaded))
