@@ -21,12 +21,10 @@ import os
 import re
 import sys
 
+from tools.report_common import ReportError  # noqa: F401  (raised here, caught by callers)
+
 MARKER = re.compile(r"<!-- (/?)report:([A-Za-z0-9_.-]+) -->")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class ReportError(ValueError):
-    """A malformed block in a results file."""
 
 
 def blocks_of(text, path):

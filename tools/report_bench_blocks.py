@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from tools.report_common import load_json as _load
-from tools.report_common import portable_command
+from tools.report_common import ReportError, portable_command
 
 
 # -------------------------------------------------------------------------- serving
@@ -106,7 +106,6 @@ def command_help_block(module):
         done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=root, env=env,
                               capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
-            from tools.report import ReportError
             raise ReportError(f"python -m {module} --help failed: {done.stderr[-2000:]}")
         return f"```text\n{done.stdout.rstrip()}\n```"
     return block

@@ -9,6 +9,10 @@ import re
 from tools import MOVED_FROM_BENCH
 
 
+class ReportError(ValueError):
+    """A malformed block in a results file, or a block that cannot be made."""
+
+
 def load_json(root, *parts):
     """The JSON file at ``root/parts...``."""
     with open(os.path.join(root, *parts), encoding="utf-8") as f:
