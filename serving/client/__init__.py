@@ -46,7 +46,7 @@ from serving.client.model_clients import (
     ask,
     solve,
 )
-from serving.client.serving_client import ServingClient
+from serving.client.serving_client import ServerNotReady, ServingClient
 
 __all__ = ["Answer", "BabiClient", "Entailment", "EntailmentClient", "MathClient",
-           "ServingClient", "Solution", "ask", "main", "solve"]
+           "ServerNotReady", "ServingClient", "Solution", "ask", "main", "solve"]

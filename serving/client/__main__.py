@@ -1,7 +1,30 @@
-"""``python -m serving.client`` (:func:`serving.client.cli.main`)."""
+"""``python -m serving.client`` (:func:`serving.client.cli.main`).
 
+A reader that stops early (``python -m serving.client ... | head -1``) closes the pipe: the
+command then ends quietly with status 141 (128 + SIGPIPE, what a shell reports for a
+process killed by a closed pipe), as the Python docs' recipe for SIGPIPE advises, instead
+of printing a ``BrokenPipeError`` traceback.
+"""
+
+import os
 import sys
 
 from serving.client.cli import main
 
-sys.exit(main())
+
+def run() -> int:
+    try:
+        try:
+            status = main()
+        except SystemExit as stop:  # --help, a usage error
+            status = stop.code
+        sys.stdout.flush()  # a buffered reply meets the closed pipe here, not at exit
+        return status
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at devnull so that fails quietly too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+sys.exit(run())

@@ -26,12 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.string("hypothesis", None)
     p.boolean("rest", False, "use TF Serving's REST API")
     p.float("timeout", 30.0)
-    p.float("wait_seconds", 5.0, "retry this long while the server is not up yet (0: no retry)")
+    p.float("wait_seconds", 5.0,
+            "retry this long while the server is not up yet or the model is still loading, "
+            "saying on stderr what it waits for (0: no retry); a starting server opens its "
+            "ports only once all its models have loaded, which can take minutes")
     p.boolean("json", False, "print the reply as JSON")
     args = p.parse(argv)
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
-                   timeout=args.timeout, wait_seconds=args.wait_seconds)
+                   timeout=args.timeout, wait_seconds=args.wait_seconds,
+                   on_wait=lambda message: print(message, file=sys.stderr, flush=True))
     if (args.premise is None) != (args.hypothesis is None) or (
             args.question is None and args.premise is None):
         p.error("give --question (with --story for bAbI), or --premise and --hypothesis")

@@ -4,10 +4,11 @@
 and importing anything under ``tensorflow`` runs TensorFlow's package ``__init__``
 (slow). The client only needs the wire format, so this module declares the few
 messages it sends and reads, with the field numbers of ``tensorflow/core/framework/
-tensor.proto``, ``tensor_shape.proto`` and ``tensorflow_serving/apis/{model,predict}.proto``,
-in a descriptor pool of its own (nothing clashes with the real definitions when
-TensorFlow is loaded too). Fields the client never uses are left out; protobuf skips them
-when parsing. ``tests/serving/test_protos.py`` checks the bytes against the official classes.
+tensor.proto``, ``tensor_shape.proto`` and ``tensorflow_serving/apis/{model,predict,
+get_model_status}.proto``, in a descriptor pool of its own (nothing clashes with the real
+definitions when TensorFlow is loaded too). Fields the client never uses are left out;
+protobuf skips them when parsing. ``tests/serving/test_protos.py`` checks the bytes against
+the official classes.
 """
 
 from __future__ import annotations
@@ -15,11 +16,16 @@ from __future__ import annotations
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 __all__ = ["DT_FLOAT", "DT_DOUBLE", "DT_INT32", "DT_STRING", "DT_INT64", "DT_BOOL",
-           "ModelSpec", "PredictRequest", "PredictResponse", "TensorProto", "PREDICT_METHOD"]
+           "ModelSpec", "PredictRequest", "PredictResponse", "TensorProto", "PREDICT_METHOD",
+           "GetModelStatusRequest", "GetModelStatusResponse", "MODEL_STATUS_METHOD",
+           "LOADING_STATES"]
 
 #: ``tensorflow.DataType`` values used here.
 DT_FLOAT, DT_DOUBLE, DT_INT32, DT_STRING, DT_INT64, DT_BOOL = 1, 2, 3, 7, 9, 10
 PREDICT_METHOD = "/tensorflow.serving.PredictionService/Predict"
+MODEL_STATUS_METHOD = "/tensorflow.serving.ModelService/GetModelStatus"
+#: ``ModelVersionStatus.State`` values of a version on its way to AVAILABLE (START, LOADING).
+LOADING_STATES = {10: "START", 20: "LOADING"}
 
 _F = descriptor_pb2.FieldDescriptorProto
 _PACKAGE = "tpr_keras_light"
@@ -83,11 +89,22 @@ def _build():
     _field(response, "outputs", 1, _F.TYPE_MESSAGE, rep, entry)
     _field(response, "model_spec", 2, _F.TYPE_MESSAGE, type_name="ModelSpec")
 
+    # get_model_status.proto (the client reads a version's state only; StatusProto skipped)
+    status_request = file.message_type.add(name="GetModelStatusRequest")
+    _field(status_request, "model_spec", 1, _F.TYPE_MESSAGE, type_name="ModelSpec")
+    version_status = file.message_type.add(name="ModelVersionStatus")
+    _field(version_status, "version", 1, _F.TYPE_INT64)
+    _field(version_status, "state", 2, _F.TYPE_INT32)  # enum State, a varint on the wire
+    status_response = file.message_type.add(name="GetModelStatusResponse")
+    _field(status_response, "model_version_status", 1, _F.TYPE_MESSAGE, rep,
+           "ModelVersionStatus")
+
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(file.SerializeToString())
     return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(
         f"{_PACKAGE}.{name}")) for name in ("TensorProto", "ModelSpec", "PredictRequest",
-                                             "PredictResponse")}
+                                             "PredictResponse", "GetModelStatusRequest",
+                                             "GetModelStatusResponse")}
 
 
 _CLASSES = _build()
@@ -95,3 +112,5 @@ TensorProto = _CLASSES["TensorProto"]
 ModelSpec = _CLASSES["ModelSpec"]
 PredictRequest = _CLASSES["PredictRequest"]
 PredictResponse = _CLASSES["PredictResponse"]
+GetModelStatusRequest = _CLASSES["GetModelStatusRequest"]
+GetModelStatusResponse = _CLASSES["GetModelStatusResponse"]

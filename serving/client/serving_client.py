@@ -21,35 +21,53 @@ class ServingClient:
         timeout: Seconds per request.
         rest: Use the REST API instead of gRPC.
         wait_seconds: While the server is not up yet (gRPC UNAVAILABLE, REST connection
-            refused), retry for up to this many seconds (0: fail at once). A server that
-            answers is ready: its ports open once its models are available.
+            refused: a starting server opens its ports only once its models are available)
+            or the model is still loading (NOT_FOUND while GetModelStatus reports a version
+            START or LOADING), retry for up to this many seconds, then raise
+            :class:`ServerNotReady` saying how long it waited and the last error (0: fail
+            at once with the server's error).
+        on_wait: Called with a one-line message saying what the client waits for and why,
+            when waiting starts, when the reason changes and every ``report_every_s``
+            seconds (``python -m serving.client`` prints it on stderr).
+        report_every_s: Seconds between ``on_wait`` messages for the same reason.
     """
 
     def __init__(self, server: str = "localhost:8500", model_name: str = "babi",
                  version: int | None = None, signature_name: str = "serving_default",
-                 timeout: float = 30.0, rest: bool = False, wait_seconds: float = 0.0) -> None:
+                 timeout: float = 30.0, rest: bool = False, wait_seconds: float = 0.0,
+                 on_wait=None, report_every_s: float = 10.0) -> None:
         self.server = server
         self.wait_seconds = wait_seconds
+        self.on_wait = on_wait
+        self.report_every_s = report_every_s
         self.model_name = model_name
         self.version = version
         self.signature_name = signature_name
         self.timeout = timeout
         self.rest = rest
         self._channel = None
-        self._stub = None
+        self._stub = self._status_stub = None
         if not rest:
             import grpc
 
             from serving.client import protos
 
+            # reconnect at least every second while waiting: gRPC's default backoff grows to
+            # 2 minutes, so a client that started long before the server would notice late
             self._channel = grpc.insecure_channel(
                 server, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                                 ("grpc.max_send_message_length", 64 * 1024 * 1024)])
+                                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
+                                 ("grpc.initial_reconnect_backoff_ms", 500),
+                                 ("grpc.max_reconnect_backoff_ms", 1000)])
             # PredictionService.Predict, with the TensorFlow-free messages of serving.client.protos
             self._stub = self._channel.unary_unary(
                 protos.PREDICT_METHOD,
                 request_serializer=protos.PredictRequest.SerializeToString,
                 response_deserializer=protos.PredictResponse.FromString)
+            self._status_stub = self._channel.unary_unary(
+                protos.MODEL_STATUS_METHOD,
+                request_serializer=protos.GetModelStatusRequest.SerializeToString,
+                response_deserializer=protos.GetModelStatusResponse.FromString)
 
     def close(self) -> None:
         if self._channel is not None:
@@ -70,17 +88,78 @@ class ServingClient:
         Raises:
             grpc.RpcError: gRPC errors (``.code()``, ``.details()``).
             RuntimeError: REST errors (the server's message, with the HTTP status).
+            ServerNotReady: still not ready after ``wait_seconds`` (> 0).
         """
-        deadline = time.monotonic() + max(self.wait_seconds, 0.0)
+        start = time.monotonic()
+        deadline = start + max(self.wait_seconds, 0.0)
+        said, said_at = None, 0.0
         while True:
             try:
                 if self.rest:
                     return self._predict_rest(inputs), None
                 return self._predict_grpc(inputs)
-            except Exception as exc:  # noqa: BLE001 - retried only while not reachable
-                if not _unreachable(exc) or time.monotonic() >= deadline:
+            except Exception as exc:  # noqa: BLE001 - retried only while not ready
+                reason = self._not_ready(exc) if self.wait_seconds > 0 else None
+                if reason is None:
                     raise
-            time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
+                now = time.monotonic()
+                if now >= deadline:
+                    raise ServerNotReady(self._gave_up(now - start, reason, exc),
+                                         now - start, exc) from None
+                if self.on_wait is not None and (
+                        reason != said or now - said_at >= self.report_every_s):
+                    self.on_wait(f"waiting for model '{self.model_name}' at {self.server} "
+                                 f"({now - start:.0f} s of --wait_seconds "
+                                 f"{self.wait_seconds:g}): {reason}")
+                    said, said_at = reason, now
+            time.sleep(min(0.5, max(deadline - time.monotonic(), 0.0)))
+
+    def _not_ready(self, exc: Exception) -> str | None:
+        """Why a failed call may succeed later (the server still starting, the model still
+        loading), or None: an error that waiting will not mend."""
+        if _unreachable(exc):
+            text = _message(exc)
+            if "refused" in text.lower():
+                return ("connection refused: the server is not up yet, or still loading its "
+                        "models (it opens its ports only once all of them have loaded)")
+            return f"the server is unavailable ({text})"
+        if _code_name(exc) == "NOT_FOUND":
+            loading = self._loading_versions()
+            if loading:
+                return f"the model is loading (version {loading})"
+        return None
+
+    def _loading_versions(self) -> str:
+        """The model's versions on their way to AVAILABLE, as ``"2: LOADING"``; ``""`` when
+        none (or the status cannot be had): a NOT_FOUND that waiting will not mend."""
+        from serving.client import protos
+
+        try:
+            if self.rest:
+                url = f"http://{self.server}/v1/models/{self.model_name}"
+                with urllib.request.urlopen(url, timeout=self.timeout) as resp:
+                    states = [(s.get("version"), s.get("state"))
+                              for s in json.load(resp).get("model_version_status", [])]
+            else:
+                request = protos.GetModelStatusRequest()
+                request.model_spec.name = self.model_name
+                states = [(s.version, protos.LOADING_STATES.get(s.state, "")) for s in
+                          self._status_stub(request, timeout=self.timeout).model_version_status]
+        except Exception:  # noqa: BLE001 - no status: the model is not known to the server
+            return ""
+        return ", ".join(f"{v}: {state}" for v, state in states
+                         if state in protos.LOADING_STATES.values())
+
+    def _gave_up(self, waited: float, reason: str, exc: Exception) -> str:
+        loading = f" ({reason})" if reason.startswith("the model is loading") else ""
+        return (f"gave up after waiting {waited:.0f} s (--wait_seconds "
+                f"{self.wait_seconds:g}) for model '{self.model_name}' at {self.server}; "
+                f"last error: {_message(exc)}{loading}. A starting server opens its ports "
+                "only once every model has loaded, which can take minutes on a slow or busy "
+                "machine: "
+                "if it is still starting or loading, run this again with a larger "
+                "--wait_seconds (e.g. --wait_seconds 300); otherwise check that it runs and "
+                "listens at this address (--server).")
 
     def _predict_grpc(self, inputs):
         from serving.client import protos
@@ -141,14 +220,45 @@ _HTTP_CODE_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 408: "DEADLINE_EX
                     504: "DEADLINE_EXCEEDED"}
 
 
-def _unreachable(exc: Exception) -> bool:
-    """The server is not (yet) answering: gRPC UNAVAILABLE, or REST's UNAVAILABLE."""
+class ServerNotReady(RuntimeError):
+    """The server did not answer, or the model did not load, within ``wait_seconds``.
+
+    Attributes:
+        waited_s: Seconds waited.
+        last_error: The last call's error.
+    """
+
+    def __init__(self, message: str, waited_s: float, last_error: Exception) -> None:
+        super().__init__(message)
+        self.waited_s = waited_s
+        self.last_error = last_error
+
+
+def _code_name(exc: Exception) -> str | None:
+    """A gRPC error's status name, or the ``NAME:`` a REST error's message starts with."""
     code = getattr(exc, "code", None)
     if callable(code):
         try:
-            return code().name == "UNAVAILABLE"
+            return code().name
         except Exception:  # noqa: BLE001 - not a grpc.RpcError after all
-            return False
+            return None
+    if isinstance(exc, RuntimeError):
+        return str(exc).split(":", 1)[0]
+    return None
+
+
+def _message(exc: Exception) -> str:
+    """An error as one line: ``CODE: details`` for gRPC, the message otherwise."""
+    details = getattr(exc, "details", None)
+    text = (f"{_code_name(exc)}: {details()}" if callable(details) and _code_name(exc)
+            else str(exc))
+    return " ".join(text.split())
+
+
+def _unreachable(exc: Exception) -> bool:
+    """The server is not (yet) answering: gRPC UNAVAILABLE, or REST's UNAVAILABLE."""
+    if callable(getattr(exc, "code", None)):
+        return _code_name(exc) == "UNAVAILABLE"
     return isinstance(exc, RuntimeError) and str(exc).startswith("UNAVAILABLE: cannot reach")
 
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from tensorflow_serving.apis import predict_pb2
+from tensorflow_serving.apis import get_model_status_pb2, predict_pb2
 
 from serving.client import protos
 
@@ -56,6 +56,22 @@ def test_official_response_parses_with_every_value_field():
     assert values == [0.75, 0.25]
     assert list(light.outputs["unknown_words"].int_val) == [0, 4]
     assert light.outputs["unknown_words"].dtype == protos.DT_INT32
+
+
+def test_model_status_messages_match_the_official_ones():
+    """What the client's wait asks (GetModelStatus) and reads (each version's state)."""
+    light = protos.GetModelStatusRequest()
+    light.model_spec.name = "babi"
+    official = get_model_status_pb2.GetModelStatusRequest.FromString(light.SerializeToString())
+    assert official.model_spec.name == "babi"
+    response = get_model_status_pb2.GetModelStatusResponse()
+    state = get_model_status_pb2.ModelVersionStatus.State
+    response.model_version_status.add(version=3, state=state.LOADING).status.error_message = "x"
+    response.model_version_status.add(version=2, state=state.AVAILABLE)
+    read = protos.GetModelStatusResponse.FromString(response.SerializeToString())
+    assert [(s.version, protos.LOADING_STATES.get(s.state)) for s in
+            read.model_version_status] == [(3, "LOADING"), (2, None)]
+    assert protos.LOADING_STATES == {state.START: "START", state.LOADING: "LOADING"}
 
 
 def test_the_client_module_does_not_import_tensorflow():
