@@ -75,17 +75,22 @@ class BabiAnswerer(TaskModel):
             batch_size: Questions the model reads at once.
 
         Returns:
-            ``{"answer": str[B], "scores": float32[B, top_k], "candidates":
-            str[B, top_k], "unknown_words": int32[B]}``: the answer word, the softmax
-            probabilities of the ``top_k`` best words and those words, and how many
-            words of the story and question are not in the vocabulary (the keys of the
-            served model's outputs).
+            The served model's outputs: ``answer`` (``str[B]``), ``scores``
+            (``float32[B, top_k]``, the softmax probabilities of the ``top_k`` best
+            words), ``candidates`` (``str[B, top_k]``, those words), and what the model
+            did not take in (``int32[B]`` but ``unknown_tokens``): ``unknown_words`` and
+            ``unknown_tokens`` (the words of story and question outside the vocabulary,
+            read as ``<unk>``: how many, and which, space-separated), ``story_sentences``
+            (0: an empty story), ``dropped_sentences`` (the earliest sentences the model
+            did not read: past :attr:`read_limit`), ``question_words`` (0: an empty
+            question) and ``trained_story_sentences`` (the longest training stories:
+            a model reading more answers outside its training). An empty story or
+            question is answered all the same (the served model's behaviour); the
+            counts say so.
 
         Raises:
-            ValueError: no question, mismatched list lengths, a story or question
-                without a word (only whitespace or punctuation), one that is not text,
-                or ``top_k < 1``. (The served model answers those too, with a word of
-                its vocabulary; here they are errors.)
+            ValueError: no question, mismatched list lengths, a story or question that
+                is not text, or ``top_k < 1``.
         """
         if isinstance(questions, str):  # one request: its story is a string or a list
             stories, questions = [stories], [questions]
@@ -102,11 +107,6 @@ class BabiAnswerer(TaskModel):
             if not isinstance(story, str) and not (
                     isinstance(story, Sequence) and all(isinstance(t, str) for t in story)):
                 raise ValueError(f"stories[{i}] is neither a string nor a list of strings")
-            if not has_words(self.preprocessor.question_words(question)):
-                raise ValueError(f"questions[{i}] is empty: ask a question in words")
-            if not has_words(w for s in self.preprocessor.story_words(story) for w in s):
-                raise ValueError(f"stories[{i}] is empty: give the sentences the "
-                                 "question is about")
         k = min(int(top_k), len(self.preprocessor.vocabulary))
         ids, scores = [], []
         for start in range(0, len(questions), batch_size):
@@ -117,9 +117,18 @@ class BabiAnswerer(TaskModel):
             ids.append(top_ids)
             scores.append(top_scores)
         candidates = self.preprocessor.decode(np.concatenate(ids)).astype(str)
-        unknown = [self.preprocessor.unknown_words(s, q) for s, q in zip(stories, questions)]
         return {"answer": candidates[:, 0], "scores": np.concatenate(scores),
-                "candidates": candidates, "unknown_words": np.asarray(unknown, np.int32)}
+                "candidates": candidates,
+                **self.preprocessor.report(stories, questions, self.read_limit)}
+
+    @property
+    def read_limit(self) -> int | None:
+        """The most sentences of a story the model reads (its last ones): the
+        preprocessor's ``max_story_sentences``, or a MemN2N's smaller ``memory_size``
+        (its memory keeps the last ``memory_size`` sentences); None: all."""
+        limits = [n for n in (self.preprocessor.max_story_sentences,
+                              getattr(self.backbone, "memory_size", None)) if n]
+        return min(limits) if limits else None
 
     def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
                version: int | None = None, top_k: int = DEFAULT_TOP_K) -> str:

@@ -9,11 +9,17 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
 * ``serving_default`` (:data:`SIGNATURE_KEY`): inputs ``story`` and ``question``
   (``tf.string``, ``[batch]``); outputs ``answer`` (``tf.string``, ``[batch]``),
   ``scores`` (``float32``, ``[batch, k]``, softmax probabilities, best first),
-  ``candidates`` (``tf.string``, ``[batch, k]``) and ``unknown_words`` (``int32``,
-  ``[batch]``): how many words of the story and the question are not in the model's
-  vocabulary (they all read as ``<unk>``). The model answers with a word of its
-  vocabulary whatever it is asked; a non-zero count says that it did not understand
-  part of the request, however high the score.
+  ``candidates`` (``tf.string``, ``[batch, k]``), and what the model did not take in
+  (:data:`REPORT_OUTPUTS`, each ``[batch]``): ``unknown_words`` (``int32``) and
+  ``unknown_tokens`` (``tf.string``): how many words of the story and the question are
+  not in the model's vocabulary (they all read as ``<unk>``) and which (distinct, in
+  order, space-separated); ``story_sentences``: the story's sentences (0: an empty
+  story, answered all the same); ``dropped_sentences``: its earliest sentences the
+  model did not read (it reads the last ``min(max_story_sentences, memory_size)``);
+  ``question_words`` (0: an empty question); ``trained_story_sentences``: the longest
+  stories it was trained on (reading more, it answers outside its training). The model
+  answers with a word of its vocabulary whatever it is asked; a non-zero count says that
+  it did not take in part of the request, however high the score.
 * ``classify`` (:data:`~tpr_keras.models.tf_serving_layout.CLASSIFY_SIGNATURE_KEY`): TF
   Serving's Classify API over serialized ``tf.Example`` (input ``inputs``, features
   ``story`` and ``question``, one string each); outputs ``classes`` (the ``k`` candidate
@@ -52,6 +58,11 @@ from tpr_keras.models.tf_serving_layout import (
 
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"
+#: The outputs of ``serving_default`` beside the answer that say what the model did not
+#: take in, with their dtypes (each ``[batch]``).
+REPORT_OUTPUTS = {"unknown_words": "int32", "unknown_tokens": "string",
+                  "story_sentences": "int32", "dropped_sentences": "int32",
+                  "question_words": "int32", "trained_story_sentences": "int32"}
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"story": ["Mary moved to the bathroom.\nJohn went to the hallway."],
                  "question": ["Where is Mary?"]}
@@ -71,8 +82,8 @@ class BabiServingModule(tf.Module):
         top_k: scored candidate answers returned (at most the vocabulary's size).
 
     Attributes:
-        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates",
-            "unknown_words"}``.
+        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates"}``
+            and :data:`REPORT_OUTPUTS`.
         tokenize: ``tf.function(story, question)`` -> ``{"story_ids", "question_ids"}``.
         classify: ``tf.function(inputs)`` (serialized ``tf.Example``) -> ``{"classes",
             "scores"}``.
@@ -89,6 +100,7 @@ class BabiServingModule(tf.Module):
                                        keep_sentence_ends=preprocessor.keep_sentence_ends)
         self.top_k = min(int(top_k), len(preprocessor.vocabulary))
         tokenizer, k = self.tokenizer, self.top_k
+        read_limit, trained = answerer.read_limit, preprocessor.trained_story_sentences or 0
 
         def tokenize(story, question):
             return {"story_ids": tokenizer.story_ids(story),
@@ -106,9 +118,16 @@ class BabiServingModule(tf.Module):
             top_logits, top_ids = tf.math.top_k(logits, k=k)
             log_norm = tf.math.reduce_logsumexp(logits, axis=-1, keepdims=True)
             candidates = tokenizer.decode(top_ids)
+            sentences = tokenizer.story_sentences(story)
             return {"answer": candidates[:, 0], "scores": tf.exp(top_logits - log_norm),
                     "candidates": candidates,
-                    "unknown_words": tokenizer.unknown_words(story, question)}
+                    "unknown_words": tokenizer.unknown_words(story, question),
+                    "unknown_tokens": tokenizer.unknown_tokens(story, question),
+                    "story_sentences": sentences,
+                    "dropped_sentences": (tf.zeros_like(sentences) if read_limit is None
+                                          else tf.maximum(sentences - read_limit, 0)),
+                    "question_words": tokenizer.question_words_count(question),
+                    "trained_story_sentences": tf.fill(tf.shape(sentences), trained)}
 
         features = {"story": tf.io.FixedLenFeature([], tf.string),
                     "question": tf.io.FixedLenFeature([], tf.string)}
@@ -224,7 +243,8 @@ def save_babi_servable(answerer: BabiAnswerer, path: str | os.PathLike,
                             "outputs": {"answer": "string[batch]",
                                         "scores": f"float32[batch, {module.top_k}]",
                                         "candidates": f"string[batch, {module.top_k}]",
-                                        "unknown_words": "int32[batch]"}},
+                                        **{name: f"{kind}[batch]" for name, kind in
+                                           REPORT_OUTPUTS.items()}}},
             TOKENIZE_SIGNATURE_KEY: {"outputs": {"story_ids": "int32[batch, S, W]",
                                                  "question_ids": "int32[batch, W]"}},
             CLASSIFY_SIGNATURE_KEY: {"inputs": {"inputs": "string[batch] (serialized "
@@ -234,6 +254,8 @@ def save_babi_servable(answerer: BabiAnswerer, path: str | os.PathLike,
         },
         "max_words": preprocessor.max_words,
         "max_story_sentences": preprocessor.max_story_sentences,
+        "read_sentences": answerer.read_limit,
+        "trained_story_sentences": preprocessor.trained_story_sentences,
         "top_k": module.top_k,
         "vocabulary_size": len(tokens),
         "sentence_split": "newlines, and after every '.', '?', '!'",

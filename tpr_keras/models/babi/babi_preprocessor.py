@@ -9,9 +9,13 @@ from typing import Any
 import numpy as np
 
 from tpr_keras.data.babi.text import normalize, split_story, tokenize
-from tpr_keras.data.babi.truncation import SERVED_MAX_STORY_SENTENCES
+from tpr_keras.data.babi.truncation import (
+    DEFAULT_MAX_STORY_SENTENCES,
+    SERVED_MAX_STORY_SENTENCES,
+)
 from tpr_keras.data.babi.vocabulary import Vocabulary
 from tpr_keras.models.task_models import trained_preset
+from tpr_keras.models.unknown_tokens import join_distinct
 
 #: A story: one string (sentences end at newlines and after ``. ? !``) or its sentences.
 Story = str | Sequence[str]
@@ -39,6 +43,10 @@ class BabiPreprocessor:
         max_story_sentences: Keep the last N sentences of a story; None keeps all.
         keep_sentence_ends: False drops ``. ? !`` once they have split the story, as
             the model's training data did (MemN2N's ``joint_paper`` recipe).
+        trained_story_sentences: The longest stories the model was trained on, in
+            sentences (the training loader's truncation: 70 for every task but task 3,
+            whose stories were cut at 130); a model that reads more sentences than this
+            answers outside its training, which the replies report. None: unknown.
 
     Example:
     >>> preprocessor = BabiPreprocessor.from_preset("tpr_rnn_babi_all_tasks")
@@ -49,7 +57,8 @@ class BabiPreprocessor:
 
     def __init__(self, vocabulary: Vocabulary | Sequence[str], max_words: int,
                  max_story_sentences: int | None = SERVED_MAX_STORY_SENTENCES,
-                 keep_sentence_ends: bool = True) -> None:
+                 keep_sentence_ends: bool = True,
+                 trained_story_sentences: int | None = DEFAULT_MAX_STORY_SENTENCES) -> None:
         if max_words < 1:
             raise ValueError(f"max_words must be >= 1, got {max_words}")
         if max_story_sentences is not None and max_story_sentences < 1:
@@ -61,6 +70,8 @@ class BabiPreprocessor:
         self.max_story_sentences = (None if max_story_sentences is None
                                     else int(max_story_sentences))
         self.keep_sentence_ends = bool(keep_sentence_ends)
+        self.trained_story_sentences = (None if trained_story_sentences is None
+                                        else int(trained_story_sentences))
 
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | Any) -> BabiPreprocessor:
@@ -77,7 +88,8 @@ class BabiPreprocessor:
         return cls(Vocabulary.load(preset.asset_path("vocab.txt")),
                    preset.config["max_words"],
                    options.get("max_story_sentences", SERVED_MAX_STORY_SENTENCES),
-                   options.get("keep_sentence_ends", True))
+                   options.get("keep_sentence_ends", True),
+                   options.get("trained_story_sentences", DEFAULT_MAX_STORY_SENTENCES))
 
     def story_words(self, story: Story) -> list[list[str]]:
         """A story's tokenized sentences, nothing cut yet."""
@@ -92,6 +104,33 @@ class BabiPreprocessor:
         of them, also those past the truncation limits)."""
         words = [w for s in self.story_words(story) for w in s] + self.question_words(question)
         return sum(w not in self.vocabulary for w in words)
+
+    def unknown_tokens(self, story: Story, question: str) -> str:
+        """The distinct tokens of the story and the question (story first) that are not
+        in the vocabulary, in first-appearance order, joined by spaces."""
+        words = [w for s in self.story_words(story) for w in s] + self.question_words(question)
+        return join_distinct(w for w in words if w not in self.vocabulary)
+
+    def report(self, stories: Sequence[Story], questions: Sequence[str],
+               read_limit: int | None) -> dict[str, np.ndarray]:
+        """What the model takes in of each request, as the served model's outputs say it:
+        ``unknown_words``, ``unknown_tokens``, ``story_sentences`` (0: an empty story),
+        ``dropped_sentences`` (the earliest sentences past ``read_limit``, the most the
+        model reads), ``question_words`` (0: an empty question) and
+        ``trained_story_sentences``."""
+        sentences = np.asarray([len(self.story_words(s)) for s in stories], np.int32)
+        dropped = (np.zeros_like(sentences) if read_limit is None
+                   else np.maximum(sentences - read_limit, 0).astype(np.int32))
+        return {
+            "unknown_words": np.asarray([self.unknown_words(s, q) for s, q in
+                                         zip(stories, questions)], np.int32),
+            "unknown_tokens": np.asarray([self.unknown_tokens(s, q) for s, q in
+                                          zip(stories, questions)], dtype=str),
+            "story_sentences": sentences, "dropped_sentences": dropped,
+            "question_words": np.asarray([len(self.question_words(q)) for q in questions],
+                                         np.int32),
+            "trained_story_sentences": np.full(len(stories), self.trained_story_sentences or 0,
+                                               np.int32)}
 
     def _row(self, tokens: list[str]) -> np.ndarray:
         row = np.full(self.max_words, Vocabulary.PAD_ID, np.int32)

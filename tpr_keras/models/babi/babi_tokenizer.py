@@ -15,6 +15,7 @@ from tpr_keras.data.babi.text import (
 )
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
+from tpr_keras.models.unknown_tokens import join_distinct_rows
 
 #: The loader's special ids (the in-graph tokenizer gives exactly its ids).
 PAD_ID = Vocabulary.PAD_ID
@@ -146,6 +147,23 @@ class BabiTokenizer(tf.Module):
                                       axis=-1)
         question_unknown = tf.reduce_sum(count(self.question_words(question)), axis=-1)
         return tf.cast(story_unknown + question_unknown, tf.int32)
+
+    def unknown_tokens(self, story: tf.Tensor, question: tf.Tensor) -> tf.Tensor:
+        """``string[B]``: the distinct words of each story and question (story first) that
+        map to ``<unk>``, in first-appearance order, joined by spaces
+        (:func:`~tpr_keras.models.unknown_tokens.join_distinct_rows`)."""
+        words = tf.concat([self.story_words(story).merge_dims(1, 2),
+                           self.question_words(question)], axis=1)
+        unknown = tf.equal(self.word_to_id.lookup(words.flat_values), UNK_ID)
+        return join_distinct_rows(tf.ragged.boolean_mask(words, words.with_flat_values(unknown)))
+
+    def story_sentences(self, story: tf.Tensor) -> tf.Tensor:
+        """``int32[B]``: the sentences of each story (those with a token; 0: empty)."""
+        return tf.cast(self.story_words(story).row_lengths(), tf.int32)
+
+    def question_words_count(self, question: tf.Tensor) -> tf.Tensor:
+        """``int32[B]``: the tokens of each question (0: an empty question)."""
+        return tf.cast(self.question_words(question).row_lengths(), tf.int32)
 
     def story_ids(self, story: tf.Tensor) -> tf.Tensor:
         """``string[B]`` stories -> ``int32[B, S, W]`` (S = most sentences in the batch)."""

@@ -257,8 +257,9 @@ class MemN2NNetwork(keras.layers.Layer):
             ``t < count``).
         """
         story = ops.cast(story, "int32")
-        # One extra padding row so that stories with 0 sentence rows work.
-        story = ops.concatenate([story, ops.zeros_like(story[:, :1])], axis=1)
+        # One extra padding row so that stories with 0 sentence rows work (a pad, not a
+        # concatenation of story[:, :1]: that slice of an empty story has 0 rows too).
+        story = ops.pad(story, [[0, 0], [0, 1], [0, 0]])
         real = ops.any(ops.not_equal(story, 0), axis=-1)  # [B, S]
         real_i = ops.cast(real, "int32")
         recency = ops.flip(ops.cumsum(ops.flip(real_i, axis=1), axis=1), axis=1)
