@@ -28,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from serving.command_flags import Command
 
     parser = Command("python -m serving.export",
-                     "Export a .keras bAbI model to <export_dir>/<model_name>/<version>/.")
+                     "Export a bAbI model.keras (written by train.babi) as a TF Serving "
+                     "SavedModel: <export_dir>/<model_name>/<version>/.")
     parser.string("model", None, "model.keras written by train.babi", required=True)
     parser.string("vocab", None, "vocab.txt (default: next to --model)")
     parser.string("export_dir", None, "TF Serving base folder", required=True)

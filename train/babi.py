@@ -1,4 +1,5 @@
-"""Train and evaluate TPR-RNN on bAbI: ``python -m train.babi --task 1``.
+"""Train and evaluate TPR-RNN, or the MemN2N baseline (``--model memn2n``), on bAbI:
+``python -m train.babi --task 1``.
 
 Single-task runs use the paper's Appendix A recipe (Nadam, lr 0.008, β1 0.6,
 β2 0.4, batch 128); ``--task all`` uses the all-tasks one (lr 0.001, default

@@ -1,4 +1,5 @@
-"""Train and evaluate a recurrent encoder on logical entailment: ``python -m train.entailment``.
+"""Train and evaluate a TPRU, LSTM or GRU model (plain or BiDAF) on logical entailment:
+``python -m train.entailment``.
 
 The architecture (``--arch plain|bidaf``) and the encoder cell (``--cell tpru|lstm|gru``)
 name a paper size of :mod:`tpr_keras.models.entailment` (``plain_tpru`` ... ``bidaf_gru``):

@@ -1,4 +1,5 @@
-"""Re-check a trained preset: ``python -m train.evaluate --preset tpr_rnn_babi_all_tasks``.
+"""Re-check a trained preset: score it again on the official test files and compare with
+its recorded table: ``python -m train.evaluate --preset tpr_rnn_babi_all_tasks``.
 
 Loads the preset (its checksums verified), recomputes its evaluation table on the official
 test files (bAbI: test error per task; entailment: accuracy per test set; math: greedy

@@ -1,4 +1,5 @@
-"""Serve a trained preset without training: ``python -m train.export --preset NAME``.
+"""Export a trained preset (or a ``train.*`` run's ``model.keras``) as a TF Serving
+SavedModel, to serve it without training: ``python -m train.export --preset NAME``.
 
 Writes the preset's model as the same TF Serving SavedModel the ``train.*`` commands
 write at the end of a run: ``<export_dir>/<model_name>/<version>/saved_model.pb`` with

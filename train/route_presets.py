@@ -1,4 +1,5 @@
-"""One math preset from several: ``python -m train.route_presets``.
+"""Combine math presets into one routed preset (a default model and per-module
+experts): ``python -m train.route_presets``.
 
     python -m train.route_presets --default tp_transformer_math_focus \
         --expert comparison__pair=runs/presets/cmp-expert --data_dir ../shared/data/mathematics \

@@ -13,8 +13,9 @@ from serving.command_flags import Command
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = Command("python -m serving.client",
-                "Ask a served bAbI model about a story (--story and --question), or a served "
-                "Mathematics model a question (--question alone).")
+                "Ask a served bAbI, Mathematics or entailment model: about a story "
+                "(--story and --question), a math question (--question alone), or whether a "
+                "premise entails a hypothesis (--premise and --hypothesis).")
     p.string("server", None,
              "host:port (default localhost:8500, or localhost:8501 with --rest)")
     p.string("model_name", None, "default: babi, or math without --story")
