@@ -1,3 +1,5 @@
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -125,3 +127,204 @@ def test_config_round_trip():
     assert clone.get_config() == layer.get_config()
     restored = keras.layers.deserialize(keras.layers.serialize(layer))
     assert isinstance(restored, TPMultiHeadAttention) and restored.use_role is False
+
+
+# --------------------------------------------------------------------------- masking
+EPS = float(np.finfo(np.float32).eps)
+MASK_WARNING = "does not support masking"
+
+
+def _tolerance(*reductions, scale=1.0):
+    """float32 bound for one pass through the layer: a few ulps per term of each
+    reduction (``d`` in eq. 1, ``Tk`` in eq. 2, ``H * d_k`` in eq. 4), times the
+    outputs' scale."""
+    return 4 * EPS * sum(reductions) * scale
+
+
+def _copy_to_keras_mha(ours, theirs, d):
+    """Our ``[d, H*d_k]`` kernels and ``[H*d_k]`` biases as Keras' ``[d, H, d_k]``
+    kernels and ``[H, d_k]`` biases (``[H, d_k, d]`` for the output map)."""
+    h, k = ours.num_heads, ours.key_dim
+    weights = []
+    for name in ("query", "key", "value"):
+        weights.append(testing.numpy(getattr(ours, f"{name}_kernel")).reshape(d, h, k))
+        weights.append(testing.numpy(getattr(ours, f"{name}_bias")).reshape(h, k))
+    weights.append(testing.numpy(ours.output_kernel).reshape(h, k, d))
+    weights.append(testing.numpy(ours.output_bias))
+    theirs.set_weights(weights)
+
+
+def _masked_model(attention, vocabulary=12, d=8, causal=False, scores=False):
+    """Embedding(mask_zero=True) -> attention(query=x, value=x) -> Dense, plus a
+    mask-consuming GlobalAveragePooling1D head that sees the attention's output mask
+    (and the attention weights with ``scores``)."""
+    ids = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(vocabulary, d, mask_zero=True, name="embedding")(ids)
+    y = attention(query=x, value=x, use_causal_mask=causal, return_attention_scores=scores)
+    y, extra = (y[0], [y[1]]) if scores else (y, [])
+    z = keras.layers.Dense(3, name="head")(y)
+    return keras.Model(ids, [z, keras.layers.GlobalAveragePooling1D()(z)] + extra)
+
+
+def _build_pair(num_heads=2, d=8, causal=False, scores=False, seed=0):
+    """The same model around Keras' MHA and around TPMultiHeadAttention(use_role=False),
+    with equal weights; also returns whether building either one warned about masks."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = TPMultiHeadAttention(num_heads, use_role=False, name="attention")
+        ours_model = _masked_model(ours, d=d, causal=causal, scores=scores)
+        theirs = keras.layers.MultiHeadAttention(num_heads, d // num_heads, name="attention")
+        theirs_model = _masked_model(theirs, d=d, causal=causal, scores=scores)
+    _randomize(ours, seed)
+    _copy_to_keras_mha(ours, theirs, d)
+    for name in ("embedding", "head"):
+        layer = ours_model.get_layer(name)
+        _randomize(layer, seed + 1)
+        theirs_model.get_layer(name).set_weights(layer.get_weights())
+    warned = [str(w.message) for w in caught if MASK_WARNING in str(w.message)]
+    return ours_model, theirs_model, warned
+
+
+IDS = np.array([[3, 5, 7, 2, 0, 0], [4, 1, 9, 0, 0, 0], [6, 8, 2, 5, 11, 10]], "int32")
+LENGTHS = (IDS > 0).sum(1)
+
+
+def _unpadded_rows(model, output=0):
+    return [testing.numpy(model(IDS[i:i + 1, :n])[output])[0] for i, n in enumerate(LENGTHS)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scores", [False, True])
+def test_drop_in_for_keras_multi_head_attention_behind_a_masked_embedding(causal, scores):
+    ours_model, theirs_model, warned = _build_pair(causal=causal, scores=scores)
+    assert warned == []  # (a) the mask reaches the attention, no warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours, pooled, *weights = (testing.numpy(t) for t in ours_model(IDS))
+    assert not [w for w in caught if MASK_WARNING in str(w.message)]
+    theirs, theirs_pooled, *their_weights = (testing.numpy(t) for t in theirs_model(IDS))
+    d, tk, width = 8, IDS.shape[1], 8
+    tol = _tolerance(d, tk, width, 3 * width, scale=np.abs(theirs).max())
+    # (c) Keras' MHA at the real positions, and through the output mask's pooling.
+    real = np.arange(IDS.shape[1])[None] < LENGTHS[:, None]
+    np.testing.assert_allclose(ours[real], theirs[real], rtol=0, atol=tol)
+    np.testing.assert_allclose(pooled, theirs_pooled, rtol=0, atol=tol)
+    if scores:
+        # Keras' masked-softmax path (taken when the weights are returned) gives a
+        # padded query all-zero weights, as this layer always does, so padded rows
+        # agree too. (Keras' fused path, without the weights, spreads such a row over
+        # every key instead; this layer's output does not depend on the flag.)
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=tol)
+        np.testing.assert_allclose(weights[0], their_weights[0], rtol=0, atol=_tolerance(d, tk))
+        np.testing.assert_array_equal(weights[0][~real[:, None, :, None].repeat(2, 1)
+                                                 .repeat(tk, 3)], 0.0)
+    # (b) each sequence alone, unpadded, gives the same outputs at its real positions.
+    for i, (row, n) in enumerate(zip(_unpadded_rows(ours_model), LENGTHS)):
+        np.testing.assert_allclose(ours[i, :n], row, rtol=0, atol=tol)
+    # The output carries the query's mask: the pooling averages real positions only.
+    np.testing.assert_allclose(
+        pooled, [ours[i, :n].mean(0) for i, n in enumerate(LENGTHS)], rtol=0, atol=tol)
+
+
+def test_padding_does_not_change_real_positions_with_roles():
+    attention = TPMultiHeadAttention(2, use_role=True)
+    model = _masked_model(attention)
+    _randomize(attention, 3)
+    padded = testing.numpy(model(IDS)[0])
+    scale = np.abs(padded).max()
+    for i, (row, n) in enumerate(zip(_unpadded_rows(model), LENGTHS)):
+        np.testing.assert_allclose(padded[i, :n], row, rtol=0, atol=_tolerance(8, 6, 8, 24, scale=scale))
+    # A padded query attends to nothing: zero filler, so zero binding, output b_o.
+    hidden = keras.Model(model.input, model.get_layer("head").input)
+    out = testing.numpy(hidden(IDS))
+    np.testing.assert_array_equal(out[1, 3:], np.broadcast_to(testing.numpy(attention.output_bias), (3, 8)))
+
+
+def _random_inputs(seed, batch=3, tq=4, tk=5, d=6):
+    rng = np.random.default_rng(seed)
+    zq = rng.normal(size=(batch, tq, d)).astype("float32")
+    zv = rng.normal(size=(batch, tk, d)).astype("float32")
+    zk = rng.normal(size=(batch, tk, d)).astype("float32")
+    query_mask = np.arange(tq)[None] < np.array([[4], [2], [3]])
+    value_mask = np.arange(tk)[None] < np.array([[5], [3], [4]])
+    key_mask = np.ones((batch, tk), bool)
+    key_mask[2, 0] = False
+    return zq, zv, zk, query_mask, value_mask, key_mask
+
+
+@pytest.mark.parametrize("use_role", [True, False])
+def test_explicit_masks_combine_as_one_attention_mask(use_role):
+    zq, zv, zk, query_mask, value_mask, key_mask = _random_inputs(5)
+    layer = TPMultiHeadAttention(2, use_role=use_role)
+    layer(zq, zv, zk)
+    _randomize(layer, 5)
+    combined = query_mask[:, :, None] & value_mask[:, None, :] & key_mask[:, None, :]
+    out, weights = layer(zq, zv, zk, query_mask=query_mask, value_mask=value_mask,
+                         key_mask=key_mask, return_attention_scores=True)
+    expected, expected_weights = layer(zq, zv, zk, attention_mask=combined,
+                                       return_attention_scores=True)
+    np.testing.assert_array_equal(testing.numpy(out), testing.numpy(expected))
+    weights = testing.numpy(weights)
+    np.testing.assert_array_equal(weights, testing.numpy(expected_weights))
+    # Zero weight exactly on masked pairs; rows of padded queries are all zero, the
+    # others sum to 1; a padded query's output is b_o alone.
+    assert np.all(weights[np.broadcast_to(~combined[:, None], weights.shape)] == 0.0)
+    sums = weights.sum(-1)
+    np.testing.assert_array_equal(sums[~np.broadcast_to(query_mask[:, None], sums.shape)], 0.0)
+    np.testing.assert_allclose(sums[np.broadcast_to(query_mask[:, None], sums.shape)], 1.0,
+                               rtol=0, atol=4 * EPS * zv.shape[1])
+    np.testing.assert_array_equal(testing.numpy(out)[1, 2:],
+                                  np.broadcast_to(testing.numpy(layer.output_bias), (2, 6)))
+
+
+def test_value_and_key_masks_and_scores_match_keras():
+    zq, zv, zk, _, value_mask, key_mask = _random_inputs(6)
+    ours = TPMultiHeadAttention(2, use_role=False)
+    theirs = keras.layers.MultiHeadAttention(2, 3)
+    ours(zq, zv, zk)
+    theirs(zq, zv, zk)
+    _randomize(ours, 6)
+    _copy_to_keras_mha(ours, theirs, 6)
+    attention_mask = np.tril(np.ones((4, 5), bool), 1)[None].repeat(3, 0)
+    kwargs = dict(value_mask=value_mask, key_mask=key_mask, attention_mask=attention_mask,
+                  return_attention_scores=True)
+    out, weights = (testing.numpy(t) for t in ours(zq, zv, zk, **kwargs))
+    their_out, their_weights = (testing.numpy(t) for t in theirs(zq, zv, zk, **kwargs))
+    tol = _tolerance(6, 5, 6, scale=np.abs(their_out).max())
+    np.testing.assert_allclose(out, their_out, rtol=0, atol=tol)
+    np.testing.assert_allclose(weights, their_weights, rtol=0, atol=_tolerance(6, 5))
+    masked = ~(value_mask & key_mask)[:, None, None, :] | ~attention_mask[:, None]
+    assert np.all(weights[np.broadcast_to(masked, weights.shape)] == 0.0)
+
+
+def test_causal_and_padding_masks_together():
+    ids = np.array([[3, 5, 7, 0, 0]], "int32")
+    attention = TPMultiHeadAttention(2)
+    model = _masked_model(attention, causal=True)
+    _randomize(attention, 7)
+    hidden = keras.Model(model.input, model.get_layer("head").input)
+    x = testing.numpy(model.get_layer("embedding")(ids))
+    valid = ids > 0
+    expected = attention(x, x, attention_mask=np.tril(np.ones((5, 5), bool))[None]
+                         & valid[:, :, None] & valid[:, None, :])
+    np.testing.assert_array_equal(testing.numpy(hidden(ids)), testing.numpy(expected))
+    _, weights = attention(x, x, query_mask=valid, value_mask=valid, use_causal_mask=True,
+                           return_attention_scores=True)
+    weights = testing.numpy(weights)[0]
+    np.testing.assert_array_equal(weights[:, :3, :3] > 0, np.tril(np.ones((2, 3, 3), bool)))
+    np.testing.assert_array_equal(weights[:, 3:], 0.0)
+    np.testing.assert_array_equal(weights[:, :, 3:], 0.0)
+
+
+def test_symbolic_output_shapes():
+    q = keras.Input((4, 8))
+    v = keras.Input((7, 6))
+    out, scores, roles = TPMultiHeadAttention(2)(q, v, return_attention_scores=True,
+                                                 return_roles=True)
+    assert (out.shape, scores.shape, roles.shape) == (
+        (None, 4, 8), (None, 2, 4, 7), (None, 2, 4, 4))
+    layer = TPMultiHeadAttention(2, use_role=False)
+    assert layer(q, v).shape == (None, 4, 8)
+    assert layer.compute_output_shape((None, 4, 8), (None, 7, 6)) == (None, 4, 8)
+    with pytest.raises(ValueError, match="except the last one"):
+        layer.compute_output_shape((None, 4, 8), (None, 7, 6), (None, 5, 6))

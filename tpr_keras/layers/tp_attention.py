@@ -66,20 +66,39 @@ class TPMultiHeadAttention(keras.layers.Layer):
             transpose (a concatenation of the heads before ``W_o``). It exists so
             that ``bench/math_bench.py`` (config ``matmul``) can compare the two.
 
-    Call arguments:
+    Call arguments (those of ``keras.layers.MultiHeadAttention``, plus ``return_roles``):
         query: ``[batch, Tq, d_model]``, the querying stream (also the role source).
         value: ``[batch, Tk, d_v]``, the attended stream.
         key: ``[batch, Tk, d_v]``; default ``value``.
+        query_mask: boolean ``[batch, Tq]``, ``True`` for real query positions.
+        value_mask: boolean ``[batch, Tk]``, ``True`` for real value positions.
+        key_mask: boolean ``[batch, Tk]``, ``True`` for real key positions.
         attention_mask: boolean, broadcastable to ``[batch, Tq, Tk]``; ``True``
-            means "may attend". Padding masks are ``valid[:, None, :]``.
-        use_causal_mask: also forbid attending to later positions (``Tq == Tk``).
+            means "may attend".
         return_attention_scores: also return the weights ``α``
             ``[batch, heads, Tq, Tk]``.
+        training: run the attention dropout.
+        use_causal_mask: also forbid attending to later positions.
         return_roles: also return the role vectors ``r`` ``[batch, heads, Tq, key_dim]``
             (``None`` when ``use_role=False``).
 
     Returns ``[batch, Tq, d_model]`` (``d_model`` = the query width), followed by
     the weights and then the roles if requested.
+
+    Masking:
+        As in ``keras.layers.MultiHeadAttention``. Keras fills ``query_mask``,
+        ``value_mask`` and ``key_mask`` from the Keras masks of ``query``, ``value``
+        and ``key`` (e.g. ``keras.layers.Embedding(mask_zero=True)``) when they are
+        not passed. The masks are combined with a logical AND into one
+        ``[batch, Tq, Tk]`` mask: ``query_mask[:, :, None]``, ``value_mask[:, None, :]``,
+        ``key_mask[:, None, :]``, the causal mask and ``attention_mask``. A masked
+        (query, key) pair gets weight exactly 0 (eq. 3 over the allowed keys only), so a
+        query row with every key masked, e.g. a padded query, gets all-zero weights and
+        the output ``b_o`` (Keras' masked softmax does the same). The output carries
+        the query's Keras mask. Unlike Keras, which reads the query mask only from the
+        query tensor, an explicitly passed ``query_mask`` is honoured. The causal mask
+        lets query ``i`` see keys ``j <= i + (Tk - Tq)`` (the same as Keras' when
+        ``Tq == Tk``; Keras aligns the first query with the first key otherwise).
 
     Example:
     >>> attention = TPMultiHeadAttention(num_heads=2)
@@ -110,6 +129,8 @@ class TPMultiHeadAttention(keras.layers.Layer):
         self.dropout = float(dropout)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        # The input masks are consumed in call(); the output carries the query's mask.
+        self.supports_masking = True
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         query_dim = query_shape[-1]
@@ -186,18 +207,24 @@ class TPMultiHeadAttention(keras.layers.Layer):
             q, r: ``[B, H, Tq, d_k]`` queries and roles (``r`` may be ``None``).
             k, v: ``[B, H, Tk, d_k]`` keys and values.
             attention_mask: boolean, broadcastable to ``[B, Tq, Tk]`` (or to
-                ``[B, H, Tq, Tk]`` if 4-D); ``True`` = may attend.
+                ``[B, H, Tq, Tk]`` if 4-D); ``True`` = may attend. A masked pair gets
+                weight exactly 0; a row with every key masked gets all-zero weights.
 
         Returns:
             ``(output [B, Tq, d_model], weights [B, H, Tq, Tk])``.
         """
         scores = ops.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(self.key_dim))
+        mask = None
         if attention_mask is not None:
             mask = ops.cast(attention_mask, "bool")
-            if len(mask.shape) == 3:
-                mask = ops.expand_dims(mask, 1)
+            while len(mask.shape) < 4:  # the heads axis (and a missing batch axis)
+                mask = ops.expand_dims(mask, -3)
             scores = ops.where(mask, scores, ops.cast(mask_value(scores.dtype), scores.dtype))
         weights = softmax(scores, axis=-1)  # eq. 3
+        if mask is not None:
+            # Exactly 0 where masked, also in a row with every key masked (which the
+            # softmax alone spreads evenly), as Keras' masked softmax.
+            weights = ops.where(mask, weights, ops.zeros_like(weights))
         dropped = self.attention_dropout(weights, training=training)
         filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2
         bound = filler * r if (self.use_role and r is not None) else filler  # eq. 4, ⊙
@@ -220,25 +247,52 @@ class TPMultiHeadAttention(keras.layers.Layer):
         j = ops.expand_dims(ops.arange(key_length), 0)
         return ops.greater_equal(i + (key_length - query_length), j)
 
+    def compute_attention_mask(self, query, value, query_mask=None, value_mask=None,
+                               key_mask=None, attention_mask=None, use_causal_mask=False):
+        """The combined boolean mask, broadcastable to ``[B, Tq, Tk]`` (``None`` if none).
+
+        The AND of ``query_mask[:, :, None]``, ``value_mask[:, None, :]``,
+        ``key_mask[:, None, :]``, the causal mask and ``attention_mask``, as
+        ``keras.layers.MultiHeadAttention._compute_attention_mask``.
+        """
+        parts = []
+        if query_mask is not None:
+            parts.append(ops.expand_dims(ops.cast(query_mask, "bool"), -1))
+        for mask in (value_mask, key_mask):
+            if mask is not None:
+                parts.append(ops.expand_dims(ops.cast(mask, "bool"), -2))
+        if use_causal_mask:
+            parts.append(self.causal_mask(ops.shape(query)[1], ops.shape(value)[1])[None])
+        if attention_mask is not None:
+            parts.append(ops.cast(attention_mask, "bool"))
+        if not parts:
+            return None
+        combined = parts[0]
+        for mask in parts[1:]:
+            combined = ops.logical_and(combined, mask)
+        return combined
+
     # ----------------------------------------------------------------- call
     def call(
         self,
         query,
         value,
         key=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
         attention_mask=None,
-        use_causal_mask=False,
         return_attention_scores=False,
-        return_roles=False,
         training=None,
+        use_causal_mask=False,
+        return_roles=False,
     ):
         key = value if key is None else key
+        mask = self.compute_attention_mask(
+            query, value, query_mask=query_mask, value_mask=value_mask, key_mask=key_mask,
+            attention_mask=attention_mask, use_causal_mask=use_causal_mask)
         q, r = self.project_query(query)
         k, v = self.project_key_value(key, value)
-        mask = attention_mask
-        if use_causal_mask:
-            causal = self.causal_mask(ops.shape(query)[1], ops.shape(key)[1])[None]
-            mask = causal if mask is None else ops.logical_and(ops.cast(mask, "bool"), causal)
         output, weights = self.attend(q, r, k, v, mask, training=training)
         if not (return_attention_scores or return_roles):
             return output
@@ -247,6 +301,33 @@ class TPMultiHeadAttention(keras.layers.Layer):
             extras.append(weights)
         if return_roles:
             extras.append(r)
+        return tuple(extras)
+
+    def compute_output_shape(self, query_shape, value_shape, key_shape=None):
+        query_shape, value_shape = tuple(query_shape), tuple(value_shape)
+        key_shape = value_shape if key_shape is None else tuple(key_shape)
+        if value_shape[1:-1] != key_shape[1:-1]:
+            raise ValueError(
+                "All dimensions of `value` and `key`, except the last one, must be equal. "
+                f"Received: value_shape={value_shape} and key_shape={key_shape}")
+        return query_shape
+
+    def compute_output_spec(self, query, value, key=None, query_mask=None, value_mask=None,
+                            key_mask=None, attention_mask=None, return_attention_scores=False,
+                            training=None, use_causal_mask=False, return_roles=False):
+        shape = self.compute_output_shape(query.shape, value.shape,
+                                          None if key is None else key.shape)
+        output = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        if not (return_attention_scores or return_roles):
+            return output
+        extras = [output]
+        heads = (query.shape[0], self.num_heads, query.shape[1])
+        if return_attention_scores:
+            extras.append(keras.KerasTensor(heads + (value.shape[1],), dtype=self.compute_dtype))
+        if return_roles:
+            key_dim = self.key_dim or query.shape[-1] // self.num_heads
+            extras.append(keras.KerasTensor(heads + (key_dim,), dtype=self.compute_dtype)
+                          if self.use_role else None)
         return tuple(extras)
 
     def get_config(self):
