@@ -48,12 +48,26 @@ def test_it_scores_the_recorded_exam_accuracy(classifier, shared_data):
 
 
 def test_bad_requests_raise_a_value_error_naming_the_problem(classifier):
-    with pytest.raises(ValueError, match=r"hypotheses\[1\] is empty"):
-        classifier.predict(["(p&q)", "p"], ["p", " \t"])
     with pytest.raises(ValueError, match="mismatched list lengths: premises: 2, hypotheses: 1"):
         classifier.predict(["(p&q)", "p"], ["p"])
     with pytest.raises(ValueError, match="no premises given"):
         classifier.predict([], [])
+
+
+#: Pairs the model does not fully take in: the issue's "p AND q" / "P or Q", an empty
+#: hypothesis, a malformed premise of known characters, a well-formed pair.
+PARTIAL_PAIRS = [("p AND q", "P or Q"), ("(p&q)", " \t"), ("(p&q", "p"), ("(p & q)", "q")]
+
+
+def test_every_reply_says_what_the_model_did_not_take_in(classifier):
+    """Malformed and empty formulas are answered, not refused (as the served model does),
+    and reported; unknown characters are counted and listed (distinct, premise first)."""
+    out = classifier.predict(*map(list, zip(*PARTIAL_PAIRS)))
+    assert out["probability"].shape == (4,)
+    assert out["premise_well_formed"].tolist() == [False, True, False, True]
+    assert out["hypothesis_well_formed"].tolist() == [False, False, True, True]
+    assert out["unknown_characters"].tolist() == [5, 0, 0, 0]  # A N D P Q
+    assert out["unknown_tokens"].tolist() == ["A N D P Q", "", "", ""]
 
 
 @pytest.mark.slow
@@ -63,8 +77,14 @@ def test_python_and_the_exported_saved_model_answer_alike(classifier, tmp_path):
     assert path == str(tmp_path / "pairs" / "3")
     serve = tf.saved_model.load(path).signatures["serving_default"]
     premises, hypotheses = [p for p, _, _ in PAIRS] + ["(P&Q)"], [h for _, h, _ in PAIRS] + ["P"]
+    premises += [p for p, _ in PARTIAL_PAIRS]
+    hypotheses += [h for _, h in PARTIAL_PAIRS]
     served = serve(premise=tf.constant(premises), hypothesis=tf.constant(hypotheses))
     ours = classifier.predict(premises, hypotheses)
     np.testing.assert_array_equal(ours["entails"], served["entails"].numpy())
+    for key in ("unknown_characters", "premise_well_formed", "hypothesis_well_formed"):
+        np.testing.assert_array_equal(ours[key], served[key].numpy(), err_msg=key)
+    np.testing.assert_array_equal(ours["unknown_tokens"],
+                                  served["unknown_tokens"].numpy().astype(str))
     np.testing.assert_allclose(ours["probability"], served["probability"].numpy(),
                                rtol=PROBABILITY_TOLERANCE, atol=PROBABILITY_TOLERANCE)

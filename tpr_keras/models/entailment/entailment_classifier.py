@@ -48,25 +48,26 @@ class EntailmentClassifier(TaskModel):
             batch_size: Pairs the model reads at once.
 
         Returns:
-            ``{"probability": float32[B], "entails": bool[B], "unknown_characters":
-            int32[B]}``: the model's probability, whether it is above 0.5 (the served
-            model's outputs), and how many characters of the pair are outside the
-            formula syntax (they read as ``<unk>``).
+            The served model's outputs: ``probability`` (``float32[B]``), ``entails``
+            (``bool[B]``, above 0.5), and what the model did not take in:
+            ``unknown_characters`` (``int32[B]``) and ``unknown_tokens`` (``str[B]``):
+            how many characters of the pair are outside the formula syntax (they read as
+            ``<unk>``) and which (distinct, premise first, space-separated);
+            ``premise_well_formed`` and ``hypothesis_well_formed`` (``bool[B]``): whether
+            each is a formula of the grammar
+            (:mod:`~tpr_keras.models.entailment.entailment_grammar`). A malformed or
+            empty formula is answered all the same (the served model's behaviour); the
+            probability then means nothing.
 
         Raises:
-            ValueError: no pair, mismatched list lengths, an empty formula or one that
-                is not a string.
+            ValueError: no pair, mismatched list lengths, or a formula that is not a
+                string.
         """
         premises = check_texts("premises", premises)
         hypotheses = check_texts("hypotheses", hypotheses)
         check_same_length(premises=premises, hypotheses=hypotheses)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        for name, formulas in (("premises", premises), ("hypotheses", hypotheses)):
-            for i, formula in enumerate(formulas):
-                if not len(self.preprocessor([formula])[0].nonzero()[0]):
-                    raise ValueError(f"{name}[{i}] is empty: give a formula such as "
-                                     "'(a&b)'")
         probabilities = []
         for start in range(0, len(premises), batch_size):
             inputs = {"a": self.preprocessor(premises[start:start + batch_size]),
@@ -75,11 +76,8 @@ class EntailmentClassifier(TaskModel):
                               "float32")
             probabilities.append(ops.convert_to_numpy(ops.sigmoid(logits)))
         probability = np.concatenate(probabilities).astype(np.float32)
-        unknown = [self.preprocessor.unknown_characters(p)
-                   + self.preprocessor.unknown_characters(h)
-                   for p, h in zip(premises, hypotheses)]
         return {"probability": probability, "entails": probability > 0.5,
-                "unknown_characters": np.asarray(unknown, np.int32)}
+                **self.preprocessor.report(premises, hypotheses)}
 
     def export(self, export_dir: str | os.PathLike, model_name: str | None = None, *,
                version: int | None = None) -> str:

@@ -6,7 +6,13 @@ served model and ``EntailmentClassifier.predict`` are built from one object.
 Signature ``serving_default``: ``premise`` and ``hypothesis`` (``tf.string[batch]``,
 formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
 ``probability`` (``float32[batch]``, the model's probability that the premise entails the
-hypothesis). Signature ``classify``, for TF Serving's Classify API: serialized
+hypothesis), and what the model did not take in (:data:`REPORT_OUTPUTS`):
+``unknown_characters`` (``int32[batch]``) and ``unknown_tokens`` (``tf.string[batch]``):
+how many characters of the pair are outside the formula syntax and which (distinct,
+premise first, space-separated); ``premise_well_formed`` and ``hypothesis_well_formed``
+(``bool[batch]``): whether each is a formula of the grammar (an empty one is not;
+:mod:`~tpr_keras.models.entailment.entailment_grammar`). A malformed pair is answered
+all the same; its probability means nothing. Signature ``classify``, for TF Serving's Classify API: serialized
 ``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``, one string each)
 -> ``classes`` (``["entails", "does not entail"]`` for every example, in that order) and
 ``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph
@@ -25,8 +31,10 @@ import tensorflow as tf
 
 from tpr_keras.data.entailment import save_vocabulary
 from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
+from tpr_keras.models.entailment.entailment_grammar import well_formed
 from tpr_keras.models.entailment.entailment_preprocessor import EntailmentPreprocessor
 from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer
+from tpr_keras.models.unknown_tokens import join_distinct_rows
 from tpr_keras.models.tf_serving_layout import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
@@ -36,6 +44,10 @@ from tpr_keras.models.tf_serving_layout import (
 VOCAB_ASSET = "entailment_vocab.txt"
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"premise": ["(a>b)"], "hypothesis": ["(~b>~a)"]}
+#: The outputs of ``serving_default`` beside the answer that say what the model did not
+#: take in, with their dtypes (each ``[batch]``).
+REPORT_OUTPUTS = {"unknown_characters": "int32", "unknown_tokens": "string",
+                  "premise_well_formed": "bool", "hypothesis_well_formed": "bool"}
 #: The classes of the ``classify`` signature, in the order of its scores.
 CLASSES = ("entails", "does not entail")
 
@@ -61,7 +73,13 @@ class EntailmentServingModule(tf.Module):
             logits = model({"a": tokenizer(premise), "b": tokenizer(hypothesis)},
                            training=False)
             probability = tf.sigmoid(tf.reshape(tf.cast(logits, tf.float32), [-1]))
-            return {"entails": probability > 0.5, "probability": probability}
+            unknown = tf.concat([tokenizer.unknown_characters(premise),
+                                 tokenizer.unknown_characters(hypothesis)], axis=1)
+            return {"entails": probability > 0.5, "probability": probability,
+                    "unknown_characters": tf.cast(unknown.row_lengths(), tf.int32),
+                    "unknown_tokens": join_distinct_rows(unknown),
+                    "premise_well_formed": well_formed(premise),
+                    "hypothesis_well_formed": well_formed(hypothesis)}
 
         features = {"premise": tf.io.FixedLenFeature([], tf.string),
                     "hypothesis": tf.io.FixedLenFeature([], tf.string)}
@@ -94,7 +112,9 @@ def save_entailment_servable(classifier, path):
             "model_class": type(classifier.backbone).__name__,
             "signatures": {SIGNATURE_KEY: {
                 "inputs": {"premise": "string[batch]", "hypothesis": "string[batch]"},
-                "outputs": {"entails": "bool[batch]", "probability": "float32[batch]"}},
+                "outputs": {"entails": "bool[batch]", "probability": "float32[batch]",
+                            **{name: f"{kind}[batch]" for name, kind in
+                               REPORT_OUTPUTS.items()}}},
                 CLASSIFY_SIGNATURE_KEY: {
                     "inputs": {"inputs": "string[batch] (serialized tf.Example: premise, "
                                          "hypothesis)"},

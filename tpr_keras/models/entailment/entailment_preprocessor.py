@@ -8,8 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from tpr_keras.data.entailment import PAD_ID, UNK_ID, VOCABULARY, load_vocabulary, tokenize
+from tpr_keras.data.entailment import (
+    IGNORED_CHARACTERS,
+    PAD_ID,
+    UNK_ID,
+    VOCABULARY,
+    load_vocabulary,
+    tokenize,
+)
+from tpr_keras.models.entailment.entailment_grammar import is_well_formed
 from tpr_keras.models.task_models import trained_preset
+from tpr_keras.models.unknown_tokens import join_distinct
 from tpr_keras.presets.preset_files import PresetError
 
 
@@ -67,3 +76,27 @@ class EntailmentPreprocessor:
     def unknown_characters(self, formula: str) -> int:
         """How many characters of ``formula`` are not in the syntax (whitespace aside)."""
         return int((tokenize(formula) == UNK_ID).sum())
+
+    def unknown_list(self, formula: str) -> list[str]:
+        """The characters of ``formula`` that are not in the syntax (whitespace aside;
+        invalid text as the in-graph tokenizer reads it), in order, repeats kept."""
+        known = set(VOCABULARY[2:]) | set(IGNORED_CHARACTERS)
+        return [c for c in formula if c not in known]
+
+    def report(self, premises: Sequence[str], hypotheses: Sequence[str]) -> dict[str, np.ndarray]:
+        """What the model takes in of each pair, as the served model's outputs say it:
+        ``unknown_characters`` (premise and hypothesis), ``unknown_tokens`` (those
+        characters, distinct, premise first, space-separated), ``premise_well_formed``
+        and ``hypothesis_well_formed`` (:func:`~tpr_keras.models.entailment.
+        entailment_grammar.is_well_formed`; an empty formula is not)."""
+        pairs = list(zip(premises, hypotheses))
+        return {
+            "unknown_characters": np.asarray([self.unknown_characters(p)
+                                              + self.unknown_characters(h)
+                                              for p, h in pairs], np.int32),
+            "unknown_tokens": np.asarray([join_distinct(self.unknown_list(p)
+                                                        + self.unknown_list(h))
+                                          for p, h in pairs], dtype=str),
+            "premise_well_formed": np.asarray([is_well_formed(p) for p in premises], bool),
+            "hypothesis_well_formed": np.asarray([is_well_formed(h) for h in hypotheses],
+                                                 bool)}

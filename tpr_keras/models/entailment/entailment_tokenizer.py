@@ -54,12 +54,23 @@ class EntailmentTokenizer(tf.Module):
         EntailmentPreprocessor.from_preset(preset)
         return cls(preset.asset_path("vocab.txt"))
 
-    def ragged_ids(self, texts):
-        """``string[B]`` -> ``int32[B, (length)]``, one id per character kept."""
+    def characters(self, texts):
+        """``string[B]`` -> ``string[B, (length)]``, the characters kept (whitespace
+        dropped, invalid UTF-8 replaced by U+FFFD)."""
         texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
         texts = tf.strings.regex_replace(texts, _IGNORED, "")
-        chars = tf.strings.unicode_split(texts, "UTF-8")
-        return tf.cast(tf.ragged.map_flat_values(self.table.lookup, chars), tf.int32)
+        return tf.strings.unicode_split(texts, "UTF-8")
+
+    def ragged_ids(self, texts):
+        """``string[B]`` -> ``int32[B, (length)]``, one id per character kept."""
+        return tf.cast(tf.ragged.map_flat_values(self.table.lookup, self.characters(texts)),
+                       tf.int32)
+
+    def unknown_characters(self, texts):
+        """``string[B]`` -> ``string[B, (n)]``: the characters kept that read as ``<unk>``."""
+        chars = self.characters(texts)
+        unknown = tf.equal(self.table.lookup(chars.flat_values), UNK_ID)
+        return tf.ragged.boolean_mask(chars, chars.with_flat_values(unknown))
 
     def __call__(self, texts):
         """``string[B]`` -> ``int32[B, L]``, padded with 0 to the longest (L >= 1, so a
