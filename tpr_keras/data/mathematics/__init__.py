@@ -1,12 +1,12 @@
 """DeepMind Mathematics Dataset v1.0: discovery, parsing, character vocabulary, tf.data.
 
 One module per concern: :mod:`.files` (the archive, discovery and download, the module
-files and module filters), :mod:`.parsing` (a module file's lines and their length
-limits), :mod:`.vocabulary` (:class:`CharVocabulary`), :mod:`.encoding` (the ragged
-:class:`MathSplit`), :mod:`.loader` (:func:`load_mathematics`), :mod:`.pipeline`
-(``tf.data``), :mod:`.batches` (numpy, for JAX) and :mod:`.templates` (which trained
-module a question's wording belongs to); their public names are importable
-from here.
+files and module filters), :mod:`.heldout` (validation questions held out of training),
+:mod:`.parsing` (a module file's lines and their length limits), :mod:`.vocabulary`
+(:class:`CharVocabulary`), :mod:`.encoding` (the ragged :class:`MathSplit`), :mod:`.loader`
+(:func:`load_mathematics`), :mod:`.pipeline` (``tf.data``), :mod:`.batches` (numpy, for
+JAX) and :mod:`.templates` (which trained module a question's wording belongs to); their
+public names are importable from here.
 
 Layout (the official ``mathematics_dataset-v1.0.tar.gz``)::
 
@@ -57,6 +57,12 @@ from tpr_keras.data.mathematics.files import (  # noqa: F401
     list_modules,
     select_modules,
 )
+from tpr_keras.data.mathematics.heldout import (  # noqa: F401
+    MAX_HELD_OUT_FRACTION,
+    HeldOut,
+    hold_out,
+    load_sample_split,
+)
 from tpr_keras.data.mathematics.loader import MathData, load_mathematics  # noqa: F401
 from tpr_keras.data.mathematics.parsing import (  # noqa: F401
     MAX_ANSWER_LENGTH,
@@ -83,12 +89,14 @@ __all__ = [
     "CharVocabulary",
     "DEFAULT_BUCKET_BOUNDARIES",
     "EXTRAPOLATE_SUFFIXES",
+    "HeldOut",
     "MATH_ARCHIVE_NAME",
     "MATH_ARCHIVE_SHA256",
     "MATH_DIR_ENV",
     "MATH_SOURCE",
     "MATH_URL",
     "MAX_ANSWER_LENGTH",
+    "MAX_HELD_OUT_FRACTION",
     "MAX_QUESTION_LENGTH",
     "MAX_TEMPLATES_PER_MODULE",
     "MathBatches",
@@ -103,8 +111,10 @@ __all__ = [
     "balanced_indices",
     "encode_texts",
     "find_mathematics_dir",
+    "hold_out",
     "list_modules",
     "load_mathematics",
+    "load_sample_split",
     "make_dataset",
     "module_templates",
     "parse_mathematics_file",
