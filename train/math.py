@@ -7,9 +7,10 @@ is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
 global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
 1,000k steps. Every recipe flag given overrides the recipe.
 
-Train = train-easy + train-medium + train-hard of the selected modules;
-evaluation by exact match of the whole greedy answer (end symbol included), per
-module, on interpolate and extrapolate. The results table (mean accuracy,
+Train = train-easy + train-medium + train-hard of the selected modules, less the
+validation questions held out of them (``--validation_source``: the kept epoch is the
+one of the lowest error on those, not on a test file); evaluation by exact match of the
+whole greedy answer (end symbol included), per module, on interpolate and extrapolate. The results table (mean accuracy,
 modules above 95 %) is printed and written to ``<model_dir>/results.json``; the
 model is exported as a string-in/string-out SavedModel to
 ``<export_dir>/<model_name>/<version>``.
@@ -72,9 +73,30 @@ flags.DEFINE_integer("steps", None, "Maximum optimizer steps." + _RECIPE +
                      " (paper 1,000k, CPU sizes 2,000).")
 flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
 flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
+flags.DEFINE_enum("validation_source", "heldout_train",
+                  ["heldout_train", "sample_dir", "test_interpolate"],
+                  "The questions whose validation error chooses the kept epoch (the weights "
+                  "evaluated, saved and exported) and drives --patience. heldout_train: "
+                  "--validation_questions questions of each module's training files, drawn "
+                  "with a fixed seed (the same for every --seed) and removed from training "
+                  "with every training question of the same text. sample_dir: the files of "
+                  "--validation_dir (giving that folder selects it). test_interpolate: the "
+                  "interpolate/ test files, which then choose the epoch whose test scores "
+                  "are reported; runs whose results.json has no 'validation' record (the "
+                  "committed ones and the shipped presets') validated so, and their "
+                  "commands rerun as recorded with this value.")
+flags.DEFINE_integer("validation_questions", 1000, "heldout_train: questions held out of "
+                     "each module's training files for validation (at most 5 % of a "
+                     "module's questions).", lower_bound=1)
+flags.DEFINE_string("validation_dir", None, "A folder of questions no training file holds, "
+                    "to validate on: <dir>/interpolate/<module>.txt (else <dir>/<module>.txt) "
+                    "for every trained module, e.g. a fresh generator sample written by "
+                    "experiments/math_heldout_sample.py. Selects --validation_source "
+                    "sample_dir; nothing is held out of training.")
 flags.DEFINE_integer("curve_questions", 0, "After every epoch, score the greedy answers to "
-                     "the first N interpolate questions of each module and record their exact "
-                     "match % in the epoch's history (learning curves per module; 0: off).",
+                     "the first N interpolate (test-file) questions of each module and record "
+                     "their exact match % in the epoch's history (learning curves per module; "
+                     "they choose no epoch; 0: off).",
                      lower_bound=0)
 flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
 
@@ -87,6 +109,8 @@ HELP_GROUPS = [
     ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
                       "warmup_steps", "warmup_factor", "cooldown_steps", "seed"]),
     ("When to stop", ["epochs", "steps", "patience"]),
+    ("Validation (chooses the kept epoch)", ["validation_source", "validation_questions",
+                                             "validation_dir"]),
     ("Evaluation", ["eval_batch_size", "curve_questions"]),
 ]
 

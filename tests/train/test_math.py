@@ -47,19 +47,61 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
         assert "Preset tiny: Adam lr 0.003" in done.stdout
         assert config["module_weights"] == "numbers__place_value=2"
         assert_curve_matches_the_final_score(results)
+        assert_the_kept_epoch_was_chosen_on_held_out_questions(results, tmp_path, tiny_math)
+
+
+def kept_epoch(history):
+    """The epoch whose weights the run kept: the trainer's early-stopping rule (lowest
+    validation error, ties to a loss lower by more than 1e-3) over the history."""
+    from tpr_keras.training.early_stopping import EarlyStopping
+
+    rule, best, kept = EarlyStopping(), (float("inf"), float("inf")), None
+    for epoch, record in enumerate(history):
+        if rule.improves(record["valid_error_percent"], record["valid_loss"], *best):
+            best, kept = (record["valid_error_percent"], record["valid_loss"]), epoch
+    return kept
 
 
 def assert_curve_matches_the_final_score(results):
     """``--curve_questions 16`` scored all 16 interpolate questions after every epoch; the
     final score is the kept (best-validation) epoch's, so its curve point equals it."""
     history = results["history"]
-    assert len(history) == 2  # 6 steps of 32 from 120 questions: one epoch and a part
+    assert len(history) == 2  # 6 steps of 32 from 114 questions: one epoch and a part
     curve = [r["interpolate_exact_match_percent"]["numbers__place_value"] for r in history]
-    errors = [r["valid_error_percent"] for r in history]
-    kept = errors.index(min(errors))
+    kept = kept_epoch(history)
     assert curve[kept] == results["interpolate_accuracy_percent"]["numbers__place_value"]
     assert all(value % 6.25 == 0 for value in curve)
     assert results["config"]["curve_questions"] == 16
+
+
+def assert_the_kept_epoch_was_chosen_on_held_out_questions(results, run_dir, data_dir):
+    """The run validated on 6 of its 120 training questions (5 %), drawn again here from the
+    same files: the kept model's loss on them is the kept epoch's validation loss, and its
+    loss on the interpolate test file is not."""
+    import keras
+
+    from tpr_keras.data import mathematics
+    from tpr_keras.models.tp_transformer import sequence_compute_fn
+
+    assert results["validation"]["source"] == results["config"]["validation_source"] == (
+        "heldout_train")
+    assert json.loads((run_dir / "validation.json").read_text()) == results["validation"]
+    model = keras.models.load_model(run_dir / "export" / "model.keras")
+    vocab = mathematics.CharVocabulary.load(run_dir / "export" / "vocab.txt")
+    data = mathematics.load_mathematics(data_dir, vocab=vocab, download=False)
+    held = mathematics.hold_out(data.train, 1000)
+    assert results["validation"]["questions"] == held.questions == {"numbers__place_value": 6}
+    compute = sequence_compute_fn()
+
+    def loss(split):
+        return float(np.concatenate([
+            np.asarray(compute(model, features, labels, False)["loss"])
+            for features, labels in mathematics.make_dataset(split, 256)]).mean())
+
+    valid_loss = results["history"][kept_epoch(results["history"])]["valid_loss"]
+    assert loss(held.validation) == pytest.approx(valid_loss, rel=1e-4, abs=1e-5)
+    assert loss(data.interpolate["numbers__place_value"]) != pytest.approx(valid_loss,
+                                                                          rel=1e-3)
 
 
 @pytest.mark.slow
@@ -78,6 +120,7 @@ def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, t
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["config"]["backend"] == "jax" and results["steps"] == 6
     assert_curve_matches_the_final_score(results)
+    assert_the_kept_epoch_was_chosen_on_held_out_questions(results, tmp_path, tiny_math)
     accuracy = results["interpolate_accuracy_percent"]["numbers__place_value"]
     assert accuracy % 6.25 == 0
     import tensorflow as tf

@@ -84,7 +84,8 @@ def test_init_from_reads_the_data_with_the_presets_vocabulary(tiny_math, tmp_pat
     def task(init_from):
         flags = types.SimpleNamespace(
             init_from=init_from, modules="numbers__place_value", data_dir=str(tiny_math),
-            limit_per_file=None, download=False, module_weights=None, balance_modules=True)
+            limit_per_file=None, download=False, module_weights=None, balance_modules=True,
+            validation_source="heldout_train", validation_questions=1000, validation_dir=None)
         return MathTask(flags)
 
     fresh = task(None)

@@ -3,6 +3,8 @@ Mathematics Dataset, scored by the exact match of the whole greedy answer per mo
 interpolate and extrapolate (Table 1)."""
 
 from train.runner import TrainTask
+from train.tasks.math_validation import check_resumed_run, split_validation
+from train.tasks.math_validation import describe as describe_validation
 
 #: Flags whose default is the size's training recipe
 #: (:mod:`tpr_keras.training.recipes.tp_transformer`).
@@ -165,6 +167,10 @@ class MathTask(TrainTask):
                              f"characters outside the preset's vocabulary ({unknown}); "
                              "its weights have no embedding for them")
         print(self.data)
+        self.data, self.validation, self.validation_record = split_validation(flags,
+                                                                              self.data)
+        check_resumed_run(getattr(flags, "model_dir", None), self.validation_record)
+        print(describe_validation(self.validation_record))
         self.module_weights = parse_module_weights(flags.module_weights,
                                                    list(self.data.module_names))
         if self.module_weights and not flags.balance_modules:
@@ -201,14 +207,12 @@ class MathTask(TrainTask):
         from tpr_keras.data import mathematics
 
         flags, data = self.flags, self.data
-        interpolate = mathematics.MathSplit.concatenate(list(data.interpolate.values()),
-                                                        data.module_names)
         if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
             train_fn = mathematics.MathBatches(data.train, flags.batch_size, shuffle=True,
                                                seed=flags.seed,
                                                balance_modules=flags.balance_modules,
                                                module_weights=self.module_weights).batches
-            valid_ds = mathematics.MathBatches(interpolate, flags.eval_batch_size)
+            valid_ds = mathematics.MathBatches(self.validation, flags.eval_batch_size)
         else:
             def train_fn(epoch):
                 return mathematics.make_dataset(data.train, flags.batch_size, shuffle=True,
@@ -216,7 +220,7 @@ class MathTask(TrainTask):
                                                 balance_modules=flags.balance_modules,
                                                 module_weights=self.module_weights)
 
-            valid_ds = mathematics.make_dataset(interpolate, flags.eval_batch_size)
+            valid_ds = mathematics.make_dataset(self.validation, flags.eval_batch_size)
         return train_fn, valid_ds, -(-len(data.train) // flags.batch_size)
 
     def _accuracy(self, model, on_jax):
@@ -234,7 +238,8 @@ class MathTask(TrainTask):
 
     def callbacks(self):
         """With ``--curve_questions N``: the exact match % of each module's first N
-        interpolate questions after every epoch (``interpolate_exact_match_percent``)."""
+        interpolate (test-file) questions after every epoch
+        (``interpolate_exact_match_percent``); curves only, they choose no epoch."""
         from tpr_keras.training import EpochMetric
         from train import flags as train_flags
 
@@ -272,6 +277,7 @@ class MathTask(TrainTask):
                 print(f"  {regime:11s} {module:45s} {score:6.2f}")
         stats = self.data.stats
         return results | {"summary": summary, "parameters": trainer.model.count_params(),
+                          "validation": self.validation_record,
                           "data": stats.get("counts", {}) if isinstance(stats, dict) else {}}
 
     def config_record(self, trainer):
@@ -280,7 +286,9 @@ class MathTask(TrainTask):
             "modules", "model", "batch_size", "learning_rate", "beta_1", "beta_2",
             "clip_norm", "warmup_steps", "cooldown_steps", "epochs", "steps",
             "max_train_minutes", "seed", "curve_questions",
-            "limit_per_file", "balance_modules", "module_weights", "init_from")} | {
+            "limit_per_file", "balance_modules", "module_weights", "init_from",
+            "validation_questions", "validation_dir")} | {
+                "validation_source": self.validation_record["source"],
                 "preset": self.preset, "preset_flag": flags.preset,
                 "init_from_preset": getattr(self, "init_record", None)}
 
