@@ -69,9 +69,25 @@ def test_max_length_cuts_the_answer(answerer):
     assert answerer.predict("Wh@t is 2 ÷ 4?")["unknown_characters"].tolist() == [2]
 
 
+#: Questions the model does not fully take in: empty, blank, unknown characters (each
+#: listed once), longer than the 160 characters it reads.
+PARTIAL_QUESTIONS = ["", "  ", "Wh@t is 2 ÷ 4 @?", "What is 2 plus 2?" + " " * 150 + "x" * 20]
+
+
+def test_every_reply_says_what_the_model_did_not_take_in(answerer):
+    """An empty question is answered, not refused (as the served model does), and the reply
+    counts its characters; characters past the question length are counted as dropped;
+    unknown characters are counted and listed."""
+    out = answerer.predict(PARTIAL_QUESTIONS)
+    assert out["answer"].shape == (4,)
+    assert out["question_characters"].tolist() == [0, 2, 16, 187]
+    assert out["dropped_characters"].tolist() == [0, 0, 0, 27]
+    assert out["unknown_characters"].tolist()[:3] == [0, 0, 3]
+    assert out["unknown_tokens"].tolist()[:3] == ["", "", "@ ÷"]
+    assert out["module"].tolist()[:2] == ["", ""]
+
+
 def test_bad_requests_raise_a_value_error_naming_the_problem(answerer):
-    with pytest.raises(ValueError, match=r"questions\[1\] is empty"):
-        answerer.generate(["What is 2 plus 2?", "  "])
     with pytest.raises(ValueError, match="no questions given"):
         answerer.generate([])
     with pytest.raises(ValueError, match="max_length and batch_size must be >= 1"):
@@ -99,7 +115,7 @@ def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
     assert path == str(tmp_path / answerer.preset.metadata["model_name"] / "1")
     serve = tf.saved_model.load(path).signatures["serving_default"]
     questions = (list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
-                 + OUTSIDE)
+                 + OUTSIDE + PARTIAL_QUESTIONS)
     served = serve(question=tf.constant(questions))
     ours = answerer.predict(questions)
     assert ours["answer"].tolist() == [a.decode() for a in served["answer"].numpy()]
@@ -108,5 +124,9 @@ def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
     np.testing.assert_array_equal(ours["unknown_characters"],
                                   served["unknown_characters"].numpy())
     assert ours["unknown_characters"].max() > 0
+    for key in ("question_characters", "dropped_characters"):
+        np.testing.assert_array_equal(ours[key], served[key].numpy(), err_msg=key)
+    assert ours["unknown_tokens"].tolist() == [t.decode() for t in
+                                               served["unknown_tokens"].numpy()]
     np.testing.assert_allclose(ours["log_prob"], served["log_prob"].numpy(),
                                rtol=0, atol=LOG_PROB_TOLERANCE)

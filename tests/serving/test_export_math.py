@@ -42,14 +42,16 @@ def test_layout_and_no_pyfunc(exported):
     assert set(meta.signature_def) >= {"serving_default", "beam"}
     signature = meta.signature_def["serving_default"]
     assert set(signature.inputs) == {"question"} and set(signature.outputs) == {
-        "answer", "log_prob", "unknown_characters", "module"}
+        "answer", "log_prob", "unknown_characters", "unknown_tokens", "question_characters",
+        "dropped_characters", "module"}
 
 
 def test_without_templates_the_served_model_reports_no_module(exported):
     model, vocab, _ = exported
     module = MathServingModule(MathAnswerer(model, MathPreprocessor(vocab)))
     outputs = module.serve.get_concrete_function().structured_outputs
-    assert set(outputs) == {"answer", "log_prob", "unknown_characters"}
+    assert set(outputs) == {"answer", "log_prob", "unknown_characters", "unknown_tokens",
+                            "question_characters", "dropped_characters"}
 
 
 def test_signature_answers_equal_keras_greedy(exported):

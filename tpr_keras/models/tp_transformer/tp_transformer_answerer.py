@@ -77,22 +77,23 @@ class MathAnswerer(TaskModel):
             batch_size: Questions decoded at once.
 
         Returns:
-            ``{"answer": str[B], "log_prob": float32[B], "unknown_characters":
-            int32[B], "module": str[B]}``: the answer (cut at ``max_length - 1``
-            characters when it does not end sooner), the sum of its symbols'
-            log-probabilities, how many characters of the question are outside the
-            vocabulary (they read as ``<unk>``), and the trained module whose wording the
-            question has, ``""`` when none (then the model was not trained on such
-            questions; no ``module`` key when the preprocessor has no templates).
+            The served model's outputs: ``answer`` (``str[B]``, cut at
+            ``max_length - 1`` characters when it does not end sooner), ``log_prob``
+            (``float32[B]``, the sum of its symbols' log-probabilities), and what the
+            model did not take in: ``unknown_characters`` (``int32[B]``) and
+            ``unknown_tokens`` (``str[B]``): how many characters of the question are
+            outside the vocabulary (they read as ``<unk>``) and which (distinct,
+            space-separated); ``question_characters`` (``int32[B]``, 0: an empty
+            question, answered all the same); ``dropped_characters`` (``int32[B]``:
+            those past the preprocessor's ``max_length``, not read); and ``module``
+            (``str[B]``): the trained module whose wording the question has, ``""``
+            when none (then the model was not trained on such questions; no ``module``
+            key when the preprocessor has no templates).
 
         Raises:
-            ValueError: no question, an empty one, one that is not a string, or
-                ``max_length < 1``.
+            ValueError: no question, one that is not a string, or ``max_length < 1``.
         """
         questions = check_texts("questions", questions)
-        for i, question in enumerate(questions):
-            if not question.strip():
-                raise ValueError(f"questions[{i}] is empty: ask a question")
         if max_length < 1 or batch_size < 1:
             raise ValueError(f"max_length and batch_size must be >= 1, got {max_length} "
                              f"and {batch_size}")
@@ -108,9 +109,8 @@ class MathAnswerer(TaskModel):
                 ids, log_prob = decoder.greedy_decode(source, max_length=int(max_length))
                 answers[batch] = self.preprocessor.decode(ops.convert_to_numpy(ids))
                 log_probs[batch] = ops.convert_to_numpy(log_prob)
-        unknown = [self.preprocessor.unknown_characters(q) for q in questions]
         out = {"answer": answers.astype(str), "log_prob": log_probs,
-               "unknown_characters": np.asarray(unknown, np.int32)}
+               **self.preprocessor.report(questions)}
         if modules is not None:
             out["module"] = np.asarray(modules, dtype=str)
         return out

@@ -7,7 +7,10 @@ Signature ``serving_default``: ``question`` (``tf.string[batch]``) -> ``answer``
 (``tf.string[batch]``, greedy-decoded in-graph with the key/value cache inside one
 ``tf.while_loop``), ``log_prob`` (``float32[batch]``, the log-probability of the
 decoded answer), ``unknown_characters`` (``int32[batch]``: characters of the question
-outside the vocabulary) and, when the preprocessor has its trained modules' templates,
+outside the vocabulary), ``unknown_tokens`` (``tf.string[batch]``: those characters,
+distinct, space-separated), ``question_characters`` (``int32[batch]``: 0 for an empty
+question, answered all the same), ``dropped_characters`` (``int32[batch]``: characters
+past the ``max_length`` the model reads, not read) and, when the preprocessor has its trained modules' templates,
 ``module`` (``tf.string[batch]``: the trained module whose wording the question has, or
 ``""``: a question the model was not trained on, answered all the same; the rule:
 :mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam search.
@@ -29,11 +32,17 @@ import tensorflow as tf
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
 from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
+from tpr_keras.models.unknown_tokens import join_distinct_rows
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer, is_routed
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer
 
 BEAM_SIGNATURE_KEY = "beam"
+#: The outputs of ``serving_default`` and ``beam`` beside the answer that say what the
+#: model did not take in, with their dtypes (each ``[batch]``; and ``module``, with
+#: templates).
+REPORT_OUTPUTS = {"unknown_characters": "int32", "unknown_tokens": "string",
+                  "question_characters": "int32", "dropped_characters": "int32"}
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"question": ["What is the tens digit of 2934?"]}
 
@@ -94,9 +103,14 @@ class MathServingModule(tf.Module):
             return tuple(tf.dynamic_stitch(rows, [o[i] for o in outs]) for i in range(2))
 
         def answered(question, ids, out, log_prob):
+            length = chars.question_characters(question)
             result = {"answer": chars.decode(out), "log_prob": log_prob,
                       "unknown_characters": tf.reduce_sum(tf.cast(
-                          tf.equal(ids, CharVocabulary.UNK_ID), tf.int32), axis=1)}
+                          tf.equal(ids, CharVocabulary.UNK_ID), tf.int32), axis=1),
+                      "unknown_tokens": join_distinct_rows(
+                          chars.unknown_characters(question, question_length)),
+                      "question_characters": length,
+                      "dropped_characters": tf.maximum(length - question_length, 0)}
             if modules is not None:
                 result["module"] = module_of(question)
             return result
@@ -136,6 +150,11 @@ def save_math_servable(answerer, path, beam_size=4):
             preprocessor.templates.modules,
             "vocabulary_size": len(preprocessor.vocabulary),
             "max_question_length": preprocessor.max_length,
+            "signatures": {key: {"inputs": {"question": "string[batch]"}, "outputs": {
+                "answer": "string[batch]", "log_prob": "float32[batch]",
+                **{name: f"{kind}[batch]" for name, kind in REPORT_OUTPUTS.items()},
+                **({} if preprocessor.templates is None else {"module": "string[batch]"})}}
+                for key in (SIGNATURE_KEY, BEAM_SIGNATURE_KEY)},
             "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}
 
 

@@ -12,6 +12,7 @@ from tpr_keras.data.mathematics.parsing import MAX_QUESTION_LENGTH
 from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 from tpr_keras.models.task_models import trained_preset
+from tpr_keras.models.unknown_tokens import join_distinct
 from tpr_keras.presets.preset_files import PresetError
 
 
@@ -85,6 +86,21 @@ class MathPreprocessor:
     def unknown_characters(self, question: str) -> int:
         """How many characters of the question (as cut) are not in the vocabulary."""
         return sum(c not in self.vocabulary for c in question[: self.max_length])
+
+    def report(self, questions: Sequence[str]) -> dict[str, np.ndarray]:
+        """What the model takes in of each question, as the served model's outputs say
+        it: ``unknown_characters`` and ``unknown_tokens`` (among the first
+        ``max_length`` characters: how many, and which, distinct, space-separated),
+        ``question_characters`` (0: an empty question) and ``dropped_characters``
+        (those past ``max_length``, not read)."""
+        lengths = np.asarray([len(q) for q in questions], np.int32)
+        return {"unknown_characters": np.asarray([self.unknown_characters(q) for q in questions],
+                                                 np.int32),
+                "unknown_tokens": np.asarray([join_distinct(
+                    c for c in q[: self.max_length] if c not in self.vocabulary)
+                    for q in questions], dtype=str),
+                "question_characters": lengths,
+                "dropped_characters": np.maximum(lengths - self.max_length, 0).astype(np.int32)}
 
     def module_of(self, question: str) -> str:
         """The trained module whose template ``question`` has, or ``""`` if none.

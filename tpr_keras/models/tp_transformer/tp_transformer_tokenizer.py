@@ -70,6 +70,21 @@ class MathTokenizer(tf.Module):
                              tf.fill([rows, 1], CharVocabulary.END_ID)], axis=1)
         return ids.to_tensor(default_value=CharVocabulary.PAD_ID)
 
+    def question_characters(self, texts):
+        """``string[B]`` -> ``int32[B]``: the characters of each question (invalid UTF-8
+        read as U+FFFD), before any cut (0: an empty question)."""
+        chars = tf.strings.unicode_split(tf.convert_to_tensor(texts, tf.string), "UTF-8",
+                                         errors="replace")
+        return tf.cast(chars.row_lengths(), tf.int32)
+
+    def unknown_characters(self, texts, max_length=MAX_QUESTION_LENGTH):
+        """``string[B]`` -> ``string[B, (n)]``: the characters among the first
+        ``max_length`` that read as ``<unk>``, in order."""
+        chars = tf.strings.unicode_split(tf.convert_to_tensor(texts, tf.string), "UTF-8",
+                                         errors="replace")[:, :max_length]
+        unknown = tf.equal(self.table.lookup(chars.flat_values), CharVocabulary.UNK_ID)
+        return tf.ragged.boolean_mask(chars, chars.with_flat_values(unknown))
+
     def decode(self, ids):
         """``int[B, L]`` -> ``string[B]``: the characters before the first ``</s>``
         (specials dropped), as :meth:`CharVocabulary.decode`."""
