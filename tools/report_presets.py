@@ -3,11 +3,14 @@ in ``results/*.md``, a math preset's modules, the served checks), from each pres
 ``metadata.json``. A routed preset (``train.route_presets``) records its parts' own
 training under ``training.parts``: its section shows each part's command."""
 
+import glob
 import os
 
 from tools.report_common import load_json as _load
 from tools.report_common import portable_command
 from tpr_keras.presets import TRAINED_PRESET_NAMES
+
+HELDOUT = os.path.join("results", "math", "heldout")
 
 
 def trained_cell(training):
@@ -120,9 +123,55 @@ def preset_block(name):
                           "|---|" + "---:|" * len(scores),
                           "| exact match % | " + " | ".join(f"{v:.1f}" for v in
                                                           scores.values()) + " |"]
+        if meta.get("task") == "math":
+            lines += [""] + math_validation_lines(root, name, training)
         lines += ["", f"Re-check: `python -m train.evaluate --preset {name} --data_dir DIR`."]
         return "\n".join(lines)
     return block
+
+
+def validation_source(root, training):
+    """Which questions chose a math run's kept epoch: its ``results.json``'s
+    ``validation.source``; a run recorded before ``train.math --validation_source`` existed
+    has none and validated on the interpolate test files."""
+    path = training.get("results_json")
+    if not path or not os.path.isfile(os.path.join(root, path)):
+        return None
+    return _load(root, path).get("validation", {}).get("source", "test_interpolate")
+
+
+def math_validation_lines(root, name, training):
+    """Where a math preset's kept epoch (each part's, for a routed one) was chosen, and its
+    exact match on the committed fresh generator sample (``results/math/heldout/``), whose
+    questions chose no epoch."""
+    parts = {route: part["training"] for route, part in training.get("parts", {}).items()}
+    sources = {route: validation_source(root, t) for route, t in
+               (parts or {"": training}).items()}
+    test_chosen = [route for route, source in sources.items() if source == "test_interpolate"]
+    lines = []
+    if test_chosen:
+        who = ("its run" if not parts else f"the run of its `{test_chosen[0]}` decoder"
+               if len(test_chosen) == 1 else "the runs of its decoders ("
+               + ", ".join(f"`{r}`" for r in test_chosen) + ")")
+        lines.append(f"Kept epoch: {who} kept the epoch of the lowest validation error on the "
+                     "`interpolate/` test files, which the interpolate table above scores "
+                     "(`train.math --validation_source test_interpolate`, the only validation "
+                     "of runs recorded before that flag), so those numbers are not held out "
+                     "of the choice.")
+    heldout = sorted(glob.glob(os.path.join(root, HELDOUT, f"{name}.json"))
+                     + glob.glob(os.path.join(root, HELDOUT, f"{name}-at-*.json")))
+    if heldout:
+        scores = _load(os.path.dirname(heldout[0]), os.path.basename(heldout[0]))
+        row = os.path.splitext(os.path.basename(heldout[0]))[0]
+        counts = sorted({r["questions"] for r in scores["modules"].values()})
+        values = ", ".join(f"`{m}` {r['accuracy_percent']:.2f}"
+                           for m, r in sorted(scores["modules"].items()))
+        lines.append(f"On a fresh sample of DeepMind's generator that no run trained on and "
+                     f"no kept epoch was chosen on ({'/'.join(f'{c:,}' for c in counts)} "
+                     "interpolate questions per module; it chose between continued runs "
+                     f"instead, row `{row}` of the `math-heldout` table below) its exact "
+                     f"match % is: {values}.")
+    return lines
 
 
 def preset_modules_block(name):
