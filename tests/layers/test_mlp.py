@@ -3,6 +3,7 @@ import numpy as np
 
 from tpr_keras import testing
 from tpr_keras.layers import TanhMLP
+from tests.layers.masking import check_propagates
 
 
 def test_two_tanh_layers():
@@ -15,3 +16,10 @@ def test_two_tanh_layers():
     np.testing.assert_allclose(out, np.tanh(np.tanh(x @ w1 + b1) @ w2 + b2),
                                rtol=1e-5, atol=1e-6)  # float32 sums: outputs near 0
     assert TanhMLP.from_config(mlp.get_config()).get_config() == mlp.get_config()
+
+
+def test_passes_a_keras_mask_through():
+    # Two dense maps of width 4 and 5 per position.
+    check_propagates(TanhMLP(hidden_dim=5, output_dim=3), 4, 5)
+    mask = np.array([[True, False]])
+    np.testing.assert_array_equal(TanhMLP(5, 3).compute_mask(np.zeros((1, 2, 4)), mask), mask)

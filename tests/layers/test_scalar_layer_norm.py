@@ -1,5 +1,6 @@
 import numpy as np
 
+from tests.layers.masking import check_propagates
 from tpr_keras.layers import ScalarLayerNorm
 
 
@@ -13,3 +14,9 @@ def test_normalises_with_scalar_gain_and_bias():
     expected = 2.0 * (x - x.mean()) / x.std() + 0.5
     np.testing.assert_allclose(norm(x), expected, rtol=1e-5)
     assert len(norm.trainable_weights) == 2
+
+
+def test_passes_a_keras_mask_through():
+    norm = ScalarLayerNorm()
+    model, _ = check_propagates(norm, 4, 4, 4)  # mean, variance, scale over width 4
+    assert model.get_layer(norm.name) is norm

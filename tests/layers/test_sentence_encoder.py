@@ -115,3 +115,21 @@ def test_mixed_precision_gradient_of_a_frequent_word_accumulates_in_float32():
                                                          "float32")))
     np.testing.assert_allclose(table[3], 4000 * one_fifth_bf16, rtol=1e-6)
     np.testing.assert_array_equal(table[[0, 1, 2, 4, 5]], 0.0)
+
+
+def test_a_mask_removes_word_slots_and_the_word_axis_from_the_mask():
+    encoder = SentenceEncoder(vocabulary_size=12, symbol_dim=4)
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 12, size=(2, 3, 5))
+    mask = rng.random((2, 3, 5)) < 0.6
+    mask[1, 2] = False  # a sentence with every word masked
+    encoder(ids)
+    encoder.positions.assign(rng.normal(size=(5, 4)).astype("float32"))
+    # A masked word slot counts as padding (id 0), bit for bit.
+    np.testing.assert_array_equal(testing.numpy(encoder(ids, mask=mask)),
+                                  testing.numpy(encoder(np.where(mask, ids, 0))))
+    assert not np.allclose(testing.numpy(encoder(ids, mask=mask)), testing.numpy(encoder(ids)))
+    # The word axis is reduced: a sentence stays unmasked if any of its words is.
+    np.testing.assert_array_equal(testing.numpy(encoder.compute_mask(ids, mask)), mask.any(-1))
+    assert encoder.compute_mask(ids[:, 0], mask[:, 0]) is None
+    assert encoder.compute_mask(ids, None) is None

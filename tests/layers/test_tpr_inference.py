@@ -1,7 +1,9 @@
+import keras
 import numpy as np
 import pytest
 
 from tpr_keras import testing
+from tests.layers.masking import mask_warnings
 from tpr_keras.layers import TPRInference
 from tpr_keras.ops import factored, tpr
 
@@ -40,3 +42,14 @@ def test_reads_factors_as_it_reads_the_dense_memory():
     from_dense = testing.numpy(layer([question, factored.to_dense(factors)]))
     np.testing.assert_allclose(testing.numpy(layer([question, factors])), from_dense,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_has_no_mask_to_consume_and_says_so():
+    # Its inputs have no sequence axis; a masked input is dropped with Keras' warning.
+    layer = TPRInference(7, entity_dim=4, relation_dim=3, hidden_dim=5)
+    assert not layer.supports_masking
+    question, memory = keras.Input((6,)), keras.Input((4, 3, 4))
+    _, warned = mask_warnings(lambda: layer([keras.layers.Masking(0.0)(question), memory]))
+    assert len(warned) == 1 and layer.name in warned[0]
+    _, warned = mask_warnings(lambda: layer([question, memory]))
+    assert warned == []

@@ -1,5 +1,6 @@
 """TPRUpdate: both implementations equal eq. 4, 6-14 step by step."""
 
+import keras
 import numpy as np
 import pytest
 from keras import ops
@@ -7,6 +8,8 @@ from keras import ops
 from tpr_keras import testing
 from tpr_keras.layers import TPRUpdate
 from tpr_keras.ops import factored, tpr
+
+EPS = float(np.finfo(np.float32).eps)
 
 IMPLEMENTATIONS = ["parallel", "recurrent"]
 
@@ -93,3 +96,22 @@ def test_output_is_factors_of_every_step_and_operation():
 def test_config_round_trip():
     layer = TPRUpdate(4, 3, 6, operations="write+backlink", implementation="recurrent", name="u")
     assert TPRUpdate.from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+def test_consumes_the_keras_mask_of_padded_sentences():
+    # Zero vectors for padded sentences; keras.layers.Masking marks them, and the layer
+    # reads that mask (Keras fills ``mask``): F is that of the unpadded story.
+    layer = TPRUpdate(entity_dim=4, relation_dim=3, hidden_dim=6)
+    inputs = keras.Input((None, 5))
+    model = keras.Model(inputs, layer(keras.layers.Masking(0.0)(inputs)))
+    rng = np.random.default_rng(2)
+    for weight in layer.weights:  # non-zero biases: a zero sentence still writes
+        weight.assign(rng.normal(0.0, 0.5, weight.shape).astype("float32"))
+    story = rng.normal(size=(1, 3, 5)).astype("float32")
+    padded = np.concatenate([story, np.zeros((1, 4, 5), "float32")], axis=1)
+    short = dense(model(story))
+    np.testing.assert_allclose(dense(model(padded)), short, rtol=0,
+                               atol=4 * EPS * 7 * 3 * max(1.0, np.abs(short).max()))
+    # Without the mask the padded sentences write tanh(bias) terms into F.
+    assert not np.allclose(dense(layer(padded)), short, atol=1e-3)
+    assert layer.compute_mask(padded, np.ones((1, 7), bool)) is None

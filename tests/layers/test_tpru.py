@@ -10,6 +10,7 @@ from keras import ops
 from tpr_keras import testing
 from tpr_keras.layers import TPRUCell
 from tpr_keras.layers.tpru import TPRU
+from tests.layers.masking import IDS, REAL, check_propagates, masked_model, tolerance, unpadded
 
 ON_TF = keras.backend.backend() == "tensorflow"
 LOOPS = ("while", "scan", "ops") if ON_TF else ("ops",)
@@ -148,3 +149,20 @@ def test_a_tensorflow_loop_off_tensorflow_is_a_named_error(loop):
     layer.loop = loop
     with pytest.raises(ValueError, match=f"TPRU loop '{loop}' is TensorFlow's; Keras runs on"):
         layer(np.zeros((1, 3, 4), "float32"))
+
+
+def test_consumes_an_embedding_mask():
+    # The last state: trailing padding leaves it as the unpadded sequence's; no mask out.
+    last = TPRU(6, num_roles=5, seed=3)
+    model, warned = masked_model(last, pool=False)
+    assert warned == []
+    out = testing.numpy(model(IDS))
+    scale = max(1.0, np.abs(out).max())
+    for i, row in enumerate(unpadded(model)):  # T steps of width-4 and width-6 matmuls
+        np.testing.assert_allclose(out[i], row, rtol=0, atol=tolerance(*[4 + 6] * 6, scale=scale))
+    mask = ops.convert_to_tensor(REAL)
+    assert last.compute_mask(IDS, mask) is None
+    # With return_sequences the time axis stays, and so does the mask.
+    sequences = TPRU(6, num_roles=5, seed=3, return_sequences=True)
+    check_propagates(sequences, *[4 + 6] * 6)
+    np.testing.assert_array_equal(testing.numpy(sequences.compute_mask(IDS, mask)), REAL)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tpr_keras import testing
+from tests.layers.masking import IDS, masked_model, tolerance, unpadded
 from tpr_keras.layers.tpru_cell import TPRUCell
 
 D, D_IN, N = 6, 5, 4
@@ -228,3 +229,12 @@ def test_keras_file_round_trip_restores_basis_and_outputs(tmp_path):
                                   testing.numpy(cell.role_basis))
     assert not loaded_cell.role_basis.trainable
     np.testing.assert_array_equal(testing.numpy(loaded(x)), expected)
+
+
+def test_an_rnn_of_the_cell_consumes_an_embedding_mask():
+    model, warned = masked_model(keras.layers.RNN(TPRUCell(D, num_roles=N, seed=0)), pool=False)
+    assert warned == []
+    out = testing.numpy(model(IDS))
+    for i, row in enumerate(unpadded(model)):
+        np.testing.assert_allclose(out[i], row, rtol=0,
+                                   atol=tolerance(*[4 + D] * 6, scale=max(1.0, np.abs(out).max())))

@@ -17,6 +17,12 @@ class TanhMLP(keras.layers.Layer):
         output_dim: width of the output (an entity or relation space).
         kernel_initializer: initializer of both kernels.
 
+    Input ``[..., d]``; output ``[..., output_dim]``.
+
+    Masking:
+        Acts on the last axis only, so a Keras mask on the input passes through to
+        the output unchanged.
+
     Example:
     >>> mlp = TanhMLP(hidden_dim=40, output_dim=15)
     >>> mlp(np.zeros((2, 30), "float32")).shape
@@ -30,6 +36,7 @@ class TanhMLP(keras.layers.Layer):
         self.hidden_dim = int(hidden_dim)
         self.output_dim = int(output_dim)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.supports_masking = True
 
     def build(self, input_shape):
         self.hidden = keras.layers.Dense(

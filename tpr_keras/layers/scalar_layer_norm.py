@@ -16,6 +16,12 @@ class ScalarLayerNorm(keras.layers.Layer):
     Args:
         epsilon: added to the variance for numerical stability.
 
+    Input ``[..., d]``; output the same shape.
+
+    Masking:
+        Normalises each position on its own, so a Keras mask on the input passes
+        through to the output unchanged.
+
     Example:
     >>> ScalarLayerNorm()(np.array([[1.0, 3.0]])).numpy().round(3)
     array([[-1.,  1.]], dtype=float32)
@@ -24,6 +30,7 @@ class ScalarLayerNorm(keras.layers.Layer):
     def __init__(self, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
         self.epsilon = float(epsilon)
+        self.supports_masking = True
 
     def build(self, input_shape):
         self.gain = self.add_weight(name="gain", shape=(), initializer="ones")

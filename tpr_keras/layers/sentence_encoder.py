@@ -52,6 +52,15 @@ class SentenceEncoder(keras.layers.Layer):
 
     Input: int ids ``[..., k]``. Output: ``[..., symbol_dim]``.
 
+    Masking:
+        Word id 0 is padding whether or not a mask is given. A boolean mask
+        ``[..., k]`` (``mask=`` or the Keras mask of the ids) also removes the
+        masked word slots from eq. 5's sum, as ``GlobalAveragePooling1D`` consumes
+        the mask of the axis it reduces. The word axis is reduced, so the output
+        mask is ``None`` for ``[batch, k]`` ids; for ids ``[batch, sentences, k]``
+        it marks the sentences with at least one unmasked word (what
+        :class:`TPRUpdate` takes as its sentence mask).
+
     Example:
     >>> encoder = SentenceEncoder(vocabulary_size=30, symbol_dim=30)
     >>> tuple(encoder(np.array([[4, 7, 2, 0, 0]])).shape)
@@ -70,6 +79,7 @@ class SentenceEncoder(keras.layers.Layer):
         self.scaled_positions = bool(scaled_positions)
         self.vocabulary_size = int(vocabulary_size)
         self.symbol_dim = int(symbol_dim)
+        self.supports_masking = True
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer
             or keras.initializers.RandomUniform(-0.01, 0.01)
@@ -97,15 +107,23 @@ class SentenceEncoder(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, word_ids):
+    def call(self, word_ids, mask=None):
         word_ids = ops.cast(word_ids, "int32")
         # Pad words (id 0) contribute nothing and get no gradient; each sentence is
         # then one dense weighted sum (eq. 5).
         words = self.embedding(word_ids)
+        if mask is not None:  # masked word slots contribute nothing either
+            words = ops.where(ops.expand_dims(ops.cast(mask, "bool"), -1), words,
+                              ops.zeros_like(words))
         positions = self.positions
         if self.scaled_positions:
             positions = positions / float(positions.shape[0])
         return ops.sum(words * positions, axis=-2)
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is None or len(mask.shape) < 3:
+            return None  # the word axis is reduced; nothing of it is left to mask
+        return ops.any(ops.cast(mask, "bool"), axis=-1)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.symbol_dim,)

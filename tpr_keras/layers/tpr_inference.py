@@ -34,6 +34,11 @@ class TPRInference(keras.layers.Layer):
     Inputs: ``[question_vector [batch, symbol], memory]``.
     Output: logits ``[batch, vocabulary_size]``.
 
+    Masking:
+        None: neither input has a sequence axis (:class:`TPRUpdate` consumes the
+        sentence mask and returns none), so there is no mask to consume or pass on;
+        a masked input makes Keras warn that the mask is dropped.
+
     Example:
     >>> inference = TPRInference(30, entity_dim=15, relation_dim=10, hidden_dim=30)
     >>> inference([np.zeros((2, 30)), np.zeros((2, 15, 10, 15))]).shape

@@ -53,6 +53,11 @@ class TPRUpdate(keras.layers.Layer):
     ``(sources [B, T·K, entity], relations [B, T·K, relation],
     targets [B, T·K, entity])``.
 
+    Masking:
+        Consumes the sentence mask (``mask=`` or the Keras mask of the sentence
+        vectors, e.g. from :class:`SentenceEncoder`): a masked sentence adds
+        nothing to ``F``. ``F`` has no sentence axis, so the outputs carry no mask.
+
     Example:
     >>> update = TPRUpdate(entity_dim=15, relation_dim=10, hidden_dim=30)
     >>> sources, relations, targets = update(np.zeros((2, 7, 30), "float32"))

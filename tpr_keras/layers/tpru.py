@@ -48,6 +48,16 @@ class TPRU(keras.layers.RNN):
         return_sequences, return_state, go_backwards, **kwargs: as for
             ``keras.layers.RNN``.
 
+    Input ``[batch, T, d']``; output ``[batch, units]``, or ``[batch, T, units]`` with
+    ``return_sequences``.
+
+    Masking:
+        As ``keras.layers.RNN``: a mask ``[batch, T]`` (``mask=`` or the Keras mask of
+        the input, e.g. from ``keras.layers.Embedding(mask_zero=True)``) makes a
+        masked step keep the previous state, so trailing padding does not change
+        the result. The output mask is the input mask with ``return_sequences`` and
+        ``None`` without (the time axis is consumed).
+
     Example:
     >>> layer = TPRU(16, num_roles=8, seed=0, return_sequences=True)
     >>> layer(np.zeros((2, 5, 4), "float32")).shape

@@ -66,6 +66,10 @@ class TPRUCell(keras.layers.Layer):
         bias_initializer: initializer for the scalars `b_b`, `b_x`.
         **kwargs: base `keras.layers.Layer` arguments (name, dtype, ...).
 
+    Masking:
+        A cell runs one step and sees no sequence; the RNN that runs it
+        (``keras.layers.RNN`` or :class:`TPRU`) consumes the sequence mask.
+
     Example:
 
     >>> cell = TPRUCell(16, num_roles=8, seed=0)
