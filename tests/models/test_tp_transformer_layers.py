@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.layers.masking import IDS, LENGTHS, REAL, check_propagates, mask_warnings, tolerance
 from tpr_keras import testing
 from tpr_keras.models.tp_transformer import (
     PositionwiseFeedForward,
@@ -158,3 +159,37 @@ def test_config_round_trips():
         assert type(keras.layers.deserialize(keras.layers.serialize(layer))) is type(layer)
     with pytest.raises(ValueError, match="norm_placement"):
         TPTransformerEncoderLayer(2, 16, norm_placement="post")
+
+
+def test_feed_forward_passes_a_keras_mask_through():
+    check_propagates(PositionwiseFeedForward(8), 4, 8)
+
+
+@pytest.mark.parametrize("placement", ["code", "paper"])
+def test_encoder_reads_the_keras_mask_as_its_padding_mask(placement):
+    layer = TPTransformerEncoderLayer(2, 8, norm_placement=placement)
+    model, out = check_propagates(layer, *[4] * 8)  # eq. 1-5 and the norms, width 4
+    embed = keras.Model(model.input, model.layers[1].output)
+    x = testing.numpy(embed(IDS))
+    # Real positions as with the explicit padding mask. (Padded positions differ: a
+    # Keras mask also reaches the inner attention as its query mask, as in Keras' MHA.)
+    np.testing.assert_array_equal(out[REAL], testing.numpy(layer(x, padding_mask=REAL))[REAL])
+
+
+def test_decoder_reads_the_encoder_outputs_keras_mask():
+    ids = keras.Input((None,), dtype="int32")
+    source = keras.layers.Embedding(12, 4, mask_zero=True, name="source")(ids)
+    target = keras.Input((3, 4))
+    layer = TPTransformerDecoderLayer(2, 8)
+    model, warned = mask_warnings(lambda: keras.Model([ids, target], layer(target, source)))
+    assert warned == []
+    _randomize(layer, 4)
+    y = np.random.default_rng(4).normal(size=(3, 3, 4)).astype("float32")
+    out = testing.numpy(model([IDS, y]))
+    source_x = testing.numpy(model.get_layer("source")(IDS))
+    np.testing.assert_array_equal(
+        out, testing.numpy(layer(y, source_x, encoder_padding_mask=REAL)))
+    for i, n in enumerate(LENGTHS):  # each source alone, unpadded
+        alone = testing.numpy(model([IDS[i:i + 1, :n], y[i:i + 1]]))[0]
+        np.testing.assert_allclose(out[i], alone, rtol=0,
+                                   atol=tolerance(*[4] * 12, scale=np.abs(out).max()))

@@ -32,12 +32,16 @@ class PositionwiseFeedForward(keras.layers.Layer):
     Args:
         hidden_dim: ``d_f`` (the paper uses ``4 d``).
         dropout: dropout rate after the ReLU (the authors' code; 0 in their runs).
+
+    Masking:
+        Position-wise: a Keras mask on the input passes through to the output.
     """
 
     def __init__(self, hidden_dim, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         self.hidden_dim = int(hidden_dim)
         self.dropout = float(dropout)
+        self.supports_masking = True
 
     def build(self, input_shape):
         self.inner = keras.layers.Dense(self.hidden_dim, activation="relu", name="inner",
@@ -85,6 +89,8 @@ class _TransformerLayerBase(keras.layers.Layer):
         self.norm_placement = _check_placement(norm_placement)
         self.dropout = float(dropout)
         self.layer_norm_epsilon = float(layer_norm_epsilon)
+        # Padding masks are consumed by the attention; the output keeps x's mask.
+        self.supports_masking = True
 
     def _build_common(self, model_dim):
         self.model_dim = int(model_dim)
@@ -184,6 +190,17 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
         padding_mask: boolean ``[B, T]``, ``True`` for real (non-pad) positions.
         return_details: also return ``{"attention": [B, H, T, T], "roles":
             [B, H, T, d_k]}`` of the self-attention (for analysis).
+        mask: the Keras mask of ``x`` (filled in by Keras, e.g. from
+            ``keras.layers.Embedding(mask_zero=True)``); used as ``padding_mask``
+            when that is not given.
+
+    Masking:
+        Padded positions (``padding_mask`` or the Keras mask of ``x``) are masked as
+        keys of the self-attention, so real positions do not depend on them; padded
+        positions still get outputs. The output carries ``x``'s Keras mask. A Keras
+        mask also reaches the inner attention as its query mask (Keras fills it from
+        the normed ``x``, as for ``keras.layers.MultiHeadAttention``), so padded
+        positions then attend to nothing; real positions are the same either way.
     """
 
     num_sublayers = 2
@@ -193,7 +210,8 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
         self.self_attention = self._attention("self_attention")
         self.built = True
 
-    def call(self, x, padding_mask=None, return_details=False, training=None):
+    def call(self, x, padding_mask=None, return_details=False, training=None, mask=None):
+        padding_mask = mask if padding_mask is None else padding_mask
         mask = None if padding_mask is None else ops.cast(padding_mask, "bool")[:, None, :]
         details = {}
 
@@ -230,6 +248,14 @@ class TPTransformerDecoderLayer(_TransformerLayerBase):
         encoder_padding_mask: boolean ``[B, Ts]``, ``True`` for real source positions.
         return_details: also return ``{"self_attention", "self_roles",
             "cross_attention", "cross_roles"}``.
+        encoder_output_mask: the Keras mask of ``encoder_output`` (filled in by
+            Keras); used as ``encoder_padding_mask`` when that is not given.
+
+    Masking:
+        Padded source positions (``encoder_padding_mask`` or the Keras mask of
+        ``encoder_output``) are masked as keys of the attention over the encoder.
+        The self-attention is causal, so with padding at the end real target
+        positions never see padded ones. The output carries ``x``'s Keras mask.
     """
 
     num_sublayers = 3
@@ -247,7 +273,10 @@ class TPTransformerDecoderLayer(_TransformerLayerBase):
         encoder_padding_mask=None,
         return_details=False,
         training=None,
+        encoder_output_mask=None,
     ):
+        if encoder_padding_mask is None:
+            encoder_padding_mask = encoder_output_mask
         source_mask = (
             None
             if encoder_padding_mask is None
