@@ -119,3 +119,15 @@ def test_a_sample_folder_is_read_module_by_module(tmp_path):
     write(tmp_path / "partial" / "interpolate", ["arithmetic__add_or_sub"])
     with pytest.raises(FileNotFoundError, match="module numbers__place_value"):
         load_sample_split(tmp_path / "partial", NAMES, VOCAB, NAMES)
+
+
+def test_question_hashes_are_equal_exactly_for_equal_questions_in_any_chunking(train):
+    from tpr_keras.data.mathematics.heldout import _question_hashes
+
+    whole, chunked = _question_hashes(train), _question_hashes(train, rows_per_chunk=7)
+    np.testing.assert_array_equal(whole, chunked)
+    by_text = {}
+    for text, value in zip(questions(train), whole.tolist()):
+        by_text.setdefault(text, set()).add(value)
+    assert all(len(values) == 1 for values in by_text.values())
+    assert len({values.pop() for values in by_text.values()}) == len(by_text)

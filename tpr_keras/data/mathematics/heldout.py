@@ -47,18 +47,25 @@ class HeldOut:
     duplicates_removed: dict[str, int]
 
 
-def _question_hashes(split: MathSplit) -> np.ndarray:
-    """``uint64[N]``: a polynomial hash of each question's ids and length (vectorised)."""
-    ids, splits = split.question_ids, split.question_splits
+def _question_hashes(split: MathSplit, rows_per_chunk: int = 1 << 17) -> np.ndarray:
+    """``uint64[N]``: a polynomial hash of each question's ids and length (vectorised, a
+    chunk of rows at a time to bound the temporaries)."""
+    splits = split.question_splits
     lengths = np.diff(splits)
     hashes = np.zeros(len(split), np.uint64)
-    if not ids.size:
+    if not len(split) or not lengths.max():
         return hashes
-    position = np.arange(ids.shape[0]) - np.repeat(splits[:-1], lengths)
     powers = np.cumprod(np.full(int(lengths.max()), _HASH_BASE, np.uint64))  # wraps mod 2^64
-    terms = (ids.astype(np.uint64) + np.uint64(1)) * powers[position]
-    filled = lengths > 0
-    hashes[filled] = np.add.reduceat(terms, splits[:-1][filled])
+    for first in range(0, len(split), rows_per_chunk):
+        rows = slice(first, min(first + rows_per_chunk, len(split)))
+        starts, counts = splits[rows], lengths[rows]
+        ids = split.question_ids[starts[0]:starts[-1] + counts[-1]].astype(np.uint64)
+        position = np.arange(ids.shape[0]) - np.repeat(starts - starts[0], counts)
+        terms = (ids + np.uint64(1)) * powers[position]
+        filled = counts > 0
+        chunk = np.zeros(counts.shape[0], np.uint64)
+        chunk[filled] = np.add.reduceat(terms, (starts - starts[0])[filled])
+        hashes[rows] = chunk
     return hashes ^ (lengths.astype(np.uint64) << np.uint64(48))
 
 
