@@ -1,0 +1,249 @@
+"""Fixture of ``tests/fidelity/test_tp_transformer.py``: the authors' TP-Transformer on a
+real batch of the Mathematics Dataset (docs/fidelity.md).
+
+    python -m tools.fidelity.tp_transformer --authors_code /tmp/tp-transformer-authors \\
+        --data_dir ../shared/data/mathematics \\
+        --out tests/fidelity/fixtures/tp_transformer.npz
+
+Needs PyTorch (a separate environment, docs/fidelity.md) and a work tree of
+https://github.com/ischlag/TP-Transformer; builds its ``models/tp-transformer.py``
+(``build_transformer``) with small sizes and a fixed seed, unchanged. Records, under the
+port's variable names (:class:`tpr_keras.models.tp_transformer.TPTransformer`, kernels
+transposed to ``[in, out]``):
+
+* ``weights/<path>``: the initial weights; ``grad/<path>``: every gradient of the loss
+  on batch 0 (eval mode); ``final/<path>``: the weights after the training steps;
+* ``input/source``, ``input/target`` (``<sos> .. <eos>``, padded), ``logits``, ``loss``
+  (their ``CrossEntropyLoss(ignore_index=<pad>)`` on ``target[:, 1:]``);
+* ``act/<layer>/out`` of the embedding (``embedding/source``, ``embedding/target``) and
+  of every encoder and decoder layer (a layer's input is the previous output; a
+  cross-attention reads the last encoder layer's), ``act/<layer>/in`` and ``/out`` of
+  their attention and feed-forward sub-layers (``in``: the layer-normed stream);
+* ``greedy/ids``: their ``greedy_inference`` on batch 0 (with ``<sos>``);
+* ``train/source/NN``, ``train/target/NN``, ``train/loss`` ``[steps]``,
+  ``train/grad_norm``: their training step (``model.train()``, ``torch.optim.Adam`` with
+  their default lr and betas, their loss, ``clip_grad_norm_`` to their 0.1) on fixed
+  batches, batch ``NN`` at step ``NN``; batch 0 is the batch above.
+
+Batch ``b`` holds pair ``b`` of each ``--modules`` file (``train-easy``), encoded with
+their vocabulary rule (torchtext ``Field(list)``: ``<unk> <pad> <sos> <eos>``, then the
+questions' characters by decreasing count, ties in character order), padded with
+``<pad>`` to the batch's longest sequence as their iterator does.
+"""
+
+import argparse
+import collections
+import os
+
+import numpy as np
+
+from tools.fidelity import common
+
+SPECIALS = ("<unk>", "<pad>", "<sos>", "<eos>")
+UNK, PAD, SOS, EOS = range(4)
+MODULES = ("algebra__linear_1d", "arithmetic__add_or_sub", "numbers__place_value",
+           "polynomials__evaluate")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--authors_code", required=True,
+                        help="work tree of github.com/ischlag/TP-Transformer")
+    parser.add_argument("--authors_commit", default=None,
+                        help="its commit, when the work tree has no .git")
+    parser.add_argument("--data_dir", required=True, help="the Mathematics Dataset folder")
+    parser.add_argument("--out", default="tests/fidelity/fixtures/tp_transformer.npz")
+    parser.add_argument("--modules", default=",".join(MODULES))
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--filter", type=int, default=32)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--steps", type=int, default=20)
+    # Their main.py's defaults (Adam, lr 1e-4, betas (0.9, 0.995), clip 0.1).
+    parser.add_argument("--learning_rate", type=float, default=1e-4)
+    parser.add_argument("--beta1", type=float, default=0.9)
+    parser.add_argument("--beta2", type=float, default=0.995)
+    parser.add_argument("--max_abs_grad_norm", type=float, default=0.1)
+    parser.add_argument("--greedy_length", type=int, default=8)
+    return parser.parse_args(argv)
+
+
+def vocabulary(questions):
+    """torchtext's ``Vocab`` order: specials, then by count (descending), ties sorted."""
+    counts = collections.Counter(c for q in questions for c in q)
+    ordered = sorted(sorted(counts.items()), key=lambda item: item[1], reverse=True)
+    return list(SPECIALS) + [c for c, _ in ordered]
+
+
+def encode(texts, stoi):
+    """``<sos> chars <eos>``, padded with ``<pad>`` to the longest: int64 ``[B, L]``."""
+    rows = [[SOS] + [stoi.get(c, UNK) for c in t] + [EOS] for t in texts]
+    out = np.full((len(rows), max(len(r) for r in rows)), PAD, np.int64)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
+def port_names(layers):
+    """``{their parameter name: (port variable path, transpose)}`` for every parameter."""
+    names = {"embedding.tok_embedding.weight": ("embedding/embeddings", False),
+             "embedding.linear.weight": ("embedding/multiplier/kernel", True),
+             "embedding.linear.bias": ("embedding/multiplier/bias", False)}
+
+    def linear(theirs, ours):
+        names[f"{theirs}.weight"] = (f"{ours}/kernel", True)
+        names[f"{theirs}.bias"] = (f"{ours}/bias", False)
+
+    def attention(theirs, ours):
+        for w, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value"),
+                        ("W_r", "role"), ("W_o", "output")):
+            names[f"{theirs}.{w}.weight"] = (f"{ours}/{part}_kernel", True)
+            names[f"{theirs}.{w}.bias"] = (f"{ours}/{part}_bias", False)
+
+    for stack, norms, attentions in (
+            ("encoder", 3, (("MHA", "self_attention"),)),
+            ("decoder", 4, (("selfAttn", "self_attention"), ("encAttn", "cross_attention")))):
+        for i in range(layers):
+            theirs, ours = f"{stack}.layers.{i}", f"{stack}_{i}"
+            for n in range(1, norms + 1):
+                names[f"{theirs}.layernorm{n}.weight"] = (f"{ours}/norm{n}/gamma", False)
+                names[f"{theirs}.layernorm{n}.bias"] = (f"{ours}/norm{n}/beta", False)
+            for their_attention, our_attention in attentions:
+                attention(f"{theirs}.{their_attention}", f"{ours}/{our_attention}")
+            linear(f"{theirs}.densefilter.linear1", f"{ours}/feed_forward/inner")
+            linear(f"{theirs}.densefilter.linear2", f"{ours}/feed_forward/outer")
+    return names
+
+
+def mapped(model, names, tensor_of):
+    """``{port path: array}`` of ``tensor_of(parameter)`` for every parameter (all must map)."""
+    out = {}
+    for name, parameter in model.named_parameters():
+        path, transpose = names[name]  # KeyError: a parameter the mapping does not know
+        value = tensor_of(parameter).detach().cpu().numpy().copy()  # not a view
+        out[path] = value.T if transpose else value
+    if len(out) != len(names):
+        raise ValueError(f"{len(names) - len(out)} mapped names are no parameter of theirs.")
+    return out
+
+
+def hook_activations(model, layers, store):
+    """Forward hooks filling ``store`` with ``act/<port layer>/out`` of the embedding and
+    of every encoder and decoder layer (a layer's input is the output before it) and
+    ``act/<port layer>/in|out`` of their attention and feed-forward sub-layers."""
+    seen = collections.defaultdict(int)
+
+    def record(key, inputs_too=True, repeat=None):
+        def hook(module, inputs, output):
+            name = key if repeat is None else f"{key}/{repeat[seen[key]]}"
+            seen[key] += 1
+            if inputs_too:
+                store[f"act/{name}/in"] = inputs[0].detach().numpy()
+            store[f"act/{name}/out"] = output.detach().numpy()
+        return hook
+
+    handles = [model.embedding.register_forward_hook(
+        record("embedding", False, repeat=("source", "target")))]
+    for i in range(layers):
+        enc, dec = model.encoder.layers[i], model.decoder.layers[i]
+        for module, key, inputs_too in (
+                (enc, f"encoder_{i}", False), (enc.MHA, f"encoder_{i}/self_attention", True),
+                (enc.densefilter, f"encoder_{i}/feed_forward", True),
+                (dec, f"decoder_{i}", False), (dec.selfAttn, f"decoder_{i}/self_attention", True),
+                (dec.encAttn, f"decoder_{i}/cross_attention", True),
+                (dec.densefilter, f"decoder_{i}/feed_forward", True)):
+            handles.append(module.register_forward_hook(record(key, inputs_too)))
+    return handles
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    root = os.path.abspath(args.authors_code)
+    authors = common.load_module(os.path.join(root, "models", "tp-transformer.py"),
+                                 "authors_tp_transformer", root=root)
+    modules = args.modules.split(",")
+    pairs = [common.read_pairs(os.path.join(args.data_dir, "train-easy", f"{m}.txt"),
+                               args.steps) for m in modules]
+    batches = [[module_pairs[b] for module_pairs in pairs] for b in range(args.steps)]
+    itos = vocabulary([q for batch in batches for q, _ in batch])
+    stoi = {c: i for i, c in enumerate(itos)}
+    encoded = [(encode([q for q, _ in batch], stoi), encode([a for _, a in batch], stoi))
+               for batch in batches]
+
+    torch.manual_seed(args.seed)
+    hyper = argparse.Namespace(input_dim=len(itos), filter=args.filter, n_layers=args.layers,
+                               n_heads=args.heads, hidden=args.hidden, dropout=0.0)
+    model = authors.build_transformer(params=hyper, pad_idx=PAD)
+    names = port_names(args.layers)
+    arrays = {f"weights/{k}": v for k, v in mapped(model, names, lambda p: p).items()}
+    criterion = torch.nn.CrossEntropyLoss(ignore_index=PAD)
+
+    def loss_of(source, target):
+        logits = model(torch.from_numpy(source), torch.from_numpy(target[:, :-1]))
+        flat = torch.from_numpy(target[:, 1:]).contiguous().view(-1)
+        return logits, criterion(logits.contiguous().view(-1, logits.shape[-1]), flat)
+
+    # Batch 0 in eval mode: activations, logits, loss, every gradient, greedy answers.
+    source, target = encoded[0]
+    model.eval()
+    handles = hook_activations(model, args.layers, arrays)
+    logits, loss = loss_of(source, target)
+    for handle in handles:
+        handle.remove()
+    loss.backward()
+    arrays.update({f"grad/{k}": v for k, v in mapped(model, names, lambda p: p.grad).items()})
+    arrays.update({"input/source": source, "input/target": target,
+                   "logits": logits.detach().numpy(), "loss": loss.detach().numpy()})
+    model.zero_grad()
+    with torch.no_grad():
+        arrays["greedy/ids"] = model.greedy_inference(
+            torch.from_numpy(source), SOS, EOS, args.greedy_length, "cpu").numpy()
+
+    # Their training step (utils/trainer.py: BasicSeq2SeqTrainer.train) on fixed batches.
+    optimizer = torch.optim.Adam(params=model.parameters(), lr=args.learning_rate,
+                                 betas=(args.beta1, args.beta2))
+    model.train()
+    losses, norms = [], []
+    for step, (source, target) in enumerate(encoded):
+        arrays[f"train/source/{step:02d}"] = source
+        arrays[f"train/target/{step:02d}"] = target
+        optimizer.zero_grad()
+        _, loss = loss_of(source, target)
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(
+            parameters=model.parameters(), max_norm=args.max_abs_grad_norm)))
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    arrays["train/loss"] = np.asarray(losses, np.float32)
+    arrays["train/grad_norm"] = np.asarray(norms, np.float32)
+    arrays.update({f"final/{k}": v for k, v in mapped(model, names, lambda p: p).items()})
+
+    metadata = {
+        "module": "tools.fidelity.tp_transformer",
+        "authors_repository": "https://github.com/ischlag/TP-Transformer",
+        "authors_commit": common.authors_commit(root, args.authors_commit),
+        "authors_file": "models/tp-transformer.py (build_transformer)",
+        "torch_version": torch.__version__,
+        "sizes": {"vocabulary": len(itos), "hidden": args.hidden, "heads": args.heads,
+                  "filter": args.filter, "layers": args.layers},
+        "seed": args.seed, "steps": args.steps,
+        "optimizer": {"name": "torch.optim.Adam", "learning_rate": args.learning_rate,
+                      "betas": [args.beta1, args.beta2], "eps": 1e-8,
+                      "clip_grad_norm": args.max_abs_grad_norm,
+                      "loss": "CrossEntropyLoss(ignore_index=<pad>), token mean"},
+        "data": {"folder": "train-easy", "modules": modules,
+                 "batch_rule": "batch b = pair b of each module file"},
+        "vocabulary": itos, "ids": {"unk": UNK, "pad": PAD, "sos": SOS, "eos": EOS},
+        "parameters": len(names),
+    }
+    size = common.write_fixture(args.out, arrays, metadata)
+    print(f"wrote {args.out}: {len(arrays)} arrays, {size} bytes; loss {arrays['loss']:.6f}, "
+          f"trajectory {losses[0]:.5f} -> {losses[-1]:.5f}")
+
+
+if __name__ == "__main__":
+    main()
