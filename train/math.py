@@ -1,4 +1,5 @@
-"""Train and evaluate the TP-Transformer on the Mathematics Dataset: ``python -m train.math``.
+"""Train and evaluate the TP-Transformer, or the Transformer baseline (``--model
+transformer``), on the Mathematics Dataset: ``python -m train.math``.
 
 ``--preset`` picks a size and its training recipe together (``TPTransformer.paper_sizes``,
 :mod:`tpr_keras.training.recipes.tp_transformer`); the default ``auto`` is the paper's
