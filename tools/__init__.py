@@ -1,6 +1,7 @@
 """Report and table generators and the checks of exported or served models, run from the
 repository root as ``python -m tools.<name>``; ``python -m tools.report`` regenerates the
-tables of ``results/*.md``, the README and ``docs/``. Not installed (like ``bench/`` and
+tables of ``results/*.md``, the README and ``docs/``, and ``python -m tools.readme_outputs``
+runs the README's commands and writes what they print into it. Not installed (like ``bench/`` and
 ``experiments/``)."""
 
 #: Scripts that were ``bench/NAME.py`` before bench/ kept only the benchmarks: NAME -> the
