@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tpr_keras import testing
+from tests.layers.masking import EPS, IDS, LENGTHS, MASK_WARNING, tolerance, unpadded
 from tpr_keras.layers.tp_attention import TPMultiHeadAttention
 
 
@@ -130,15 +131,9 @@ def test_config_round_trip():
 
 
 # --------------------------------------------------------------------------- masking
-EPS = float(np.finfo(np.float32).eps)
-MASK_WARNING = "does not support masking"
-
-
-def _tolerance(*reductions, scale=1.0):
-    """float32 bound for one pass through the layer: a few ulps per term of each
-    reduction (``d`` in eq. 1, ``Tk`` in eq. 2, ``H * d_k`` in eq. 4), times the
-    outputs' scale."""
-    return 4 * EPS * sum(reductions) * scale
+# Tolerances: a few float32 ulps per term of each reduction of a pass through the layer
+# (``d`` in eq. 1, ``d_k`` in eq. 3, ``Tk`` in eq. 2, ``H * d_k`` in eq. 4, the head's
+# Dense), times the outputs' scale (tests/layers/masking.py).
 
 
 def _copy_to_keras_mha(ours, theirs, d):
@@ -185,14 +180,6 @@ def _build_pair(num_heads=2, d=8, causal=False, scores=False, seed=0):
     return ours_model, theirs_model, warned
 
 
-IDS = np.array([[3, 5, 7, 2, 0, 0], [4, 1, 9, 0, 0, 0], [6, 8, 2, 5, 11, 10]], "int32")
-LENGTHS = (IDS > 0).sum(1)
-
-
-def _unpadded_rows(model, output=0):
-    return [testing.numpy(model(IDS[i:i + 1, :n])[output])[0] for i, n in enumerate(LENGTHS)]
-
-
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("scores", [False, True])
 def test_drop_in_for_keras_multi_head_attention_behind_a_masked_embedding(causal, scores):
@@ -204,7 +191,7 @@ def test_drop_in_for_keras_multi_head_attention_behind_a_masked_embedding(causal
     assert not [w for w in caught if MASK_WARNING in str(w.message)]
     theirs, theirs_pooled, *their_weights = (testing.numpy(t) for t in theirs_model(IDS))
     d, tk, width = 8, IDS.shape[1], 8
-    tol = _tolerance(d, tk, width, 3 * width, scale=np.abs(theirs).max())
+    tol = tolerance(d, tk, width, 3 * width, scale=np.abs(theirs).max())
     # (c) Keras' MHA at the real positions, and through the output mask's pooling.
     real = np.arange(IDS.shape[1])[None] < LENGTHS[:, None]
     np.testing.assert_allclose(ours[real], theirs[real], rtol=0, atol=tol)
@@ -215,11 +202,11 @@ def test_drop_in_for_keras_multi_head_attention_behind_a_masked_embedding(causal
         # agree too. (Keras' fused path, without the weights, spreads such a row over
         # every key instead; this layer's output does not depend on the flag.)
         np.testing.assert_allclose(ours, theirs, rtol=0, atol=tol)
-        np.testing.assert_allclose(weights[0], their_weights[0], rtol=0, atol=_tolerance(d, tk))
+        np.testing.assert_allclose(weights[0], their_weights[0], rtol=0, atol=tolerance(d, tk))
         np.testing.assert_array_equal(weights[0][~real[:, None, :, None].repeat(2, 1)
                                                  .repeat(tk, 3)], 0.0)
     # (b) each sequence alone, unpadded, gives the same outputs at its real positions.
-    for i, (row, n) in enumerate(zip(_unpadded_rows(ours_model), LENGTHS)):
+    for i, (row, n) in enumerate(zip(unpadded(ours_model), LENGTHS)):
         np.testing.assert_allclose(ours[i, :n], row, rtol=0, atol=tol)
     # The output carries the query's mask: the pooling averages real positions only.
     np.testing.assert_allclose(
@@ -232,12 +219,14 @@ def test_padding_does_not_change_real_positions_with_roles():
     _randomize(attention, 3)
     padded = testing.numpy(model(IDS)[0])
     scale = np.abs(padded).max()
-    for i, (row, n) in enumerate(zip(_unpadded_rows(model), LENGTHS)):
-        np.testing.assert_allclose(padded[i, :n], row, rtol=0, atol=_tolerance(8, 6, 8, 24, scale=scale))
+    for i, (row, n) in enumerate(zip(unpadded(model), LENGTHS)):
+        np.testing.assert_allclose(padded[i, :n], row, rtol=0,
+                                   atol=tolerance(8, 6, 8, 24, scale=scale))
     # A padded query attends to nothing: zero filler, so zero binding, output b_o.
     hidden = keras.Model(model.input, model.get_layer("head").input)
     out = testing.numpy(hidden(IDS))
-    np.testing.assert_array_equal(out[1, 3:], np.broadcast_to(testing.numpy(attention.output_bias), (3, 8)))
+    bias = testing.numpy(attention.output_bias)
+    np.testing.assert_array_equal(out[1, 3:], np.broadcast_to(bias, (3, 8)))
 
 
 def _random_inputs(seed, batch=3, tq=4, tk=5, d=6):
@@ -290,9 +279,9 @@ def test_value_and_key_masks_and_scores_match_keras():
                   return_attention_scores=True)
     out, weights = (testing.numpy(t) for t in ours(zq, zv, zk, **kwargs))
     their_out, their_weights = (testing.numpy(t) for t in theirs(zq, zv, zk, **kwargs))
-    tol = _tolerance(6, 5, 6, scale=np.abs(their_out).max())
+    tol = tolerance(6, 5, 6, scale=np.abs(their_out).max())
     np.testing.assert_allclose(out, their_out, rtol=0, atol=tol)
-    np.testing.assert_allclose(weights, their_weights, rtol=0, atol=_tolerance(6, 5))
+    np.testing.assert_allclose(weights, their_weights, rtol=0, atol=tolerance(6, 5))
     masked = ~(value_mask & key_mask)[:, None, None, :] | ~attention_mask[:, None]
     assert np.all(weights[np.broadcast_to(masked, weights.shape)] == 0.0)
 

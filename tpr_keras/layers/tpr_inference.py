@@ -25,6 +25,7 @@ class TPRInference(keras.layers.Layer):
         relation_dim: width of ``V_Relation``.
         hidden_dim: hidden width of the MLPs.
         inference_steps: number of unbinding steps (the paper uses 3).
+        layer_norm_epsilon: epsilon of the scalar layer norms of eq. 17-19.
 
     The memory is either the factors ``(sources, relations, targets)`` that
     :class:`TPRUpdate` returns, read with

@@ -35,6 +35,11 @@ class PositionwiseFeedForward(keras.layers.Layer):
 
     Masking:
         Position-wise: a Keras mask on the input passes through to the output.
+
+    Example:
+    >>> feed_forward = PositionwiseFeedForward(hidden_dim=32)
+    >>> feed_forward(np.zeros((2, 5, 8), "float32")).shape
+    TensorShape([2, 5, 8])
     """
 
     def __init__(self, hidden_dim, dropout=0.0, **kwargs):
@@ -158,7 +163,7 @@ class _TransformerLayerBase(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPTransformerEncoderLayer(_TransformerLayerBase):
-    """One encoder cell: TPMHA self-attention and feed-forward (§2, §2.2).
+    """One encoder cell: TPMHA self-attention (eq. 1-4) and feed-forward (eq. 5), §2.2.
 
     Layer-norm placement (``norm_placement``):
 
@@ -201,6 +206,12 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
         mask also reaches the inner attention as its query mask (Keras fills it from
         the normed ``x``, as for ``keras.layers.MultiHeadAttention``), so padded
         positions then attend to nothing; real positions are the same either way.
+
+    Example:
+    >>> encoder = TPTransformerEncoderLayer(num_heads=2, feed_forward_dim=32)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> encoder(x, padding_mask=np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)).shape
+    TensorShape([2, 5, 8])
     """
 
     num_sublayers = 2
@@ -230,7 +241,7 @@ class TPTransformerEncoderLayer(_TransformerLayerBase):
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class TPTransformerDecoderLayer(_TransformerLayerBase):
-    """One decoder cell: masked self-TPMHA, TPMHA over the encoder, feed-forward (§2.3).
+    """One decoder cell: masked self-TPMHA, TPMHA over the encoder (eq. 1-4), eq. 5, §2.3.
 
     Same layer-norm placements as :class:`TPTransformerEncoderLayer`, with four norms
     (``"code"``: before each of the three sub-layers and on the output).
@@ -241,6 +252,12 @@ class TPTransformerDecoderLayer(_TransformerLayerBase):
     Decoding uses :meth:`step` with a fixed-size key/value cache of the
     self-attention (positions ``<= t`` are valid) and the encoder keys/values of
     :meth:`encoder_key_value`, computed once per input.
+
+    Args:
+        num_heads, feed_forward_dim, use_role, norm_placement: as for
+            :class:`TPTransformerEncoderLayer`.
+        dropout, layer_norm_epsilon, attention_form: as for
+            :class:`TPTransformerEncoderLayer`.
 
     Call arguments:
         x: ``[B, Tt, d]`` (teacher-forced, shifted targets).
@@ -256,6 +273,13 @@ class TPTransformerDecoderLayer(_TransformerLayerBase):
         ``encoder_output``) are masked as keys of the attention over the encoder.
         The self-attention is causal, so with padding at the end real target
         positions never see padded ones. The output carries ``x``'s Keras mask.
+
+    Example:
+    >>> decoder = TPTransformerDecoderLayer(num_heads=2, feed_forward_dim=32)
+    >>> targets = np.random.rand(2, 4, 8).astype("float32")
+    >>> sources = np.random.rand(2, 6, 8).astype("float32")
+    >>> decoder(targets, sources).shape
+    TensorShape([2, 4, 8])
     """
 
     num_sublayers = 3

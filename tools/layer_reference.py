@@ -1,0 +1,222 @@
+"""Write docs/layers.md, the layer reference, from the layers' docstrings.
+
+    python -m tools.layer_reference           # rewrite docs/layers.md
+    python -m tools.layer_reference --check   # rewrite nothing; exit 1 with a diff if stale
+
+Each layer of :data:`LAYERS` gets a section: its constructor's signature, then its
+docstring (keras-hub style: a one-line summary, the paper and its equations, ``Args:``,
+``Call arguments:`` / ``Masking:``, ``Example:``) turned into Markdown. The turning is
+small on purpose: a section header (:data:`SECTIONS`) becomes a bold line, the entries of
+an argument section a list, ``::`` blocks and examples fenced code, and Sphinx roles
+(``:class:`~a.B```) plain code. ``tests/tools/test_layer_reference.py`` fails when
+docs/layers.md is not what this writes, and when a layer's docstring lacks a section.
+"""
+
+import difflib
+import importlib
+import inspect
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUTPUT = os.path.join("docs", "layers.md")
+
+#: (module, class) of every layer documented, in the order of the page.
+LAYERS = (
+    ("tpr_keras.layers.sentence_encoder", "SentenceEncoder"),
+    ("tpr_keras.layers.mlp", "TanhMLP"),
+    ("tpr_keras.layers.scalar_layer_norm", "ScalarLayerNorm"),
+    ("tpr_keras.layers.tpr_update", "TPRUpdate"),
+    ("tpr_keras.layers.tpr_inference", "TPRInference"),
+    ("tpr_keras.layers.tpru_cell", "TPRUCell"),
+    ("tpr_keras.layers.tpru", "TPRU"),
+    ("tpr_keras.layers.tp_attention", "TPMultiHeadAttention"),
+    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
+    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerEncoderLayer"),
+    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerDecoderLayer"),
+)
+
+#: Section headers of a docstring (a whole line at the docstring's indentation, ending in
+#: ":"); the first three hold ``name: description`` entries.
+ARGUMENT_SECTIONS = ("Args", "Arguments", "Call arguments")
+SECTIONS = ARGUMENT_SECTIONS + ("Masking", "Example", "Examples", "Returns",
+                                "Implementation notes")
+#: What every documented layer's docstring must have (the test checks it).
+REQUIRED = ("Args", "Masking", "Example")
+
+HEADER = re.compile(r"^(%s)\b[^:]*:$" % "|".join(re.escape(s) for s in SECTIONS))
+ROLE = re.compile(r":(?:class|func|meth|mod|data|attr):`(~?)([^`]+)`")
+ENTRY = re.compile(r"^([\w*][\w*, ]*):(?:\s+(.*))?$")
+
+
+def _roles(text):
+    """``:class:`~a.b.C``` -> ```C```; ``:func:`a.b``` -> ```a.b```."""
+    return ROLE.sub(lambda m: "``%s``" % (m.group(2).rsplit(".", 1)[-1] if m.group(1)
+                                          else m.group(2)), text)
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _dedent(lines):
+    width = min((_indent(line) for line in lines if line.strip()), default=0)
+    return [line[width:] for line in lines]
+
+
+def _text(lines):
+    """Plain docstring text; a line ending in ``::`` opens a fenced block of the lines
+    indented below it."""
+    out, i = [], 0
+    while i < len(lines):
+        line = lines[i]
+        if line.rstrip().endswith("::"):
+            out.append(line.rstrip()[:-1])
+            base, block, i = _indent(line), [], i + 1
+            while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > base):
+                block.append(lines[i])
+                i += 1
+            while block and not block[0].strip():
+                block.pop(0)
+            while block and not block[-1].strip():
+                block.pop()
+            out += ["", "```"] + _dedent(block) + ["```", ""]
+            continue
+        out.append(line)
+        i += 1
+    return out
+
+
+def _entries(lines):
+    """``name: description`` entries (continuations indented below) as a list."""
+    out, current = [], None
+    for line in _dedent(lines):
+        match = ENTRY.match(line) if line and not line[0].isspace() else None
+        if match:
+            current = ["- `%s`: %s" % (match.group(1), (match.group(2) or "").strip())]
+            out.append(current)
+        elif line.strip() and current is not None:
+            current.append(line.strip())
+        elif line.strip():
+            out.append([line.strip()])
+    return [" ".join(entry).rstrip() for entry in out]
+
+
+def _sections(doc):
+    """``[(header or None, lines)]`` of a cleaned docstring: a section is its header line
+    and the lines indented below it."""
+    sections, name, body = [], None, []
+    for line in doc.splitlines():
+        if HEADER.match(line):
+            sections.append((name, body))
+            name, body = line[:-1], []
+        elif (name is not None and not name.startswith("Example") and line.strip()
+              and not line[0].isspace()):
+            # Back at the docstring's margin: the section is over, plain text again (an
+            # example's doctest lines may sit at the margin; it runs to the next header).
+            sections.append((name, body))
+            name, body = None, [line]
+        else:
+            body.append(line)
+    sections.append((name, body))
+    return sections
+
+
+def section_names(cls):
+    """The section headers of ``cls``'s docstring (``"Call arguments (...)"`` as written)."""
+    return [name for name, _ in _sections(inspect.cleandoc(cls.__doc__)) if name]
+
+
+def _signature(module, cls):
+    """``package.Class(arg=default, ...)``, named from the package that exports it."""
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return "%s.%s%s" % (module.rsplit(".", 1)[0], cls.__name__, inspect.Signature(parameters))
+
+
+def layer_markdown(module, name):
+    """The Markdown section of one layer."""
+    cls = getattr(importlib.import_module(module), name)
+    doc = _roles(inspect.cleandoc(cls.__doc__))
+    out = ["## %s" % name, "", "```python", _signature(module, cls), "```", ""]
+    for header, body in _sections(doc):
+        if header is not None:
+            out += ["**%s**" % header.replace("``", "`"), ""]
+        body = _dedent(body)
+        while body and not body[0].strip():
+            body.pop(0)
+        while body and not body[-1].strip():
+            body.pop()
+        if header and header.split(" (")[0] in ARGUMENT_SECTIONS:
+            out += _entries(body)
+        elif header in ("Example", "Examples"):
+            out += ["```python"] + body + ["```"]
+        else:
+            out += _text(body)
+        out.append("")
+    return out
+
+
+def _summary(module, name):
+    cls = getattr(importlib.import_module(module), name)
+    return _roles(inspect.cleandoc(cls.__doc__).splitlines()[0])
+
+
+def generate():
+    """The text of docs/layers.md."""
+    lines = [
+        "<!-- Generated by `python -m tools.layer_reference` from the layers' docstrings: "
+        "edit those, then run it. -->",
+        "",
+        "# Layer reference",
+        "",
+        "The Keras 3 layers of tpr-keras, on TensorFlow and JAX. The shared TPR blocks are in "
+        "`tpr_keras.layers`; the TP-Transformer's own layers in "
+        "`tpr_keras.models.tp_transformer` (also importable from `tpr_keras.layers`). Each "
+        "section is the layer's docstring: what it computes, with the paper's equation "
+        "numbers, its arguments, how it treats Keras masks (e.g. from "
+        "`keras.layers.Embedding(mask_zero=True)`) and an example.",
+        "",
+        "| layer | what it is |",
+        "|---|---|",
+    ]
+    for module, name in LAYERS:
+        summary = _summary(module, name).replace("``", "`").replace("|", "\\|")
+        lines.append("| [%s](#%s) | %s |" % (name, name.lower(), summary))
+    lines.append("")
+    for module, name in LAYERS:
+        lines += layer_markdown(module, name)
+    text = "\n".join(lines)
+    text = re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
+    return text
+
+
+def main(argv=None):
+    from serving.command_flags import Command
+
+    parser = Command("python -m tools.layer_reference", __doc__.split("\n\n")[0])
+    parser.boolean("check", False, "rewrite nothing; exit 1 and print a diff if stale")
+    parser.string("output", os.path.join(ROOT, OUTPUT), "the file to write or check")
+    args = parser.parse(argv)
+    text = generate()
+    try:
+        with open(args.output, encoding="utf-8") as f:
+            current = f.read()
+    except FileNotFoundError:
+        current = ""
+    if args.check:
+        if current == text:
+            return 0
+        sys.stdout.writelines(difflib.unified_diff(
+            current.splitlines(True), text.splitlines(True), args.output, "generated"))
+        print(f"\n{args.output} is stale: run python -m tools.layer_reference",
+              file=sys.stderr)
+        return 1
+    if current != text:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
