@@ -17,7 +17,13 @@ from tensorflow.core.protobuf import meta_graph_pb2
 
 from serving.core import deadline as deadline_module
 from serving.core._tf import tf
-from serving.core.status import CODE_BY_VALUE, ServingError, dtype_name, shape_str
+from serving.core.status import (
+    CODE_BY_VALUE,
+    ServingError,
+    dtype_name,
+    model_error_message,
+    shape_str,
+)
 
 #: "serving_default": TensorFlow's own constant, the one definition the exporters in
 #: tpr_keras use too (the server imports nothing from tpr_keras).
@@ -63,6 +69,9 @@ class Signature:
 
         ``deadline`` (``time.monotonic()``; None: none): DEADLINE_EXCEEDED without running
         the model if it has passed before the model call starts (in the batch queue too);
+        an error the graph raises keeps TensorFlow's code (INVALID_ARGUMENT for a kernel
+        refusing its input) with the problem alone as its message
+        (:func:`~serving.core.status.model_error_message`: no node or graph dump);
         a session run still going at the deadline is cancelled (``SessionRunner``), and
         any other call that ends after it answers DEADLINE_EXCEEDED instead of its outputs.
         """
@@ -70,9 +79,9 @@ class Signature:
         deadline_module.check(deadline, "before the model ran")
         try:
             result = deadline_module.call(self.runner, inputs, names, deadline)
-        except tf.errors.OpError as exc:
+        except tf.errors.OpError as exc:  # the code TF gave, the message without its dump
             raise ServingError(CODE_BY_VALUE.get(exc.error_code, grpc.StatusCode.INTERNAL),
-                               exc.message) from None
+                               model_error_message(exc.message)) from None
         deadline_module.check(deadline, "while the model ran")
         return result
 

@@ -9,6 +9,7 @@ Every error a request can cause is a :class:`ServingError` with the code
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import grpc
@@ -49,6 +50,34 @@ class ServingError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+#: Where a TensorFlow error message stops being about the request: the node dump
+#: (``[[{{node ...}}]]``), the op tag of an eager call (`` [Op:...]``).
+_GRAPH_DUMP = re.compile(r"\s*(\[\[|\[Op:)")
+#: Paragraphs of an eager error that locate the node in Python code, not the problem.
+_LOCATION_PARAGRAPHS = ("Graph execution error", "Detected at node", "Detected in")
+
+
+def model_error_message(message: str) -> str:
+    """The problem a TensorFlow error states, without the graph dump a user cannot act
+    on: no ``{{function_node ...}}`` tag, ``[[{{node ...}}]]`` node dump, ``[Op:...]`` tag,
+    "Detected at node" stack, or "Original stack trace"; an ``Assert``'s own message
+    alone; one line, prefixed with what happened.
+
+    >>> model_error_message("Reduction axis -1 is empty in shape [1,50,0]\\n\\t "
+    ...                     "[[{{node mem_n2n_1/memn2n_1/ArgMax}}]]")
+    'the model could not run on this input: Reduction axis -1 is empty in shape [1,50,0]'
+    """
+    text = re.sub(r"\{\{function_node [^}]*\}\}", "", message)
+    paragraphs = [p for p in re.split(r"\n\s*\n", text)
+                  if p.strip() and not p.strip().startswith(_LOCATION_PARAGRAPHS)]
+    text = _GRAPH_DUMP.split(paragraphs[0] if paragraphs else text, maxsplit=1)[0]
+    asserted = re.match(r"\s*assertion failed: \[([^\]]*)\]", text)
+    if asserted:
+        text = asserted.group(1)
+    text = " ".join(text.split()) or "an error without a message"
+    return f"the model could not run on this input: {text}"
 
 
 def invalid(message: str) -> ServingError:
