@@ -62,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(result._asdict()) if args.json else
                   f"{'entails' if result.entails else 'does not entail'} "
                   f"(probability {result.probability:.4f})")
+            print_warnings(result)
             return 0
         if args.story is None:
             reply = solve(args.question, server, args.model_name or "math", **options)
@@ -80,23 +81,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(reply.answer)
             print(f"  log_prob {reply.log_prob:.4f}")
-        if reply.module == "":
-            print("warning: the question is worded as none of the modules the model was "
-                  "trained on; it answered all the same, so the answer (whatever its "
-                  "log_prob) may not mean anything.", file=sys.stderr)
-        if reply.unknown_characters:
-            print(f"warning: {reply.unknown_characters} character(s) of the question are "
-                  "not in the model's vocabulary; it read them as <unk>.", file=sys.stderr)
+        print_warnings(reply)
         return 0
     if args.json:
-        print(json.dumps({"answer": reply.answer, "candidates": reply.candidates,
-                          "version": reply.version, "unknown_words": reply.unknown_words}))
+        print(json.dumps(reply._asdict()))
     else:
         print(reply.answer)
         for token, score in reply.candidates:
             print(f"  {score:8.4f}  {token}")
-    if reply.unknown_words:
-        print(f"warning: {reply.unknown_words} word(s) of the story and question are not in "
-              "the model's vocabulary; it read them as <unk>, so the answer (whatever its "
-              "score) may not mean anything.", file=sys.stderr)
+    print_warnings(reply)
     return 0
+
+
+def print_warnings(reply) -> None:
+    """What the model did not take in (the reply's ``warnings()``), one ``warning:`` line
+    each, on stderr."""
+    for line in reply.warnings():
+        print(f"warning: {line}", file=sys.stderr)

@@ -11,19 +11,72 @@ from typing import NamedTuple
 from serving.client.serving_client import ServingClient
 
 
+def _listed(tokens: str | None, characters: bool = False) -> str:
+    """`` (a, b)``: the ``unknown_tokens`` of a reply (space-separated) for a warning;
+    characters quoted, so that invisible ones show."""
+    if not tokens:
+        return ""
+    items = tokens.split(" ")
+    return " (" + ", ".join(repr(t) if characters else t for t in items) + ")"
+
+
+def _column(out: dict, name: str, n: int) -> list:
+    """Output ``name`` of a reply, or ``n`` Nones for an export without it."""
+    values = out.get(name)
+    return list(values) if values is not None else [None] * n
+
+
 class Answer(NamedTuple):
-    """A model's answer and its top-k candidates ``(token, probability)``, best first."""
+    """A bAbI model's answer, its top-k candidates ``(token, probability)``, best first, and
+    what the model did not take in (each None: an export without that output; see
+    docs/serving.md). :meth:`warnings` says it in words."""
 
     answer: str
     candidates: list[tuple[str, float]]
     version: int | None = None
-    #: Words of the story and question outside the model's vocabulary (None: an export
-    #: without the ``unknown_words`` output).
+    #: Words of the story and question outside the model's vocabulary: how many, and
+    #: which (distinct, space-separated).
     unknown_words: int | None = None
+    unknown_tokens: str | None = None
+    #: The story's sentences (0: an empty story, answered all the same), and its earliest
+    #: sentences the model did not read.
+    story_sentences: int | None = None
+    dropped_sentences: int | None = None
+    #: The question's words (0: an empty question, answered all the same).
+    question_words: int | None = None
+    #: The longest stories the model was trained on (0: unknown); reading more, it answers
+    #: outside its training.
+    trained_story_sentences: int | None = None
+
+    def warnings(self) -> list[str]:
+        """What the model did not take in, one sentence each (none: it read it all)."""
+        out = []
+        if self.story_sentences == 0:
+            out.append("the story is empty: the model answered from no sentences at all, so "
+                       "the answer (whatever its score) means nothing.")
+        if self.question_words == 0:
+            out.append("the question is empty: the model answered all the same, so the "
+                       "answer (whatever its score) means nothing.")
+        read = (self.story_sentences or 0) - (self.dropped_sentences or 0)
+        if self.dropped_sentences:
+            out.append(f"the story has {self.story_sentences} sentences and the model reads "
+                       f"only the last {read}: the first {self.dropped_sentences} were "
+                       "dropped, so the answer ignores them.")
+        if self.trained_story_sentences and read > self.trained_story_sentences:
+            out.append(f"the model read {read} sentences, more than the "
+                       f"{self.trained_story_sentences} its training stories had: it answers "
+                       "outside its training, so the answer may be wrong (whatever its "
+                       "score).")
+        if self.unknown_words:
+            out.append(f"{self.unknown_words} word(s) of the story and question are not in "
+                       f"the model's vocabulary{_listed(self.unknown_tokens)}; it read them "
+                       "as <unk>, so the answer (whatever its score) may not mean anything.")
+        return out
 
 
 class Solution(NamedTuple):
-    """A Mathematics model's greedy answer and its log-probability."""
+    """A Mathematics model's greedy answer, its log-probability, and what the model did not
+    take in (each None: an export without that output). :meth:`warnings` says it in words."""
 
     answer: str
     log_prob: float
@@ -34,6 +87,33 @@ class Solution(NamedTuple):
     #: The trained module whose wording the question has; ``""``: none, the model was not
     #: trained on such questions (None: an export without the ``module`` output).
     module: str | None = None
+    #: Those unknown characters (distinct, space-separated).
+    unknown_tokens: str | None = None
+    #: The question's characters (0: an empty question, answered all the same), and those
+    #: past the length the model reads (not read).
+    question_characters: int | None = None
+    dropped_characters: int | None = None
+
+    def warnings(self) -> list[str]:
+        """What the model did not take in, one sentence each (none: it read it all)."""
+        out = []
+        if self.question_characters == 0:
+            out.append("the question is empty: the model answered all the same, so the "
+                       "answer (whatever its log_prob) means nothing.")
+        elif self.module == "":
+            out.append("the question is worded as none of the modules the model was trained "
+                       "on; it answered all the same, so the answer (whatever its log_prob) "
+                       "may not mean anything.")
+        if self.dropped_characters:
+            out.append(f"the question has {self.question_characters} characters and the "
+                       f"model reads only the first "
+                       f"{self.question_characters - self.dropped_characters}: the last "
+                       f"{self.dropped_characters} were dropped.")
+        if self.unknown_characters:
+            out.append(f"{self.unknown_characters} character(s) of the question are not in "
+                       f"the model's vocabulary{_listed(self.unknown_tokens, True)}; it read "
+                       "them as <unk>.")
+        return out
 
 
 class BabiClient(ServingClient):
@@ -51,11 +131,11 @@ class BabiClient(ServingClient):
         if len(stories) != len(questions):
             raise ValueError(f"{len(stories)} stories but {len(questions)} questions")
         out, version = self.predict({"story": stories, "question": questions})
-        unknown = out.get("unknown_words") or [None] * len(out["answer"])
-        return [Answer(answer, list(zip(candidates, map(float, scores))), version,
-                       None if count is None else int(count))
-                for answer, candidates, scores, count in zip(
-                    out["answer"], out["candidates"], out["scores"], unknown)]
+        n = len(out["answer"])
+        report = zip(*(_column(out, name, n) for name in Answer._fields[3:]))
+        return [Answer(answer, list(zip(candidates, map(float, scores))), version, *extra)
+                for answer, candidates, scores, extra in zip(
+                    out["answer"], out["candidates"], out["scores"], report)]
 
 
 class MathClient(ServingClient):
@@ -71,10 +151,10 @@ class MathClient(ServingClient):
     def solve_batch(self, questions: Sequence[str]) -> list[Solution]:
         """Answers several questions in one request."""
         out, version = self.predict({"question": questions})
-        unknown = out.get("unknown_characters") or [None] * len(out["answer"])
-        modules = out.get("module") or [None] * len(out["answer"])
-        return [Solution(a, float(lp), version, None if n is None else int(n), m)
-                for a, lp, n, m in zip(out["answer"], out["log_prob"], unknown, modules)]
+        n = len(out["answer"])
+        report = zip(*(_column(out, name, n) for name in Solution._fields[3:]))
+        return [Solution(a, float(lp), version, *extra)
+                for a, lp, extra in zip(out["answer"], out["log_prob"], report)]
 
 
 def ask(story: str, question: str, server: str = "localhost:8500", model_name: str = "babi",
@@ -85,11 +165,35 @@ def ask(story: str, question: str, server: str = "localhost:8500", model_name: s
 
 
 class Entailment(NamedTuple):
-    """Whether the premise entails the hypothesis, with the model's probability."""
+    """Whether the premise entails the hypothesis, with the model's probability, and what
+    the model did not take in (each None: an export without that output). :meth:`warnings`
+    says it in words."""
 
     entails: bool
     probability: float
     version: int | None = None
+    #: Characters of the pair outside the formula syntax: how many, and which (distinct,
+    #: premise first, space-separated).
+    unknown_characters: int | None = None
+    unknown_tokens: str | None = None
+    #: Whether each is a formula of the grammar (an empty one is not).
+    premise_well_formed: bool | None = None
+    hypothesis_well_formed: bool | None = None
+
+    def warnings(self) -> list[str]:
+        """What the model did not take in, one sentence each (none: it read it all)."""
+        out = []
+        for name, ok in (("premise", self.premise_well_formed),
+                         ("hypothesis", self.hypothesis_well_formed)):
+            if ok is False:
+                out.append(f"the {name} is empty or not a formula of the grammar (variables "
+                           "a-z, ~(F), (F&F), (F|F), (F>F)); the model answered all the same, "
+                           "so the probability means nothing.")
+        if self.unknown_characters:
+            out.append(f"{self.unknown_characters} character(s) of the premise and hypothesis "
+                       f"are not in the formula syntax{_listed(self.unknown_tokens, True)}; "
+                       "the model read them as <unk>.")
+        return out
 
 
 class EntailmentClient(ServingClient):
@@ -106,7 +210,10 @@ class EntailmentClient(ServingClient):
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
         out, version = self.predict({"premise": premises, "hypothesis": hypotheses})
-        return [Entailment(bool(p > 0.5), float(p), version) for p in out["probability"]]
+        n = len(out["probability"])
+        report = zip(*(_column(out, name, n) for name in Entailment._fields[3:]))
+        return [Entailment(bool(p > 0.5), float(p), version, *extra)
+                for p, extra in zip(out["probability"], report)]
 
 
 def solve(question: str, server: str = "localhost:8500", model_name: str = "math",
