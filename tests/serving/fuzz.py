@@ -63,6 +63,9 @@ class Target:
     output: str = "answer"
     max_message_bytes: int | None = None  # the server's limit, for the oversize cases
     rest_timeout_s: float | None = None  # the server's read timeout; None: skip short bodies
+    #: The served model's family, for the partial-input cases (tests.serving.fuzz_partial:
+    #: "babi", "entailment"); None: none of them.
+    family: str | None = "babi"
     host: str = "127.0.0.1"
 
 
@@ -73,6 +76,8 @@ class Case:
     run: Callable[[Context], tuple[str, list[str] | None]]  # -> (status, answers or None)
     expected: frozenset[str]
     valid_pairs: list[tuple[str, str]] | None = None  # for answer checks
+    #: What is wrong with an answered request's payload, or None (tests.serving.fuzz_partial).
+    check: Callable[[object], str | None] | None = None
 
 
 @dataclasses.dataclass
@@ -197,8 +202,10 @@ def _pairs(rng: random.Random, pool, n: int | None = None):
     return [rng.choice(pool) for _ in range(n)]
 
 
-def make_case(rng: random.Random, target: Target, pool) -> Case:
-    """One random case; the category is picked first, then its details."""
+def make_case(rng: random.Random, target: Target, pool, categories=None) -> Case:
+    """One random case; the category is picked first (among ``categories`` if given),
+    then its details."""
+    from tests.serving import fuzz_partial
     s, q = target.inputs
     t = target
     grpc_cases = [
@@ -223,8 +230,15 @@ def make_case(rng: random.Random, target: Target, pool) -> Case:
         rest_cases.append("rest oversize")
     if t.rest_timeout_s:
         rest_cases.append("rest short body")
+    if t.family in fuzz_partial.PARTIAL:
+        grpc_cases.append("grpc partial input")
+        rest_cases.append("rest partial input")
     names = grpc_cases + (rest_cases if t.rest_port else [])
+    if categories is not None:
+        names = [n for n in names if n in categories]
     category = rng.choice(names)
+    if category in fuzz_partial.CATEGORIES:
+        return fuzz_partial.partial_case(category, rng, t)
     pairs = _pairs(rng, pool)
 
     def pr(**kw):
@@ -538,12 +552,14 @@ class Report:
 
 
 def run(target: Target, n: int, seed: int = 0, threads: int = 8, pool=None,
-        on_result: Callable[[int, Result], None] | None = None) -> Report:
-    """Generates ``n`` cases from ``seed`` and sends them from ``threads`` threads."""
+        on_result: Callable[[int, Result], None] | None = None, categories=None) -> Report:
+    """Generates ``n`` cases from ``seed`` (of ``categories`` only, if given) and sends them
+    from ``threads`` threads."""
     pool = list(pool or STORIES)
     reference = reference_answers(target, pool)
     rng = random.Random(seed)
-    cases = [make_case(random.Random(rng.getrandbits(64)), target, pool) for _ in range(n)]
+    cases = [make_case(random.Random(rng.getrandbits(64)), target, pool, categories)
+             for _ in range(n)]
     local = threading.local()
     contexts: list[Context] = []
     lock = threading.Lock()
@@ -578,8 +594,15 @@ def _judge(case: Case, status: str, payload, reference) -> Result:
 
     if status in SERVER_FAULTS or (status.startswith("http:5") and status != "http:501"):
         return fail(f"server fault: {payload}")
+    if isinstance(payload, str) and ("{{node" in payload or "{{function_node" in payload):
+        return fail(f"a TensorFlow node dump reached the client: {payload[:200]}")
     if status not in case.expected:
         return fail(f"expected {sorted(case.expected)}: {str(payload)[:200]}")
+    if case.check is not None:
+        why = case.check(payload)
+        if why is not None:
+            return fail(why)
+        return Result(case.category, case.transport, status, True)
     if case.valid_pairs is not None:
         want = [reference[p] for p in case.valid_pairs]
         if payload != want:

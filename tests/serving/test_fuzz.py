@@ -10,7 +10,7 @@ import grpc
 import pytest
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-from tests.serving import fuzz
+from tests.serving import fuzz, fuzz_partial
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 
@@ -83,3 +83,47 @@ def test_same_seed_same_requests(fuzz_server):
     one, two = ([fuzz.make_case(rng, t, fuzz.STORIES).category for _ in range(50)]
                 for rng in rngs)
     assert one == two and len(set(one)) > 20
+
+
+def test_partial_inputs_are_answered_and_reported(fuzz_server):
+    """Empty, long and unknown-word requests (tests.serving.fuzz_partial) over gRPC and
+    REST: each answered OK with the outputs that say what the model did not take in."""
+    report = fuzz.run(target(fuzz_server), n=40, seed=5, threads=4,
+                      categories=fuzz_partial.CATEGORIES)
+    assert not report.failures, [(r.category, r.status, r.detail) for r in report.failures]
+    assert set(report.table()) == set(fuzz_partial.CATEGORIES)
+
+
+@pytest.fixture(scope="module")
+def entailment_server(tmp_path_factory):
+    import tensorflow as tf
+
+    from tpr_keras.models import PlainEntailmentModel
+    from tpr_keras.models.entailment import export_entailment_model
+
+    tf.keras.utils.set_random_seed(1)
+    base = tmp_path_factory.mktemp("entailment")
+    export_entailment_model(PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1),
+                            base)
+    manager = ModelManager([model_config("entailment", base / "entailment")])
+    server = ModelServer(manager, port=0, rest_api_port=0, max_message_bytes=MAX_BYTES,
+                         rest_api_timeout_s=READ_TIMEOUT_S).start()
+    yield server
+    server.stop(grace=2)
+
+
+def test_seeded_fuzz_of_an_entailment_model(entailment_server):
+    """The probe against the entailment export (its string output: unknown_tokens): TF
+    Serving's statuses, and malformed, empty and unknown-character formulas reported."""
+    t = fuzz.Target(entailment_server.ports["grpc"], entailment_server.ports["rest"],
+                    "entailment", inputs=("premise", "hypothesis"), output="unknown_tokens",
+                    max_message_bytes=MAX_BYTES, family="entailment")
+    pool = [("(a&b)", "a"), ("(p>q)", "(~(q)>~(p))"), ("a", "(a|b)")]
+    # Not "rest long story": a thousand 100,000-character formulas cost an RNN over
+    # 100,000 steps, past the REST timeout (504); a bAbI export cuts its stories instead.
+    probe = random.Random(0)
+    categories = {fuzz.make_case(probe, t, pool).category for _ in range(2000)}
+    report = fuzz.run(t, n=120, seed=3, threads=4, pool=pool,
+                      categories=categories - {"rest long story"})
+    assert not report.failures, [(r.category, r.status, r.detail) for r in report.failures]
+    assert set(fuzz_partial.CATEGORIES) <= set(report.table())
