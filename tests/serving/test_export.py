@@ -86,7 +86,10 @@ def test_graph_has_no_py_function(version_dir):
     assert {"HashTableV2", "LookupTableFindV2", "StaticRegexReplace", "StringSplitV2"} <= ops
     sig = sm.meta_graphs[0].signature_def["serving_default"]
     assert sorted(sig.inputs) == ["question", "story"]
-    assert sorted(sig.outputs) == ["answer", "candidates", "scores", "unknown_words"]
+    assert sorted(sig.outputs) == ["answer", "candidates", "dropped_sentences",
+                                   "question_words", "scores", "story_sentences",
+                                   "trained_story_sentences", "unknown_tokens",
+                                   "unknown_words"]
 
 
 # --------------------------------------------------------------------------------------

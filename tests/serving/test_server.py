@@ -459,8 +459,11 @@ def test_session_and_function_runtimes_give_the_same_outputs(export_base, task1)
                             sig.run({k: v[:0] for k, v in inputs.items()}))
         manager.stop()
     (full_s, one_s, empty_s), (full_f, one_f, empty_f) = outputs["session"], outputs["function"]
-    assert sorted(full_s) == ["answer", "candidates", "scores", "unknown_words"]
-    np.testing.assert_array_equal(full_s["unknown_words"], full_f["unknown_words"])
+    assert sorted(full_s) == ["answer", "candidates", "dropped_sentences", "question_words",
+                              "scores", "story_sentences", "trained_story_sentences",
+                              "unknown_tokens", "unknown_words"]
+    for key in ("unknown_words", "unknown_tokens", "story_sentences", "dropped_sentences"):
+        np.testing.assert_array_equal(full_s[key], full_f[key])
     np.testing.assert_array_equal(full_s["answer"], full_f["answer"])
     np.testing.assert_array_equal(full_s["candidates"], full_f["candidates"])
     np.testing.assert_allclose(full_s["scores"], full_f["scores"], rtol=1e-5, atol=1e-7)
