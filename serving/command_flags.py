@@ -1,18 +1,20 @@
 """One command's absl flags: its own ``FlagValues``, ``--help``, and one-line usage errors.
 
-Every command line outside ``train/`` (``serving``, ``bench``, ``experiments``, ``tools``
-and the serving fuzzer) parses its flags with this; ``train`` keeps absl's global
-``FLAGS`` behind ``absl.app`` (one command per process). Each :class:`Command` keeps its
-flags in a fresh ``flags.FlagValues`` rather than absl's global registry, so commands that
-one process imports together (the tests import many) never define a name twice, and
-``main(argv)`` can be called again with another list. Flags take ``--flag=value`` or
-``--flag value``; booleans ``--flag``, ``--noflag`` or ``--flag=true|false|1|0``.
+Every command line (``train``, ``serving``, ``bench``, ``experiments``, ``tools`` and the
+serving fuzzer) parses its flags with this. Each :class:`Command` keeps its flags in a
+fresh ``flags.FlagValues`` rather than absl's global registry, so commands that one process
+imports together (the tests import many) never define a name twice, and ``main(argv)`` can
+be called again with another list. :meth:`Command.group` sorts ``--help`` by purpose.
+Flags take ``--flag=value`` or ``--flag value``; booleans ``--flag``, ``--noflag`` or
+``--flag=true|false|1|0``.
 
 This module imports absl only (no TensorFlow): ``serving.client`` uses it too.
 
 Example:
 
-    command = Command("python -m tools.example", "Print a greeting.")
+    command = Command("python -m tools.example", "Print a greeting.",
+                      example="python -m tools.example --name you --times 2")
+    command.group("Greeting")
     command.string("name", "world", "who to greet")
     command.integer("times", 1, "how often")
     args = command.parse(["--name=you", "--times", "2"])
@@ -39,21 +41,31 @@ class Command:
         prog: How the user runs it (``python -m tools.report``), for usage and errors.
         description: What ``--help`` says under the usage line (a docstring's first
             paragraph is enough).
+        example: One typical command line, shown under the description.
     """
 
-    def __init__(self, prog: str, description: str = ""):
+    def __init__(self, prog: str, description: str = "", example: str = ""):
         self.prog = prog
         self.description = " ".join(description.split())
+        self.example = example
         self.flag_values = flags.FlagValues()
+        self._groups: list[tuple[str, list[str]]] = []  # (title, flag names), in order
         self._required: list[str] = []
         self._positionals: list[tuple[str, str, str]] = []  # (name, count, help)
 
     # ------------------------------------------------------------------- definitions
+    def group(self, title: str) -> None:
+        """The flags defined next are listed under ``title`` in ``--help`` (those defined
+        before any group come first, untitled)."""
+        self._groups.append((title, []))
+
     def _define(self, define, name, default, help, required, **kwargs):
         define(name=name, default=default, help=help or "", flag_values=self.flag_values,
                **kwargs)
         if required:
             self._required.append(name)
+        if self._groups:
+            self._groups[-1][1].append(name)
 
     def string(self, name: str, default: str | None = None, help: str = "",
                required: bool = False) -> None:
@@ -61,9 +73,10 @@ class Command:
         self._define(flags.DEFINE_string, name, default, help, required)
 
     def integer(self, name: str, default: int | None = None, help: str = "",
-                required: bool = False) -> None:
-        """A ``--name=N`` flag (an int)."""
-        self._define(flags.DEFINE_integer, name, default, help, required)
+                required: bool = False, lower_bound: int | None = None) -> None:
+        """A ``--name=N`` flag (an int), at least ``lower_bound`` when one is given."""
+        self._define(flags.DEFINE_integer, name, default, help, required,
+                     lower_bound=lower_bound)
 
     def float(self, name: str, default: float | None = None, help: str = "",
               required: bool = False) -> None:
@@ -153,37 +166,53 @@ class Command:
 
     # -------------------------------------------------------------------------- help
     def help_text(self, width: int = 100) -> str:
-        """What ``--help`` prints: usage, description, each argument and flag with its
-        default."""
+        """What ``--help`` prints: usage, description, example, then each argument and flag
+        with its default, under its group's title."""
         usage = "".join(f" {name.upper()}" if count == "1" else f" [{name.upper()}]"
                         if count == "?" else f" {name.upper()} ..." if count == "+" else
                         f" [{name.upper()} ...]" for name, count, _ in self._positionals)
         out = [f"usage: {self.prog} [--flag=value ...]{usage}", ""]
         if self.description:
             out += [textwrap.fill(self.description, width), ""]
-        entries = [(name.upper(), text) for name, _, text in self._positionals]
-        for name in self.flag_values:
-            flag = self.flag_values[name]
-            if flag.name != name:  # an absl short name
+        if self.example:
+            out += [f"Example: {self.example}", ""]
+        grouped = {name for _, names in self._groups for name in names}
+        first = [(name.upper(), text) for name, _, text in self._positionals]
+        first += [self._entry(name) for name in self.flag_values
+                  if name not in grouped and self.flag_values[name].name == name]
+        sections = [("", first)] + [(title, [self._entry(name) for name in names])
+                                    for title, names in self._groups]
+        for title, entries in sections:
+            if not entries:
                 continue
-            text = re.sub(r"^<[^>]*>: |^\(no help available\)$", "", flag.help or "")
-            text = text.replace("; repeat this option to specify a list of values", "")
-            entries.append((_flag_line(flag, name in self._required), text))
-        for head, text in entries:
-            out.append(f"  {head}")
-            if text:
-                out += textwrap.wrap(" ".join(text.split()), width, initial_indent="      ",
-                                     subsequent_indent="      ")
-        out += ["", "Flags take --flag=value or --flag value; booleans --flag, --noflag or "
+            if title:
+                out.append(f"{title}:")
+            for head, text in entries:
+                out.append(f"  {head}")
+                if text:
+                    out += textwrap.wrap(" ".join(text.split()), width,
+                                         initial_indent="      ", subsequent_indent="      ")
+            if title:
+                out.append("")
+        if out[-1] != "":
+            out.append("")
+        out += ["Flags take --flag=value or --flag value; booleans --flag, --noflag or "
                 "--flag=true|false."]
         return "\n".join(out) + "\n"
+
+    def _entry(self, name: str) -> tuple[str, str]:
+        flag = self.flag_values[name]
+        text = re.sub(r"^<[^>]*>: |^\(no help available\)$", "", flag.help or "")
+        text = text.replace("; repeat this option to specify a list of values", "")
+        return _flag_line(flag, name in self._required), text
 
 
 def _flag_line(flag, required: bool) -> str:
     kind = flag.flag_type()
     choices = getattr(flag.parser, "enum_values", None)
     if kind == "bool":
-        return f"--[no]{flag.name} (default {'true' if flag.default else 'false'})"
+        default = "none" if flag.default is None else "true" if flag.default else "false"
+        return f"--[no]{flag.name} (default {default})"
     shown = "{" + "|".join(choices) + "}" if choices else kind.replace("multi ", "")
     many = " (repeatable)" if isinstance(flag, flags.MultiFlag) else ""
     if required:

@@ -96,6 +96,27 @@ def test_help_lists_every_flag_with_its_default_and_exits_0(capsys):
         assert "Does one thing." in out and "<plain|bidaf>:" not in out
 
 
+def test_help_groups_flags_under_titles_after_an_example():
+    command = Command("python -m grouped", "Does one thing.", example="python -m grouped --b 2")
+    command.string("first", "x", "before any group")
+    command.group("Data")
+    command.integer("b", 1, "in Data", lower_bound=0)
+    command.boolean("maybe", None, "unset boolean")
+    command.group("Outputs")
+    command.string("out", None, "in Outputs")
+    lines = command.help_text().splitlines()
+    assert lines[:5] == ["usage: python -m grouped [--flag=value ...]", "",
+                         "Does one thing.", "", "Example: python -m grouped --b 2"]
+    assert [line for line in lines if line.startswith("  --")] == [
+        "  --first=string (default x)", "  --b=int (default 1)", "  --[no]maybe (default none)",
+        "  --out=string (default none)"]
+    data, outputs = lines.index("Data:"), lines.index("Outputs:")
+    assert lines.index("  --first=string (default x)") < data < lines.index(
+        "  --b=int (default 1)") < outputs < lines.index("  --out=string (default none)")
+    with pytest.raises(SystemExit):  # below lower_bound
+        command.parse(["--b=-1"])
+
+
 def test_a_command_parses_once():
     command = example()
     command.parse(["--out=o"])
