@@ -112,6 +112,9 @@ def test_every_reply_says_what_the_model_did_not_take_in(answerer):
     assert out["trained_story_sentences"].tolist() == [70] * 4
     assert out["unknown_words"][3] == 3 and out["unknown_tokens"][3] == "zork paris"
     assert out["unknown_tokens"][0] == out["unknown_tokens"][2] == ""
+    # Alone, an empty story is a batch of zero sentence rows (MemN2N once failed on it).
+    alone = answerer.predict("", "Where is Mary?")
+    assert alone["answer"][0] and alone["story_sentences"].tolist() == [0]
 
 
 def test_a_preset_of_another_task_is_refused():
