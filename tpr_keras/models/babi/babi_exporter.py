@@ -110,24 +110,18 @@ class BabiServingModule(tf.Module):
             tf.debugging.assert_equal(
                 tf.shape(story)[0], tf.shape(question)[0],
                 message="story and question must hold the same number of strings")
-            ids = tokenize(story, question)
-            logits = model({"story": ids["story_ids"], "question": ids["question_ids"]},
-                           training=False)
+            read = tokenizer.read(story, question, read_limit)
+            logits = model({"story": read.pop("story_ids"),
+                            "question": read.pop("question_ids")}, training=False)
             logits = tf.cast(logits, tf.float32)
             # top_k on the logits: the first candidate is exactly argmax(logits).
             top_logits, top_ids = tf.math.top_k(logits, k=k)
             log_norm = tf.math.reduce_logsumexp(logits, axis=-1, keepdims=True)
             candidates = tokenizer.decode(top_ids)
-            sentences = tokenizer.story_sentences(story)
             return {"answer": candidates[:, 0], "scores": tf.exp(top_logits - log_norm),
-                    "candidates": candidates,
-                    "unknown_words": tokenizer.unknown_words(story, question),
-                    "unknown_tokens": tokenizer.unknown_tokens(story, question),
-                    "story_sentences": sentences,
-                    "dropped_sentences": (tf.zeros_like(sentences) if read_limit is None
-                                          else tf.maximum(sentences - read_limit, 0)),
-                    "question_words": tokenizer.question_words_count(question),
-                    "trained_story_sentences": tf.fill(tf.shape(sentences), trained)}
+                    "candidates": candidates, **read,
+                    "trained_story_sentences": tf.fill(tf.shape(read["story_sentences"]),
+                                                       trained)}
 
         features = {"story": tf.io.FixedLenFeature([], tf.string),
                     "question": tf.io.FixedLenFeature([], tf.string)}

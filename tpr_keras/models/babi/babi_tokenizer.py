@@ -148,22 +148,35 @@ class BabiTokenizer(tf.Module):
         question_unknown = tf.reduce_sum(count(self.question_words(question)), axis=-1)
         return tf.cast(story_unknown + question_unknown, tf.int32)
 
-    def unknown_tokens(self, story: tf.Tensor, question: tf.Tensor) -> tf.Tensor:
-        """``string[B]``: the distinct words of each story and question (story first) that
-        map to ``<unk>``, in first-appearance order, joined by spaces
-        (:func:`~tpr_keras.models.unknown_tokens.join_distinct_rows`)."""
-        words = tf.concat([self.story_words(story).merge_dims(1, 2),
-                           self.question_words(question)], axis=1)
-        unknown = tf.equal(self.word_to_id.lookup(words.flat_values), UNK_ID)
-        return join_distinct_rows(tf.ragged.boolean_mask(words, words.with_flat_values(unknown)))
-
-    def story_sentences(self, story: tf.Tensor) -> tf.Tensor:
-        """``int32[B]``: the sentences of each story (those with a token; 0: empty)."""
-        return tf.cast(self.story_words(story).row_lengths(), tf.int32)
-
-    def question_words_count(self, question: tf.Tensor) -> tf.Tensor:
-        """``int32[B]``: the tokens of each question (0: an empty question)."""
-        return tf.cast(self.question_words(question).row_lengths(), tf.int32)
+    def read(self, story: tf.Tensor, question: tf.Tensor,
+             read_limit: int | None = None) -> dict[str, tf.Tensor]:
+        """One tokenization of each story and question, and all the exporter takes of it:
+        ``story_ids`` and ``question_ids`` (as :meth:`story_ids`, :meth:`question_ids`),
+        and what the model does not take in (``int32[B]`` but ``unknown_tokens``):
+        ``unknown_words`` (as :meth:`unknown_words`), ``unknown_tokens`` (``string[B]``:
+        those words, distinct, story first, space-separated), ``story_sentences`` (0: an
+        empty story), ``dropped_sentences`` (the earliest sentences past ``read_limit``,
+        the most the model reads; None: all read) and ``question_words`` (0: an empty
+        question)."""
+        words, question_words = self.story_words(story), self.question_words(question)
+        kept = words if self.max_story_sentences is None else (
+            words[:, -self.max_story_sentences:])
+        story_ids = self._lookup(kept[:, :, : self.max_words]).to_tensor(
+            PAD_ID, shape=[None, None, self.max_words])
+        question_ids = self._lookup(question_words[:, : self.max_words]).to_tensor(
+            PAD_ID, shape=[None, self.max_words])
+        every = tf.concat([words.merge_dims(1, 2), question_words], axis=1)
+        unknown = tf.equal(self.word_to_id.lookup(every.flat_values), UNK_ID)
+        sentences = tf.cast(words.row_lengths(), tf.int32)
+        return {"story_ids": story_ids, "question_ids": question_ids,
+                "unknown_words": tf.cast(tf.reduce_sum(every.with_flat_values(
+                    tf.cast(unknown, tf.int32)), axis=1), tf.int32),
+                "unknown_tokens": join_distinct_rows(
+                    tf.ragged.boolean_mask(every, every.with_flat_values(unknown))),
+                "story_sentences": sentences,
+                "dropped_sentences": (tf.zeros_like(sentences) if read_limit is None
+                                      else tf.maximum(sentences - read_limit, 0)),
+                "question_words": tf.cast(question_words.row_lengths(), tf.int32)}
 
     def story_ids(self, story: tf.Tensor) -> tf.Tensor:
         """``string[B]`` stories -> ``int32[B, S, W]`` (S = most sentences in the batch)."""
