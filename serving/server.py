@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import sys
 
+if __name__ == "__main__":  # --help before TensorFlow loads
+    from serving.model_server.flags import exit_on_help
+
+    exit_on_help(sys.argv[1:])
+
 from serving.core.batching import Batcher, BatchingParameters
 from serving.core.manager import ModelManager
 from serving.core.servable import Servable

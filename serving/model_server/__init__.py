@@ -38,8 +38,8 @@ FAILED_PRECONDITION for an unknown signature; INVALID_ARGUMENT for a malformed r
 are the graph's to check, as TF Serving feeds request tensors as sent). A malformed request is answered with its status and one log line, never
 INTERNAL or a 5xx. SIGTERM/SIGINT: stop accepting, let in-flight requests finish
 (``--shutdown_grace_seconds``), exit 0.
-"""
 
-# First, before the front ends import tensorflow_serving.apis: serving.core loads TensorFlow
-# with its start-up noise filtered out of the server's log.
-import serving.core  # noqa: E402, F401
+Importing this package imports nothing (``--help`` and the flags need no TensorFlow); each
+module that imports TensorFlow or ``tensorflow_serving`` imports :mod:`serving.core` first,
+which loads TensorFlow with its start-up noise filtered out of the server's log.
+"""

@@ -2,6 +2,10 @@
 
 import sys
 
-from serving.model_server.main import main
+from serving.model_server.flags import exit_on_help
+
+exit_on_help(sys.argv[1:])  # before TensorFlow loads
+
+from serving.model_server.main import main  # noqa: E402
 
 sys.exit(main())

@@ -17,11 +17,18 @@ import types
 from collections.abc import Sequence
 
 from serving.command_flags import Command
-from serving.core.runners import DEFAULT_MAX_ROWS
-from serving.core.servable import RUNTIMES
-from serving.model_server.server import DEFAULT_MAX_MESSAGE_BYTES
 
 _CPUS = os.cpu_count() or 1
+
+#: The defaults and choices of the core's and the server's (tested equal to
+#: ``serving.core.runners.DEFAULT_MAX_ROWS``, ``serving.core.servable.RUNTIMES`` and
+#: ``serving.model_server.server.DEFAULT_MAX_MESSAGE_BYTES``), written here so that the
+#: flags and ``--help`` import no TensorFlow.
+DEFAULT_MAX_ROWS = 128
+RUNTIMES = ("session", "function")
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+_HELP = ("-h", "-help", "--help", "-?", "--helpshort", "--helpfull")
 
 #: Flags this server accepts but does not apply, with the value that matches what it does
 #: anyway: asking for any other value is reported by :func:`ignored_flags`.
@@ -60,12 +67,51 @@ def server_command() -> Command:
     """The server's flags, defined on a fresh :class:`~serving.command_flags.Command`."""
     c = Command("python -m serving.server",
                 "TF Serving-compatible gRPC/REST server for SavedModels (flags as "
-                "tensorflow_model_server).")
+                "tensorflow_model_server).",
+                example="python -m serving.server --port=8500 --rest_api_port=8501 "
+                        "--model_name=babi --model_base_path=$PWD/exports/babi")
 
-    # tensorflow_model_server's flags (main.cc), in its order.
+    # tensorflow_model_server's flags (main.cc) and this server's own, grouped by purpose;
+    # those it accepts without applying them (IGNORED) last.
+    c.group("Models to serve")
+    _flag(c, "model_name", "default", "name of the single model")
+    _flag(c, "model_base_path", "",
+          "folder of the model's integer version folders")
+    _flag(c, "model_config_file", "",
+          "text ModelServerConfig with several models (--model_name and "
+          "--model_base_path "
+          "are then ignored); relative base_paths start from the current directory")
+    _flag(c, "model_config_file_poll_wait_seconds", 0.0,
+          "re-read --model_config_file this often (0: never)")
+    _flag(c, "file_system_poll_wait_seconds", 1.0,
+          "look for new versions this often (0: only at start)")
+    _flag(c, "num_load_threads", 0,
+          "models loaded in parallel (0: 4)")
+    _flag(c, "max_num_load_retries", 5,
+          "attempts per version before it is failed")
+    _flag(c, "saved_model_tags", "serve", "comma-separated MetaGraph tags")
+    c.enum("servable_runtime", "session", RUNTIMES,
+           "session: tf.compat.v1.Session by SignatureDef tensor names, as "
+           "tensorflow_model_server; function: TF2 signature functions")
+    _flag(c, "enable_model_warmup", True,
+          "replay each version's assets.extra/tf_serving_warmup_requests "
+          "before it serves")
+    _flag(c, "num_request_iterations_for_warmup", 0,
+          "run each warm-up request this many times (used only if > 0: "
+          "else once, as TF Serving)")
+    _flag(c, "allow_version_labels_for_unavailable_models", False,
+          "a new version label may name a version that is not loaded yet")
+    _flag(c, "enable_signature_method_name_check", False,
+          "Classify/Regress/MultiInference: require the signature's method_name "
+          "(tensorflow/serving/classify or regress)")
+    c.group("Ports and connections")
     _flag(c, "port", 8500, "gRPC port (0: a free one)")
     _flag(c, "grpc_socket_path", "", "also serve gRPC on this UNIX socket")
     _flag(c, "rest_api_port", 0, "REST port; 0 disables REST (-1: a free one)")
+    _flag(c, "bind_address", "0.0.0.0",
+          "address to listen on (0.0.0.0: all interfaces, as TF Serving; "
+          "127.0.0.1: this "
+          "machine only)")
     _flag(c, "rest_api_num_threads", 0,
           "REST requests at once (0: --grpc_max_threads)")
     _flag(c, "rest_api_timeout_in_ms", 30_000,
@@ -73,33 +119,24 @@ def server_command() -> Command:
           "not reached by then 504 (DEADLINE_EXCEEDED)")
     _flag(c, "rest_api_enable_cors_support", False,
           "CORS headers on REST answers")
+    _flag(c, "grpc_channel_arguments", "",
+          "comma-separated gRPC server arguments "
+          "(grpc.max_connection_age_ms=2000,...)")
+    _flag(c, "grpc_max_threads", 0,
+          "gRPC handler threads (0: max(8, 4 x CPUs))")
+    _flag(c, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES,
+          "largest gRPC message / REST body, checked before decoding")
+    _flag(c, "ssl_config_file", "", "text SSLConfig: serve gRPC over TLS")
+    _flag(c, "enable_grpc_healthcheck_service", False,
+          "serve grpc.health.v1.Health (SERVING once every model has a version)")
+    c.group("Batching")
     _flag(c, "enable_batching", False,
           "batch concurrent Predict calls of a signature")
-    _flag(c, "allow_version_labels_for_unavailable_models", False,
-          "a new version label may name a version that is not loaded yet")
     _flag(c, "batching_parameters_file", "",
           "TF Serving's text BatchingParameters")
-    _flag(c, "enable_per_model_batching_parameters", False, "not applied here")
-    _flag(c, "model_config_file", "",
-          "text ModelServerConfig with several models (--model_name and "
-          "--model_base_path "
-          "are then ignored); relative base_paths start from the current directory")
-    _flag(c, "model_config_file_poll_wait_seconds", 0.0,
-          "re-read --model_config_file this often (0: never)")
-    _flag(c, "model_name", "default", "name of the single model")
-    _flag(c, "model_base_path", "",
-          "folder of the model's integer version folders")
-    _flag(c, "num_load_threads", 0,
-          "models loaded in parallel (0: 4)")
-    _flag(c, "num_unload_threads", 0, "not applied here")
-    _flag(c, "max_num_load_retries", 5,
-          "attempts per version before it is failed")
-    _flag(c, "load_retry_interval_micros", 60_000_000,
-          "not applied here: a failed version is retried at the next "
-          "file-system poll")
-    _flag(c, "file_system_poll_wait_seconds", 1.0,
-          "look for new versions this often (0: only at start)")
-    _flag(c, "flush_filesystem_caches", True, "accepted; no effect here")
+    _flag(c, "max_rows_per_call", DEFAULT_MAX_ROWS,
+          "batchable signatures run at most this many rows per call (0: never split)")
+    c.group("TensorFlow sessions")
     _flag(c, "tensorflow_session_parallelism", 0,
           "threads of both TensorFlow pools where the next two flags are 0 "
           "(0: TF's default)")
@@ -109,34 +146,32 @@ def server_command() -> Command:
           "threads in one op (0: TF's default)")
     _flag(c, "tensorflow_inter_op_parallelism", 0,
           "ops run in parallel (0: TF's default; negative: in the request's thread)")
-    _flag(c, "use_alts_credentials", False, "not applied here")
-    _flag(c, "ssl_config_file", "", "text SSLConfig: serve gRPC over TLS")
-    _flag(c, "platform_config_file", "", "not applied here")
     _flag(c, "per_process_gpu_memory_fraction", 0.0,
           "GPU memory fraction in each session's ConfigProto (0: TF's default)")
-    _flag(c, "saved_model_tags", "serve", "comma-separated MetaGraph tags")
-    _flag(c, "grpc_channel_arguments", "",
-          "comma-separated gRPC server arguments "
-          "(grpc.max_connection_age_ms=2000,...)")
-    _flag(c, "grpc_max_threads", 0,
-          "gRPC handler threads (0: max(8, 4 x CPUs))")
-    _flag(c, "enable_model_warmup", True,
-          "replay each version's assets.extra/tf_serving_warmup_requests "
-          "before it serves")
-    _flag(c, "num_request_iterations_for_warmup", 0,
-          "run each warm-up request this many times (used only if > 0: "
-          "else once, as TF Serving)")
-    c.boolean("version", False, "print the version and exit")
+    c.group("Monitoring and run control")
     _flag(c, "monitoring_config_file", "",
           "text MonitoringConfig: Prometheus metrics on the REST port")
+    _flag(c, "server_info_file", "",
+          "write JSON here: the bound ports once serving, and request "
+          "statistics at shutdown")
+    _flag(c, "shutdown_grace_seconds", 10.0,
+          "on SIGTERM/SIGINT, wait this long for in-flight requests")
+    _flag(c, "verbosity", "INFO", "logging level")
+    c.boolean("version", False, "print the version and exit")
+    c.group("Accepted for tensorflow_model_server's command lines, not applied here")
+    _flag(c, "enable_per_model_batching_parameters", False, "not applied here")
+    _flag(c, "num_unload_threads", 0, "not applied here")
+    _flag(c, "load_retry_interval_micros", 60_000_000,
+          "not applied here: a failed version is retried at the next "
+          "file-system poll")
+    _flag(c, "flush_filesystem_caches", True, "accepted; no effect here")
+    _flag(c, "use_alts_credentials", False, "not applied here")
+    _flag(c, "platform_config_file", "", "not applied here")
     _flag(c, "remove_unused_fields_from_bundle_metagraph", True,
           "accepted; no effect")
     _flag(c, "prefer_tflite_model", False, "not applied here")
     _flag(c, "num_tflite_pools", _CPUS, "not applied here")
     _flag(c, "num_tflite_interpreters_per_pool", 1, "not applied here")
-    _flag(c, "enable_signature_method_name_check", False,
-          "Classify/Regress/MultiInference: require the signature's method_name "
-          "(tensorflow/serving/classify or regress)")
     _flag(c, "xla_cpu_compilation_enabled", False, "not applied here")
     _flag(c, "xla_gpu_compilation_enabled", False, "not applied here")
     _flag(c, "enable_profiler", True,
@@ -144,29 +179,8 @@ def server_command() -> Command:
     _flag(c, "thread_pool_factory_config_file", "", "not applied here")
     _flag(c, "mixed_precision", "", "not applied here")
     _flag(c, "skip_initialize_tpu", False, "not applied here")
-    _flag(c, "enable_grpc_healthcheck_service", False,
-          "serve grpc.health.v1.Health (SERVING once every model has a version)")
     _flag(c, "enable_serialization_as_tensor_content", False,
           "not applied here")
-
-    # This server's own.
-    _flag(c, "max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES,
-          "largest gRPC message / REST body, checked before decoding")
-    _flag(c, "max_rows_per_call", DEFAULT_MAX_ROWS,
-          "batchable signatures run at most this many rows per call (0: never split)")
-    c.enum("servable_runtime", "session", RUNTIMES,
-           "session: tf.compat.v1.Session by SignatureDef tensor names, as "
-           "tensorflow_model_server; function: TF2 signature functions")
-    _flag(c, "bind_address", "0.0.0.0",
-          "address to listen on (0.0.0.0: all interfaces, as TF Serving; "
-          "127.0.0.1: this "
-          "machine only)")
-    _flag(c, "shutdown_grace_seconds", 10.0,
-          "on SIGTERM/SIGINT, wait this long for in-flight requests")
-    _flag(c, "server_info_file", "",
-          "write JSON here: the bound ports once serving, and request "
-          "statistics at shutdown")
-    _flag(c, "verbosity", "INFO", "logging level")
     return c
 
 
@@ -198,6 +212,14 @@ def parse_args(argv: Sequence[str] | None) -> types.SimpleNamespace:
     if not args.model_config_file and not args.model_base_path:
         command.error("pass --model_base_path (with --model_name) or --model_config_file")
     return args
+
+
+def exit_on_help(argv: Sequence[str]) -> None:
+    """Prints ``--help`` and exits 0 when ``argv`` asks for it: before anything imports
+    TensorFlow, so that it takes a fraction of a second."""
+    argv = list(argv)
+    if any(arg in _HELP for arg in (argv[:argv.index("--")] if "--" in argv else argv)):
+        server_command().parse(["--help"])
 
 
 def ignored_flags(args: types.SimpleNamespace) -> list[str]:

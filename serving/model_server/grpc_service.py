@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 import grpc
 from tensorflow_serving.apis import (
     classification_pb2,

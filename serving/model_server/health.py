@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from tensorflow_serving.apis import get_model_status_pb2

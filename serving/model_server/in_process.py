@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 import grpc
 from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_service_pb2_grpc
 

@@ -13,6 +13,7 @@ import threading
 import types
 from collections.abc import Sequence
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 from google.protobuf import text_format
 from tensorflow_serving.config import model_server_config_pb2
 

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 import grpc
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric

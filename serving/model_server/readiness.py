@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 
+import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 import grpc
 from tensorflow_serving.apis import get_model_status_pb2
 

@@ -93,6 +93,44 @@ def test_flags_that_cannot_apply_are_listed_once():
     assert set(IGNORED) <= set(vars(args))
 
 
+def test_help_groups_the_flags_and_lists_the_ones_not_applied_last(capsys):
+    from serving.model_server.flags import server_command
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--help"])
+    assert exit_.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[4].startswith("Example: python -m serving.server --port=8500")
+    titles = [line for line in lines if line.endswith(":") and not line.startswith(" ")]
+    assert titles[0] == "Models to serve:" and len(titles) >= 5
+    last = lines.index(titles[-1])
+    listed_last = [line.split("=")[0].split()[0].replace("--[no]", "").lstrip("-")
+                   for line in lines[last:] if line.startswith("  --")]
+    assert listed_last == list(IGNORED)  # exactly the flags this server does not apply
+    assert len([line for line in lines if line.startswith("  --")]) == len(
+        set(server_command().flag_values))
+
+
+def test_help_starts_no_tensorflow_and_the_flags_defaults_are_the_cores():
+    from serving.core.runners import DEFAULT_MAX_ROWS
+    from serving.core.servable import RUNTIMES
+    from serving.model_server import flags as server_flags
+    from serving.model_server.server import DEFAULT_MAX_MESSAGE_BYTES
+
+    assert server_flags.DEFAULT_MAX_ROWS == DEFAULT_MAX_ROWS
+    assert tuple(server_flags.RUNTIMES) == tuple(RUNTIMES)
+    assert server_flags.DEFAULT_MAX_MESSAGE_BYTES == DEFAULT_MAX_MESSAGE_BYTES
+    for module in ("serving.server", "serving.model_server"):
+        code = ("import runpy, sys; sys.argv = ['server', '--help']\n"
+                "try:\n    runpy.run_module(%r, run_name='__main__')\n"
+                "except SystemExit as exit:\n"
+                "    print('EXIT', exit.code, 'tensorflow' in sys.modules)" % module)
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert done.stdout.rstrip().endswith("EXIT 0 False"), done.stdout[-300:] + done.stderr
+        assert "Models to serve:" in done.stdout
+
+
 def test_version_prints_and_exits_0(capsys):
     assert server_main.main(["--version"]) == 0
     out = capsys.readouterr().out
