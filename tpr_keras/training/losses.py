@@ -50,6 +50,10 @@ def binary_classification(label_key=None):
     return compute
 
 
+#: The ``reduction`` values of :func:`sequence_cross_entropy`.
+SEQUENCE_REDUCTIONS = ("sum", "mean", "batch_token_mean")
+
+
 def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
     """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
 
@@ -57,16 +61,21 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
     cross-entropy of the answer. Per example: ``loss`` = token cross-entropy over the
     non-pad positions of ``labels[label_key]``, summed (``reduction="sum"``; the
     Trainer's batch mean is then the authors' per-token mean times the mean answer
-    length) or averaged (``"mean"``); ``correct`` = 1 when the argmax of every non-pad
-    position equals the target, end symbol included (exact match of the whole answer
-    under teacher forcing; the greedy exact match is a separate evaluation). In
+    length), averaged (``"mean"``) or summed and scaled by ``B / N`` with ``N`` the
+    batch's real tokens (``"batch_token_mean"``: the Trainer's batch mean is then the
+    mean over the batch's tokens, PyTorch's ``CrossEntropyLoss(ignore_index=pad)`` as
+    the authors trained, and a global-norm clip acts in their units; on several
+    replicas each replica's batch is scaled by its own tokens); ``correct`` = 1 when
+    the argmax of every non-pad position equals the target, end symbol included (exact
+    match of the whole answer under teacher forcing; the greedy exact match is a
+    separate evaluation). In
     float32 whatever the model's compute dtype; a caller may compile it (XLA:
     ``tf.function(compute, jit_compile=True)``).
 
     Args:
         pad_id: the padding id, masked out of loss and match (the Mathematics
             vocabulary's ``CharVocabulary.PAD_ID`` is 0).
-        reduction: ``"sum"`` or ``"mean"`` over the real positions of each example.
+        reduction: ``"sum"``, ``"mean"`` or ``"batch_token_mean"`` (above).
         label_key: the ``labels`` entry holding the ``int32[B, L]`` targets.
 
     Returns:
@@ -76,8 +85,9 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
     Example:
     >>> compute = sequence_cross_entropy(reduction="mean")
     """
-    if reduction not in ("sum", "mean"):
-        raise ValueError(f"reduction must be 'sum' or 'mean'; got {reduction!r}.")
+    if reduction not in SEQUENCE_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
+                         f"{reduction!r}.")
 
     def compute(model, features, labels, training):
         logits = ops.cast(model(features, training=training), "float32")
@@ -88,6 +98,9 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
         loss = ops.sum(tokens * weights, axis=-1)
         if reduction == "mean":
             loss = loss / ops.maximum(ops.sum(weights, axis=-1), 1.0)
+        elif reduction == "batch_token_mean":
+            examples = ops.cast(ops.shape(weights)[0], "float32")
+            loss = loss * (examples / ops.maximum(ops.sum(weights), 1.0))
         prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
         match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
         correct = ops.cast(ops.all(match, axis=-1), "float32")

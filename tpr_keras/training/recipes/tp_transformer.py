@@ -28,6 +28,30 @@ CPU_RECIPE = MappingProxyType(dict(
     learning_rate=1e-3, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=128,
     steps=2000, epochs=1000, max_train_minutes=14.0,
 ))
+#: The weights the authors' code leaves at PyTorch's ``nn.Linear`` default (uniform in
+#: ``±1/√in``; :func:`tpr_keras.training.torch_init.torch_linear_init`): every attention
+#: projection, kernel and bias (``SelfAttention.reset_parameters`` is never called), the
+#: feed-forward biases and the embedding multiplier's bias (their ``reset_parameters``
+#: set only the kernels). The port's default: Xavier-uniform kernels, zero biases.
+TORCH_DEFAULT_INIT = ("*_attention/*", "*/feed_forward/*/bias", "embedding/multiplier/bias")
+#: The training step of the authors' released code (github.com/ischlag/TP-Transformer,
+#: ``train.sh``, ``main.py``), for every size: ``torch.optim.Adam`` (lr 1e-4, β
+#: 0.9/0.995, ε 1e-8 on the bias-corrected ``√v̂``: ``optimizer="torch_adam"``), the
+#: mean over the batch's answer tokens (``loss_reduction="batch_token_mean"`` of
+#: :func:`~tpr_keras.training.losses.sequence_cross_entropy`), so that the global-norm
+#: clip of 0.1 cuts in their units; batch 128 (the paper: 1,024); their 5,000,000
+#: steps; the initialisation above; plain shuffled batches over all examples
+#: (``bucket_boundaries=None``, ``balance_modules=False``). What it still leaves
+#: different: docs/training.md.
+AUTHORS_CODE_RECIPE = MappingProxyType(dict(
+    learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=128,
+    steps=5_000_000, epochs=1_000_000, max_train_minutes=None,
+    optimizer="torch_adam", epsilon=1e-8, loss_reduction="batch_token_mean",
+    torch_default_init=TORCH_DEFAULT_INIT, bucket_boundaries=None, balance_modules=False,
+))
+#: Recipe names of :func:`resolve_size`: ``"size"`` (the size's own recipe, below) or
+#: ``"authors_code"`` (:data:`AUTHORS_CODE_RECIPE`, any size).
+RECIPE_NAMES = ("size", "authors_code")
 #: ``{size: recipe}``.
 RECIPES = MappingProxyType({
     **{name: PAPER_RECIPE for name in ("tp_transformer", "tp_transformer_b",
@@ -58,7 +82,7 @@ def auto_size(devices, use_role=True):
     return "tiny"
 
 
-def resolve_size(size, devices=None, use_role=True, **overrides):
+def resolve_size(size, devices=None, use_role=True, recipe_name="size", **overrides):
     """The size ``size`` stands for and its training recipe, with ``"auto"`` resolved.
 
     Args:
@@ -67,6 +91,8 @@ def resolve_size(size, devices=None, use_role=True, **overrides):
         devices: for ``"auto"``: the devices to train on (default: the running
             backend's, :func:`tpr_keras.backend.devices.device_types`).
         use_role: for ``"auto"``: TP-Transformer or the Transformer baseline.
+        recipe_name: a name in :data:`RECIPE_NAMES`: the size's recipe, or the
+            authors' code's step (:data:`AUTHORS_CODE_RECIPE`) at this size.
         **overrides: recipe fields given explicitly (``None`` = take the
             recipe's). An explicit ``epochs`` without ``steps`` lifts the
             recipe's step budget, so the epoch count is what stops training;
@@ -83,6 +109,8 @@ def resolve_size(size, devices=None, use_role=True, **overrides):
     Example:
     >>> resolve_size("auto", devices=["CPU"], batch_size=64)[1]["batch_size"]
     64
+    >>> resolve_size("tiny", recipe_name="authors_code")[1]["optimizer"]
+    'torch_adam'
     """
     if size == "auto":
         if devices is None:
@@ -92,11 +120,14 @@ def resolve_size(size, devices=None, use_role=True, **overrides):
         size = auto_size(devices, use_role=use_role)
     if size not in RECIPES:
         raise ValueError(f"Unknown size {size!r}; choose from {['auto'] + sorted(RECIPES)}.")
-    unknown = set(overrides) - set(RECIPES[size])
+    if recipe_name not in RECIPE_NAMES:
+        raise ValueError(f"Unknown recipe {recipe_name!r}; choose from {list(RECIPE_NAMES)}.")
+    base = AUTHORS_CODE_RECIPE if recipe_name == "authors_code" else RECIPES[size]
+    unknown = set(overrides) - set(base)
     if unknown:
         raise ValueError(f"Unknown recipe fields {sorted(unknown)}; "
-                         f"choose from {sorted(RECIPES[size])}.")
-    recipe = dict(RECIPES[size])
+                         f"choose from {sorted(base)}.")
+    recipe = dict(base)
     if overrides.get("epochs") is not None and overrides.get("steps") is None:
         recipe["steps"] = None
     budget_given = overrides.get("steps") is not None or overrides.get("epochs") is not None

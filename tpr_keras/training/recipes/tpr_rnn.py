@@ -21,3 +21,17 @@ RECIPES = MappingProxyType({
     "single_task": SINGLE_TASK_RECIPE, "all_tasks": ALL_TASKS_RECIPE,
     "all_tasks_code": ALL_TASKS_RECIPE, "all_tasks_authors": ALL_TASKS_RECIPE,
 })
+#: The training step of the authors' released code (github.com/ischlag/TPR-RNN,
+#: ``tpr_rnn_graph.py``) where the port can take it: their ``NadamOptimizer`` (TF1 Adam
+#: with ``use_nesterov=True``: ``optimizer="nesterov_adam"``, ε 1e-8) at lr 0.001, β
+#: 0.9/0.999, with its power accumulators started from the random values the β
+#: variables hold before they are assigned (``beta_power_start="glorot_uniform"``:
+#: ``U(±√3)``, see :func:`~tpr_keras.training.optimizers.authors_nadam`); batch 128;
+#: global-norm clip 5; 51 steps at a tenth of the rate (their loop lowers the rate for
+#: steps 0-49 and restores it from step 51); no halving (their loop halves the rate
+#: once and restores it on the next step). What it still leaves different (the trained
+#: pad row, their truncation, batch order, output classes, NaN updates):
+#: docs/training.md.
+AUTHORS_CODE_RECIPE = MappingProxyType(dict(
+    ALL_TASKS_RECIPE, optimizer="nesterov_adam", epsilon=1e-8, batch_size=128,
+    warmup_steps=51, halve_lr_below=None, beta_power_start="glorot_uniform"))
