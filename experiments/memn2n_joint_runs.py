@@ -6,7 +6,7 @@
     python -m experiments.memn2n_joint_runs --report                  # Markdown only
 
 Every run is the same command but for ``--seed`` (and its folder): ``python -m train.babi
---task all --model memn2n --preset joint_paper`` (the authors' MATLAB joint protocol on
+--task all --model memn2n --size joint_paper`` (the authors' MATLAB joint protocol on
 §4.2's 10k schedule: 30 epochs of linear start at 0.005, then 20 epochs from 0.005 halved
 at the start of every 5th; summed loss, each matrix's gradient clipped at norm 40; see
 ``docs/training.md``). Sukhbaatar et al. (2015), §4.2, train each setting 10 times and report
@@ -41,7 +41,7 @@ def command(args, seed):
     """The training command of one seed: identical for every seed but ``--seed`` and the
     folder it names."""
     return [sys.executable, "-m", "train.babi", "--task=all", "--model=memn2n",
-            "--preset=joint_paper", f"--seed={seed}", f"--model_dir={run_dir(args.runs, seed)}",
+            "--size=joint_paper", f"--seed={seed}", f"--model_dir={run_dir(args.runs, seed)}",
             *([f"--data_dir={args.data_dir}"] if args.data_dir else []),
             "--checkpoint_every_steps=2000", "--verbose=2",
             *([f"--max_train_minutes={args.max_train_minutes:g}"]

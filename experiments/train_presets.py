@@ -48,7 +48,7 @@ PRESETS = {
         "TPR-RNN (Schlag & Schmidhuber 2018), all 20 bAbI tasks jointly, en-10k (task 3: the "
         "1,000 official questions available here); the authors' code's sizes, initialisation "
         "and TF1 Nadam (all_tasks_authors, nesterov_adam), 130 epochs",
-        ["-m", "train.babi", "--task", "all", "--preset", "all_tasks_authors", "--optimizer",
+        ["-m", "train.babi", "--task", "all", "--size", "all_tasks_authors", "--optimizer",
          "nesterov_adam", "--epochs", "130", "--checkpoint_every_steps", "2000", "--verbose",
          "2"], (1, 2, 3, 4, 5)),
     "memn2n_babi_all_tasks": (
@@ -56,7 +56,7 @@ PRESETS = {
         "MemN2N (Sukhbaatar et al. 2015), PE LS RN, joint training on all 20 bAbI tasks, "
         "en-10k (task 3: 1,000 questions); the authors' joint protocol (joint_paper: 30 "
         "epochs of linear start, then 20 from lr 0.005 halved every 5), d = 50",
-        ["-m", "train.babi", "--task", "all", "--model", "memn2n", "--preset", "joint_paper",
+        ["-m", "train.babi", "--task", "all", "--model", "memn2n", "--size", "joint_paper",
          "--checkpoint_every_steps", "2000", "--verbose", "2"], tuple(range(1, 11))),
     "tpru32_entailment": (
         "entailment", "results/entailment/presets/tpru32_entailment",
@@ -70,7 +70,7 @@ PRESETS = {
         "TP-Transformer (Schlag et al. 2019), CPU size 'tiny', on the four focus modules: "
         "80,000 steps of 128 at lr 1e-3, the last 20,000 cooled down linearly to 0 (the "
         "paper trains 1,000k steps of 1,024 at a constant 1e-4)",
-        ["-m", "train.math", "--model", "tp_transformer", "--preset", "tiny", "--modules",
+        ["-m", "train.math", "--model", "tp_transformer", "--size", "tiny", "--modules",
          FOCUS_MODULES, "--steps", "80000", "--cooldown_steps", "20000", "--epochs", "1000",
          "--checkpoint_every_steps", "1000", "--verbose", "2",
          # the shipped weights' kept epoch was chosen on the interpolate test files

@@ -99,6 +99,24 @@ def test_serving_never_imports_train():
     assert not found, found
 
 
+def test_train_imports_only_the_flag_parser_of_serving():
+    """``train`` takes its command lines' parser from ``serving.command_flags`` (absl alone)
+    and nothing else of ``serving``."""
+    found = set()
+    for path in sorted((REPO / "train").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + ([f"serving.{a.name}" for a in node.names]
+                                         if node.module == "serving" else [])
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found |= {name for name in names if name.split(".")[0] == "serving"
+                      and name != "serving"}
+    assert found == {"serving.command_flags"}, found
+
+
 #: The command packages (run from a checkout as ``python -m <package>.<name>``, not
 #: installed). Each is imported by its own test folder only (``tests/tools`` imports
 #: ``tools``); ``tests/conftest.py`` imports all three so that they are importable.

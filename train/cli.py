@@ -1,10 +1,13 @@
 """What every ``train.*`` command shares at the terminal; importing this does not import TensorFlow.
 
-* :func:`run` replaces ``absl.app.run``: ``--help`` prints the command's own flags,
-  grouped, with their defaults, and exits 0 without starting TensorFlow (absl's own
-  flags stay under ``--helpfull``); an error ends the command with one line saying what
-  failed and exit status 1 (the traceback only with ``--debug`` or
-  ``TPR_KERAS_DEBUG=1``).
+* :class:`TrainCommand` is a :class:`serving.command_flags.Command` (the command's own
+  flags, never absl's global ``FLAGS``, so any number of commands can be imported into one
+  process): ``--help`` prints its flags grouped by purpose with their defaults and exits
+  0 without starting TensorFlow; a training command's old ``--preset SIZE`` spelling
+  is read as ``--size SIZE`` with a notice on stderr.
+* :func:`run` parses the command line and runs ``main(args)``: an error ends the command
+  with one line saying what failed and exit status 1 (2 for a usage error; the
+  traceback only with ``--debug`` or ``TPR_KERAS_DEBUG=1``).
 * :func:`import_tensorflow` is :func:`tpr_keras.runtime.import_tensorflow` (TensorFlow
   imported with its start-up noise filtered out) with the ``--tf_logs`` flag honoured
   besides ``TPR_KERAS_TF_LOGS=1``.
@@ -18,47 +21,39 @@ from __future__ import annotations
 import os
 import re
 import sys
-import textwrap
 
+from serving.command_flags import Command
 from tpr_keras import runtime
 
 DEBUG_ENV = "TPR_KERAS_DEBUG"
 
-#: absl's own flags: listed by ``--helpfull`` only.
-_ABSL_MODULE = re.compile(r"^absl(\.|$)")
+
+class UsageError(Exception):
+    """A command line that cannot run as given: one line on stderr, exit status 2."""
 
 
-def debug_enabled() -> bool:
-    """``--debug`` (when defined and parsed) or ``TPR_KERAS_DEBUG=1``."""
-    return runtime.truthy(os.environ.get(DEBUG_ENV)) or _flag_value("debug", False)
+def debug_enabled(args=None) -> bool:
+    """``--debug`` (when ``args`` has it) or ``TPR_KERAS_DEBUG=1``."""
+    return runtime.truthy(os.environ.get(DEBUG_ENV)) or bool(getattr(args, "debug", False))
 
 
-def tf_logs_enabled() -> bool:
-    """``--tf_logs`` (when defined and parsed) or ``TPR_KERAS_TF_LOGS=1``."""
-    return runtime.tf_logs_enabled() or _flag_value("tf_logs", False)
+def tf_logs_enabled(args=None) -> bool:
+    """``--tf_logs`` (when ``args`` has it) or ``TPR_KERAS_TF_LOGS=1``."""
+    return runtime.tf_logs_enabled() or bool(getattr(args, "tf_logs", False))
 
 
-def _flag_value(name, default):
-    from absl import flags
-
-    FLAGS = flags.FLAGS
-    if name not in FLAGS or not FLAGS.is_parsed():
-        return default
-    return FLAGS[name].value
-
-
-def quiet_environment() -> None:
+def quiet_environment(args=None) -> None:
     """:func:`tpr_keras.runtime.quiet_environment`, ``--tf_logs`` honoured."""
-    runtime.quiet_environment(tf_logs=tf_logs_enabled())
+    runtime.quiet_environment(tf_logs=tf_logs_enabled(args))
 
 
-def import_tensorflow():
+def import_tensorflow(args=None):
     """:func:`tpr_keras.runtime.import_tensorflow`, ``--tf_logs`` honoured; a quiet start
-    also caps absl's ``--verbosity`` at WARNING (TensorFlow's INFO lines go through it).
+    also caps absl's logging verbosity at WARNING (TensorFlow's INFO lines go through it).
 
     Returns the ``tensorflow`` module.
     """
-    tf_logs = tf_logs_enabled()
+    tf_logs = tf_logs_enabled(args)
     tf = runtime.import_tensorflow(tf_logs=tf_logs)
     if not tf_logs:
         from absl import logging as absl_logging
@@ -68,172 +63,162 @@ def import_tensorflow():
     return tf
 
 
-# ------------------------------------------------------------------------- --help
-def _default_text(flag) -> str:
-    value = flag.default
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value)) or "''"
-    return str(value) if str(value) != "" else "''"
+# ---------------------------------------------------------------------- commands
+#: The spellings absl reads as ``--preset`` (``-preset`` too), with or without ``=value``.
+_PRESET = re.compile(r"^--?preset(?:=(.*))?$")
 
 
-def _flag_line(flag) -> str:
-    name = f"--[no]{flag.name}" if flag.flag_type() == "bool" else f"--{flag.name}"
-    choices = getattr(flag.parser, "enum_values", None)
-    kind = "{" + "|".join(choices) + "}" if choices else flag.flag_type()
-    if flag.flag_type() == "bool":
-        return f"  {name} (default {_default_text(flag)})"
-    return f"  {name}={kind} (default {_default_text(flag)})"
+class TrainCommand(Command):
+    """A ``train.*`` command line: a :class:`~serving.command_flags.Command` that, given
+    ``sizes``, reads the old ``--preset SIZE`` spelling of its ``--size`` flag.
 
-
-def command_flags():
-    """``{name: Flag}`` of every flag the running command accepts, absl's own excluded."""
-    from absl import flags
-
-    found = {}
-    for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
-        if _ABSL_MODULE.match(module) or module.startswith("absl"):
-            continue
-        for flag in module_flags:
-            found[flag.name] = flag
-    return found
-
-
-def format_help(command: str, doc: str | None, groups, width: int = 100) -> str:
-    """The ``--help`` text: usage, the first paragraph of ``doc``, then ``groups``.
-
-    ``groups`` is a list of ``(title, [flag names])``; flags the command accepts that
-    no group names are listed under "Other flags", so nothing is ever hidden.
+    Args:
+        prog: ``python -m train.NAME``.
+        doc: The command's docstring; its first paragraph heads ``--help``.
+        example: One typical command line, shown under the description.
+        sizes: The paper sizes ``--size`` takes (``--preset`` in commands recorded before
+            the rename; those keep running); None: the command has no ``--size``.
+        presets_task: The task whose trained presets ``--list_presets`` prints
+            (``"babi"``, ``"math"``, ``"entailment"``; None: all).
     """
-    accepted = command_flags()
-    out = [f"usage: {command} [--flag=value ...]", ""]
-    if doc:
-        first = doc.strip().split("\n\n")[0]
-        out += [textwrap.fill(" ".join(first.split()), width), ""]
-    listed = set()
-    sections = list(groups)
-    rest = sorted(set(accepted) - {n for _, names in sections for n in names})
-    if rest:
-        sections.append(("Other flags", rest))
-    for title, names in sections:
-        names = [n for n in names if n in accepted and n not in listed]
-        if not names:
-            continue
-        out.append(f"{title}:")
-        for name in names:
-            flag = accepted[name]
-            listed.add(name)
-            out.append(_flag_line(flag))
-            text = re.sub(r"^<[^>]*>: ", "", " ".join((flag.help or "").split()))
-            out += textwrap.wrap(text, width,
-                                 initial_indent="      ", subsequent_indent="      ")
-        out.append("")
-    out.append("Flags take --flag=value or --flag value; --helpfull adds absl's own flags "
-               "(logging, profiling).")
-    return "\n".join(out) + "\n"
+
+    def __init__(self, prog: str, doc: str | None, example: str = "",
+                 sizes=None, presets_task: str | None = None):
+        first = (doc or "").strip().split("\n\n")[0].replace("``", "")
+        super().__init__(prog, first, example)
+        self.sizes = tuple(sizes) if sizes is not None else None
+        self.presets_task = presets_task
+
+    def parse(self, argv=None):
+        argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+        if self.sizes is not None:
+            argv = self._sizes_from_preset(argv)
+        return super().parse(argv)
+
+    def _sizes_from_preset(self, argv):
+        out, i = [], 0
+        while i < len(argv):
+            arg = argv[i]
+            if arg == "--":
+                return out + argv[i:]
+            match = _PRESET.match(arg)
+            if not match:
+                out.append(arg)
+                i += 1
+                continue
+            value = match.group(1)
+            if value is None:
+                if i + 1 >= len(argv):
+                    self.error("--preset needs a value; sizes are --size now")
+                value, i = argv[i + 1], i + 2
+            else:
+                i += 1
+            if value not in self.sizes:
+                self.error(f"--preset {value}: --preset names a trained preset, which "
+                           f"{self.prog} does not take; sizes are --size "
+                           f"({', '.join(self.sizes)})"
+                           + ("; start from a trained preset with --init_from"
+                              if "init_from" in self.flag_values else ""))
+            if any(a == "--size" or a.startswith("--size=") for a in argv):
+                self.error("--preset and --size both given: sizes are --size now")
+            print(f"--preset {value}: sizes are --size now; read as --size {value}",
+                  file=sys.stderr, flush=True)
+            out += ["--size", value]
+        return out
 
 
-def _wants_help(argv) -> bool:
-    for arg in argv[1:]:
-        if arg == "--":
-            return False
-        if arg in ("-h", "-?", "--help", "--helpshort", "-help", "-helpshort"):
-            return True
-    return False
+def command_flags(command=None) -> dict:
+    """``{name: Flag}`` of every flag a train command accepts. ``command``: a
+    :class:`TrainCommand`, or None for the one train command module this process has
+    imported (``train.babi``, ...; a ValueError names them when there are several)."""
+    if command is None:
+        imported = [m for name, m in sorted(sys.modules.items())
+                    if name.startswith("train.") and name.count(".") == 1
+                    and callable(getattr(m, "command", None))]
+        if len(imported) != 1:
+            raise ValueError("name the command: this process imported "
+                             f"{[m.__name__ for m in imported] or 'no train command'}")
+        command = imported[0].command()
+    values = command.flag_values
+    return {name: values[name] for name in values if values[name].name == name}
 
 
-# --------------------------------------------------------------------------- run
-def _wants_preset_list(argv) -> bool:
-    return any(arg in ("--list_presets", "--list_presets=true", "--list_presets=True")
-               for arg in argv[1:])
-
-
-def format_preset_list(task: str | None) -> str:
-    """What ``--list_presets`` prints: the trained presets of ``task`` and the command's
-    paper sizes (the choices of its ``--preset`` flag, when it has one)."""
-    from absl import flags
-
+def format_preset_list(command) -> str:
+    """What ``--list_presets`` prints: the trained presets of the command's task and its
+    paper sizes (the choices of its ``--size`` flag, when it has them)."""
     from tpr_keras.presets import preset_files
 
     out = ["Trained presets (config + weights + vocabulary; load with <Model>.from_preset, "
            "check with python -m train.evaluate --preset NAME, serve with python -m "
-           "train.export --preset NAME):", preset_files.describe_presets(task)]
-    preset_flag = flags.FLAGS["preset"] if "preset" in flags.FLAGS else None
-    choices = getattr(getattr(preset_flag, "parser", None), "enum_values", None)
-    if choices:
-        out.append(f"Paper sizes (untrained; --preset, <Model>.from_paper_size): "
-                   f"{', '.join(choices)}")
+           "train.export --preset NAME):", preset_files.describe_presets(command.presets_task)]
+    if command.sizes:
+        out.append(f"Paper sizes (untrained; --size, <Model>.from_paper_size): "
+                   f"{', '.join(command.sizes)}")
     return "\n".join(out) + "\n"
 
 
-def define_preset_flags(preset: bool = True) -> None:
-    """The flags of the preset commands (``train.evaluate``, ``train.export``,
-    ``train.save_preset``): ``--preset`` and ``--list_presets`` (with ``preset``),
-    ``--debug`` and ``--tf_logs``."""
-    from absl import flags
-
-    if preset:
-        flags.DEFINE_string("preset", None, "A trained preset's name (--list_presets) or the "
-                            "path of a preset folder (save_to_preset).")
-        flags.DEFINE_bool("list_presets", False, "Print the trained presets, then exit.")
-    flags.DEFINE_bool("debug", False, "Show the full traceback when the command fails.")
-    flags.DEFINE_bool("tf_logs", False, "Keep TensorFlow's start-up logging.")
+def define_preset_flag(command) -> None:
+    """``--preset``: a trained preset, by name or folder (the preset commands')."""
+    command.string("preset", None, "A trained preset's name (--list_presets) or the path of "
+                   "a preset folder (save_to_preset).")
 
 
-def load_flagged_preset():
+def define_output_flags(command, list_presets: bool = True) -> None:
+    """The ``Output`` group of the preset commands: ``--list_presets`` (with
+    ``list_presets``), ``--debug`` and ``--tf_logs``."""
+    command.group("Terminal output")
+    if list_presets:
+        command.boolean("list_presets", False, "Print the trained presets, then exit.")
+    command.boolean("debug", False, "Show the full traceback when the command fails.")
+    command.boolean("tf_logs", False, "Keep TensorFlow's start-up logging.")
+
+
+def load_flagged_preset(args):
     """Starts TensorFlow and loads ``--preset`` (verified); a missing flag is a usage error."""
-    from absl import app, flags
-
-    if not flags.FLAGS.preset:
-        raise app.UsageError("--preset is required (--list_presets names them)")
-    import_tensorflow()
+    if not args.preset:
+        raise UsageError("--preset is required (--list_presets names them)")
+    import_tensorflow(args)
     from tpr_keras.presets import load_preset
 
-    return load_preset(flags.FLAGS.preset)
+    return load_preset(args.preset)
 
 
-def run(main, command: str, doc: str | None = None, groups=(),
-        presets_task: str | None = None) -> None:
-    """``absl.app.run(main)`` with a fast ``--help``, quiet TensorFlow and short errors.
+# --------------------------------------------------------------------------- run
+def run(command, main, argv=None):
+    """Parses the command line with ``command()`` and runs ``main(args)``, with short errors.
+
+    ``--help`` prints the command's flags and exits 0, and ``--list_presets`` its presets,
+    both without TensorFlow. absl's logging is set up as ``absl.app.run`` would (its
+    global flags, which no train command defines, are marked parsed).
 
     Args:
-        main: ``main(argv)``, as for ``absl.app.run``.
-        command: How the user runs it (``python -m train.babi``), for the usage line.
-        doc: The command's docstring (its first paragraph heads ``--help``).
-        groups: ``(title, [flag names])`` pairs ordering ``--help``.
-        presets_task: The task whose trained presets ``--list_presets`` prints
-            (``"babi"``, ``"math"``, ``"entailment"``; None: all).
+        command: Builds the command's :class:`TrainCommand` (a fresh one per call).
+        main: ``main(args)``, ``args`` as :meth:`Command.parse` returns them.
+        argv: The arguments after the program (default ``sys.argv[1:]``).
     """
-    if _wants_help(sys.argv):
-        sys.stdout.write(format_help(command, doc, groups))
+    command = command()
+    args = command.parse(argv)
+    if getattr(args, "list_presets", False):
+        sys.stdout.write(format_preset_list(command))
         sys.stdout.flush()
         sys.exit(0)
-    if _wants_preset_list(sys.argv):
-        sys.stdout.write(format_preset_list(presets_task))
-        sys.stdout.flush()
-        sys.exit(0)
-    from absl import app
+    from absl import flags, logging
 
-    def guarded(argv):
-        if _flag_value("list_presets", False):  # spellings the fast path did not catch
-            sys.stdout.write(format_preset_list(presets_task))
-            return 0
-        quiet_environment()
-        if debug_enabled():
-            return main(argv)
-        try:
-            return main(argv)
-        except app.UsageError as error:
-            _fail(f"{error}  (--help lists the flags)", status=2)
-        except KeyboardInterrupt:
-            _fail("interrupted", status=130)
-        except Exception as error:  # noqa: BLE001 - one message; --debug gives the traceback
-            _fail(f"{_describe(error)}\n(run with --debug for the traceback)")
-
-    app.run(guarded)
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+    logging.use_absl_handler()
+    quiet_environment(args)
+    if debug_enabled(args):
+        main(args)
+        return
+    try:
+        main(args)
+    except UsageError as error:
+        _fail(f"{error}  (--help lists the flags)", status=2)
+    except KeyboardInterrupt:
+        _fail("interrupted", status=130)
+    except Exception as error:  # noqa: BLE001 - one message; --debug gives the traceback
+        _fail(f"{_describe(error)}\n(run with --debug for the traceback)")
 
 
 def _describe(error: BaseException) -> str:

@@ -13,24 +13,9 @@ import json
 import sys
 import time
 
-from absl import flags
-
 from train import cli
 
-FLAGS = flags.FLAGS
-cli.define_preset_flags()
-flags.DEFINE_string("data_dir", None, "Where the task's official files are (default: the "
-                    "task's environment variable, the Keras cache, then download).")
-flags.DEFINE_bool("download", True, "Download the official archive if no local copy is "
-                  "found (bAbI, math).")
-flags.DEFINE_bool("sample", False, "Evaluate only the recorded sample (the first N "
-                  "questions of every test file) and compare with its recorded table.")
-flags.DEFINE_float("tolerance", 0.05, "Largest difference, in points, that still agrees.")
-flags.DEFINE_string("json", None, "Also write the measured and recorded tables here.")
-
-HELP_GROUPS = [("Preset", ["preset", "sample", "tolerance"]),
-               ("Data", ["data_dir", "download"]),
-               ("Output", ["json", "list_presets", "debug", "tf_logs"])]
+EXAMPLE = "python -m train.evaluate --preset tpr_rnn_babi_all_tasks --sample"
 
 
 def format_comparison(rows, tolerance):
@@ -49,27 +34,45 @@ def format_comparison(rows, tolerance):
     return "\n".join(out)
 
 
-def main(argv):
-    del argv
-    preset = cli.load_flagged_preset()
+def command():
+    """``python -m train.evaluate``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
+    command = cli.TrainCommand("python -m train.evaluate", __doc__, EXAMPLE)
+    command.group("Preset and comparison")
+    cli.define_preset_flag(command)
+    command.boolean("sample", False, "Evaluate only the recorded sample (the first N "
+                    "questions of every test file) and compare with its recorded table.")
+    command.float("tolerance", 0.05, "Largest difference, in points, that still agrees.")
+    command.group("Data")
+    command.string("data_dir", None, "Where the task's official files are (default: the "
+                   "task's environment variable, the Keras cache, then download).")
+    command.boolean("download", True, "Download the official archive if no local copy is "
+                    "found (bAbI, math).")
+    command.group("Outputs")
+    command.string("json", None, "Also write the measured and recorded tables here.")
+    cli.define_output_flags(command)
+    return command
+
+
+def main(args):
+    preset = cli.load_flagged_preset(args)
     from tpr_keras.training import evaluation
 
     meta = preset.metadata
-    key = "evaluation_sample" if FLAGS.sample else "evaluation"
+    key = "evaluation_sample" if args.sample else "evaluation"
     if key not in meta:
         raise ValueError(f"{preset.path}/metadata.json has no {key!r} table to check against.")
     recorded = meta[key]
-    limit = recorded.get("limit") if FLAGS.sample else None
+    limit = recorded.get("limit") if args.sample else None
     started = time.time()
     model = preset.build_model()
     table = evaluation.evaluate_model(meta["task"], model, evaluation.preset_vocabulary(preset),
-                                      FLAGS.data_dir, meta.get("evaluation_options", {}),
-                                      limit=limit, download=FLAGS.download,
+                                      args.data_dir, meta.get("evaluation_options", {}),
+                                      limit=limit, download=args.download,
                                       templates=evaluation.preset_templates(preset))
     seconds = time.time() - started
-    rows = evaluation.compare_tables(table, recorded["table"], FLAGS.tolerance)
+    rows = evaluation.compare_tables(table, recorded["table"], args.tolerance)
     try:
-        root, _ = evaluation.data_files(meta["task"], FLAGS.data_dir,
+        root, _ = evaluation.data_files(meta["task"], args.data_dir,
                                         meta.get("evaluation_options", {}))
         changed = evaluation.changed_data_files(meta["data"]["files_sha256"], root)
     except (FileNotFoundError, KeyError):  # no training files here, or no data recorded
@@ -82,20 +85,20 @@ def main(argv):
     what = f"the first {limit} questions of every test file" if limit else "the full test sets"
     print(f"Preset {preset.name} ({preset.class_name}, {meta['task']}): {what}, "
           f"evaluated in {seconds:.1f} s.")
-    print(format_comparison(rows, FLAGS.tolerance))
+    print(format_comparison(rows, args.tolerance))
     bad = [r for r in rows if not r[3]]
-    if FLAGS.json:
-        with open(FLAGS.json, "w") as f:
-            json.dump({"preset": preset.name, "sample": FLAGS.sample, "limit": limit,
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"preset": preset.name, "sample": args.sample, "limit": limit,
                        "seconds": seconds, "measured": table, "recorded": recorded["table"],
                        "differences": [r[0] for r in bad]}, f, indent=1)
     if bad:
         print(f"\n{len(bad)} of {len(rows)} numbers differ from the recorded table by more "
-              f"than {FLAGS.tolerance:g} points.")
+              f"than {args.tolerance:g} points.")
         sys.exit(1)
     print(f"\nAll {len(rows)} numbers agree with the recorded table within "
-          f"{FLAGS.tolerance:g} points.")
+          f"{args.tolerance:g} points.")
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.evaluate", __doc__, HELP_GROUPS)
+    cli.run(command, main)

@@ -18,30 +18,10 @@ model and the Python one are the same object.
 
 import os
 
-from absl import flags
-
 from train import cli
 from train.outputs import SAVED_MODEL_LINE
 
-FLAGS = flags.FLAGS
-cli.define_preset_flags()
-flags.DEFINE_string("export_dir", "exports", "Base folder of the export.")
-flags.DEFINE_string("model_name", None, "Served model name (default: the preset's, e.g. "
-                    "babi, math, entailment).")
-flags.DEFINE_integer("version", None, "Version number (default: one more than the largest "
-                     "under <export_dir>/<model_name>).")
-flags.DEFINE_string("keras_model", None, "Export this model.keras of a train.* run (any "
-                    "backend) instead of a preset; its vocab.txt is read from beside it.")
-flags.DEFINE_integer("max_story_sentences", None, "bAbI with --keras_model: the served "
-                     "model keeps the last N sentences of a story (0: all; default: the "
-                     "exporter's).")
-flags.DEFINE_bool("keep_sentence_ends", True, "bAbI with --keras_model: '. ? !' stay "
-                  "tokens (off: dropped, as the run's data did; MemN2N joint_paper).")
-
-HELP_GROUPS = [("Preset", ["preset", "keras_model", "max_story_sentences",
-                           "keep_sentence_ends"]),
-               ("Export", ["export_dir", "model_name", "version"]),
-               ("Output", ["list_presets", "debug", "tf_logs"])]
+EXAMPLE = "python -m train.export --preset tpr_rnn_babi_all_tasks --export_dir exports"
 
 
 def export_preset(preset, export_dir, model_name=None, version=None):
@@ -98,16 +78,37 @@ def export_keras_model(path, export_dir, model_name=None, version=None,
     return task_model.export(export_dir, model_name, version=version)
 
 
-def main(argv):
-    del argv
-    if FLAGS.keras_model:
-        cli.import_tensorflow()
-        served = export_keras_model(FLAGS.keras_model, FLAGS.export_dir, FLAGS.model_name,
-                                    FLAGS.version, FLAGS.max_story_sentences,
-                                    FLAGS.keep_sentence_ends)
+def command():
+    """``python -m train.export``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
+    command = cli.TrainCommand("python -m train.export", __doc__, EXAMPLE)
+    command.group("What to export")
+    cli.define_preset_flag(command)
+    command.string("keras_model", None, "Export this model.keras of a train.* run (any "
+                   "backend) instead of a preset; its vocab.txt is read from beside it.")
+    command.integer("max_story_sentences", None, "bAbI with --keras_model: the served "
+                    "model keeps the last N sentences of a story (0: all; default: the "
+                    "exporter's).")
+    command.boolean("keep_sentence_ends", True, "bAbI with --keras_model: '. ? !' stay "
+                    "tokens (off: dropped, as the run's data did; MemN2N joint_paper).")
+    command.group("Where the SavedModel goes")
+    command.string("export_dir", "exports", "Base folder of the export.")
+    command.string("model_name", None, "Served model name (default: the preset's, e.g. "
+                   "babi, math, entailment).")
+    command.integer("version", None, "Version number (default: one more than the largest "
+                    "under <export_dir>/<model_name>).")
+    cli.define_output_flags(command)
+    return command
+
+
+def main(args):
+    if args.keras_model:
+        cli.import_tensorflow(args)
+        served = export_keras_model(args.keras_model, args.export_dir, args.model_name,
+                                    args.version, args.max_story_sentences,
+                                    args.keep_sentence_ends)
     else:
-        preset = cli.load_flagged_preset()
-        served = export_preset(preset, FLAGS.export_dir, FLAGS.model_name, FLAGS.version)
+        preset = cli.load_flagged_preset(args)
+        served = export_preset(preset, args.export_dir, args.model_name, args.version)
     base = os.path.abspath(os.path.dirname(served))
     print(f"{SAVED_MODEL_LINE}{served}\n"
           f"Serve it: python -m serving.server --model_name={os.path.basename(base)} "
@@ -115,4 +116,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.export", __doc__, HELP_GROUPS)
+    cli.run(command, main)

@@ -1,105 +1,105 @@
-"""Command-line flags and set-up every ``train.*`` entry point shares.
+"""The flags every ``train.*`` training command shares, and the set-up they drive.
 
-Each entry point calls :func:`define_flags` once at import time and
-:func:`setup` first thing in ``main``, so ``--strategy``, checkpoint frequency
-and determinism behave the same for every model:
+Each command adds them to its own :class:`~serving.command_flags.Command` with
+:func:`define_flags` and calls :func:`setup_backend` first thing in ``main``, so
+``--strategy``, checkpoint frequency and determinism behave the same for every model:
 
-    from absl import app
+    from train import cli
     from train import flags as train_flags
 
-    train_flags.define_flags()
-
-    def main(argv):
-        strategy = train_flags.setup(global_batch=128)
+    def command():
+        command = cli.TrainCommand("python -m train.example", __doc__, "...")
+        command.group("Data")
         ...
-        config = TrainConfig(..., **train_flags.trainer_kwargs())
+        train_flags.define_flags(command)
+        return command
 
-``setup`` must run before anything touches TensorFlow devices:
-``MultiWorkerMirroredStrategy`` can only be created at program start-up.
+    def main(args):
+        strategy, replicas = train_flags.setup_backend(args, global_batch=128)
+        ...
+        config = TrainConfig(..., **train_flags.trainer_kwargs(args))
+
+``args`` is what :meth:`Command.parse` returns (the flags as attributes, ``given`` the
+names the command line set). ``setup`` must run before anything touches TensorFlow
+devices: ``MultiWorkerMirroredStrategy`` can only be created at program start-up.
 Importing this module does not import TensorFlow (``--help`` stays fast).
 """
 
 import sys
 
-from absl import flags, logging
+from absl import logging
 
 from tpr_keras.training.distribute import STRATEGIES
 
-FLAGS = flags.FLAGS
-
-#: ``--help`` groups of the shared flags (every ``train.*`` command lists them).
-HELP_GROUPS = [
-    ("Distribution, checkpoints and time budget (every train.* command)",
-     ["strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
-      "jit_compile", "steps_per_execution", "dtype_policy"]),
-    ("Output (every train.* command)", ["verbose", "debug", "tf_logs", "list_presets"]),
-]
+#: The titles of the shared flags' ``--help`` groups.
+RUN_GROUP = "Run control: distribution, checkpoints, time budget (every train.* command)"
+OUTPUT_GROUP = "Terminal output (every train.* command)"
 
 
-def define_flags():
-    """Registers the shared flags (idempotent)."""
-    if "strategy" in FLAGS:
-        return
-    flags.DEFINE_enum(
+def define_flags(command):
+    """Adds the shared flags to ``command`` (a :class:`~serving.command_flags.Command`),
+    in two ``--help`` groups of their own."""
+    command.group(RUN_GROUP)
+    command.enum(
         "strategy", "auto", list(STRATEGIES),
         "tf.distribute strategy. auto: multi_worker when TF_CONFIG names a cluster, "
         "else all local GPUs (mirrored), else the CPU. mirrored: all local GPUs. "
         "multi_worker: MultiWorkerMirroredStrategy, reads TF_CONFIG. one_device: one GPU "
         "or the CPU.")
-    flags.DEFINE_integer(
+    command.integer(
         "checkpoint_every_steps", None,
         "Also checkpoint every N optimizer steps inside an epoch (a checkpoint is always "
         "written at the end of an epoch). A restarted run resumes from the latest one.")
-    flags.DEFINE_float(
+    command.float(
         "max_train_minutes", None,
         "Time budget for training in this run: stop at the first step past it, keep the "
         "best-validation weights, evaluate and export. Running the same command again "
         "resumes from the checkpoint with a fresh budget.")
-    flags.DEFINE_bool(
+    command.boolean(
         "deterministic", False,
         "tf.config.experimental.enable_op_determinism(): bit-identical reruns and resumes "
         "with the same --seed, at some speed cost (most on GPU).")
-    flags.DEFINE_bool(
+    command.boolean(
         "jit_compile", False,
         "Compile the training step with XLA: it fuses the step's small ops, which speeds up "
         "small recurrent models on a CPU most; every new batch shape is compiled once. "
         "Default: on where a GPU is, else off.")
-    flags.DEFINE_integer(
+    command.integer(
         "steps_per_execution", 8,
         "Training steps per compiled call (Keras' option of that name): the loop's Python "
         "work and host transfers happen once per call. The progress, TensorBoard scalars "
         "and the time budget then act once per call; the steps and their losses, the "
         "warm-up, --steps and --checkpoint_every_steps stay exact. 1: a call per step.",
         lower_bound=1)
-    flags.DEFINE_enum(
+    command.enum(
         "dtype_policy", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
         "Keras dtype policy of the model. mixed_*: matrix products in bfloat16/float16 "
         "with float32 variables; the TPR memory, TPRU's recurrence, MemN2N's hops, softmax, "
         "layer norms and losses stay float32. mixed_float16 scales the loss dynamically. "
         "Meant for GPUs; on a CPU it rarely helps (results/backends.md).")
-    flags.DEFINE_enum(
+    command.group(OUTPUT_GROUP)
+    command.enum(
         "verbose", "auto", ["auto", "0", "1", "2"],
         "auto: a progress bar when stdout is a terminal, else 2. 0: silent; 1: progress "
         "bar; 2: plain lines (one per epoch, and one per minute inside long epochs), "
         "each with examples/s and the time left; made for log files.")
-    flags.DEFINE_bool(
+    command.boolean(
         "debug", False,
         "Show the full traceback when the command fails (also TPR_KERAS_DEBUG=1); "
         "otherwise an error is one message.")
-    flags.DEFINE_bool(
-        "list_presets", False,
-        "Print the trained presets this command's task ships (name, model, recorded "
-        "scores) and its paper sizes, then exit without starting TensorFlow.")
-    flags.DEFINE_bool(
+    command.boolean(
         "tf_logs", False,
         "Keep TensorFlow's start-up and INFO/WARNING logging (also TPR_KERAS_TF_LOGS=1); "
         "by default TF_CPP_MIN_LOG_LEVEL=2 unless you set it, and CUDA probing on a "
         "machine without a GPU is not shown.")
+    command.boolean(
+        "list_presets", False,
+        "Print the trained presets this command's task ships (name, model, recorded "
+        "scores) and its paper sizes, then exit without starting TensorFlow.")
 
 
-def verbose_level(value=None, stream=None):
+def verbose_level(value, stream=None):
     """``--verbose`` as 0, 1 or 2: ``auto`` is 1 (progress bar) on a terminal, else 2."""
-    value = FLAGS.verbose if value is None else value
     if str(value) != "auto":
         return int(value)
     stream = sys.stdout if stream is None else stream
@@ -109,27 +109,25 @@ def verbose_level(value=None, stream=None):
         return 2
 
 
-def setup(global_batch):
+def setup(args, global_batch):
     """Determinism, the strategy, and the global/per-replica batch; returns the strategy.
 
-    Raises ``app.UsageError`` when ``global_batch`` does not split evenly over
+    Raises :class:`train.cli.UsageError` when ``global_batch`` does not split evenly over
     the replicas. The split is printed and logged on every worker.
     """
-    from absl import app
-
     from train import cli
     from tpr_keras.training.distribute import make_strategy
 
-    tf = cli.import_tensorflow()  # quietly: no CUDA probing noise on CPU-only machines
-    if FLAGS.deterministic:
+    tf = cli.import_tensorflow(args)  # quietly: no CUDA probing noise on CPU-only machines
+    if args.deterministic:
         tf.config.experimental.enable_op_determinism()
-    apply_dtype_policy()
-    FLAGS.jit_compile = xla_default(FLAGS.jit_compile, FLAGS["jit_compile"].present,
-                                    tf.config.list_physical_devices("GPU"))
-    strategy = make_strategy(FLAGS.strategy)
+    apply_dtype_policy(args)
+    args.jit_compile = xla_default(args.jit_compile, "jit_compile" in args.given,
+                                   tf.config.list_physical_devices("GPU"))
+    strategy = make_strategy(args.strategy)
     replicas = strategy.num_replicas_in_sync
     if global_batch % replicas:
-        raise app.UsageError(
+        raise cli.UsageError(
             f"--batch_size {global_batch} is the global batch; it is not divisible by "
             f"{replicas} replicas.")
     resolver = getattr(strategy, "cluster_resolver", None)
@@ -143,22 +141,22 @@ def setup(global_batch):
     return strategy
 
 
-def setup_jax(global_batch):
+def setup_jax(args, global_batch):
     """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
 
     ``--strategy`` picks a ``tf.distribute`` strategy, which does not exist on JAX: any
     value but ``auto`` is a usage error that says so. One JAX device trains; the
     step is always compiled (``--jit_compile`` changes nothing).
     """
-    from absl import app
+    from train.cli import UsageError
 
-    if FLAGS.strategy != "auto":
-        raise app.UsageError(
-            f"--strategy {FLAGS.strategy} is a tf.distribute strategy and Keras runs on "
+    if args.strategy != "auto":
+        raise UsageError(
+            f"--strategy {args.strategy} is a tf.distribute strategy and Keras runs on "
             "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer is data "
             "parallel over every JAX device, through keras.distribution), or set "
             "KERAS_BACKEND=tensorflow to train with tf.distribute.")
-    apply_dtype_policy()
+    apply_dtype_policy(args)
     import jax
     import keras
 
@@ -166,7 +164,7 @@ def setup_jax(global_batch):
     device = devices[0]
     if len(devices) > 1:
         if global_batch % len(devices):
-            raise app.UsageError(
+            raise UsageError(
                 f"--batch_size {global_batch} is the global batch; it is not divisible by "
                 f"the {len(devices)} JAX devices.")
         keras.distribution.set_distribution(keras.distribution.DataParallel(
@@ -180,16 +178,16 @@ def setup_jax(global_batch):
     print(line)
 
 
-def setup_backend(global_batch):
+def setup_backend(args, global_batch):
     """:func:`setup` on TensorFlow, :func:`setup_jax` on JAX; returns ``(strategy,
     replicas)``, the strategy None on JAX (replicas: its data-parallel devices)."""
     if keras_backend() == "jax":
-        setup_jax(global_batch)
+        setup_jax(args, global_batch)
         import keras
 
         distribution = keras.distribution.distribution()
         return None, len(distribution.device_mesh.devices.flatten()) if distribution else 1
-    strategy = setup(global_batch)
+    strategy = setup(args, global_batch)
     return strategy, strategy.num_replicas_in_sync
 
 
@@ -200,14 +198,14 @@ def xla_default(jit_compile, given, gpus):
     return bool(jit_compile) if given else bool(jit_compile or gpus)
 
 
-def apply_dtype_policy():
+def apply_dtype_policy(args):
     """Makes ``--dtype_policy`` Keras' global policy: the models built next take it (and
     keep it in their config)."""
     import keras
 
-    keras.config.set_dtype_policy(FLAGS.dtype_policy)
-    if FLAGS.dtype_policy != "float32":
-        print(f"Dtype policy {FLAGS.dtype_policy}.")
+    keras.config.set_dtype_policy(args.dtype_policy)
+    if args.dtype_policy != "float32":
+        print(f"Dtype policy {args.dtype_policy}.")
 
 
 def keras_backend():
@@ -230,14 +228,14 @@ def keras_backend():
         return "tensorflow"
 
 
-def trainer_kwargs():
+def trainer_kwargs(args):
     """The :class:`~tpr_keras.training.TrainConfig` fields these flags set."""
-    minutes = FLAGS.max_train_minutes
-    return {"checkpoint_every_steps": FLAGS.checkpoint_every_steps or None,
+    minutes = args.max_train_minutes
+    return {"checkpoint_every_steps": args.checkpoint_every_steps or None,
             "max_train_seconds": minutes * 60 if minutes else None,
-            "verbose": verbose_level(),
-            "jit_compile": FLAGS.jit_compile,
-            "steps_per_execution": FLAGS.steps_per_execution}
+            "verbose": verbose_level(args.verbose),
+            "jit_compile": args.jit_compile,
+            "steps_per_execution": args.steps_per_execution}
 
 
 _CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
@@ -245,7 +243,7 @@ _CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
                   "target_error": "a lower target error"}
 
 
-def report_if_finished(config, summary):
+def report_if_finished(args, config, summary):
     """Says so and returns True when ``--model_dir`` holds a finished run for ``config``.
 
     ``summary(results) -> str`` describes the run's results (``test error 0.00 %``).
@@ -255,7 +253,7 @@ def report_if_finished(config, summary):
     from tpr_keras.training.checkpoints import finished_run
     from tpr_keras.training.early_stopping import STOP_REASONS
 
-    done = finished_run(FLAGS.model_dir, config)
+    done = finished_run(args.model_dir, config)
     if done is None:
         return False
     results, reason = done
@@ -263,6 +261,6 @@ def report_if_finished(config, summary):
 
     print(f"Already trained: {results.get('epochs', '?')} epochs, {summary(results)} "
           f"(stopped by {STOP_REASONS[reason]}); results in "
-          f"{os.path.join(FLAGS.model_dir, 'results.json')}, nothing exported again. "
+          f"{os.path.join(args.model_dir, 'results.json')}, nothing exported again. "
           f"Use a new --model_dir, or {_CONTINUE_HINT[reason]} to continue.", flush=True)
     return True

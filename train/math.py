@@ -1,10 +1,10 @@
 """Train and evaluate the TP-Transformer, or the Transformer baseline (``--model
 transformer``), on the Mathematics Dataset: ``python -m train.math``.
 
-``--preset`` picks a size and its training recipe together (``TPTransformer.paper_sizes``,
-:mod:`tpr_keras.training.recipes.tp_transformer`); the default ``auto`` is the paper's
-TP-Transformer when a GPU is visible and the ``tiny`` CPU recipe otherwise, and
-is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
+``--size`` picks a model size and its training recipe together
+(``TPTransformer.paper_sizes``, :mod:`tpr_keras.training.recipes.tp_transformer`); the
+default ``auto`` is the paper's TP-Transformer when a GPU is visible and the ``tiny`` CPU
+recipe otherwise, and is printed at start. The paper's recipe (§4.1): Adam (lr 1e-4, β2 0.995),
 global-norm clipping at 0.1, no schedule, no dropout, batch 1024, Table 1's
 1,000k steps. Every recipe flag given overrides the recipe.
 
@@ -19,111 +19,111 @@ model is exported as a string-in/string-out SavedModel to
 
 import time
 
-from absl import flags
-
 PROCESS_START = time.time()
+from tpr_keras.training.recipes.tp_transformer import RECIPES  # noqa: E402
 from train import cli  # noqa: E402
 from train import flags as train_flags  # noqa: E402
 
-FLAGS = flags.FLAGS
-train_flags.define_flags()  # --strategy, --checkpoint_every_steps, --deterministic
-
-flags.DEFINE_string("modules", "numbers__place_value",
-                    "Comma-separated module names or globs (e.g. 'arithmetic__*'), or 'all'.")
-flags.DEFINE_string("data_dir", None, "Folder holding train-easy/ ... extrapolate/ "
-                    "(default: $TPR_KERAS_MATH_DIR, then the Keras cache, then download).")
-flags.DEFINE_bool("download", True, "Download the official archive if nothing local is found.")
-flags.DEFINE_enum("model", "tp_transformer", ["tp_transformer", "transformer"],
-                  "With or without the role binding of eq. 4 (same code path).")
-flags.DEFINE_string("preset", "auto", "Paper size of the untrained model and its training "
-                    "recipe: auto (tp_transformer or transformer on a GPU, tiny on a CPU), "
-                    "tiny, small (CPU), tp_transformer, tp_transformer_b, tp_transformer_c, "
-                    "transformer (paper). Not a trained preset: --list_presets names those.")
-flags.DEFINE_integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
-flags.DEFINE_bool("balance_modules", True, "Train on every module equally often per epoch, as "
-                  "in the dataset, whose modules all have the same size, when the local "
-                  "modules differ in size (a plain shuffle when they do not).")
-flags.DEFINE_string("module_weights", None, "Comma-separated module=weight (e.g. "
-                    "'comparison__pair=3'): each epoch draws the modules in these proportions "
-                    "(a module not named weighs 1). Needs --balance_modules.")
-flags.DEFINE_string("init_from", None, "Start from a trained preset's weights (a shipped name, "
-                    "e.g. tp_transformer_math_focus, or a preset folder) instead of fresh "
-                    "ones: same size as --preset; the questions are read with the preset's "
-                    "vocabulary, so --modules may be a subset of its modules. The optimizer "
-                    "starts fresh; a resumed run restores its own checkpoint instead.")
-flags.DEFINE_string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
-flags.DEFINE_string("export_dir", None, "Default <model_dir>/export.")
-flags.DEFINE_string("model_name", "math", "Served model name.")
-_RECIPE = " Default: the --preset size's recipe"
-flags.DEFINE_integer("batch_size", None, "Global batch size." + _RECIPE +
-                     " (paper 1024, CPU sizes 128).")
-flags.DEFINE_float("learning_rate", None, "Adam learning rate." + _RECIPE +
-                   " (paper 1e-4, CPU sizes 1e-3).")
-flags.DEFINE_float("beta_1", None, "Adam β1." + _RECIPE + " (0.9).")
-flags.DEFINE_float("beta_2", None, "Adam β2." + _RECIPE + " (0.995).")
-flags.DEFINE_float("clip_norm", None, "Global-norm gradient clipping (0 disables)." + _RECIPE +
-                   " (0.1).")
-flags.DEFINE_integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
-flags.DEFINE_float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
-flags.DEFINE_integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "
-                     "--steps (0: constant). A constant-rate run resumed with a larger "
-                     "--steps and N = the added steps cools down from its checkpoint.")
-flags.DEFINE_integer("epochs", None, "Maximum epochs. Given without --steps, it replaces the "
-                     "recipe's step budget.")
-flags.DEFINE_integer("steps", None, "Maximum optimizer steps." + _RECIPE +
-                     " (paper 1,000k, CPU sizes 2,000).")
-flags.DEFINE_integer("patience", None, "Early stopping after N validations without improvement.")
-flags.DEFINE_integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
-flags.DEFINE_enum("validation_source", "heldout_train",
-                  ["heldout_train", "sample_dir", "test_interpolate"],
-                  "The questions whose validation error chooses the kept epoch (the weights "
-                  "evaluated, saved and exported) and drives --patience. heldout_train: "
-                  "--validation_questions questions of each module's training files, drawn "
-                  "with a fixed seed (the same for every --seed) and removed from training "
-                  "with every training question of the same text. sample_dir: the files of "
-                  "--validation_dir (giving that folder selects it). test_interpolate: the "
-                  "interpolate/ test files, which then choose the epoch whose test scores "
-                  "are reported; runs whose results.json has no 'validation' record (the "
-                  "committed ones and the shipped presets') validated so, and their "
-                  "commands rerun as recorded with this value.")
-flags.DEFINE_integer("validation_questions", 1000, "heldout_train: questions held out of "
-                     "each module's training files for validation (at most 5 % of a "
-                     "module's questions).", lower_bound=1)
-flags.DEFINE_string("validation_dir", None, "A folder of questions no training file holds, "
-                    "to validate on: <dir>/interpolate/<module>.txt (else <dir>/<module>.txt) "
-                    "for every trained module, e.g. a fresh generator sample written by "
-                    "experiments/math_heldout_sample.py. Selects --validation_source "
-                    "sample_dir; nothing is held out of training.")
-flags.DEFINE_integer("curve_questions", 0, "After every epoch, score the greedy answers to "
-                     "the first N interpolate (test-file) questions of each module and record "
-                     "their exact match % in the epoch's history (learning curves per module; "
-                     "they choose no epoch; 0: off).",
-                     lower_bound=0)
-flags.DEFINE_integer("seed", 0, "Seed of initialisation and data order.")
-
-#: ``--help`` groups (the shared ones follow, from ``train_flags.HELP_GROUPS``).
-HELP_GROUPS = [
-    ("Data", ["modules", "data_dir", "download", "limit_per_file", "balance_modules",
-              "module_weights"]),
-    ("Output folders", ["model_dir", "export_dir", "model_name"]),
-    ("Model", ["model", "preset", "init_from"]),
-    ("Optimisation", ["batch_size", "learning_rate", "beta_1", "beta_2", "clip_norm",
-                      "warmup_steps", "warmup_factor", "cooldown_steps", "seed"]),
-    ("When to stop", ["epochs", "steps", "patience"]),
-    ("Validation (chooses the kept epoch)", ["validation_source", "validation_questions",
-                                             "validation_dir"]),
-    ("Evaluation", ["eval_batch_size", "curve_questions"]),
-]
+#: ``--size``: ``auto`` or a size of TPTransformer.paper_sizes (each has its recipe).
+SIZES = ("auto", *RECIPES)
+EXAMPLE = ("python -m train.math --size tiny --modules numbers__place_value --steps 2000 "
+           "--model_dir runs/math/tiny")
+_RECIPE = " Default: the --size's recipe"
 
 
-def main(argv):
-    del argv
+def command():
+    """``python -m train.math``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
+    command = cli.TrainCommand("python -m train.math", __doc__, EXAMPLE, sizes=SIZES,
+                               presets_task="math")
+    command.group("Data")
+    command.string("modules", "numbers__place_value",
+                   "Comma-separated module names or globs (e.g. 'arithmetic__*'), or 'all'.")
+    command.string("data_dir", None, "Folder holding train-easy/ ... extrapolate/ "
+                   "(default: $TPR_KERAS_MATH_DIR, then the Keras cache, then download).")
+    command.boolean("download", True, "Download the official archive if nothing local is found.")
+    command.integer("limit_per_file", None, "Read at most N examples per file (quick runs).")
+    command.boolean("balance_modules", True, "Train on every module equally often per epoch, as "
+                    "in the dataset, whose modules all have the same size, when the local "
+                    "modules differ in size (a plain shuffle when they do not).")
+    command.string("module_weights", None, "Comma-separated module=weight (e.g. "
+                   "'comparison__pair=3'): each epoch draws the modules in these proportions "
+                   "(a module not named weighs 1). Needs --balance_modules.")
+    command.group("Model")
+    command.enum("model", "tp_transformer", ["tp_transformer", "transformer"],
+                 "With or without the role binding of eq. 4 (same code path).")
+    command.enum("size", "auto", SIZES, "Paper size of the untrained model and its training "
+                   "recipe: auto (tp_transformer or transformer on a GPU, tiny on a CPU), "
+                   "tiny, small (CPU), tp_transformer, tp_transformer_b, tp_transformer_c, "
+                   "transformer (paper); recorded commands' --preset SIZE is read as --size SIZE.")
+    command.string("init_from", None, "Start from a trained preset's weights (a shipped name, "
+                   "e.g. tp_transformer_math_focus, or a preset folder) instead of fresh "
+                   "ones: same size as --size; the questions are read with the preset's "
+                   "vocabulary, so --modules may be a subset of its modules. The optimizer "
+                   "starts fresh; a resumed run restores its own checkpoint instead.")
+    command.group("Training recipe")
+    command.integer("batch_size", None, "Global batch size." + _RECIPE +
+                    " (paper 1024, CPU sizes 128).")
+    command.float("learning_rate", None, "Adam learning rate." + _RECIPE +
+                  " (paper 1e-4, CPU sizes 1e-3).")
+    command.float("beta_1", None, "Adam β1." + _RECIPE + " (0.9).")
+    command.float("beta_2", None, "Adam β2." + _RECIPE + " (0.995).")
+    command.float("clip_norm", None, "Global-norm gradient clipping (0 disables)." + _RECIPE +
+                  " (0.1).")
+    command.integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
+    command.float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
+    command.integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "
+                    "--steps (0: constant). A constant-rate run resumed with a larger "
+                    "--steps and N = the added steps cools down from its checkpoint.")
+    command.integer("seed", 0, "Seed of initialisation and data order.")
+    command.group("When to stop")
+    command.integer("epochs", None, "Maximum epochs. Given without --steps, it replaces the "
+                    "recipe's step budget.")
+    command.integer("steps", None, "Maximum optimizer steps." + _RECIPE +
+                    " (paper 1,000k, CPU sizes 2,000).")
+    command.integer("patience", None, "Early stopping after N validations without improvement.")
+    command.group("Validation (chooses the kept epoch)")
+    command.enum("validation_source", "heldout_train",
+                 ["heldout_train", "sample_dir", "test_interpolate"],
+                 "The questions whose validation error chooses the kept epoch (the weights "
+                 "evaluated, saved and exported) and drives --patience. heldout_train: "
+                 "--validation_questions questions of each module's training files, drawn "
+                 "with a fixed seed (the same for every --seed) and removed from training "
+                 "with every training question of the same text. sample_dir: the files of "
+                 "--validation_dir (giving that folder selects it). test_interpolate: the "
+                 "interpolate/ test files, which then choose the epoch whose test scores "
+                 "are reported; runs whose results.json has no 'validation' record (the "
+                 "committed ones and the shipped presets') validated so, and their "
+                 "commands rerun as recorded with this value.")
+    command.integer("validation_questions", 1000, "heldout_train: questions held out of "
+                    "each module's training files for validation (at most 5 % of a "
+                    "module's questions).", lower_bound=1)
+    command.string("validation_dir", None, "A folder of questions no training file holds, "
+                   "to validate on: <dir>/interpolate/<module>.txt (else <dir>/<module>.txt) "
+                   "for every trained module, e.g. a fresh generator sample written by "
+                   "experiments/math_heldout_sample.py. Selects --validation_source "
+                   "sample_dir; nothing is held out of training.")
+    command.group("Evaluation")
+    command.integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
+    command.integer("curve_questions", 0, "After every epoch, score the greedy answers to "
+                    "the first N interpolate (test-file) questions of each module and record "
+                    "their exact match % in the epoch's history (learning curves per module; "
+                    "they choose no epoch; 0: off).",
+                    lower_bound=0)
+    command.group("Outputs")
+    command.string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
+    command.string("export_dir", None, "Default <model_dir>/export.")
+    command.string("model_name", "math", "Served model name.")
+    train_flags.define_flags(command)
+    return command
+
+
+def main(args):
+    """Trains as ``args`` (:func:`command`'s parsed flags) say."""
     from train.runner import run
     from train.tasks.math import MathTask
 
-    run(MathTask(FLAGS), PROCESS_START)
+    run(MathTask(args), PROCESS_START)
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.math", __doc__, HELP_GROUPS + train_flags.HELP_GROUPS,
-            presets_task="math")
+    cli.run(command, main)

@@ -18,48 +18,28 @@ recording this command and commit and each part's own training record.
 import datetime
 import os
 
-from absl import app, flags
-
 from train import cli
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("default", None, "The math preset (a shipped name or a folder) that "
-                    "answers every question no expert takes.")
-flags.DEFINE_multi_string("expert", [], "MODULE=PRESET: the preset that answers MODULE's "
-                          "questions (repeat for more modules).")
-flags.DEFINE_string("output", None, "The preset folder to write.")
-flags.DEFINE_string("data_dir", None, "Where the Mathematics Dataset's files are.")
-flags.DEFINE_string("description", "", "One line: what the model is and how it was trained.")
-flags.DEFINE_string("model_name", None, "Served model name (default: the default preset's).")
-flags.DEFINE_integer("sample", 50, "Questions per test file in the sample table.")
-flags.DEFINE_bool("allow_dirty", False, "Write from a tree with uncommitted changes "
-                  "(tests); a shipped preset never is.")
-flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
-
-cli.define_preset_flags(preset=False)
-
-HELP_GROUPS = [("Presets", ["default", "expert", "output", "overwrite", "description",
-                            "model_name", "allow_dirty"]),
-               ("Evaluation", ["data_dir", "sample"]),
-               ("Output", ["debug", "tf_logs"])]
+EXAMPLE = ("python -m train.route_presets --default tp_transformer_math_focus "
+           "--expert comparison__pair=DIR --output presets/routed")
 
 
 def parse_experts(entries):
     """``["module=preset", ...]`` -> ``{module: preset}``.
 
     Raises:
-        app.UsageError: an entry without ``=`` or a module named twice.
+        cli.UsageError: an entry without ``=`` or a module named twice.
     """
     experts = {}
     for entry in entries:
         module, equals, preset = entry.partition("=")
         if not equals or not module.strip() or not preset.strip():
-            raise app.UsageError(f"--expert {entry!r}: expected MODULE=PRESET")
+            raise cli.UsageError(f"--expert {entry!r}: expected MODULE=PRESET")
         if module.strip() in experts:
-            raise app.UsageError(f"--expert names {module.strip()} twice")
+            raise cli.UsageError(f"--expert names {module.strip()} twice")
         experts[module.strip()] = preset.strip()
     if not experts:
-        raise app.UsageError("give at least one --expert MODULE=PRESET")
+        raise cli.UsageError("give at least one --expert MODULE=PRESET")
     return experts
 
 
@@ -71,14 +51,34 @@ def part_record(preset):
             "training": dict(preset.metadata.get("training", {}))}
 
 
-def main(argv):
-    del argv
-    if not FLAGS.default or not FLAGS.output:
-        raise app.UsageError("--default, --expert and --output are required")
-    experts = parse_experts(FLAGS.expert)
-    if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
-        raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite to replace it")
-    cli.import_tensorflow()
+def command():
+    """``python -m train.route_presets``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
+    command = cli.TrainCommand("python -m train.route_presets", __doc__, EXAMPLE)
+    command.group("Presets")
+    command.string("default", None, "The math preset (a shipped name or a folder) that "
+                   "answers every question no expert takes.")
+    command.multi("expert", "MODULE=PRESET: the preset that answers MODULE's "
+                  "questions (repeat for more modules).")
+    command.string("output", None, "The preset folder to write.")
+    command.boolean("overwrite", False, "Replace an existing preset folder.")
+    command.string("description", "", "One line: what the model is and how it was trained.")
+    command.string("model_name", None, "Served model name (default: the default preset's).")
+    command.boolean("allow_dirty", False, "Write from a tree with uncommitted changes "
+                    "(tests); a shipped preset never is.")
+    command.group("Evaluation")
+    command.string("data_dir", None, "Where the Mathematics Dataset's files are.")
+    command.integer("sample", 50, "Questions per test file in the sample table.")
+    cli.define_output_flags(command, list_presets=False)
+    return command
+
+
+def main(args):
+    if not args.default or not args.output:
+        raise cli.UsageError("--default, --expert and --output are required")
+    experts = parse_experts(args.expert)
+    if os.path.exists(args.output) and not args.overwrite:
+        raise FileExistsError(f"{args.output} already exists; pass --overwrite to replace it")
+    cli.import_tensorflow(args)
     import keras
 
     from tpr_keras.models.task_models import trained_preset
@@ -87,11 +87,11 @@ def main(argv):
     from tpr_keras.training.outputs import SOURCE, run_command, shareable_command
     from train.outputs import headline, machine_description, write_preset
 
-    if SOURCE is None or (SOURCE["dirty"] and not FLAGS.allow_dirty):
-        raise app.UsageError("the tree has uncommitted changes (or is no checkout): a preset "
+    if SOURCE is None or (SOURCE["dirty"] and not args.allow_dirty):
+        raise cli.UsageError("the tree has uncommitted changes (or is no checkout): a preset "
                              "is written from a clean commit, so that its code can be "
                              "checked out again")
-    default = trained_preset(FLAGS.default, "math")
+    default = trained_preset(args.default, "math")
     parts = {module: trained_preset(path, "math") for module, path in experts.items()}
     options = dict(default.metadata["evaluation_options"])
     templates = evaluation.preset_templates(default)
@@ -109,17 +109,17 @@ def main(argv):
     model = RoutedTPTransformer(default.build_model(),
                                 {m: part.build_model() for m, part in parts.items()})
     vocab = evaluation.preset_vocabulary(default)
-    table = evaluation.evaluate_model("math", model, vocab, FLAGS.data_dir, options,
+    table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
                                       templates=templates)
-    sample_table = evaluation.evaluate_model("math", model, vocab, FLAGS.data_dir, options,
-                                             limit=FLAGS.sample, templates=templates)
+    sample_table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
+                                             limit=args.sample, templates=templates)
     records = {"default": part_record(default)} | {
         m: part_record(part) for m, part in parts.items()}
     trainings = [r["training"] for r in records.values()]
     metadata = {
         "task": "math",
-        "model_name": FLAGS.model_name or default.metadata.get("model_name", "math"),
-        "description": FLAGS.description,
+        "model_name": args.model_name or default.metadata.get("model_name", "math"),
+        "description": args.description,
         "headline": headline("math", table),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "training": {
@@ -133,10 +133,10 @@ def main(argv):
             "parts": records,
         },
         "data": {"files_sha256": evaluation.files_sha256(
-            *reversed(evaluation.data_files("math", FLAGS.data_dir, options)))},
+            *reversed(evaluation.data_files("math", args.data_dir, options)))},
         "evaluation_options": options,
         "evaluation": {"table": table},
-        "evaluation_sample": {"limit": FLAGS.sample, "table": sample_table},
+        "evaluation_sample": {"limit": args.sample, "table": sample_table},
         "versions": {"keras": keras.__version__,
                      "tensorflow": __import__("tensorflow").__version__},
     }
@@ -144,8 +144,8 @@ def main(argv):
 
     assets = {"vocab.txt": default.asset_path("vocab.txt"),
               TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
-    write_preset(model, FLAGS.output, assets, metadata, overwrite=FLAGS.overwrite)
+    write_preset(model, args.output, assets, metadata, overwrite=args.overwrite)
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.route_presets", __doc__, HELP_GROUPS)
+    cli.run(command, main)

@@ -13,7 +13,8 @@ import time
 
 class TrainTask:
     """One family's part of a train command. ``flags`` holds the command's flag values
-    (absl's ``FLAGS``, or any object with the same attributes); a task may fill in the
+    (what its :class:`~train.cli.TrainCommand` parsed, or any object with the same
+    attributes; ``given``: the names the command line set); a task may fill in the
     recipe's values on it (``--batch_size`` when not given), as the shared flags read them.
 
     Subclasses implement every method below but :meth:`callbacks` and
@@ -99,11 +100,11 @@ def run(task, process_start):
     from train import flags as train_flags
 
     flags = task.flags
-    if flags.verbosity <= 0:  # keep TF's per-checkpoint INFO lines out of the output
+    if logging.get_verbosity() <= 0:  # keep TF's per-checkpoint INFO lines out of the output
         logging.set_verbosity(logging.WARNING)
     on_jax = train_flags.keras_backend() == "jax"
     if not on_jax:
-        cli.import_tensorflow()
+        cli.import_tensorflow(flags)
     import keras
 
     from tpr_keras.training import make_trainer, save_run
@@ -111,9 +112,9 @@ def run(task, process_start):
                                training_time_line)
 
     batch_size = task.resolve_recipe()
-    strategy, replicas = train_flags.setup_backend(global_batch=batch_size)
-    config = task.train_config(train_flags.trainer_kwargs())
-    if train_flags.report_if_finished(config, task.finished_summary):
+    strategy, replicas = train_flags.setup_backend(flags, global_batch=batch_size)
+    config = task.train_config(train_flags.trainer_kwargs(flags))
+    if train_flags.report_if_finished(flags, config, task.finished_summary):
         return None
     keras.utils.set_random_seed(flags.seed)
     task.load_data()

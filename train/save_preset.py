@@ -16,33 +16,11 @@ import datetime
 import json
 import os
 
-from absl import app, flags
-
 from train import cli
 from train.outputs import headline, machine_description, write_preset
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "The finished run's folder (results.json, export/).")
-flags.DEFINE_string("output", None, "The preset folder to write.")
-flags.DEFINE_string("data_dir", None, "Where the task's official files are.")
-flags.DEFINE_string("description", "", "One line: what the model is and how it was trained.")
-flags.DEFINE_string("model_name", None, "Served model name for train.export (default: the "
-                    "task: babi, entailment, math).")
-flags.DEFINE_integer("sample", None, "Questions per test file in the sample table (default "
-                     "50 for bAbI and math, 200 for entailment).")
-flags.DEFINE_bool("allow_dirty", False, "Save a run trained from a tree with uncommitted "
-                  "changes (tests, experiments); a shipped preset never is.")
-flags.DEFINE_string("command", None, "The training command, when results.json predates "
-                    "recording it.")
-flags.DEFINE_string("results_json", None, "Where the run's results.json is committed "
-                    "(recorded in metadata.json).")
-flags.DEFINE_bool("overwrite", False, "Replace an existing preset folder.")
-cli.define_preset_flags(preset=False)
-
-HELP_GROUPS = [("Run and preset", ["model_dir", "output", "overwrite", "description",
-                                   "model_name", "command", "results_json", "allow_dirty"]),
-               ("Evaluation", ["data_dir", "sample"]),
-               ("Output", ["debug", "tf_logs"])]
+EXAMPLE = ("python -m train.save_preset --model_dir runs/babi/all --output presets/mine "
+           "--description 'TPR-RNN, all bAbI tasks'")
 
 DEFAULT_SAMPLE = {"babi": 50, "math": 50, "entailment": 200}
 
@@ -62,28 +40,51 @@ def run_table(task, results):
     return {k: results[k] for k in keys if k in results}
 
 
-def main(argv):
-    del argv
-    if not FLAGS.model_dir or not FLAGS.output:
-        raise app.UsageError("--model_dir and --output are required")
-    if os.path.exists(FLAGS.output) and not FLAGS.overwrite:
-        raise FileExistsError(f"{FLAGS.output} already exists; pass --overwrite to replace it")
-    cli.import_tensorflow()
+def command():
+    """``python -m train.save_preset``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
+    command = cli.TrainCommand("python -m train.save_preset", __doc__, EXAMPLE)
+    command.group("Run and preset")
+    command.string("model_dir", None, "The finished run's folder (results.json, export/).")
+    command.string("output", None, "The preset folder to write.")
+    command.boolean("overwrite", False, "Replace an existing preset folder.")
+    command.string("description", "", "One line: what the model is and how it was trained.")
+    command.string("model_name", None, "Served model name for train.export (default: the "
+                   "task: babi, entailment, math).")
+    command.string("command", None, "The training command, when results.json predates "
+                   "recording it.")
+    command.string("results_json", None, "Where the run's results.json is committed "
+                   "(recorded in metadata.json).")
+    command.boolean("allow_dirty", False, "Save a run trained from a tree with uncommitted "
+                    "changes (tests, experiments); a shipped preset never is.")
+    command.group("Evaluation")
+    command.string("data_dir", None, "Where the task's official files are.")
+    command.integer("sample", None, "Questions per test file in the sample table (default "
+                    "50 for bAbI and math, 200 for entailment).")
+    cli.define_output_flags(command, list_presets=False)
+    return command
+
+
+def main(args):
+    if not args.model_dir or not args.output:
+        raise cli.UsageError("--model_dir and --output are required")
+    if os.path.exists(args.output) and not args.overwrite:
+        raise FileExistsError(f"{args.output} already exists; pass --overwrite to replace it")
+    cli.import_tensorflow(args)
     import keras
 
     import tpr_keras.models.all_families  # noqa: F401  (registers the model classes for load_model)
     from tpr_keras.training import evaluation
     from tpr_keras.training.outputs import shareable_command
 
-    with open(os.path.join(FLAGS.model_dir, "results.json")) as f:
+    with open(os.path.join(args.model_dir, "results.json")) as f:
         results = json.load(f)
     source = results.get("source") or {}
-    if source.get("dirty") and not FLAGS.allow_dirty:
-        raise app.UsageError(
-            f"{FLAGS.model_dir}/results.json: the run trained from a tree with uncommitted "
+    if source.get("dirty") and not args.allow_dirty:
+        raise cli.UsageError(
+            f"{args.model_dir}/results.json: the run trained from a tree with uncommitted "
             f"changes (commit {str(source.get('commit'))[:7]}, dirty); a preset is trained "
             "from a clean commit, so that its code can be checked out again. Train it anew.")
-    export = os.path.join(FLAGS.model_dir, "export")
+    export = os.path.join(args.model_dir, "export")
     model = keras.models.load_model(os.path.join(export, "model.keras"))
     task = evaluation.TASK_OF_CLASS[type(model).__name__]
     vocab_path = os.path.join(export, "vocab.txt")
@@ -112,10 +113,10 @@ def main(argv):
         options = {}
     if task != "babi":
         run_options = options
-    sample = FLAGS.sample or DEFAULT_SAMPLE[task]
-    table = evaluation.evaluate_model(task, model, vocab, FLAGS.data_dir, options,
+    sample = args.sample or DEFAULT_SAMPLE[task]
+    table = evaluation.evaluate_model(task, model, vocab, args.data_dir, options,
                                       download=False)
-    sample_table = evaluation.evaluate_model(task, model, vocab, FLAGS.data_dir, options,
+    sample_table = evaluation.evaluate_model(task, model, vocab, args.data_dir, options,
                                              limit=sample, download=False)
     # The recomputed table must be the run's: same model, same files, same rule (a math
     # run with --limit_per_file evaluated on fewer questions than the official files hold).
@@ -125,22 +126,22 @@ def main(argv):
               "is not comparable with the official test files'.")
     else:
         run_view = table if run_options == options else evaluation.evaluate_model(
-            task, model, vocab, FLAGS.data_dir, run_options, download=False)
+            task, model, vocab, args.data_dir, run_options, download=False)
         rows = [r for r in evaluation.compare_tables(run_view, run_table(task, results))
                 if r[1] is not None and r[2] is not None]
         differ = [r for r in rows if not r[3]]
         if differ:
-            raise ValueError(f"the recomputed table differs from {FLAGS.model_dir}/"
+            raise ValueError(f"the recomputed table differs from {args.model_dir}/"
                              f"results.json: {differ[:5]}")
         print(f"Recomputed the run's table ({len(rows)} number(s)): all within 0.05 points.")
     metadata = {
         "task": task,
-        "model_name": FLAGS.model_name or task,
-        "description": FLAGS.description,
+        "model_name": args.model_name or task,
+        "description": args.description,
         "headline": headline(task, table),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "training": {
-            "command": shareable_command(results.get("command") or FLAGS.command or ""),
+            "command": shareable_command(results.get("command") or args.command or ""),
             "source": results.get("source"),
             "seed": config.get("seed"),
             "train_seconds": results.get("train_seconds"),
@@ -152,10 +153,10 @@ def main(argv):
             # The machine the run trained on (runs before it was recorded: this one).
             "machine": (results.get("machine") or {}).get("description")
                        or machine_description(),
-            "results_json": FLAGS.results_json,
+            "results_json": args.results_json,
         },
         "data": {"files_sha256": evaluation.files_sha256(
-            *reversed(evaluation.data_files(task, FLAGS.data_dir, options)))},
+            *reversed(evaluation.data_files(task, args.data_dir, options)))},
         "evaluation_options": options,
         "evaluation": {"table": table},
         "evaluation_sample": {"limit": sample, "table": sample_table},
@@ -176,7 +177,7 @@ def main(argv):
     if task == "math":  # the wording of its modules' questions: module_of, the served module
         from tpr_keras.data import mathematics
 
-        root = mathematics.find_mathematics_dir(FLAGS.data_dir, download=False)
+        root = mathematics.find_mathematics_dir(args.data_dir, download=False)
         trained = mathematics.select_modules(options["modules"],
                                              mathematics.list_modules(root))["train"]
         templates = mathematics.module_templates(root, trained)
@@ -187,8 +188,8 @@ def main(argv):
             print(f"No {mathematics.TEMPLATES_ASSET}: {module} has {count} question "
                   f"templates (> {mathematics.MAX_TEMPLATES_PER_MODULE}); the preset "
                   "reports no module.")
-    write_preset(model, FLAGS.output, assets, metadata, overwrite=FLAGS.overwrite)
+    write_preset(model, args.output, assets, metadata, overwrite=args.overwrite)
 
 
 if __name__ == "__main__":
-    cli.run(main, "python -m train.save_preset", __doc__, HELP_GROUPS)
+    cli.run(command, main)

@@ -31,7 +31,7 @@ def test_the_commands_differ_only_by_the_seed(runs_module, tmp_path):
     assert len(one) == len(two) and differ == [
         ("--seed=1", "--seed=2"),
         (f"--model_dir={args.runs}/seed1", f"--model_dir={args.runs}/seed2")]
-    assert "--preset=joint_paper" in one and "--task=all" in one and "--model=memn2n" in one
+    assert "--size=joint_paper" in one and "--task=all" in one and "--model=memn2n" in one
     assert "--max_train_minutes=90" in runs_module.command(
         types.SimpleNamespace(**{**vars(args), "max_train_minutes": 90.0}), 1)
 

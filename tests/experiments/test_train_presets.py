@@ -22,7 +22,7 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
     babi = [line for line in lines if "train.babi" in line and "memn2n" not in line]
     # issue #42: five seeds of the authors' recipe trained 130 epochs, one command
     assert len(babi) == 5 and all(
-        "--task all --preset all_tasks_authors --optimizer nesterov_adam --epochs 130" in line
+        "--task all --size all_tasks_authors --optimizer nesterov_adam --epochs 130" in line
         for line in babi)
     assert {line.split("--seed=")[1].split()[0] for line in babi} == {"1", "2", "3", "4", "5"}
     entailment = next(line for line in lines if "train.entailment" in line)
@@ -209,4 +209,4 @@ def test_the_memn2n_preset_is_the_run_with_the_lowest_training_error(tmp_path, m
     [out] = calls
     assert "seed 2 of [1, 2], lowest training error, at its epoch cap after 42 epochs" in out
     assert "--results_json=results/babi/memn2n_joint/seed2/results.json" in out
-    assert "--preset joint_paper" in out
+    assert "--size joint_paper" in out

@@ -86,10 +86,8 @@ def resolved_recipe(argv):
     parses them): ``{"batch", "preset", "hp", "config"}`` (config: the TrainConfig)."""
     code = (
         "import dataclasses, json, train.babi\n"
-        "from absl import flags\n"
         "from train.tasks.babi import BabiTask\n"
-        f"flags.FLAGS(['babi', *{argv!r}])\n"
-        "task = BabiTask(flags.FLAGS)\n"
+        f"task = BabiTask(train.babi.command().parse({argv!r}))\n"
         "batch = task.resolve_recipe()\n"
         "config = dataclasses.asdict(task.train_config({}))\n"
         "print(json.dumps({'batch': batch, 'preset': task.preset, 'hp': task.hp,\n"
@@ -101,7 +99,8 @@ def resolved_recipe(argv):
 
 
 def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
-    """``--task all --preset all_tasks_authors`` (a recorded command's flags): the sizes come
+    """``--task all --preset all_tasks_authors`` (a recorded command's flags, ``--preset``
+    read as ``--size``): the sizes come
     from the paper size, the TrainConfig and optimizer from :mod:`tpr_keras.training.recipes`
     (the all-tasks recipe), not from the model class."""
     from tpr_keras.training.recipes import recipe
@@ -118,9 +117,9 @@ def test_a_paper_size_flag_trains_with_the_recipe_modules_values():
 
 
 def test_the_memn2n_joint_protocol_has_no_early_stopping():
-    """``--preset joint_paper`` trains all its epochs (the authors' code tests the final
+    """``--size joint_paper`` trains all its epochs (the authors' code tests the final
     weights), whatever the default ``--patience``, and reads text as their parser does."""
-    got = resolved_recipe(["--task", "all", "--model", "memn2n", "--preset", "joint_paper"])
+    got = resolved_recipe(["--task", "all", "--model", "memn2n", "--size", "joint_paper"])
     config = got["config"]
     assert config["patience"] is None and config["epochs"] == 50
     assert config["keep_best"] is False
@@ -134,12 +133,10 @@ def test_flag_help_states_the_tpr_rnn_recipes():
 
     from tpr_keras.training.recipes import recipe
 
-    code = ("import json, train.babi; from absl import flags; print(json.dumps("
-            "{n: flags.FLAGS[n].help for n in flags.FLAGS}))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert done.returncode == 0, done.stderr[-2000:]
-    helps = json.loads(done.stdout.strip().splitlines()[-1])
+    from train import babi
+
+    values = babi.command().flag_values
+    helps = {name: values[name].help for name in values}
     single, joint = recipe("tpr_rnn", "single_task"), recipe("tpr_rnn", "all_tasks")
     for name in ("batch_size", "learning_rate", "beta_1", "beta_2"):
         match = re.search(r"[Dd]efault ([\d.]+) single-task, ([\d.]+) all", helps[name])

@@ -17,9 +17,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def test_train_math_results_and_export(tiny_math, tmp_path, model):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="")
-    # The Transformer run leaves --preset at its default, auto: tiny on this CPU.
+    # The Transformer run leaves --size at its default, auto: tiny on this CPU.
     # (one module: its weight draws the plain balanced pass; the flag is recorded)
-    preset = (["--preset", "tiny", "--module_weights", "numbers__place_value=2",
+    preset = (["--size", "tiny", "--module_weights", "numbers__place_value=2",
                "--curve_questions", "16"] if model == "tp_transformer" else [])
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
@@ -42,9 +42,9 @@ def test_train_math_results_and_export(tiny_math, tmp_path, model):
     assert (config["steps"], config["beta_2"], config["clip_norm"]) == (6, 0.995, 0.1)
     if model == "transformer":
         assert config["preset_flag"] == "auto"
-        assert "Preset auto -> tiny (no GPU" in done.stdout
+        assert "Size auto -> tiny (no GPU" in done.stdout
     else:
-        assert "Preset tiny: Adam lr 0.003" in done.stdout
+        assert "Size tiny: Adam lr 0.003" in done.stdout
         assert config["module_weights"] == "numbers__place_value=2"
         assert_curve_matches_the_final_score(results)
         assert_the_kept_epoch_was_chosen_on_held_out_questions(results, tmp_path, tiny_math)
@@ -111,7 +111,7 @@ def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, t
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                KERAS_BACKEND="jax")
     done = subprocess.run(
-        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--preset", "tiny",
+        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--size", "tiny",
          "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
          "--curve_questions", "16",
          "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
@@ -148,7 +148,7 @@ def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(tiny_m
                               text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
 
-    common = ["--data_dir", str(tiny_math), "--model", "tp_transformer", "--preset", "tiny",
+    common = ["--data_dir", str(tiny_math), "--model", "tp_transformer", "--size", "tiny",
               "--batch_size", "32", "--download=false", "--verbose", "0"]
     metadata = {}
     for name, extra in [("a", []), ("b", ["--init_from", str(tmp_path / "preset-a")])]:

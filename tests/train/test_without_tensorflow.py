@@ -25,7 +25,7 @@ COMMANDS = {
                            "--download=false"]),
     "entailment": ("tiny_entailment", ["--dim", "8", "--roles", "4", "--epochs", "1",
                                        "--batch_size", "8"]),
-    "math": ("tiny_math", ["--preset", "tiny", "--steps", "2", "--batch_size", "32",
+    "math": ("tiny_math", ["--size", "tiny", "--steps", "2", "--batch_size", "32",
                            "--download=false"]),
 }
 

@@ -7,42 +7,41 @@ from train.runner import TrainTask
 
 def parse_tasks(value):
     """``--task``: ``"all"``, or a tuple of task numbers 1-20."""
-    from absl import app
+    from train.cli import UsageError
 
     if value == "all":
         return "all"
     tasks = tuple(int(t) for t in value.split(","))
     bad = [t for t in tasks if not 1 <= t <= 20]
     if bad:
-        raise app.UsageError(f"--task must be 1..20, a list of them, or 'all'; got {bad}.")
+        raise UsageError(f"--task must be 1..20, a list of them, or 'all'; got {bad}.")
     return tasks
 
 
 class BabiTask(TrainTask):
     """bAbI: the recipe follows the setting (one task or all jointly, Appendix A;
-    :mod:`tpr_keras.training.recipes`), the sizes follow ``--preset`` (a paper size); a
+    :mod:`tpr_keras.training.recipes`), the sizes follow ``--size`` (a paper size); a
     size whose recipe names a ``protocol`` (MemN2N's ``joint_paper``) brings its recipe
     too. Recipe keys without a flag (``loss_reduction``, ``matrix_norm``, ...) are the
     recipe's."""
 
     def resolve_recipe(self):
-        from absl import app
-
         from tpr_keras.models import TPRRNN, MemN2N
+        from train.cli import UsageError
         from tpr_keras.training.recipes import RECIPES, recipe
 
         flags = self.flags
         self.tasks = parse_tasks(flags.task)
         joint = self.tasks == "all" or len(self.tasks) > 1
         self.memn2n = flags.model == "memn2n"
-        self.preset = flags.preset or ("all_tasks" if joint else "single_task")
+        self.preset = flags.size or ("all_tasks" if joint else "single_task")
         if self.memn2n and self.preset not in MemN2N.paper_sizes:
-            raise app.UsageError(f"--preset {self.preset} is a TPR-RNN size; MemN2N has "
+            raise UsageError(f"--size {self.preset} is a TPR-RNN size; MemN2N has "
                                  f"{sorted(MemN2N.paper_sizes)}.")
         if not self.memn2n and self.preset not in TPRRNN.paper_sizes:
-            raise app.UsageError(f"--preset {self.preset} is a MemN2N size (--model "
+            raise UsageError(f"--size {self.preset} is a MemN2N size (--model "
                                  f"memn2n); TPR-RNN has {sorted(TPRRNN.paper_sizes)}.")
-        # --preset all_tasks_code on one task keeps the one-task recipe.
+        # --size all_tasks_code on one task keeps the one-task recipe.
         defaults = dict(RECIPES[flags.model].get(self.preset, {}))
         if not defaults.get("protocol"):
             defaults = recipe(flags.model, "all_tasks" if joint else "single_task")

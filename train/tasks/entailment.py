@@ -40,7 +40,7 @@ class EntailmentTask(TrainTask):
                    if getattr(flags, k) is not None})
         self.recipe, self.limits = resolve_recipe(
             flags.recipe, max_train_minutes=flags.max_train_minutes,
-            jit_compile=flags.jit_compile if flags["jit_compile"].present else None,
+            jit_compile=flags.jit_compile if "jit_compile" in flags.given else None,
             budget_given=flags.epochs is not None or flags.steps is not None)
         # The shared flags carry the recipe's limits to the trainer (trainer_kwargs).
         flags.max_train_minutes = self.limits["max_train_minutes"]

@@ -14,15 +14,15 @@ REGIMES = ("interpolate", "extrapolate")
 
 
 def describe_recipe(flag, preset, recipe):
-    """The line printed at start: which size ``--preset flag`` gave, and its recipe."""
+    """The line printed at start: which size ``--size flag`` gave, and its recipe."""
     device = ""
     if flag == "auto":
         device = " (a GPU is visible)" if preset in ("tp_transformer", "transformer") else (
-            " (no GPU: the CPU recipe; the paper's is --preset tp_transformer)")
+            " (no GPU: the CPU recipe; the paper's is --size tp_transformer)")
     budget = [f"{recipe['steps']:,} steps" if recipe["steps"] else f"{recipe['epochs']} epochs"]
     if recipe.get("max_train_minutes"):
         budget.append(f"at most {recipe['max_train_minutes']:g} min of training")
-    return (f"Preset {flag}" + (f" -> {preset}" if flag != preset else "") + device +
+    return (f"Size {flag}" + (f" -> {preset}" if flag != preset else "") + device +
             f": Adam lr {recipe['learning_rate']:g}, β {recipe['beta_1']:g}/"
             f"{recipe['beta_2']:g}, clip {recipe['clip_norm']:g}, batch "
             f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
@@ -109,7 +109,7 @@ def load_initial_weights(model, preset):
                          "run's; its weights would read other symbols")
     shapes = [tuple(w.shape) for w in model.weights]
     if shapes != [tuple(w.shape) for w in trained.weights]:
-        raise ValueError(f"--init_from {preset}: its weights do not fit this --preset's "
+        raise ValueError(f"--init_from {preset}: its weights do not fit this --size's "
                          f"size; give the size it was trained at")
     model.set_weights(trained.get_weights())
     training = loaded.metadata.get("training", {})
@@ -120,7 +120,7 @@ def load_initial_weights(model, preset):
 
 
 class MathTask(TrainTask):
-    """The Mathematics Dataset: ``--preset`` picks the size and its recipe together (the
+    """The Mathematics Dataset: ``--size`` picks the size and its recipe together (the
     paper's on a GPU, a CPU one otherwise); recipe flags given override it."""
 
     def resolve_recipe(self):
@@ -128,11 +128,11 @@ class MathTask(TrainTask):
 
         flags = self.flags
         self.preset, recipe = resolve_size(
-            flags.preset, use_role=flags.model == "tp_transformer",
+            flags.size, use_role=flags.model == "tp_transformer",
             **{k: getattr(flags, k) for k in RECIPE_FLAGS})
         for key, value in recipe.items():  # the shared flags read max_train_minutes
             setattr(flags, key, value)
-        print(describe_recipe(flags.preset, self.preset, recipe))
+        print(describe_recipe(flags.size, self.preset, recipe))
         return flags.batch_size
 
     def train_config(self, trainer_kwargs):
@@ -289,7 +289,7 @@ class MathTask(TrainTask):
             "limit_per_file", "balance_modules", "module_weights", "init_from",
             "validation_questions", "validation_dir")} | {
                 "validation_source": self.validation_record["source"],
-                "preset": self.preset, "preset_flag": flags.preset,
+                "preset": self.preset, "preset_flag": flags.size,
                 "init_from_preset": getattr(self, "init_record", None)}
 
     def save_vocabulary(self, path):
