@@ -61,7 +61,7 @@ Table = collections.namedtuple("Table", "model folder title flags bar label")
 TABLES = {
     "tpr_rnn": Table("tpr_rnn", RECIPE_130EP,
                      "TPR-RNN, the authors' recipe trained 130 epochs (all_tasks_authors_130ep)",
-                     "--preset all_tasks_authors --optimizer nesterov_adam --epochs 130",
+                     "--size all_tasks_authors --optimizer nesterov_adam --epochs 130",
                      ISSUE_42_BAR, "TPR-RNN, authors' recipe, 130 epochs"),
     "tpr_rnn-appendix": Table("tpr_rnn", RESULTS,
                               "TPR-RNN, the earlier recipe: Appendix A, 50 epochs", "", None,

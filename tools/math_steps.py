@@ -3,7 +3,7 @@
     python -m tools.math_steps      # Markdown on stdout; python -m tools.report puts it into
                                     # results/math.md (block math-steps)
 
-Reads the committed TP-Transformer runs of the preset's command (``--preset tiny``, the four
+Reads the committed TP-Transformer runs of the preset's command (``--size tiny``, the four
 focus modules, batch 128): ``results/math/focus/tp_transformer-seed<S>/results.json`` (15,000
 steps) and ``results/math/steps<N>/tp_transformer-seed<S>/results.json`` (the same command
 with ``--steps N``). One row per length: the interpolate exact match of every module (the
@@ -64,7 +64,7 @@ def markdown(root):
                      + f" | {reached} of {len(names)} | {hours:.2f} |")
     lines += ["", "Interpolate exact match %, mean over the seeds (min–max). Each run: "
               "`TF_NUM_INTRAOP_THREADS=1 python -m train.math --data_dir DIR --model "
-              "tp_transformer --preset tiny --modules numbers__place_value,"
+              "tp_transformer --size tiny --modules numbers__place_value,"
               "arithmetic__add_or_sub,comparison__pair,numbers__round_number --steps N "
               "--epochs 1000 --seed S` (the 15,000-step rows: `results/math/focus`; longer: "
               "`results/math/steps<N>`)."]

@@ -2,7 +2,7 @@
 
 Sukhbaatar et al. (2015), §4.2: "we repeated each training 10 times with different random
 initializations, and picked the one with the lowest training error". Runs are
-``python -m train.babi --task all --model memn2n --preset joint_paper --seed S``
+``python -m train.babi --task all --model memn2n --size joint_paper --seed S``
 (``experiments/memn2n_joint_runs.py`` trains seeds 1..10), kept as
 ``results/babi/memn2n_joint/seed<S>/results.json``. The reported run is the one with the
 lowest error of its final weights on the training split (``train_error_percent_mean``,
@@ -76,7 +76,7 @@ def meets_target(result):
 
 def command(seed="S"):
     """The training command of one seed (the driver adds its ``--model_dir``)."""
-    return (f"python -m train.babi --task all --model memn2n --preset joint_paper "
+    return (f"python -m train.babi --task all --model memn2n --size joint_paper "
             f"--seed {seed} --data_dir DIR")
 
 

@@ -4,7 +4,7 @@
                                          # into results/babi.md (block babi-memn2n-ls-check)
 
 Reads ``results/babi/memn2n_ls_check/<run>/results.json``: ours are the ``results.json``
-that ``python -m train.babi --task all --model memn2n --preset joint_paper --setting 1k
+that ``python -m train.babi --task all --model memn2n --size joint_paper --setting 1k
 --epochs 90 --decay_every_epochs 15`` writes (their code's own 1k joint schedule: 30
 epochs of linear start, then 60 halved every 15); the MATLAB code's (``matlab-seed<S>``)
 holds the per-epoch lines its ``train.m`` prints (training and validation error) and the

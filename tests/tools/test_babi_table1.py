@@ -149,7 +149,7 @@ def test_a_dirty_seed_and_a_differing_command_are_shown(tmp_path):
 def test_a_recipe_without_runs_gives_its_command(tmp_path):
     text = babi_table1.table_markdown(str(tmp_path), "tpr_rnn")
     assert text.startswith("No all-tasks run of TPR-RNN, the authors' recipe trained 130 epochs")
-    assert ("python -m train.babi --task all --model tpr_rnn --preset all_tasks_authors "
+    assert ("python -m train.babi --task all --model tpr_rnn --size all_tasks_authors "
             "--optimizer nesterov_adam --epochs 130 --seed 0") in text
     kept = f"{babi_table1.RECIPE_130EP}/tpr_rnn-seed0/"
     assert f"cp runs/babi-all/tpr_rnn-seed0/results.json {kept}" in text
