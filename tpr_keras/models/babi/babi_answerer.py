@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from keras import ops
 
-from tpr_keras.data.babi.text import PUNCTUATION
 from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor, Story
 from tpr_keras.models.task_models import TaskModel, check_same_length, check_texts
 
 #: Scored candidate answers of an exported bAbI model's ``serving_default``.
 DEFAULT_TOP_K = 5
-
-
-def has_words(tokens: Iterable[str]) -> bool:
-    """Whether ``tokens`` hold a word, not only punctuation."""
-    return any(t not in PUNCTUATION for t in tokens)
 
 
 def top_k_softmax(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
