@@ -4,24 +4,24 @@ It reads the task model's backbone and its preprocessor's character vocabulary, 
 served model and ``EntailmentClassifier.predict`` are built from one object.
 
 Signature ``serving_default``: ``premise`` and ``hypothesis`` (``tf.string[batch]``,
-formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and
-``probability`` (``float32[batch]``, the model's probability that the premise entails the
-hypothesis), and what the model did not take in (:data:`REPORT_OUTPUTS`):
-``unknown_characters`` (``int32[batch]``) and ``unknown_tokens`` (``tf.string[batch]``):
-how many characters of the pair are outside the formula syntax and which (distinct,
-premise first, space-separated); ``premise_well_formed`` and ``hypothesis_well_formed``
+formulas such as ``(a&b)`` and ``a``) -> ``entails`` (``bool[batch]``) and ``probability``
+(``float32[batch]``, the model's probability that the premise entails the hypothesis), and
+what the model did not take in (:data:`REPORT_OUTPUTS`): ``unknown_characters``
+(``int32[batch]``) and ``unknown_tokens`` (``tf.string[batch]``): how many characters of
+the pair are outside the formula syntax and which (distinct, premise first,
+space-separated); ``premise_well_formed`` and ``hypothesis_well_formed``
 (``bool[batch]``): whether each is a formula of the grammar (an empty one is not;
-:mod:`~tpr_keras.models.entailment.entailment_grammar`). A malformed pair is answered
-all the same; its probability means nothing. Signature ``classify``, for TF Serving's Classify API: serialized
-``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``, one string each)
--> ``classes`` (``["entails", "does not entail"]`` for every example, in that order) and
-``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become ids in the graph
-(:class:`EntailmentTokenizer`, the same ids as ``tpr_keras.data.entailment.tokenize``):
-whitespace is ignored and any other unknown character maps to ``<unk>``, never an error.
-:func:`export_entailment_classifier` (what ``EntailmentClassifier.export`` calls) puts the
-SavedModel into TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`);
-:func:`export_entailment_model` does the same for a bare Keras model, through its task
-model.
+:mod:`~tpr_keras.models.entailment.entailment_grammar`). A malformed pair is answered all
+the same; its probability means nothing. Signature ``classify``, for TF Serving's Classify
+API: serialized ``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``,
+one string each) -> ``classes`` (``["entails", "does not entail"]`` for every example, in
+that order) and ``scores`` (their probabilities, ``p`` and ``1 - p``). Characters become
+ids in the graph (:class:`EntailmentTokenizer`, the same ids as
+``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other unknown
+character maps to ``<unk>``, never an error. :func:`export_entailment_classifier` (what
+``EntailmentClassifier.export`` calls) puts the SavedModel into TF Serving's layout
+(:mod:`tpr_keras.models.tf_serving_layout`); :func:`export_entailment_model` does the same
+for a bare Keras model, through its task model.
 """
 
 import os

@@ -5,26 +5,25 @@ so the served model and ``MathAnswerer.predict`` are built from one object.
 
 Signature ``serving_default``: ``question`` (``tf.string[batch]``) -> ``answer``
 (``tf.string[batch]``, greedy-decoded in-graph with the key/value cache inside one
-``tf.while_loop``), ``log_prob`` (``float32[batch]``, the log-probability of the
-decoded answer), ``unknown_characters`` (``int32[batch]``: characters of the question
-outside the vocabulary), ``unknown_tokens`` (``tf.string[batch]``: those characters,
-distinct, space-separated), ``question_characters`` (``int32[batch]``: 0 for an empty
-question, answered all the same), ``dropped_characters`` (``int32[batch]``: characters
-past the ``max_length`` the model reads, not read) and, when the preprocessor has its trained modules' templates,
-``module`` (``tf.string[batch]``: the trained module whose wording the question has, or
-``""``: a question the model was not trained on, answered all the same; the rule:
-:mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam search.
-A routed backbone (``RoutedTPTransformer``) answers each question by its module's decoder:
-the batch is partitioned by route, each part decoded by its decoder, and the answers
-stitched back in order. Characters are encoded and
-decoded in the graph (:class:`MathTokenizer`, the ids of
-``CharVocabulary.encode_question``): unknown characters map to ``<unk>``, questions are
-cut at the preprocessor's ``max_length`` (160 characters), answers at 30.
-:func:`export_math_answerer` (what ``MathAnswerer.export`` calls) puts the SavedModel into
-TF Serving's layout (:mod:`tpr_keras.models.tf_serving_layout`) with a warm-up request,
-so that the first real request does not pay for building the decoding loop's kernels;
-:func:`export_math_model` does the same for a bare model and its vocabulary, through
-their task model.
+``tf.while_loop``), ``log_prob`` (``float32[batch]``, the log-probability of the decoded
+answer), ``unknown_characters`` (``int32[batch]``: characters of the question outside the
+vocabulary), ``unknown_tokens`` (``tf.string[batch]``: those characters, distinct,
+space-separated), ``question_characters`` (``int32[batch]``: 0 for an empty question,
+answered all the same), ``dropped_characters`` (``int32[batch]``: characters past the
+``max_length`` the model reads, not read) and, when the preprocessor has its trained
+modules' templates, ``module`` (``tf.string[batch]``: the trained module whose wording the
+question has, or ``""``: a question the model was not trained on, answered all the same;
+the rule: :mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam
+search. A routed backbone (``RoutedTPTransformer``) answers each question by its module's
+decoder: the batch is partitioned by route, each part decoded by its decoder, and the
+answers stitched back in order. Characters are encoded and decoded in the graph
+(:class:`MathTokenizer`, the ids of ``CharVocabulary.encode_question``): unknown
+characters map to ``<unk>``, questions are cut at the preprocessor's ``max_length`` (160
+characters), answers at 30. :func:`export_math_answerer` (what ``MathAnswerer.export``
+calls) puts the SavedModel into TF Serving's layout
+(:mod:`tpr_keras.models.tf_serving_layout`) with a warm-up request, so that the first real
+request does not pay for building the decoding loop's kernels; :func:`export_math_model`
+does the same for a bare model and its vocabulary, through their task model.
 """
 
 import tensorflow as tf
