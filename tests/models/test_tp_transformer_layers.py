@@ -193,3 +193,65 @@ def test_decoder_reads_the_encoder_outputs_keras_mask():
         alone = testing.numpy(model([IDS[i:i + 1, :n], y[i:i + 1]]))[0]
         np.testing.assert_allclose(out[i], alone, rtol=0,
                                    atol=tolerance(*[4] * 12, scale=np.abs(out).max()))
+
+
+def _embedding_model(mask_zero):
+    """ids -> TPTransformerEmbedding -> encoder layer -> reverse embedding (logits), with
+    a GlobalAveragePooling1D of the encoder's output and of the logits."""
+    embedding = TPTransformerEmbedding(12, 8, mask_zero=mask_zero, name="embedding")
+    encoder = TPTransformerEncoderLayer(2, 16, name="encoder")
+    ids = keras.Input((None,), dtype="int32")
+    x = encoder(embedding(ids))
+    logits = embedding(x, reverse=True)
+    pool = keras.layers.GlobalAveragePooling1D()
+    model, warned = mask_warnings(lambda: keras.Model(ids, [x, pool(x), logits, pool(logits)]))
+    assert warned == []
+    _randomize(embedding, 5)
+    _randomize(encoder, 6)
+    return model
+
+
+def test_embedding_mask_zero_is_the_padding_mask_of_the_layers_after_it():
+    model = _embedding_model(mask_zero=True)
+    (x, pooled, logits, pooled_logits), warned = mask_warnings(
+        lambda: [testing.numpy(t) for t in model(IDS)])
+    assert warned == []
+    # Each sequence alone, unpadded: the same real positions (eq. 1-5 and the norms, width
+    # 8 and 16, then eq. 6 over width 8), so the encoder took ids != 0 as its padding mask.
+    tol = tolerance(*[8] * 10, 16, scale=max(1.0, np.abs(logits).max()))
+    for i, n in enumerate(LENGTHS):
+        alone = [testing.numpy(t)[0] for t in model(IDS[i:i + 1, :n])]
+        np.testing.assert_allclose(x[i, :n], alone[0], rtol=0, atol=tol)
+        np.testing.assert_allclose(logits[i, :n], alone[2], rtol=0, atol=tol)
+    # The mask reaches the pooling after the encoder and, through eq. 6, after the logits.
+    for out, mean in ((x, pooled), (logits, pooled_logits)):
+        expected = [out[i, :n].mean(0) for i, n in enumerate(LENGTHS)]
+        np.testing.assert_allclose(mean, expected, rtol=0, atol=tol + tolerance(IDS.shape[1]))
+    # Without mask_zero the encoder attends to the pads: real positions change.
+    unmasked = _embedding_model(mask_zero=False)
+    x_unmasked = testing.numpy(unmasked(IDS)[0])
+    assert not np.allclose(x_unmasked[0, :LENGTHS[0]], x[0, :LENGTHS[0]], atol=1e-3)
+
+
+def test_embedding_mask_zero_changes_the_mask_only():
+    masked = TPTransformerEmbedding(12, 8, mask_zero=True)
+    plain = TPTransformerEmbedding(12, 8)
+    masked.build(), plain.build()
+    _randomize(masked, 1), _randomize(plain, 1)
+    np.testing.assert_array_equal(testing.numpy(masked(IDS)), testing.numpy(plain(IDS)))
+    np.testing.assert_array_equal(testing.numpy(masked.compute_mask(IDS)), REAL)
+    assert plain.compute_mask(IDS) is None
+    # A mask on the ids is combined with ids != 0, or passed through without mask_zero.
+    given = np.ones_like(REAL)
+    given[:, 0] = False
+    np.testing.assert_array_equal(testing.numpy(masked.compute_mask(IDS, given)), REAL & given)
+    np.testing.assert_array_equal(testing.numpy(plain.compute_mask(IDS, given)), given)
+    # Reverse (hidden states -> logits): the hidden states' mask passes through.
+    hidden = np.zeros((3, 6, 8), "float32")
+    np.testing.assert_array_equal(testing.numpy(masked.compute_mask(hidden, REAL)), REAL)
+    assert masked.compute_mask(hidden) is None
+    config = masked.get_config()
+    assert config["mask_zero"] is True and plain.get_config()["mask_zero"] is False
+    assert TPTransformerEmbedding.from_config(config).get_config() == config
+    del config["mask_zero"]  # a config saved before the argument existed
+    assert TPTransformerEmbedding.from_config(config).mask_zero is False

@@ -40,7 +40,8 @@ def sinusoidal_positions(positions, dim):
 class TPTransformerEmbedding(keras.layers.Layer):
     """Shared symbol embedding ``E`` of encoder and decoder, and the output map of eq. 6.
 
-    Forward (the authors' code, ``EmbeddingMultilinearSinusoidal``)::
+    Schlag et al. (2019), §2 and §4.1. Forward (the authors' code,
+    ``EmbeddingMultilinearSinusoidal``)::
 
         x = E[ids] * sqrt(d) + PE(positions)
         z = x * (W_p x + b_p + 1)          # multiplicative=True
@@ -65,11 +66,36 @@ class TPTransformerEmbedding(keras.layers.Layer):
         multiplicative: multiply by ``W_p x + b_p + 1`` (TP-Transformer) or not.
         dropout: dropout rate on the output (forward direction only).
         embeddings_initializer: initializer of ``E``; default ``N(0, 1/sqrt(d))``.
+        mask_zero: as in ``keras.layers.Embedding``: id 0 (the pad symbol) is
+            padding, and the forward output carries the Keras mask ``ids != 0``.
+            Only the mask changes, not the values; default False.
 
     Call arguments:
         inputs: int ids ``[B, T]`` (forward) or hidden states ``[B, T, d]`` (reverse).
         start_position: position of the first id (decoding steps); default 0.
         reverse: compute logits ``[B, T, V]`` instead.
+        training: run the output dropout.
+
+    Input ``[B, T]`` ids; output ``[B, T, d]``. Reverse: input ``[B, T, d]``; output
+    ``[B, T, V]``.
+
+    Masking:
+        Forward, with ``mask_zero=True`` the output's Keras mask is ``ids != 0``
+        (AND the ids' own Keras mask, if any), so the encoder and decoder layers
+        after it take it as their padding mask; without it, a Keras mask on the
+        ids passes through (each position is embedded on its own). Reverse, each
+        position is projected on its own, so the Keras mask of the hidden states
+        passes through to the logits. Positions are counted from the start of the
+        sequence, so padding belongs at the end, where it changes no real position.
+
+    Example:
+    >>> embedding = TPTransformerEmbedding(vocabulary_size=12, model_dim=8, mask_zero=True)
+    >>> ids = np.array([[4, 7, 2, 0, 0]])
+    >>> z = embedding(ids)
+    >>> tuple(z.shape), np.asarray(embedding.compute_mask(ids)).tolist()
+    ((1, 5, 8), [[True, True, True, False, False]])
+    >>> tuple(embedding(z, reverse=True).shape)
+    (1, 5, 12)
     """
 
     def __init__(
@@ -79,6 +105,7 @@ class TPTransformerEmbedding(keras.layers.Layer):
         multiplicative=True,
         dropout=0.0,
         embeddings_initializer=None,
+        mask_zero=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -92,6 +119,9 @@ class TPTransformerEmbedding(keras.layers.Layer):
             embeddings_initializer
             or keras.initializers.RandomNormal(0.0, 1.0 / math.sqrt(self.model_dim))
         )
+        self.mask_zero = bool(mask_zero)
+        # Position-wise in both directions: masks pass through (compute_mask).
+        self.supports_masking = True
 
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(
@@ -127,6 +157,12 @@ class TPTransformerEmbedding(keras.layers.Layer):
             x = x * (self.multiplier(x) + 1.0)
         return self.output_dropout(x, training=training)
 
+    def compute_mask(self, inputs, mask=None):
+        if len(inputs.shape) == 3 or not self.mask_zero:  # reverse, or no pad mask
+            return mask
+        real = ops.not_equal(inputs, 0)
+        return real if mask is None else ops.logical_and(real, ops.cast(mask, "bool"))
+
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -138,6 +174,7 @@ class TPTransformerEmbedding(keras.layers.Layer):
                 "embeddings_initializer": keras.initializers.serialize(
                     self.embeddings_initializer
                 ),
+                "mask_zero": self.mask_zero,
             }
         )
         return config
