@@ -4,6 +4,7 @@
   of each sentence; :func:`coded_position_encoding` — the authors' MATLAB
   variant, ``J`` = the padded word slots, which the authors acknowledged as
   unintended: ``l_kj = 1 + 4 (k - (d+1)/2)(j - (J+1)/2) / (d J)``.
+* :func:`as_padding` — ids with masked words or sentences made padding (id 0).
 * :class:`MemN2NEmbedding` — one embedding table (``A^k``, ``B``, ``C^k``)
   with its temporal rows (``T_A``/``T_C``), turning sentences into vectors;
   :class:`ZeroPadRow` keeps its pad row at zero where the pad word gets gradient.
@@ -79,6 +80,24 @@ def coded_position_encoding(num_slots, embedding_dim, dtype="float32"):
     )
 
 
+def as_padding(ids, mask=None):
+    """``ids`` as int32 with the entries that a boolean ``mask`` masks set to the pad id 0.
+
+    ``mask`` may lack trailing axes of ``ids`` (a sentence mask of word ids).
+
+    Example:
+    >>> np.asarray(as_padding(np.array([[4, 7], [5, 2]]), np.array([True, False]))).tolist()
+    [[4, 7], [0, 0]]
+    """
+    ids = ops.cast(ids, "int32")
+    if mask is None:
+        return ids
+    keep = ops.cast(mask, "bool")
+    while len(keep.shape) < len(ids.shape):
+        keep = ops.expand_dims(keep, -1)
+    return ops.where(keep, ids, 0)
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class ZeroPadRow(keras.constraints.Constraint):
     """Sets row 0 (the pad word) of a table back to zero after each optimizer step.
@@ -100,10 +119,12 @@ class ZeroPadRow(keras.constraints.Constraint):
 class MemN2NEmbedding(keras.layers.Layer):
     """Sentence (or question) embedding of MemN2N with temporal encoding, §4.1.
 
-    Sukhbaatar et al. (2015) §4.1: ``m_i = Σ_j l_j ⊙ A x_ij + T_A(i)`` for a
-    memory, ``u = Σ_j l_j ⊙ B q_j`` for the question; bag of words uses
-    ``l_j = 1``. One instance is one matrix of the paper (``A^k``, ``B`` or
-    ``C^k``, with its ``T_A``/``T_C`` rows); weight tying reuses instances.
+    Sukhbaatar et al. (2015) §4.1 builds the memory vectors ``m_i`` of eq. 1 (and
+    ``c_i`` of eq. 2) and the question vector ``u`` of eq. 1:
+    ``m_i = Σ_j l_j ⊙ A x_ij + T_A(i)`` for a memory, ``u = Σ_j l_j ⊙ B q_j`` for
+    the question; bag of words uses ``l_j = 1``. One instance is one matrix of the
+    paper (``A^k``, ``B`` or ``C^k``, with its ``T_A``/``T_C`` rows); weight tying
+    reuses instances.
 
     The pad word (id 0) is masked in the lookup: the pad row never contributes
     and gets no gradient, and it is initialised to zero, so it stays exactly
@@ -133,14 +154,37 @@ class MemN2NEmbedding(keras.layers.Layer):
             memory, which per-matrix clipping (§4.2) counts in the table's
             norm. The outputs are the same either way; the clipped steps are
             not. Default False: the pad row gets no gradient.
+        mask_zero: for ids ``[batch, sentences, W]``, give the output the Keras
+            mask of the memory slots, ``True`` for a sentence with a non-pad word
+            (an all-pad row is an empty memory), so that :class:`MemN2NHop`
+            masks the empty slots out of eq. 1. Only the mask changes, not the
+            values; default False.
 
-    Inputs: word ids ``[..., W]`` and optionally ``time_index`` ``[...]``
-    (int, 0 = no temporal term). Output: ``[..., embedding_dim]``.
+    Call arguments:
+        word_ids: int ids ``[..., W]``.
+        time_index: optional ``[...]`` temporal index (int, 0 = no temporal term).
+        mask: optional boolean ``[..., W]``: a masked word slot counts as padding.
+
+    Input word ids ``[..., W]``; output ``[..., embedding_dim]``.
+
+    Masking:
+        Word id 0 is padding whether or not a mask is given. A boolean mask
+        ``[..., W]`` (``mask=``, or the Keras mask of the ids, which Keras fills
+        in when ``time_index`` is not a tensor) makes the masked word slots
+        padding, bit for bit as id 0. The word axis is reduced, so ids
+        ``[batch, W]`` (a question) give no output mask. Ids
+        ``[batch, sentences, W]`` give the mask ``[batch, sentences]`` of the
+        sentences with a word slot that is unmasked (and, with ``mask_zero``, not
+        pad): the memory padding mask that :class:`MemN2NHop` consumes. With no
+        word mask and no ``mask_zero``, no mask.
 
     Example:
-    >>> table = MemN2NEmbedding(30, 20, memory_size=50)
-    >>> table(np.array([[4, 7, 2, 0]]), time_index=np.array([1])).shape
-    TensorShape([1, 20])
+    >>> table = MemN2NEmbedding(30, 20, memory_size=50, mask_zero=True)
+    >>> story = np.array([[[4, 7, 2, 0], [5, 0, 0, 0], [0, 0, 0, 0]]])
+    >>> tuple(table(story, time_index=np.array([[2, 1, 0]])).shape)
+    (1, 3, 20)
+    >>> np.asarray(table.compute_mask(story)).tolist()
+    [[True, True, False]]
     """
 
     def __init__(
@@ -152,6 +196,7 @@ class MemN2NEmbedding(keras.layers.Layer):
         time_word_slot=None,
         embeddings_initializer=None,
         pad_gradient=False,
+        mask_zero=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -171,6 +216,9 @@ class MemN2NEmbedding(keras.layers.Layer):
             embeddings_initializer or gaussian_initializer()
         )
         self.pad_gradient = bool(pad_gradient)
+        self.mask_zero = bool(mask_zero)
+        # Word masks are consumed; the sentence axis keeps a mask (compute_mask).
+        self.supports_masking = True
 
     def build(self, input_shape=None):
         base = self.embeddings_initializer
@@ -207,8 +255,8 @@ class MemN2NEmbedding(keras.layers.Layer):
         time_weight = weights[num_slots] if self.time_word_slot else None
         return weights[:num_slots], time_weight
 
-    def call(self, word_ids, time_index=None):
-        word_ids = ops.cast(word_ids, "int32")
+    def call(self, word_ids, time_index=None, mask=None):
+        word_ids = as_padding(word_ids, mask)  # a masked word slot is padding
         keep = ops.cast(ops.not_equal(word_ids, 0), self.compute_dtype)
         words = ops.take(self.embeddings, word_ids, axis=0)
         if not self.pad_gradient:  # else the pad row is zero and takes its gradient
@@ -239,6 +287,15 @@ class MemN2NEmbedding(keras.layers.Layer):
         keep = ops.cast(ops.arange(self.vocabulary_size) > 0, self.embeddings.dtype)
         return ops.matmul(vectors, ops.transpose(self.embeddings * keep[:, None]))
 
+    def compute_mask(self, inputs, mask=None):
+        if len(inputs.shape) < 3 or (mask is None and not self.mask_zero):
+            return None  # the word axis is reduced; nothing of it is left to mask
+        real = None if mask is None else ops.cast(mask, "bool")
+        if self.mask_zero:
+            nonzero = ops.not_equal(inputs, 0)
+            real = nonzero if real is None else ops.logical_and(real, nonzero)
+        return ops.any(real, axis=-1)
+
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.embedding_dim,)
 
@@ -255,6 +312,7 @@ class MemN2NEmbedding(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "pad_gradient": self.pad_gradient,
+                "mask_zero": self.mask_zero,
             }
         )
         return config

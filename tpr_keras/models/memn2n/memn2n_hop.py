@@ -30,14 +30,33 @@ class MemN2NHop(keras.layers.Layer):
         mask_empty_memories: mask empty slots out of the softmax.
         kernel_initializer: initializer of ``H``; default N(0, 0.1).
 
+    Call arguments:
+        inputs: ``[u [batch, d], m [batch, slots, d], c [batch, slots, d]]``.
+        memory_mask: boolean ``[batch, slots]``, ``True`` for real memories.
+        linear: linear-start mode (a Python bool or a scalar boolean tensor).
+        mask: the Keras masks of ``inputs`` (filled in by Keras); the masks of
+            ``m`` and ``c`` are used as ``memory_mask`` when that is not given.
+
     Inputs: ``[u [batch, d], m [batch, slots, d], c [batch, slots, d]]``.
     Outputs: ``(u' [batch, d], p [batch, slots])``.
 
+    Masking:
+        Consumes the memory padding mask: ``memory_mask``, or else the Keras masks
+        of ``m`` and ``c`` (their AND), e.g. from :class:`MemN2NEmbedding` with
+        ``mask_zero=True``. Keras fills them in when ``inputs`` is the only tensor
+        argument (pass ``memory_mask`` when ``linear`` is a tensor). With
+        ``mask_empty_memories`` a masked slot gets ``p_i = 0`` and adds nothing
+        to ``o``, so padded memories give the ``u'`` of the unpadded ones; with
+        ``mask_empty_memories=False`` the mask is read and ignored, as in the
+        authors' code. ``u'`` and ``p`` have no sequence axis to mask: the
+        outputs carry no mask.
+
     Example:
     >>> hop = MemN2NHop()
-    >>> u, p = hop([np.ones((2, 20)), np.ones((2, 5, 20)), np.ones((2, 5, 20))])
-    >>> u.shape, p.shape
-    (TensorShape([2, 20]), TensorShape([2, 5]))
+    >>> u, p = hop([np.ones((2, 20)), np.ones((2, 5, 20)), np.ones((2, 5, 20))],
+    ...            memory_mask=np.array([[1, 1, 1, 0, 0]] * 2, bool))
+    >>> tuple(u.shape), np.asarray(p, "float64")[0].round(3).tolist()
+    ((2, 20), [0.333, 0.333, 0.333, 0.0, 0.0])
     """
 
     def __init__(
@@ -53,6 +72,8 @@ class MemN2NHop(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(
             kernel_initializer or gaussian_initializer()
         )
+        # The memory masks are consumed in call(); the outputs carry none.
+        self.supports_masking = True
 
     def build(self, input_shape):
         query_shape = input_shape[0]
@@ -81,13 +102,22 @@ class MemN2NHop(keras.layers.Layer):
             return raw if linear else soft
         return ops.where(ops.cast(linear, "bool"), raw, soft)
 
-    def call(self, inputs, memory_mask=None, linear=False):
+    def call(self, inputs, memory_mask=None, linear=False, mask=None):
         query, memory_in, memory_out = inputs
+        if memory_mask is None and mask is not None:  # the Keras masks of m and c
+            for keras_mask in mask[1:]:
+                if keras_mask is not None:
+                    keras_mask = ops.cast(keras_mask, "bool")
+                    memory_mask = (keras_mask if memory_mask is None
+                                   else ops.logical_and(memory_mask, keras_mask))
         p = self.attention(query, memory_in, memory_mask, linear)
         read = ops.einsum("bm,bmd->bd", p, memory_out)
         if self.projection is not None:
             query = ops.matmul(query, ops.transpose(self.projection))
         return query + read, p
+
+    def compute_mask(self, inputs, mask=None):
+        return None  # u' has no slot axis; p is the attention, not a sequence
 
     def compute_output_shape(self, input_shape):
         query_shape, memory_shape = input_shape[0], input_shape[1]

@@ -13,6 +13,7 @@ from keras import ops
 from tpr_keras.models.memn2n.memn2n_embedding import (
     SENTENCE_ENCODINGS,
     MemN2NEmbedding,
+    as_padding,
     gaussian_initializer,
 )
 from tpr_keras.models.memn2n.memn2n_hop import MemN2NHop
@@ -82,10 +83,18 @@ class MemN2NNetwork(keras.layers.Layer):
     with ``return_attention=True`` also ``p`` of every hop,
     ``[batch, num_hops, memory_size]`` in slot order (most recent first).
 
+    Masking:
+        All-zero sentence rows are empty memories with or without a mask (the
+        memory padding mask is made from the ids). A Keras mask on the story,
+        ``[batch, sentences]`` or ``[batch, sentences, W]``, or on the question,
+        ``[batch, W]`` (``mask=[story_mask, question_mask]``, filled in by Keras),
+        makes the masked sentences or words padding, bit for bit as id 0. The
+        logits carry no mask.
+
     Example:
     >>> network = MemN2NNetwork(vocabulary_size=30, embedding_dim=20)
-    >>> network([np.ones((2, 7, 6), "int32"), np.ones((2, 6), "int32")]).shape
-    TensorShape([2, 30])
+    >>> tuple(network([np.ones((2, 7, 6), "int32"), np.ones((2, 6), "int32")]).shape)
+    (2, 30)
     """
 
     def __init__(
@@ -138,6 +147,7 @@ class MemN2NNetwork(keras.layers.Layer):
         )
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed, name="noise_seed")
+        self.supports_masking = True  # masks consumed in call(); the logits have none
 
     # ------------------------------------------------------------------ build
     def _table(self, name, temporal=True):
@@ -327,8 +337,10 @@ class MemN2NNetwork(keras.layers.Layer):
         self.linear_start.assign(1.0 if enabled else 0.0)
 
     # ------------------------------------------------------------------- call
-    def call(self, inputs, training=None, return_attention=False):
+    def call(self, inputs, training=None, return_attention=False, mask=None):
         story, question = inputs
+        if mask is not None:  # masked sentences and words are padding
+            story, question = (as_padding(x, m) for x, m in zip(inputs, mask))
         ids, mask, count = self.memory_slots(story)
         time = self.time_indices(mask, count, training) if self.temporal_encoding else None
         linear = ops.greater(self.linear_start, 0.5)
@@ -352,6 +364,9 @@ class MemN2NNetwork(keras.layers.Layer):
         if return_attention:
             return logits, ops.stack(attention, axis=1)
         return logits
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0][0], self.vocabulary_size)
