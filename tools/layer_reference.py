@@ -35,6 +35,10 @@ LAYERS = (
     ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
     ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerEncoderLayer"),
     ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerDecoderLayer"),
+    ("tpr_keras.models.tp_transformer.tp_transformer_embedding", "TPTransformerEmbedding"),
+    ("tpr_keras.models.memn2n.memn2n_embedding", "MemN2NEmbedding"),
+    ("tpr_keras.models.memn2n.memn2n_hop", "MemN2NHop"),
+    ("tpr_keras.models.memn2n.memn2n_network", "MemN2NNetwork"),
 )
 
 #: Section headers of a docstring (a whole line at the docstring's indentation, ending in
@@ -172,7 +176,8 @@ def generate():
         "",
         "The Keras 3 layers of tpr-keras, on TensorFlow and JAX. The shared TPR blocks are in "
         "`tpr_keras.layers`; the TP-Transformer's own layers in "
-        "`tpr_keras.models.tp_transformer` (also importable from `tpr_keras.layers`). Each "
+        "`tpr_keras.models.tp_transformer` and MemN2N's in `tpr_keras.models.memn2n` (all "
+        "also importable from `tpr_keras.layers`). Each "
         "section is the layer's docstring: what it computes, with the paper's equation "
         "numbers, its arguments, how it treats Keras masks (e.g. from "
         "`keras.layers.Embedding(mask_zero=True)`) and an example.",

@@ -40,13 +40,16 @@ def test_each_docstring_is_keras_hub_style(module, name):
 def test_every_public_layer_is_documented():
     documented = {name for _, name in layer_reference.LAYERS}
     import tpr_keras.layers as layers
-    from tpr_keras.models.tp_transformer import tp_transformer_layers
+    from tpr_keras.models import memn2n, tp_transformer
 
-    for module in (layers, tp_transformer_layers):
+    # The families' packages export the layers that tpr_keras.layers loads lazily.
+    for module in (layers, memn2n, tp_transformer):
         for name, value in vars(module).items():
             if (isinstance(value, type) and issubclass(value, keras.layers.Layer)
+                    and not issubclass(value, keras.Model)
                     and not name.startswith("_") and value.__module__.startswith("tpr_keras")):
                 assert name in documented, f"{name} is missing from tools.layer_reference.LAYERS"
+                assert getattr(layers, name) is value  # importable from tpr_keras.layers
 
 
 def test_check_fails_on_a_stale_file_and_passes_after_writing(tmp_path, capsys):
