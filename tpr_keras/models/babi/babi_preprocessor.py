@@ -118,17 +118,19 @@ class BabiPreprocessor:
         ``dropped_sentences`` (the earliest sentences past ``read_limit``, the most the
         model reads), ``question_words`` (0: an empty question) and
         ``trained_story_sentences``."""
-        sentences = np.asarray([len(self.story_words(s)) for s in stories], np.int32)
+        story_words = [self.story_words(s) for s in stories]  # each text tokenized once
+        question_words = [self.question_words(q) for q in questions]
+        unknown = [[w for w in [w for s in story for w in s] + question
+                    if w not in self.vocabulary]
+                   for story, question in zip(story_words, question_words)]
+        sentences = np.asarray([len(s) for s in story_words], np.int32)
         dropped = (np.zeros_like(sentences) if read_limit is None
                    else np.maximum(sentences - read_limit, 0).astype(np.int32))
         return {
-            "unknown_words": np.asarray([self.unknown_words(s, q) for s, q in
-                                         zip(stories, questions)], np.int32),
-            "unknown_tokens": np.asarray([self.unknown_tokens(s, q) for s, q in
-                                          zip(stories, questions)], dtype=str),
+            "unknown_words": np.asarray([len(u) for u in unknown], np.int32),
+            "unknown_tokens": np.asarray([join_distinct(u) for u in unknown], dtype=str),
             "story_sentences": sentences, "dropped_sentences": dropped,
-            "question_words": np.asarray([len(self.question_words(q)) for q in questions],
-                                         np.int32),
+            "question_words": np.asarray([len(q) for q in question_words], np.int32),
             "trained_story_sentences": np.full(len(stories), self.trained_story_sentences or 0,
                                                np.int32)}
 
