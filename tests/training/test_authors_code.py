@@ -90,7 +90,8 @@ def test_authors_code_recipes_and_the_defaults():
         resolve_size("tiny", recipe_name="authors")
     tpr = recipe("tpr_rnn", "all_tasks_authors", "authors_code")
     assert (tpr["optimizer"], tpr["batch_size"], tpr["warmup_steps"], tpr["halve_lr_below"],
-            tpr["beta_power_start"]) == ("nesterov_adam", 128, 51, None, "glorot_uniform")
+            tpr["beta_power_start"], tpr["max_story_sentences"], tpr["bucket_width"]) == (
+        "nesterov_adam", 128, 51, None, "glorot_uniform", 70, 0)
     assert recipe("tpr_rnn", "all_tasks") == dict(RECIPES_TPR_RNN_ALL_TASKS)
     with pytest.raises(ValueError, match="authors_code"):
         recipe("memn2n", "single_task", "authors_code")
@@ -128,3 +129,28 @@ def test_torch_linear_init_draws_their_bounds():
         assert np.abs(value).max() <= bound and np.abs(value).max() > 0.8 * bound, v.path
     with pytest.raises(ValueError, match="matches"):
         torch_linear_init(model, ["nothing/*"])
+
+
+def test_a_trained_pad_row_enters_the_sum_and_gets_a_gradient():
+    """``pad_row="trained"`` (the TPR-RNN authors' code): word id 0 is an ordinary row;
+    the default reads it as zeros."""
+    from tpr_keras.layers import SentenceEncoder
+
+    ids = np.array([[4, 2, 0, 0]])
+    sums = {}
+    for pad_row in ("zero", "trained"):
+        encoder = SentenceEncoder(vocabulary_size=6, symbol_dim=3, pad_row=pad_row)
+        encoder.build(ids.shape)
+        table = np.arange(18, dtype="float32").reshape(6, 3) / 10
+        encoder.embedding.embeddings.assign(table)
+        with tf.GradientTape() as tape:
+            out = encoder(ids)
+            total = tf.reduce_sum(out)
+        grad = tf.convert_to_tensor(tape.gradient(total, encoder.embedding.embeddings.value))
+        sums[pad_row] = out.numpy()
+        assert np.any(grad.numpy()[0]) == (pad_row == "trained")
+        assert SentenceEncoder.from_config(encoder.get_config()).pad_row == pad_row
+    # Two pad slots, each the pad row (0, 0.1, 0.2) times the position weight 1/4.
+    np.testing.assert_allclose(sums["trained"] - sums["zero"], [[0.0, 0.05, 0.1]], atol=1e-6)
+    with pytest.raises(ValueError, match="pad_row"):
+        SentenceEncoder(vocabulary_size=6, symbol_dim=3, pad_row="leak")

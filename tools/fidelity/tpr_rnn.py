@@ -29,7 +29,9 @@ and question encodings, the story MLPs' outputs, the memory ``F``, the question 
 outputs, each inference step, ``logits``), ``loss`` (their ``cost``), ``grad/<path>``;
 then their training step (``train_op``: Nadam, clip at global norm 5, their warm-up
 learning rate 1e-4) on batches 0 .. ``--steps``-1: ``train/loss``, ``train/grad_norm``
-and ``final/<path>``. Their ``query_entity`` network 1 (``q_e2``) feeds nothing; it has
+and ``final/<path>``, and the values their Nadam's power accumulators start from
+(``optimizer/beta1_power_start``, ``optimizer/beta2_power_start``: the random initial
+values of their β variables, which are assigned 0.9 / 0.999 only afterwards). Their ``query_entity`` network 1 (``q_e2``) feeds nothing; it has
 no counterpart in the port and no gradient.
 """
 
@@ -238,6 +240,11 @@ def main(argv=None):
     arrays.update({"input/story": story[batches[0]], "input/story_length": lengths[batches[0]],
                    "input/question": query[batches[0]], "input/answer": answer[batches[0]]})
 
+    # Their Nadam's power accumulators start from the random initial values of their
+    # beta variables (assigned 0.9 / 0.999 only afterwards): recorded for the port.
+    powers = sess.run(list(g.optimizer._get_beta_accumulators()))
+    arrays["optimizer/beta1_power_start"] = np.float32(powers[0])
+    arrays["optimizer/beta2_power_start"] = np.float32(powers[1])
     # Their train(): during the warm-up (steps < 50) the learning rate is 0.1 x 1e-3.
     sess.run(g._learning_rate.assign(c.learning_rate * c.warm_up_factor))
     losses, norms = [], []

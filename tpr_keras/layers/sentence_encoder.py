@@ -11,9 +11,13 @@ class _PadFreeEmbedding(keras.layers.Embedding):
     table and casts the gathered rows to the compute dtype.
     """
 
+    zero_pad = True  # False: the pad row is an ordinary, trained row
+
     def call(self, inputs):
-        not_pad = ops.expand_dims(ops.arange(self.input_dim) > 0, -1)
-        table = ops.where(not_pad, ops.convert_to_tensor(self.embeddings), 0.0)
+        table = ops.convert_to_tensor(self.embeddings)
+        if self.zero_pad:
+            not_pad = ops.expand_dims(ops.arange(self.input_dim) > 0, -1)
+            table = ops.where(not_pad, table, 0.0)
         return ops.cast(ops.take(table, ops.cast(inputs, "int32"), axis=0),
                         self.compute_dtype)
 
@@ -49,11 +53,15 @@ class SentenceEncoder(keras.layers.Layer):
         symbol_dim: width of ``V_Symbol`` (the paper uses the vocabulary size).
         embeddings_initializer: initializer of the word embeddings.
         scaled_positions: store ``k · p_i`` and divide by ``k`` in ``call``.
+        pad_row: ``"zero"`` (word id 0 reads as zeros and gets no gradient) or
+            ``"trained"`` (id 0 is an ordinary trained word that enters eq. 5's sum, as
+            in the authors' code).
 
     Input: int ids ``[..., k]``. Output: ``[..., symbol_dim]``.
 
     Masking:
-        Word id 0 is padding whether or not a mask is given. A boolean mask
+        Word id 0 is padding whether or not a mask is given (with ``pad_row="zero"``).
+        A boolean mask
         ``[..., k]`` (``mask=`` or the Keras mask of the ids) also removes the
         masked word slots from eq. 5's sum, as ``GlobalAveragePooling1D`` consumes
         the mask of the axis it reduces. The word axis is reduced, so the output
@@ -73,9 +81,13 @@ class SentenceEncoder(keras.layers.Layer):
         symbol_dim,
         embeddings_initializer=None,
         scaled_positions=False,
+        pad_row="zero",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if pad_row not in ("zero", "trained"):
+            raise ValueError(f"pad_row must be 'zero' or 'trained'; got {pad_row!r}.")
+        self.pad_row = pad_row
         self.scaled_positions = bool(scaled_positions)
         self.vocabulary_size = int(vocabulary_size)
         self.symbol_dim = int(symbol_dim)
@@ -98,6 +110,7 @@ class SentenceEncoder(keras.layers.Layer):
             embeddings_initializer=self.embeddings_initializer,
             name="word_embedding", dtype=self.dtype_policy
         )
+        self.embedding.zero_pad = self.pad_row == "zero"
         self.embedding.build((None,))
         self.positions = self.add_weight(
             name="positions",
@@ -138,6 +151,7 @@ class SentenceEncoder(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "scaled_positions": self.scaled_positions,
+                "pad_row": self.pad_row,
             }
         )
         return config

@@ -51,6 +51,9 @@ class TPRRNN(PresetMixin, keras.Model):
             ``"code"`` (the authors' published code: U(±0.1), positions a variable
             at ones divided by ``k`` in the graph, ε 1e-7). Same weights and
             shapes; see :data:`INITIALIZATIONS`.
+        pad_row: :class:`SentenceEncoder`'s: ``"zero"`` (pad words read as zeros) or
+            ``"trained"`` (the pad word is a trained embedding row in every sentence
+            and question sum, as in the authors' code).
 
     Inputs: ``{"story": int32[batch, sentences, max_words],
     "question": int32[batch, max_words]}``. Output: ``[batch, vocabulary_size]``.
@@ -80,6 +83,7 @@ class TPRRNN(PresetMixin, keras.Model):
         inference_steps=3,
         implementation="parallel",
         initialization="appendix",
+        pad_row="zero",
         **kwargs,
     ):
         if initialization not in INITIALIZATIONS:
@@ -93,7 +97,7 @@ class TPRRNN(PresetMixin, keras.Model):
                 vocabulary_size, symbol_dim, name="encoder",
                 embeddings_initializer=keras.initializers.RandomUniform(
                     -init["embedding_limit"], init["embedding_limit"]),
-                scaled_positions=init["scaled_positions"])
+                scaled_positions=init["scaled_positions"], pad_row=pad_row)
         # The memory and everything that writes or reads it: float32 under any policy.
         with building_under(FLOAT32):
             update = TPRUpdate(entity_dim, relation_dim, hidden_dim, operations,
@@ -122,6 +126,7 @@ class TPRRNN(PresetMixin, keras.Model):
         self.inference_steps = int(inference_steps)
         self.implementation = implementation
         self.initialization = initialization
+        self.pad_row = pad_row
         self.sentence_encoder = encoder
         self.update_module = update
         self.inference_module = inference
@@ -143,6 +148,7 @@ class TPRRNN(PresetMixin, keras.Model):
             "inference_steps": self.inference_steps,
             "implementation": self.implementation,
             "initialization": self.initialization,
+            "pad_row": self.pad_row,
         }
 
     @classmethod
