@@ -156,11 +156,12 @@ def test_a_wrong_weight_fails(fixture):
     assert error > 100 * tolerance(depth["logits"], np.max(np.abs(data["logits"])))
 
 
-def authors_code_steps(data, meta, model_dir, pad_row="trained"):
+def authors_code_steps(data, meta, model_dir, pad_row=None):
     """Their training step on the port as ``train.babi`` builds it from the
-    ``authors_code`` recipe: its optimizer (``nesterov_adam``) started from the power
-    values their run drew (recorded in the fixture; the recipe's ``authors_nadam`` draws
-    its own), at their warm-up rate, the batch-mean loss and the recipe's global-norm
+    ``authors_code`` recipe: its model option (``pad_row``, or the one given), its
+    optimizer (``nesterov_adam``) started from the power values their run drew
+    (recorded in the fixture; the recipe's ``authors_nadam`` draws its own), at their
+    warm-up rate, the batch-mean loss and the recipe's global-norm
     clip, run by the port's :class:`Trainer` step from their initial weights on their
     batches. Returns per-step losses and gradient norms."""
     import tensorflow as tf
@@ -174,6 +175,7 @@ def authors_code_steps(data, meta, model_dir, pad_row="trained"):
     assert ours == pytest.approx((opt["learning_rate"], *opt["betas"], opt["epsilon"],
                                   opt["clip_global_norm"]))
     assert hp["warmup_steps"] > meta["steps"] and hp["beta_power_start"] == "glorot_uniform"
+    pad_row = pad_row or hp["pad_row"]
     trainer = Trainer(
         lambda: build(data, meta, "parallel", pad_row=pad_row),
         lambda: get_optimizer(
