@@ -188,8 +188,9 @@ def run(command, main, argv=None):
     """Parses the command line with ``command()`` and runs ``main(args)``, with short errors.
 
     ``--help`` prints the command's flags and exits 0, and ``--list_presets`` its presets,
-    both without TensorFlow. absl's logging is set up as ``absl.app.run`` would (its
-    global flags, which no train command defines, are marked parsed).
+    both without TensorFlow. absl's logging is set up as ``absl.app.run`` sets it up (its
+    global flags, which no train command defines, are marked parsed; INFO verbosity, which
+    :func:`import_tensorflow` lowers to WARNING unless ``--tf_logs``).
 
     Args:
         command: Builds the command's :class:`TrainCommand` (a fresh one per call).
@@ -207,6 +208,8 @@ def run(command, main, argv=None):
     if not flags.FLAGS.is_parsed():
         flags.FLAGS.mark_as_parsed()
     logging.use_absl_handler()
+    if flags.FLAGS["verbosity"].using_default_value:  # INFO, as absl.app.run makes it
+        flags.FLAGS.verbosity = 0
     quiet_environment(args)
     if debug_enabled(args):
         main(args)
