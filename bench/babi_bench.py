@@ -1,8 +1,8 @@
 """Training and inference throughput of the bAbI models, side by side.
 
-    python -m bench.babi_bench --task all --preset all_tasks --batch_size 32 --seconds 20
-    python -m bench.babi_bench --task 1 --preset all_tasks_code --batch_size 128
-    python -m bench.babi_bench --task 1 --preset single_task --models tpr_rnn,memn2n
+    python -m bench.babi_bench --task all --size all_tasks --batch_size 32 --seconds 20
+    python -m bench.babi_bench --task 1 --size all_tasks_code --batch_size 128
+    python -m bench.babi_bench --task 1 --size single_task --models tpr_rnn,memn2n
 
 Each model runs in its own subprocess, one after the other, so that its peak
 RSS is its own: TPR-RNN once per ``--implementations`` entry (the parallel
@@ -99,7 +99,7 @@ def run_one(args):
 
         implementation = "-"
     else:
-        size = args.preset
+        size = args.size
         recipe = recipes.recipe("tpr_rnn", size)
 
         def model_fn():
@@ -146,8 +146,9 @@ def main():
     parser = Command("python -m bench.babi_bench", __doc__.split("\n\n")[0])
     parser.string("data_dir", None)
     parser.string("task", "1", "a task number 1..20 or 'all'")
-    parser.enum("preset", "single_task", ["single_task", "all_tasks", "all_tasks_code"],
+    parser.enum("size", "single_task", ["single_task", "all_tasks", "all_tasks_code"],
                 "TPR-RNN paper size (TPRRNN.paper_sizes)")
+    parser.alias("preset", "size")  # the spelling of earlier command lines
     parser.integer("batch_size", 128)
     parser.float("seconds", 20.0, "measuring time per model, train and inference each")
     parser.string("models", "tpr_rnn,memn2n")
@@ -173,13 +174,13 @@ def main():
         for implementation in (args.implementations.split(",") if model == "tpr_rnn"
                                else [None]):
             runs.append((model, implementation))
-    print(f"bAbI task {args.task}; preset {args.preset}; batch {args.batch_size}; "
+    print(f"bAbI task {args.task}; size {args.size}; batch {args.batch_size}; "
           f"TF {tf.__version__}; {os.cpu_count()} CPUs; {args.seconds:g} s per measurement")
-    results = {"task": args.task, "preset": args.preset, "batch_size": args.batch_size,
+    results = {"task": args.task, "preset": args.size, "batch_size": args.batch_size,
                "cpus": os.cpu_count(), "tensorflow": tf.__version__, "runs": []}
     for model, implementation in runs:
         command = [sys.executable, os.path.abspath(__file__), "--model", model,
-                   "--task", args.task, "--preset", args.preset,
+                   "--task", args.task, "--size", args.size,
                    "--batch_size", str(args.batch_size), "--seconds", str(args.seconds),
                    "--bucket_width", str(args.bucket_width), "--batches", str(args.batches)]
         if args.data_dir:
