@@ -90,7 +90,7 @@ def test_authors_code_recipes_and_the_defaults():
         resolve_size("tiny", recipe_name="authors")
     tpr = recipe("tpr_rnn", "all_tasks_authors", "authors_code")
     assert (tpr["optimizer"], tpr["batch_size"], tpr["warmup_steps"], tpr["halve_lr_below"],
-            tpr["beta_power_start"], tpr["max_story_sentences"], tpr["bucket_width"]) == (
+            tpr["beta_power_start"], tpr["joint_max_story_sentences"], tpr["bucket_width"]) == (
         "nesterov_adam", 128, 51, None, "glorot_uniform", 70, 0)
     assert recipe("tpr_rnn", "all_tasks") == dict(RECIPES_TPR_RNN_ALL_TASKS)
     with pytest.raises(ValueError, match="authors_code"):
