@@ -30,8 +30,9 @@ RECIPES = MappingProxyType({
 #: global-norm clip 5; 51 steps at a tenth of the rate (their loop lowers the rate for
 #: steps 0-49 and restores it from step 51); no halving (their loop halves the rate
 #: once and restores it on the next step); trained jointly, every story truncated to its
-#: last 70 statements, task 3's too (``joint_max_story_sentences``; one task alone keeps
-#: the default 70, 130 for task 3, as their code); batches not grouped by story
+#: last 70 statements, task 3's too (``joint_max_story_sentences``: their all-tasks
+#: training file is read as one task; one task alone keeps the default 70, 130 for task
+#: 3, as their code); batches not grouped by story
 #: length (``bucket_width=0``); the pad word a trained embedding row that enters every
 #: sentence and question sum (``pad_row="trained"``, the model's option). What it still
 #: leaves different (their batch order, output classes, NaN updates): docs/training.md.
