@@ -412,7 +412,7 @@ def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
 
 
 def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
-    from tpr_keras.training.loop import without_autotune
+    from tpr_keras.training.tensorflow_trainer import without_autotune
 
     ds = dataset_fn(*make_data())(0)
     one = trainer(tmp_path / "one", tf.distribute.OneDeviceStrategy("/cpu:0"))
@@ -433,14 +433,14 @@ def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
 def test_time_budget_stops_mid_epoch_and_the_next_fit_resumes(tmp_path, monkeypatch):
     import itertools
 
-    from tpr_keras.training import epoch_loop
+    from tpr_keras.training import trainer as shared_trainer
 
     x, y = make_data()
     full = trainer(tmp_path / "full", epochs=3)
     full.fit(dataset_fn(x, y))
     # A clock that advances 1 s per reading: the budget of 1.5 s is spent after one step.
     ticks = itertools.count()
-    monkeypatch.setattr(epoch_loop.time, "monotonic", lambda: float(next(ticks)))
+    monkeypatch.setattr(shared_trainer.time, "monotonic", lambda: float(next(ticks)))
     cut = trainer(tmp_path / "cut", epochs=3, max_train_seconds=1.5)
     cut.fit(dataset_fn(x, y))
     monkeypatch.undo()

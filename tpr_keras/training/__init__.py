@@ -9,9 +9,9 @@ package; nothing here parses flags or imports absl.
 from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
-    "Trainer": "loop", "TrainConfig": "config", "EpochLoop": "epoch_loop",
+    "Trainer": "tensorflow_trainer", "TrainConfig": "config", "EpochLoop": "trainer",
     "JaxTrainer": "jax_trainer", "make_trainer": "trainers", "binary_classification": "losses",
-    "is_chief": "loop", "sparse_classification": "losses",
+    "is_chief": "tensorflow_trainer", "sparse_classification": "losses",
     "sequence_cross_entropy": "losses",
     "TrainerState": "state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",

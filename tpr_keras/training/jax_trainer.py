@@ -1,7 +1,7 @@
 """The training loop on Keras' JAX backend: one ``jax.jit``-compiled step, no TensorFlow.
 
 :class:`JaxTrainer` runs the same epochs as the TensorFlow
-:class:`~tpr_keras.training.loop.Trainer` (:class:`~tpr_keras.training.epoch_loop.EpochLoop`:
+:class:`~tpr_keras.training.tensorflow_trainer.Trainer` (:class:`~tpr_keras.training.trainer.EpochLoop`:
 the learning-rate policy, NaN guard and re-initialisation, validation, early stopping,
 time budget, checkpoints and resume, history) with the step written the JAX way: the
 model runs statelessly on arrays (``keras.StatelessScope``), ``jax.value_and_grad``
@@ -30,7 +30,7 @@ import os
 import keras
 import numpy as np
 
-from tpr_keras.training.epoch_loop import EpochLoop
+from tpr_keras.training.trainer import EpochLoop
 from tpr_keras.training.host_checkpoints import HostCheckpoints
 from tpr_keras.training.state import TrainerState
 

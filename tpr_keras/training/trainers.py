@@ -3,7 +3,7 @@
 
 def make_trainer(model_fn, optimizer_fn, compute_fn, config, model_dir, strategy=None):
     """A :class:`~tpr_keras.training.jax_trainer.JaxTrainer` on JAX, else a
-    :class:`~tpr_keras.training.loop.Trainer` under ``strategy`` (which JAX has no use
+    :class:`~tpr_keras.training.tensorflow_trainer.Trainer` under ``strategy`` (which JAX has no use
     for: it must be None there). The arguments are the trainers' own."""
     import keras
 
@@ -14,6 +14,6 @@ def make_trainer(model_fn, optimizer_fn, compute_fn, config, model_dir, strategy
         from tpr_keras.training.jax_trainer import JaxTrainer
 
         return JaxTrainer(model_fn, optimizer_fn, compute_fn, config, model_dir)
-    from tpr_keras.training.loop import Trainer
+    from tpr_keras.training.tensorflow_trainer import Trainer
 
     return Trainer(model_fn, optimizer_fn, compute_fn, config, model_dir, strategy=strategy)

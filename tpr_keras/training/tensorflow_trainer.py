@@ -60,7 +60,7 @@ import tensorflow as tf
 
 from tpr_keras.training.checkpoints import CheckpointIO
 from tpr_keras.training.config import TrainConfig  # noqa: F401
-from tpr_keras.training.epoch_loop import EpochLoop
+from tpr_keras.training.trainer import EpochLoop
 from tpr_keras.training.losses import binary_classification, sparse_classification  # noqa: F401
 from tpr_keras.training.state import TrainerState
 

@@ -1,6 +1,6 @@
 """The epochs of a training run, the same for every backend.
 
-:class:`EpochLoop` is what :class:`~tpr_keras.training.loop.Trainer` (TensorFlow,
+:class:`EpochLoop` is what :class:`~tpr_keras.training.tensorflow_trainer.Trainer` (TensorFlow,
 ``tf.distribute``) and :class:`~tpr_keras.training.jax_trainer.JaxTrainer` (JAX, one
 jit-compiled step) share: epochs of steps, the rate of each step, skipping a non-finite
 step, validation, the end-of-epoch checkpoints and resume, the history and the console. The
@@ -18,7 +18,7 @@ import keras
 
 from tpr_keras.training.console import epoch_line, read_history, write_history
 from tpr_keras.training.callbacks import Callback, default_callbacks
-from tpr_keras.training.loop_state import LoopState
+from tpr_keras.training.trainer_state import LoopState
 
 
 class EpochLoop(LoopState):
