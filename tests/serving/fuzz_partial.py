@@ -1,4 +1,4 @@
-"""The fuzz probe's partial-input cases (issue 60.2): requests a model does not fully take
+"""The fuzz probe's partial-input cases: requests a model does not fully take
 in (empty stories, questions and formulas; stories longer than the model reads; unknown
 words and characters; malformed formulas) are answered OK, and every reply reports what
 was not taken in through the export's outputs. Used by :mod:`tests.serving.fuzz`."""

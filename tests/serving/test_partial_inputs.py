@@ -1,4 +1,4 @@
-"""Issue 60.2: every reply says what the model did not take in, alike over gRPC, REST, the
+"""Every reply says what the model did not take in, alike over gRPC, REST, the
 client and its command, for the three families; an empty input is answered (never a
 TensorFlow error); an error the graph raises reaches the user without its node dump.
 
@@ -82,8 +82,8 @@ def test_babi_empty_long_and_unknown_inputs_are_answered_and_reported(served):
 
 def test_a_model_reading_more_than_its_training_stories_says_so(served):
     """The TPR-RNN preset reads a story's last 130 sentences (the served truncation), and
-    was trained on stories cut at 70 (all tasks but task 3): a user's 300-sentence story
-    got a confident wrong answer without a word before issue 60."""
+    was trained on stories cut at 70 (all tasks but task 3): a 300-sentence story gets a
+    confident wrong answer, and the reply must say what was dropped and what is untrained."""
     with BabiClient(f"127.0.0.1:{served.port}", "tpr_rnn") as client:
         reply = client.ask(LONG_STORY, "Where is Mary?")
     assert (reply.story_sentences, reply.dropped_sentences) == (300, 170)
