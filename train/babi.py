@@ -87,6 +87,11 @@ def command():
                     "counted by per-matrix clipping, as the authors' nil word (default: the "
                     "preset's; joint_paper on).")
     command.group("Training recipe")
+    command.enum("recipe", "size", ["size", "authors_code"], "size: the paper's recipe of "
+                 "the setting (or the --size's protocol). authors_code (TPR-RNN): the "
+                 "authors' released training step (their Nadam with its random start, "
+                 "batch 128, a trained pad word, 70 statements, no buckets; "
+                 "docs/training.md); recipe flags given still override it.")
     command.enum("optimizer", None, ["nadam", "nesterov_adam", "adam", "sgd"],
                  "Default nadam (TPR-RNN; Keras Nadam after Dozat, as in the paper) or "
                  "sgd (MemN2N). nesterov_adam: the TPR-RNN reference code's TF1 Nadam.")

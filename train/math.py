@@ -61,6 +61,10 @@ def command():
                    "vocabulary, so --modules may be a subset of its modules. The optimizer "
                    "starts fresh; a resumed run restores its own checkpoint instead.")
     command.group("Training recipe")
+    command.enum("recipe", "size", ["size", "authors_code"], "size: the --size's recipe. "
+                 "authors_code: the authors' released training step (PyTorch-form Adam, "
+                 "token-mean loss, their initialisation, batch 128, plain batches; "
+                 "docs/training.md); recipe flags given still override it.")
     command.integer("batch_size", None, "Global batch size." + _RECIPE +
                     " (paper 1024, CPU sizes 128).")
     command.float("learning_rate", None, "Adam learning rate." + _RECIPE +

@@ -32,7 +32,7 @@ class BabiTask(TrainTask):
 
         flags = self.flags
         self.tasks = parse_tasks(flags.task)
-        joint = self.tasks == "all" or len(self.tasks) > 1
+        self.joint = joint = self.tasks == "all" or len(self.tasks) > 1
         self.memn2n = flags.model == "memn2n"
         self.preset = flags.size or ("all_tasks" if joint else "single_task")
         if self.memn2n and self.preset not in MemN2N.paper_sizes:
@@ -45,6 +45,10 @@ class BabiTask(TrainTask):
         defaults = dict(RECIPES[flags.model].get(self.preset, {}))
         if not defaults.get("protocol"):
             defaults = recipe(flags.model, "all_tasks" if joint else "single_task")
+        if getattr(flags, "recipe", "size") == "authors_code":
+            if self.memn2n:
+                raise UsageError("--recipe authors_code is TPR-RNN's (--model tpr_rnn).")
+            defaults = recipe(flags.model, self.preset, "authors_code")
         self.hp = {k: getattr(flags, k, None) if getattr(flags, k, None) is not None else v
                    for k, v in defaults.items()}
         return self.hp["batch_size"]
@@ -85,13 +89,21 @@ class BabiTask(TrainTask):
     def finished_summary(self, results):
         return f"test error {results['test_error_percent_mean']:.2f} %"
 
+    def max_story_sentences(self):
+        """The flag's or recipe's truncation; jointly, a recipe's
+        ``joint_max_story_sentences`` (the authors' code: task 3 too at 70)."""
+        limit = self.option("max_story_sentences")
+        if limit is None and getattr(self, "joint", False):
+            limit = self.hp.get("joint_max_story_sentences")
+        return limit
+
     def load_data(self):
         from tpr_keras.data import babi
 
         flags = self.flags
         self.data = data = babi.load_babi(
             flags.data_dir, tasks=self.tasks, setting=flags.setting,
-            max_story_sentences=self.option("max_story_sentences"), download=flags.download,
+            max_story_sentences=self.max_story_sentences(), download=flags.download,
             keep_sentence_ends=self.keep_sentence_ends())
         print(data)
         self.truncated = data.stats.get("truncated", {})
@@ -117,7 +129,7 @@ class BabiTask(TrainTask):
             symbol_dim=flags.symbol_dim, hidden_dim=flags.hidden_dim,
             entity_dim=flags.entity_dim, relation_dim=flags.relation_dim,
             operations=flags.operations, inference_steps=flags.inference_steps,
-            implementation=flags.implementation)
+            implementation=flags.implementation, pad_row=self.option("pad_row", "zero"))
 
     def optimizer_fn(self):
         import keras
@@ -131,7 +143,13 @@ class BabiTask(TrainTask):
             # clips (train_config: a recipe with a matrix_norm).
             clip = None if self.option("matrix_norm") else hp["clip_norm"] or None
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=clip)
-        return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"])
+        if hp["optimizer"] == "nesterov_adam" and hp.get("beta_power_start") == "glorot_uniform":
+            from tpr_keras.training.optimizers import authors_nadam
+
+            return authors_nadam(hp["learning_rate"], hp["beta_1"], hp["beta_2"],
+                                 hp.get("epsilon") or 1e-8, seed=self.flags.seed)
+        return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"],
+                             hp.get("epsilon"))
 
     def compute_fn(self, on_jax):
         from tpr_keras.training import sparse_classification

@@ -2,6 +2,8 @@
 Mathematics Dataset, scored by the exact match of the whole greedy answer per module, on
 interpolate and extrapolate (Table 1)."""
 
+from types import MappingProxyType
+
 from train.runner import TrainTask
 from train.tasks.math_validation import check_resumed_run, split_validation
 from train.tasks.math_validation import describe as describe_validation
@@ -11,6 +13,8 @@ from train.tasks.math_validation import describe as describe_validation
 RECIPE_FLAGS = ("learning_rate", "beta_1", "beta_2", "clip_norm", "batch_size", "steps", "epochs",
                 "max_train_minutes")
 REGIMES = ("interpolate", "extrapolate")
+#: How the start line names a recipe's optimizer (default: Keras' Adam).
+OPTIMIZER_NAMES = {"torch_adam": "PyTorch-form Adam"}
 
 
 def describe_recipe(flag, preset, recipe):
@@ -23,7 +27,8 @@ def describe_recipe(flag, preset, recipe):
     if recipe.get("max_train_minutes"):
         budget.append(f"at most {recipe['max_train_minutes']:g} min of training")
     return (f"Size {flag}" + (f" -> {preset}" if flag != preset else "") + device +
-            f": Adam lr {recipe['learning_rate']:g}, β {recipe['beta_1']:g}/"
+            f": {OPTIMIZER_NAMES.get(recipe.get('optimizer'), 'Adam')} lr "
+            f"{recipe['learning_rate']:g}, β {recipe['beta_1']:g}/"
             f"{recipe['beta_2']:g}, clip {recipe['clip_norm']:g}, batch "
             f"{recipe['batch_size']}, " + ", ".join(budget) + ". Flags override each.")
 
@@ -123,15 +128,23 @@ class MathTask(TrainTask):
     """The Mathematics Dataset: ``--size`` picks the size and its recipe together (the
     paper's on a GPU, a CPU one otherwise); recipe flags given override it."""
 
+    #: The resolved recipe (:meth:`resolve_recipe`); its keys without a flag (an
+    #: ``authors_code`` recipe's optimizer, loss, initialisation, batches) are read here.
+    recipe = MappingProxyType({})
+
     def resolve_recipe(self):
         from tpr_keras.training.recipes.tp_transformer import resolve_size
 
         flags = self.flags
         self.preset, recipe = resolve_size(
             flags.size, use_role=flags.model == "tp_transformer",
+            recipe_name=getattr(flags, "recipe", "size"),
             **{k: getattr(flags, k) for k in RECIPE_FLAGS})
-        for key, value in recipe.items():  # the shared flags read max_train_minutes
-            setattr(flags, key, value)
+        self.recipe = recipe  # authors_code: keys without a flag (optimizer, loss, ...)
+        for key in RECIPE_FLAGS:  # the shared flags read max_train_minutes
+            setattr(flags, key, recipe[key])
+        if "balance_modules" in recipe:
+            flags.balance_modules = recipe["balance_modules"]
         print(describe_recipe(flags.size, self.preset, recipe))
         return flags.batch_size
 
@@ -186,18 +199,23 @@ class MathTask(TrainTask):
         self.init_record = None
         if self.flags.init_from:
             self.init_record = load_initial_weights(model, self.flags.init_from)
+        elif self.recipe.get("torch_default_init"):
+            from tpr_keras.training.torch_init import torch_linear_init
+
+            torch_linear_init(model, self.recipe["torch_default_init"], seed=self.flags.seed)
         return model
 
     def optimizer_fn(self):
         from tpr_keras.training import get_optimizer
 
         flags = self.flags
-        return get_optimizer("adam", flags.learning_rate, flags.beta_1, flags.beta_2)
+        return get_optimizer(self.recipe.get("optimizer", "adam"), flags.learning_rate,
+                             flags.beta_1, flags.beta_2, self.recipe.get("epsilon"))
 
     def compute_fn(self, on_jax):
         from tpr_keras.models.tp_transformer import sequence_compute_fn
 
-        return sequence_compute_fn()
+        return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"))
 
     def describe_model(self, trainer):
         print(f"{self.flags.model} ({self.preset}): {trainer.model.count_params():,} "
@@ -215,10 +233,12 @@ class MathTask(TrainTask):
             valid_ds = mathematics.MathBatches(self.validation, flags.eval_batch_size)
         else:
             def train_fn(epoch):
+                buckets = ({"bucket_boundaries": self.recipe["bucket_boundaries"]}
+                           if "bucket_boundaries" in self.recipe else {})
                 return mathematics.make_dataset(data.train, flags.batch_size, shuffle=True,
                                                 seed=flags.seed * 100_003 + epoch,
                                                 balance_modules=flags.balance_modules,
-                                                module_weights=self.module_weights)
+                                                module_weights=self.module_weights, **buckets)
 
             valid_ds = mathematics.make_dataset(self.validation, flags.eval_batch_size)
         return train_fn, valid_ds, -(-len(data.train) // flags.batch_size)
@@ -288,6 +308,7 @@ class MathTask(TrainTask):
             "max_train_minutes", "seed", "curve_questions",
             "limit_per_file", "balance_modules", "module_weights", "init_from",
             "validation_questions", "validation_dir")} | {
+                "recipe": getattr(flags, "recipe", "size"),
                 "validation_source": self.validation_record["source"],
                 "preset": self.preset, "preset_flag": flags.size,
                 "init_from_preset": getattr(self, "init_record", None)}

@@ -1,0 +1,73 @@
+"""``--recipe authors_code`` of ``train.math`` and ``train.babi`` builds the authors'
+training step (docs/training.md; its 20-step trajectories: tests/fidelity/)."""
+
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run(command, args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+               CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, "-m", command, *args, "--download=false",
+                           "--verbose", "0"], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def saved_weights(model_dir):
+    """``{h5 path: max |value|}`` of the exported ``model.keras``."""
+    import h5py
+
+    archive = zipfile.ZipFile(model_dir / "export" / "model.keras")
+    weights = h5py.File(io.BytesIO(archive.read("model.weights.h5")), "r")
+    out = {}
+    weights.visititems(lambda name, item: out.__setitem__(name, float(np.max(np.abs(item[()]))))
+                       if hasattr(item, "shape") else None)
+    return out
+
+
+@pytest.mark.slow
+def test_train_math_authors_code(tiny_math, tmp_path):
+    done = run("train.math", ["--data_dir", str(tiny_math), "--size", "tiny", "--recipe",
+                              "authors_code", "--steps", "2", "--batch_size", "32",
+                              "--model_dir", str(tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((tmp_path / "results.json").read_text())["config"]
+    assert (config["recipe"], config["learning_rate"], config["beta_2"], config["clip_norm"],
+            config["balance_modules"], config["batch_size"]) == (
+        "authors_code", 1e-4, 0.995, 0.1, False, 32)
+    assert "PyTorch-form Adam lr 0.0001" in done.stdout
+    # PyTorch's nn.Linear initialisation: attention biases drawn in ±1/√64 (2 steps of
+    # lr 1e-4 move a zero bias by at most 2e-4).
+    attention = [m for name, m in saved_weights(tmp_path).items() if "attention" in name]
+    assert attention and max(attention) <= 1 / 8 + 1e-3 and min(attention) > 0.05
+
+
+@pytest.mark.slow
+def test_train_babi_authors_code(tiny_babi, tmp_path):
+    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--size",
+                              "all_tasks_authors", "--recipe", "authors_code", "--steps", "2",
+                              "--epochs", "1", "--model_dir", str(tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((tmp_path / "results.json").read_text())["config"]
+    assert (config["optimizer"], config["batch_size"], config["warmup_steps"],
+            config["halve_lr_below"], config["pad_row"], config["beta_power_start"]) == (
+        "nesterov_adam", 128, 51, None, "trained", "glorot_uniform")
+    model = json.loads(zipfile.ZipFile(tmp_path / "export" / "model.keras").read("config.json"))
+    assert model["config"]["pad_row"] == "trained"
+
+
+def test_memn2n_has_no_authors_code(tiny_babi, tmp_path):
+    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--model",
+                              "memn2n", "--recipe", "authors_code", "--model_dir",
+                              str(tmp_path)], tmp_path)
+    assert done.returncode != 0 and "TPR-RNN" in done.stderr
