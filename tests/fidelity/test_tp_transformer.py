@@ -22,7 +22,12 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.fidelity.tolerance import assert_close, tolerance, value_and_gradients
+from tests.fidelity.tolerance import (
+    assert_close,
+    assert_report_within,
+    tolerance,
+    value_and_gradients,
+)
 from tpr_keras.models.tp_transformer import TPTransformer
 from tpr_keras.training.losses import sequence_cross_entropy
 
@@ -272,11 +277,7 @@ def test_authors_code_recipe_follows_their_trajectory(fixture, tmp_path):
     size (about 1e-6 here, against weights of 0.1) (docs/fidelity.md)."""
     data, meta = fixture
     losses, norms = authors_code_steps(data, meta, tmp_path)
-    report = trajectory_report(data, meta, losses, norms)
-    worst = max(report, key=lambda r: r[1] / r[2])
-    print(f"\nworst {worst[0]}: {worst[1]:.3g} <= {worst[2]:.3g}")
-    for name, error, bound in report:
-        assert error <= bound, f"{name}: |diff| {error:.3g} > tolerance {bound:.3g}"
+    assert_report_within(trajectory_report(data, meta, losses, norms))
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",

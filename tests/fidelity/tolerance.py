@@ -67,3 +67,12 @@ def value_and_gradients(model, loss_fn):
     else:
         raise NotImplementedError(keras.backend.backend())
     return np.asarray(loss), [np.asarray(g) for g in grads]
+
+
+def assert_report_within(report):
+    """Every ``(name, |difference|, tolerance)`` of a trajectory report is within its
+    tolerance; prints the worst ratio (``pytest -s`` shows it)."""
+    worst = max(report, key=lambda r: r[1] / r[2])
+    print(f"\nworst {worst[0]}: {worst[1]:.3g} <= {worst[2]:.3g}")
+    for name, error, bound in report:
+        assert error <= bound, f"{name}: |diff| {error:.3g} > tolerance {bound:.3g}"
