@@ -68,6 +68,7 @@ import time
 import numpy as np
 
 from tools.babi_table import PAPER_TABLE2  # noqa: E402
+from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
 
 # Table 3: tasks failed (> 5 % test error) by each operation set; "all" fails none (Table 2).
 PAPER_TABLE3 = {
@@ -203,8 +204,7 @@ def needs_no_stop(args, operations, task, seed):
     return result["valid_error_percent"][str(task)] > args.fallback_above
 
 
-STOPS = {"early_stopping": "patience", "epochs": "epoch cap", "steps": "step cap",
-         "target_error": "target", "time_budget": "time budget"}
+STOPS = STOP_LABELS
 
 
 def describe(result, task, recipe="paper"):

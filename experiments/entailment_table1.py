@@ -38,6 +38,8 @@ import subprocess
 import sys
 import time
 
+from tpr_keras.training.early_stopping import STOP_LABELS
+
 SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
 
 #: name -> (train.entailment flags, label)
@@ -66,8 +68,7 @@ PAPER = {
 }
 PAPER["bidaf-tpru32-normal"] = PAPER["bidaf-tpru32"]  # the paper gives no initialisation
 
-STOPS = {"epochs": "epoch cap", "early_stopping": "patience", "steps": "step cap",
-         "time_budget": "time budget"}
+STOPS = STOP_LABELS
 
 
 def command(args, name):

@@ -37,6 +37,7 @@ import os
 import re
 
 from tools.babi_table import PAPER_TABLE4  # noqa: E402
+from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
 from tools.report_common import validation_curve  # noqa: E402
 
 TASKS = tuple(range(1, 21))
@@ -95,8 +96,7 @@ PAPER = {
     },
 }
 
-STOPS = {"epochs": "epoch cap", "early_stopping": "patience", "steps": "step cap",
-         "time_budget": "time budget", "target": "target error"}
+STOPS = STOP_LABELS
 
 
 def paper_without_3(model):

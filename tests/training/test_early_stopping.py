@@ -31,3 +31,13 @@ def test_limits_come_before_early_stopping():
     assert stop_reason(config, 10, 4, 5.0, 3) == "early_stopping"
     assert set(STOP_REASONS) == {"epochs", "steps", "target_error", "early_stopping",
                                  "time_budget", "callback"}
+
+
+def test_every_stop_reason_has_a_table_label():
+    """The results tables label each stop reason from one place: none is missing, so a
+    table never prints a raw key (a label under a key the loop never writes once hid
+    ``target_error``)."""
+    from tpr_keras.training.early_stopping import STOP_LABELS
+
+    assert set(STOP_LABELS) == set(STOP_REASONS)
+    assert all(label and label != key for key, label in STOP_LABELS.items())

@@ -14,6 +14,16 @@ STOP_REASONS = {
     "callback": "a callback set model.stop_training",
 }
 
+#: The same reasons in a few words, for the cells of a results table.
+STOP_LABELS = {
+    "epochs": "epoch cap",
+    "steps": "step cap",
+    "target_error": "target error",
+    "early_stopping": "patience",
+    "time_budget": "time budget",
+    "callback": "stopped by a callback",
+}
+
 
 @dataclasses.dataclass
 class EarlyStopping(Callback):
