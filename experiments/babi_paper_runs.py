@@ -1,4 +1,4 @@
-"""Run and tabulate the single-task experiments of TPR-RNN Table 2 and Table 3 (issue #16).
+"""Run and tabulate the single-task experiments of TPR-RNN Table 2 and Table 3.
 
     python -m experiments.babi_paper_runs --table 2 --seeds 0,1,2 --data_dir ../shared/data/babi \
         --dry_run

@@ -1,4 +1,4 @@
-"""Run and tabulate Table 1 of Tang, Smolensky & de Sa (2018) on this machine (issue #14).
+"""Run and tabulate Table 1 of Tang, Smolensky & de Sa (2018) on this machine.
 
     python -m experiments.entailment_table1 --data_dir ../shared/data/entailment --dry_run
     python -m experiments.entailment_table1 --data_dir ../shared/data/entailment --jobs 2  # runs

@@ -1,4 +1,4 @@
-"""Train MemN2N jointly on all 20 bAbI tasks at the paper's protocol, seeds 1..10 (issue #42).
+"""Train MemN2N jointly on all 20 bAbI tasks at the paper's protocol, seeds 1..10.
 
     python -m experiments.memn2n_joint_runs --data_dir ../shared/data/babi --dry_run
     python -m experiments.memn2n_joint_runs --data_dir ../shared/data/babi --jobs 2 \

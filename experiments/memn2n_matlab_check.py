@@ -1,4 +1,4 @@
-"""Run the MemN2N authors' MATLAB code beside ours on the same data (issue #42).
+"""Run the MemN2N authors' MATLAB code beside ours on the same data.
 
     python -m experiments.memn2n_matlab_check subset --data_dir ../shared/data/babi --out DIR
     python -m experiments.memn2n_matlab_check convert --log octave.log --out RESULTS_JSON \

@@ -1,4 +1,4 @@
-"""No import circles in ``tpr_keras`` (issue 43): its modules' imports form a DAG.
+"""No import circles in ``tpr_keras``: its modules' imports form a DAG.
 
 An edge ``a -> b`` is an ``import b`` or ``from b import x`` in ``a``; ``from p import m``
 with ``m`` a submodule is an edge to both ``p`` (its ``__init__`` runs) and ``p.m``. The

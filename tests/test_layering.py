@@ -12,7 +12,7 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-#: Every package of the library a user imports (the brief of issue 43, item 3).
+#: Every package of the library a user imports.
 LIBRARY = ("tpr_keras", "tpr_keras.layers", "tpr_keras.models", "tpr_keras.training",
            "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets")
 

@@ -1,5 +1,5 @@
 """The all-tasks TPR-RNN recipe ablation: which difference from the authors' code moves a
-seed off the plateau (issue #42). Reads committed runs and prints one row per run.
+seed off the plateau. Reads committed runs and prints one row per run.
 
 Runs are kept as ``results/babi/recipes/<recipe>/tpr_rnn-seed<N>/results.json`` (each with
 its command); the earlier Appendix-recipe runs (``results/babi/all_tasks/``) are the

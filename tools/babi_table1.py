@@ -47,7 +47,7 @@ RESULTS = os.path.join("results", "babi", "all_tasks")
 RECIPE_130EP = os.path.join("results", "babi", "recipes", "all_tasks_authors_130ep")
 MODELS = {"tpr_rnn": "TPR-RNN", "memn2n": "MemN2N"}
 
-#: Issue #42's bar for TPR-RNN on all tasks: at least ``seeds`` seeds of one command, every
+#: The reproduction bar for TPR-RNN on all tasks: at least ``seeds`` seeds of one command, every
 #: seed's mean test error over the 19 tasks other than task 3 at most ``per_seed`` % (the
 #: authors' worst published run) and the mean over seeds at most ``mean`` % (the paper's
 #: per-task means over the same 19 tasks).
@@ -191,7 +191,7 @@ def bar_text(bar, means_19):
     verdict = ("**met**" if per_seed_ok and mean_ok and enough else
                "**not met**" + ("" if enough else f" yet: {len(means_19)} of the "
                                 f"{bar['seeds']} seeds are committed"))
-    return (f"**Issue #42's bar:** at least {bar['seeds']} seeds of one command; every "
+    return (f"**Reproduction bar:** at least {bar['seeds']} seeds of one command; every "
             f"seed's mean test error over the 19 tasks other than task 3 at most "
             f"{bar['per_seed']} % (the authors' worst published run), and the mean over "
             f"seeds at most {bar['mean']} % (the paper's per-task means over the same 19 "

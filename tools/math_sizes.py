@@ -5,7 +5,7 @@ against steps and time.
                                                 # puts it into results/math.md (math-sizes)
     python -m tools.math_sizes --plot results/figures/math/sizes.png   # + the curves
 
-Issue #42 asks for >= 90 % interpolate exact match on every served module, or learning curves
+The bar is >= 90 % interpolate exact match on every served module, or learning curves
 that show what size and time that takes on this CPU. This compares the longest committed run
 of each ``--preset`` size and schedule of the preset's command (the four focus modules, batch
 128, seed 0): ``results/math/<folder>/tp_transformer-seed0`` for every folder but ``focus``

@@ -1,4 +1,4 @@
-"""The math preset's recipe against its training length: exact match per module (issue #42).
+"""The math preset's recipe against its training length: exact match per module.
 
     python -m tools.math_steps      # Markdown on stdout; python -m tools.report puts it into
                                     # results/math.md (block math-steps)
@@ -18,7 +18,7 @@ import os
 FOCUS = os.path.join("results", "math", "focus")
 STEPS = os.path.join("results", "math", "steps{steps}")
 MODEL = "tp_transformer"
-#: issue #42: every module the preset serves at >= 90 % interpolate exact match.
+#: The bar: every module the preset serves at >= 90 % interpolate exact match.
 TARGET = 90.0
 #: ``--modules`` of the preset's command (the modules it serves).
 PRESET_MODULES = ("numbers__place_value,arithmetic__add_or_sub,comparison__pair,"

@@ -1,4 +1,4 @@
-"""MemN2N's linear start beside the authors' MATLAB code, on the same data (issue #42).
+"""MemN2N's linear start beside the authors' MATLAB code, on the same data.
 
     python -m tools.memn2n_ls_check      # Markdown on stdout; python -m tools.report puts it
                                          # into results/babi.md (block babi-memn2n-ls-check)

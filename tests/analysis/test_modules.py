@@ -1,4 +1,4 @@
-"""Figures 4/5, Table 1 and the seed comparison of finished train.math runs (issue 15), as
+"""Figures 4/5, Table 1 and the seed comparison of finished train.math runs, as
 the library makes them (``tpr_keras.analysis.modules``; the command is tested in
 ``tests/tools/test_analysis_modules.py``). The runs are ``tests/conftest.py``'s."""
 

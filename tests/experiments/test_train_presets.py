@@ -20,7 +20,7 @@ def test_every_required_preset_has_a_paper_recipe_run(capsys, tmp_path):
     assert train_presets.main(args_for(tmp_path, "--dry_run", "--max_train_minutes", "90")) == 0
     lines = capsys.readouterr().out.splitlines()
     babi = [line for line in lines if "train.babi" in line and "memn2n" not in line]
-    # issue #42: five seeds of the authors' recipe trained 130 epochs, one command
+    # five seeds of the authors' recipe trained 130 epochs, one command
     assert len(babi) == 5 and all(
         "--task all --size all_tasks_authors --optimizer nesterov_adam --epochs 130" in line
         for line in babi)

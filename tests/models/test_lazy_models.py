@@ -1,4 +1,4 @@
-"""``tpr_keras.models`` loads its families on first use (issue 43): one family's import
+"""``tpr_keras.models`` loads its families on first use: one family's import
 does not import the others."""
 
 import os

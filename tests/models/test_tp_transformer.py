@@ -305,7 +305,7 @@ def test_training_checkpoint_holds_every_weight(tmp_path):
 
 
 def test_decoding_and_loss_live_in_their_modules():
-    """Issue 43: decoding in the family's decoding.py, the loss with the other losses;
+    """Decoding in the family's decoding.py, the loss with the other losses;
     the names users import keep working."""
     from tpr_keras import models
     from tpr_keras.models.tp_transformer import decoding

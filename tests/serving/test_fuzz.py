@@ -50,7 +50,7 @@ def test_seeded_fuzz_every_request_gets_tf_servings_status(fuzz_server, task1):
     failures = [(r.category, r.status, r.detail) for r in report.failures]
     assert not failures, failures[:30]
     table = report.table()
-    # The run covered the cases of issue 12, each with the status TF Serving gives.
+    # The run covered every case, each with the status TF Serving gives.
     assert len(table) >= 40, sorted(table)
     for category, status in [("grpc corrupt bytes", None), ("rest deep nesting", "http:400"),
                              ("rest signature_name not a string", "http:400"),

@@ -54,7 +54,7 @@ def test_one_seed_says_so_and_gives_no_spread(tmp_path):
     assert rows["**failed, other than 3**"] == "| **failed, other than 3** | 0 | – | – |"
     assert ("- seed 0: 40 epochs (patience), 2.0 h of training; failed tasks: 3; "
             "code at `0123456` (clean).") in text
-    assert "Issue #42's bar" not in text  # no bar asked for
+    assert "Reproduction bar" not in text  # no bar asked for
 
 
 def test_three_seeds_give_best_and_sample_std(tmp_path):
@@ -126,7 +126,7 @@ def test_the_recipe_table_gives_both_means_the_failed_tasks_and_the_bar(tmp_path
 
 def test_the_bar_is_met_only_with_every_seed_at_or_below_it_and_enough_seeds(tmp_path):
     bar = babi_table1.ISSUE_42_BAR
-    assert bar == {"seeds": 5, "per_seed": 2.1, "mean": 1.2}  # issue #42, item 1
+    assert bar == {"seeds": 5, "per_seed": 2.1, "mean": 1.2}
     met = {1: 0.7, 2: 0.8, 3: 1.8, 4: 1.0, 5: 0.9}  # mean 1.04
     assert babi_table1.bar_text(bar, met).endswith(
         "worst seed 3 at 1.80 % (≤ 2.1), mean over 5 seeds 1.04 % (≤ 1.2): **met**.")

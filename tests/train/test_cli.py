@@ -1,4 +1,4 @@
-"""The ``train.*`` commands as a new user meets them (issue 17): ``--help``, errors,
+"""The ``train.*`` commands as a new user meets them: ``--help``, errors,
 logs redirected to a file, and re-running a finished command."""
 
 import json

@@ -1,5 +1,5 @@
 """What the loop prints and how it ends: lines for log files, a bar that ends its line,
-stop reasons, and which runs count as finished (issue 17)."""
+stop reasons, and which runs count as finished."""
 
 import itertools
 import json

@@ -38,7 +38,7 @@ METADATA_FILE = "metadata.json"
 ASSETS_DIR = "assets"
 #: The presets shipped with the package: ``tpr_keras/presets/<name>/``.
 SHIPPED_DIR = os.path.dirname(os.path.abspath(__file__))
-#: The trained presets this project ships (issue #33's four, and the routed math preset
+#: The trained presets this project ships (four, and the routed math preset
 #: that joins the math one with a comparison__pair expert): the README's tables
 #: (tools/report_presets.py) describe each one, and tests/presets checks that each ships.
 TRAINED_PRESET_NAMES = ("tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks",
