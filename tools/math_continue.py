@@ -2,7 +2,7 @@
 run that trained the preset it started from, with its validation curve.
 
     python -m tools.math_continue     # Markdown on stdout; python -m tools.report puts it
-                                      # into results/math.md (math-continued)
+                                      # into results/studies/math_towards_90.md (math-continued)
 
 A continued run's ``results.json`` names its parent in ``config.init_from_preset``: the
 preset, its weights' SHA-256 and the parent run's command, commit and ``results.json``.

@@ -2,7 +2,7 @@
 against steps and time.
 
     python -m tools.math_sizes                  # Markdown on stdout; python -m tools.report
-                                                # puts it into results/math.md (math-sizes)
+                                                # puts it into results/studies/math_towards_90.md (math-sizes)
     python -m tools.math_sizes --plot results/figures/math/sizes.png   # + the curves
 
 The bar is >= 90 % interpolate exact match on every served module, or learning curves

@@ -1,7 +1,7 @@
 """The math preset's recipe against its training length: exact match per module.
 
     python -m tools.math_steps      # Markdown on stdout; python -m tools.report puts it into
-                                    # results/math.md (block math-steps)
+                                    # results/studies/math_towards_90.md (block math-steps)
 
 Reads the committed TP-Transformer runs of the preset's command (``--size tiny``, the four
 focus modules, batch 128): ``results/math/focus/tp_transformer-seed<S>/results.json`` (15,000

@@ -1,5 +1,5 @@
-"""Regenerate every table of ``results/*.md``, the README and ``docs/`` from committed JSON
-(and docs/training.md's flag listings from the train commands' ``--help``).
+"""Regenerate every table of ``results/*.md`` (and ``results/studies/``), the README and
+``docs/`` from committed JSON (and docs/training.md's flag listings from the train commands' ``--help``).
 
     python -m tools.report            # rewrite the generated blocks in place
     python -m tools.report --check    # rewrite nothing; exit 1 with a diff if any block differs
@@ -100,8 +100,10 @@ def run(root, files, check, blocks=None, out=sys.stdout):
 
 
 def default_files(root):
-    """``results/*.md``, the README (its presets table) and ``docs/*.md`` (the flags)."""
+    """``results/*.md``, ``results/studies/*.md`` (investigations), the README (its
+    presets table) and ``docs/*.md`` (the flags)."""
     return (sorted(glob.glob(os.path.join(root, "results", "*.md")))
+            + sorted(glob.glob(os.path.join(root, "results", "studies", "*.md")))
             + [os.path.join(root, "README.md")]
             + sorted(glob.glob(os.path.join(root, "docs", "*.md"))))
 
