@@ -3,7 +3,8 @@ seed off the plateau. Reads committed runs and prints one row per run.
 
 Runs are kept as ``results/babi/recipes/<recipe>/tpr_rnn-seed<N>/results.json`` (each with
 its command); the earlier Appendix-recipe runs (``results/babi/all_tasks/``) are the
-baseline rows. ``python -m tools.report`` places the table in ``results/babi.md``.
+baseline rows. ``python -m tools.report`` places the table in
+``results/studies/babi_recipe_ablation.md``.
 """
 
 import glob
