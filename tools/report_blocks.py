@@ -1,5 +1,5 @@
 """The generated blocks of ``results/*.md``, the README and ``docs/``: block name -> Markdown
-made from committed JSON (or, for the ``help-*`` blocks of docs/training.md, from the code:
+made from committed JSON (or, for the ``help-*`` blocks of docs/flags.md, from the code:
 each ``train.*`` command's ``--help``). Each generator takes the repository root and returns
 Markdown text. Those of entailment Table 1, the bAbI Table 1 and the math per-module tables
 call the code that already renders them (``experiments/entailment_table1.py``,
