@@ -8,8 +8,37 @@ from keras import ops
 GLOROT_SCALAR_LIMIT = 3.0 ** 0.5
 
 
+class _AdamMoments(keras.optimizers.Optimizer):
+    """The state both Adam forms below keep: ``β1``, ``β2``, ``ε`` and, per variable, the
+    first and second moments ``m`` and ``v``."""
+
+    def __init__(self, learning_rate, beta_1, beta_2, epsilon, name, **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = self.add_optimizer_variables(
+            var_list, ["momentum", "velocity"])
+
+    def _moments(self, variable):
+        """``(m, v)`` of ``variable``."""
+        index = self._get_variable_index(variable)
+        return self._momentums[index], self._velocities[index]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"beta_1": self.beta_1, "beta_2": self.beta_2,
+                       "epsilon": self.epsilon})
+        return config
+
+
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class NesterovAdam(keras.optimizers.Optimizer):
+class NesterovAdam(_AdamMoments):
     """Adam with a Nesterov momentum step and no momentum schedule.
 
     This is what the TPR-RNN reference code ran as "Nadam" (TF1
@@ -52,20 +81,9 @@ class NesterovAdam(keras.optimizers.Optimizer):
         name="nesterov_adam",
         **kwargs,
     ):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, name, **kwargs)
         self.beta_1_power_start = beta_1_power_start
         self.beta_2_power_start = beta_2_power_start
-
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._momentums, self._velocities = self.add_optimizer_variables(
-            var_list, ["momentum", "velocity"]
-        )
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
@@ -73,8 +91,7 @@ class NesterovAdam(keras.optimizers.Optimizer):
         step = ops.cast(self.iterations + 1, variable.dtype)
         beta_1 = ops.cast(self.beta_1, variable.dtype)
         beta_2 = ops.cast(self.beta_2, variable.dtype)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
+        m, v = self._moments(variable)
         self.assign_add(m, (gradient - m) * (1 - beta_1))
         self.assign_add(v, (ops.square(gradient) - v) * (1 - beta_2))
         power_1 = self._power(beta_1, step, self.beta_1_power_start)
@@ -92,16 +109,13 @@ class NesterovAdam(keras.optimizers.Optimizer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {"beta_1": self.beta_1, "beta_2": self.beta_2, "epsilon": self.epsilon,
-             "beta_1_power_start": self.beta_1_power_start,
-             "beta_2_power_start": self.beta_2_power_start}
-        )
+        config.update({"beta_1_power_start": self.beta_1_power_start,
+                       "beta_2_power_start": self.beta_2_power_start})
         return config
 
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
-class TorchAdam(keras.optimizers.Optimizer):
+class TorchAdam(_AdamMoments):
     """Adam in PyTorch's form (``torch.optim.Adam``), as the TP-Transformer's released
     code trained (github.com/ischlag/TP-Transformer; Schlag et al. 2019, §4.1):
 
@@ -125,17 +139,7 @@ class TorchAdam(keras.optimizers.Optimizer):
 
     def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-8,
                  name="torch_adam", **kwargs):
-        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
-        self.beta_1 = beta_1
-        self.beta_2 = beta_2
-        self.epsilon = epsilon
-
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self._momentums, self._velocities = self.add_optimizer_variables(
-            var_list, ["momentum", "velocity"])
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
@@ -143,20 +147,13 @@ class TorchAdam(keras.optimizers.Optimizer):
         step = ops.cast(self.iterations + 1, variable.dtype)
         beta_1 = ops.cast(self.beta_1, variable.dtype)
         beta_2 = ops.cast(self.beta_2, variable.dtype)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
+        m, v = self._moments(variable)
         self.assign_add(m, (gradient - m) * (1 - beta_1))
         self.assign(v, v * beta_2 + ops.square(gradient) * (1 - beta_2))
         step_size = lr / (1 - ops.power(beta_1, step))
         correction = ops.sqrt(1 - ops.power(beta_2, step))
         denominator = ops.sqrt(v) / correction + ops.cast(self.epsilon, variable.dtype)
         self.assign_sub(variable, step_size * (m / denominator))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update({"beta_1": self.beta_1, "beta_2": self.beta_2,
-                       "epsilon": self.epsilon})
-        return config
 
 
 def authors_nadam(learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-8, seed=None):
