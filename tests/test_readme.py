@@ -54,7 +54,7 @@ def python(code):
 def babi_flags():
     """``{name: default}`` of every flag ``python -m train.babi`` accepts (no TensorFlow)."""
     out = python("import train.babi; from train import cli\n"
-                 "for name, flag in sorted(cli.command_flags().items()):\n"
+                 "for name, flag in sorted(cli.command_flags(train.babi.command()).items()):\n"
                  "    print(name, repr(flag.default))")
     return {name: eval(value) for name, value in (line.split(" ", 1)  # noqa: S307
                                                   for line in out.splitlines())}

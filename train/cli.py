@@ -127,18 +127,9 @@ class TrainCommand(Command):
         return out
 
 
-def command_flags(command=None) -> dict:
-    """``{name: Flag}`` of every flag a train command accepts. ``command``: a
-    :class:`TrainCommand`, or None for the one train command module this process has
-    imported (``train.babi``, ...; a ValueError names them when there are several)."""
-    if command is None:
-        imported = [m for name, m in sorted(sys.modules.items())
-                    if name.startswith("train.") and name.count(".") == 1
-                    and callable(getattr(m, "command", None))]
-        if len(imported) != 1:
-            raise ValueError("name the command: this process imported "
-                             f"{[m.__name__ for m in imported] or 'no train command'}")
-        command = imported[0].command()
+def command_flags(command) -> dict:
+    """``{name: Flag}`` of every flag a train command accepts (``command``: a
+    :class:`TrainCommand`, e.g. ``train.babi.command()``)."""
     values = command.flag_values
     return {name: values[name] for name in values if values[name].name == name}
 
