@@ -92,16 +92,30 @@ RECIPES = {
     "paper": [],
     "all_tasks": ["--learning_rate=0.001", "--beta_1=0.9", "--beta_2=0.999", "--batch_size=32"],
     "no_stop": [],
+    # The authors' released training step (train.babi --recipe authors_code: their Nadam
+    # with its random start, a trained pad row, 51 warm-up steps, no halving, no length
+    # buckets) at their code's rate and batch (lr 0.001, beta 0.9/0.999, batch 32).
+    "authors_code": ["--recipe=authors_code"],
+    # The same step at Appendix A's single-task rate and batch: isolates the step's form.
+    "authors_step": ["--recipe=authors_code", "--learning_rate=0.008", "--beta_1=0.6",
+                     "--beta_2=0.4", "--batch_size=128"],
+    # authors_step with the pad row zero, as the port's: does the trained pad decide it?
+    "authors_step_zero_pad": ["--recipe=authors_code", "--learning_rate=0.008",
+                              "--beta_1=0.6", "--beta_2=0.4", "--batch_size=128",
+                              "--pad_row=zero"],
 }
+#: Recipes run on their own with ``--recipe`` (not part of the fallback chain).
+COMPARISONS = ("authors_code", "authors_step", "authors_step_zero_pad")
 #: The recipes in the order they run; an earlier one is reported on a tie.
 ORDER = ("paper", "all_tasks", "no_stop")
 # The fallback recipe's epoch cap per protocol (after PROTOCOLS' flags, so it wins).
 FALLBACK_EPOCHS = {"long": 400, "patience20": 200}
 
 
-def grid(table, tasks, seeds):
+def grid(table, tasks, seeds, operation_sets=None):
     """``(operations, task, seed)`` of every run of the table."""
-    operation_sets = ["all"] if table == 2 else ["write", "write+move", "write+backlink"]
+    operation_sets = operation_sets or (
+        ["all"] if table == 2 else ["write", "write+move", "write+backlink"])
     return [(ops, task, seed) for ops in operation_sets for task in tasks for seed in seeds]
 
 
@@ -302,6 +316,43 @@ def markdown(root, table, seeds=(0, 1, 2), protocol="long", fallback_above=1.0):
             + "\n".join(report_lines(args, tasks, seeds)))
 
 
+def comparison_lines(args, tasks, seeds, operation_sets, recipes):
+    """Per operation set and task: the test error of each seed under the reported runs
+    (``selected``, the paper's recipe with its fallbacks) and under each recipe of
+    ``recipes``, with the seed mean and how many seeds failed (> 5 %)."""
+    lines = ["| operations | task | recipe | per seed: test error % (epochs, stop) | mean % | "
+             "failed seeds | paper |", "|---|---:|---|---|---:|---:|---|"]
+    for operations in operation_sets:
+        for task in tasks:
+            paper = "failed" if task in PAPER_TABLE3.get(operations, ()) else "solved"
+            for recipe in ("reported", *recipes):
+                runs = {s: (selected(args, operations, task, s) if recipe == "reported"
+                            else (load_run(args, operations, task, s, recipe), recipe))
+                        for s in seeds}
+                runs = {s: r for s, r in runs.items() if r[0] is not None}
+                if not runs:
+                    continue
+                errors = [r["test_error_percent"][str(task)] for r, _ in runs.values()]
+                per_seed = "; ".join(f"s{s}: {describe(r, task, name)}"
+                                     for s, (r, name) in runs.items())
+                lines.append(f"| {operations} | {task} | {recipe} | {per_seed} | "
+                             f"{np.mean(errors):.1f} | {sum(e > 5 for e in errors)} of "
+                             f"{len(errors)} | {paper} |")
+    return lines
+
+
+def comparison_markdown(root, tasks=(9, 10, 13), operation_sets=("write", "write+move"),
+                        recipes=COMPARISONS, seeds=(0, 1, 2), protocol="long"):
+    """:func:`comparison_lines` from the committed ``results.json`` alone, for
+    ``python -m tools.report``."""
+    import argparse
+
+    args = argparse.Namespace(table=3, runs=None, protocol=protocol, fallback_above=1.0,
+                              keep=os.path.join(root, "results", "babi", "paper_runs"))
+    return "\n".join(comparison_lines(args, list(tasks), list(seeds), list(operation_sets),
+                                      list(recipes)))
+
+
 def execute(args, runs):
     """Trains every run, ``args.jobs`` at a time; returns the runs whose process failed."""
     env = dict(os.environ)
@@ -349,6 +400,10 @@ def main():
                  "retrain with the all-tasks optimiser where the paper recipe's "
                  "best validation error exceeds this %, and without early stopping where "
                  "both still exceed it (see the module doc)")
+    parser.enum("recipe", "paper", ["paper", *COMPARISONS],
+                "paper: the paper's recipe with the --fallback_above chain; otherwise "
+                "run that recipe alone and compare it with the reported runs (see RECIPES)")
+    parser.string("operations", None, "comma list of operation sets (default: the table's)")
     parser.boolean("dry_run", False, "print the commands only")
     parser.boolean("report", False, "tabulate finished runs only")
     args = parser.parse()
@@ -356,9 +411,22 @@ def main():
     default_tasks = range(1, 21) if args.table == 2 else TABLE3_TASKS
     tasks = [int(t) for t in args.tasks.split(",")] if args.tasks else list(default_tasks)
     seeds = [int(s) for s in args.seeds.split(",")]
+    operation_sets = args.operations.split(",") if args.operations else None
     failures = []
+    if args.recipe != "paper":
+        todo = [(*run, args.recipe) for run in grid(args.table, tasks, seeds, operation_sets)
+                if args.report is False and load(args, *run, args.recipe) is None]
+        for run in todo if args.dry_run else ():
+            print("python " + " ".join(command(args, *run)[1:]))
+        failures = [] if args.dry_run else execute(args, todo)
+        if not args.dry_run:
+            print("\n".join(comparison_lines(
+                args, tasks, seeds, operation_sets or ["write", "write+move", "write+backlink"],
+                [args.recipe])))
+        return 1 if failures else 0
     if not args.report:
-        todo = [run for run in grid(args.table, tasks, seeds) if load(args, *run) is None]
+        todo = [run for run in grid(args.table, tasks, seeds, operation_sets)
+                if load(args, *run) is None]
         if args.dry_run:
             for run in todo:
                 print("python " + " ".join(command(args, *run)[1:]))

@@ -63,6 +63,10 @@ def command():
     command.enum("implementation", "parallel", ["parallel", "recurrent"],
                  "TPR-RNN memory: one triangular solve per story (parallel) or the dense "
                  "recurrence over sentences (the reference); same model, same weights.")
+    command.enum("pad_row", None, ["zero", "trained"],
+                 "TPR-RNN: the pad word's embedding row: zero (reads as zeros, no gradient) "
+                 "or trained (the authors' code). Default: the recipe's (zero; "
+                 "authors_code: trained).")
     command.group("MemN2N (--model memn2n)")
     command.integer("hops", 3, "MemN2N: memory hops K.")
     command.integer("embedding_dim", None, "MemN2N: d (default 20 single-task, 50 joint).")
@@ -90,8 +94,12 @@ def command():
     command.enum("recipe", "size", ["size", "authors_code"], "size: the paper's recipe of "
                  "the setting (or the --size's protocol). authors_code (TPR-RNN): the "
                  "authors' released training step (their Nadam with its random start, "
-                 "batch 128, a trained pad word, 70 statements, no buckets; "
+                 "batch 32, a trained pad word, 70 statements, no buckets; "
                  "docs/training.md); recipe flags given still override it.")
+    command.enum("beta_power_start", None, ["beta", "glorot_uniform"],
+                 "nesterov_adam: the first step's beta powers: beta (Adam's) or "
+                 "glorot_uniform (random draws, as the authors' TPR-RNN code starts them). "
+                 "Default: the recipe's (beta; authors_code: glorot_uniform).")
     command.enum("optimizer", None, ["nadam", "nesterov_adam", "adam", "sgd"],
                  "Default nadam (TPR-RNN; Keras Nadam after Dozat, as in the paper) or "
                  "sgd (MemN2N). nesterov_adam: the TPR-RNN reference code's TF1 Nadam.")

@@ -94,7 +94,7 @@ def test_authors_code_recipes_and_the_defaults():
     tpr = recipe("tpr_rnn", "all_tasks_authors", "authors_code")
     assert (tpr["optimizer"], tpr["batch_size"], tpr["warmup_steps"], tpr["halve_lr_below"],
             tpr["beta_power_start"], tpr["joint_max_story_sentences"], tpr["bucket_width"]) == (
-        "nesterov_adam", 128, 51, None, "glorot_uniform", 70, 0)
+        "nesterov_adam", 32, 51, None, "glorot_uniform", 70, 0)
     assert recipe("tpr_rnn", "all_tasks") == dict(RECIPES_TPR_RNN_ALL_TASKS)
     with pytest.raises(ValueError, match="authors_code"):
         recipe("memn2n", "single_task", "authors_code")

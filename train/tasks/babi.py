@@ -143,7 +143,8 @@ class BabiTask(TrainTask):
             # clips (train_config: a recipe with a matrix_norm).
             clip = None if self.option("matrix_norm") else hp["clip_norm"] or None
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=clip)
-        if hp["optimizer"] == "nesterov_adam" and hp.get("beta_power_start") == "glorot_uniform":
+        if (hp["optimizer"] == "nesterov_adam"
+                and self.option("beta_power_start") == "glorot_uniform"):
             from tpr_keras.training.optimizers import authors_nadam
 
             return authors_nadam(hp["learning_rate"], hp["beta_1"], hp["beta_2"],

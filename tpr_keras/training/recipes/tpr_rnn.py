@@ -26,7 +26,8 @@ RECIPES = MappingProxyType({
 #: with ``use_nesterov=True``: ``optimizer="nesterov_adam"``, ε 1e-8) at lr 0.001, β
 #: 0.9/0.999, with its power accumulators started from the random values the β
 #: variables hold before they are assigned (``beta_power_start="glorot_uniform"``:
-#: ``U(±√3)``, see :func:`~tpr_keras.training.optimizers.authors_nadam`); batch 128;
+#: ``U(±√3)``, see :func:`~tpr_keras.training.optimizers.authors_nadam`); batch 32
+#: (their ``train.py`` calls ``train(bs=32)``; the function's own default, 128, is unused);
 #: global-norm clip 5; 51 steps at a tenth of the rate (their loop lowers the rate for
 #: steps 0-49 and restores it from step 51); no halving (their loop halves the rate
 #: once and restores it on the next step); trained jointly, every story truncated to its
@@ -37,6 +38,6 @@ RECIPES = MappingProxyType({
 #: sentence and question sum (``pad_row="trained"``, the model's option). What it still
 #: leaves different (their batch order, output classes, NaN updates): docs/training.md.
 AUTHORS_CODE_RECIPE = MappingProxyType(dict(
-    ALL_TASKS_RECIPE, optimizer="nesterov_adam", epsilon=1e-8, batch_size=128,
+    ALL_TASKS_RECIPE, optimizer="nesterov_adam", epsilon=1e-8, batch_size=32,
     warmup_steps=51, halve_lr_below=None, beta_power_start="glorot_uniform",
     joint_max_story_sentences=70, bucket_width=0, pad_row="trained"))
