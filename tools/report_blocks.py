@@ -259,6 +259,7 @@ BLOCKS = {
     "math-heldout": math_heldout.markdown,
     "babi-table2": lambda root: babi_paper_runs.markdown(root, 2),
     "babi-table3": lambda root: babi_paper_runs.markdown(root, 3),
+    "babi-table3-authors-step": babi_paper_runs.comparison_markdown,
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
     "serving-batching": serving_batching_block,
