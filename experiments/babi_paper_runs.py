@@ -67,16 +67,9 @@ import time
 
 import numpy as np
 
-from tools.babi_table import PAPER_TABLE2  # noqa: E402
+from experiments.papers import TPR_RNN_TABLE2, TPR_RNN_TABLE3
 from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
 
-# Table 3: tasks failed (> 5 % test error) by each operation set; "all" fails none (Table 2).
-PAPER_TABLE3 = {
-    "write": (3, 6, 9, 10, 12, 13, 17, 19),
-    "write+move": (9, 10, 13, 17),
-    "write+backlink": (3,),
-    "all": (),
-}
 TABLE3_TASKS = (3, 6, 9, 10, 12, 13, 17, 19)
 PROTOCOLS = {
     "long": ["--epochs=200", "--patience=60", "--patience_at_zero=20", "--min_delta_loss=0.001"],
@@ -230,8 +223,8 @@ def describe(result, task, recipe="paper"):
 
 def paper_means(tasks):
     """The paper's Table 2 over ``tasks``: (mean of the best runs, mean of the means)."""
-    return (float(np.mean([float(PAPER_TABLE2[t][0]) for t in tasks])),
-            float(np.mean([float(PAPER_TABLE2[t][1].split()[0]) for t in tasks])))
+    return (float(np.mean([float(TPR_RNN_TABLE2[t][0]) for t in tasks])),
+            float(np.mean([float(TPR_RNN_TABLE2[t][1].split()[0]) for t in tasks])))
 
 
 def report_lines(args, tasks, seeds):
@@ -244,7 +237,7 @@ def report_lines(args, tasks, seeds):
         for task in tasks:
             chosen = {s: selected(args, "all", task, s) for s in seeds}
             runs = {s: r for s, (r, _) in chosen.items() if r is not None}
-            best, mean = PAPER_TABLE2[task]
+            best, mean = TPR_RNN_TABLE2[task]
             if not runs:
                 lines.append(f"| {task} | – | – | – | {best} | {mean} |")
                 continue
@@ -292,7 +285,7 @@ def report_lines(args, tasks, seeds):
             cells.append(f"{np.mean(errors):.1f}")
             if np.mean(errors) > 5:
                 failed.append(task)
-        paper = ", ".join(map(str, PAPER_TABLE3[operations])) or "none"
+        paper = ", ".join(map(str, TPR_RNN_TABLE3[operations])) or "none"
         lines.append(f"| {operations} | " + " | ".join(cells) +
                      f" | {', '.join(map(str, failed)) or 'none'} | {paper} |")
     return lines
@@ -324,7 +317,7 @@ def comparison_lines(args, tasks, seeds, operation_sets, recipes):
              "failed seeds | paper |", "|---|---:|---|---|---:|---:|---|"]
     for operations in operation_sets:
         for task in tasks:
-            paper = "failed" if task in PAPER_TABLE3.get(operations, ()) else "solved"
+            paper = "failed" if task in TPR_RNN_TABLE3.get(operations, ()) else "solved"
             for recipe in ("reported", *recipes):
                 runs = {s: (selected(args, operations, task, s) if recipe == "reported"
                             else (load_run(args, operations, task, s, recipe), recipe))

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 
+from experiments.papers import TPRU_TABLE1
 from tpr_keras.training.early_stopping import STOP_LABELS
 
 SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
@@ -56,17 +57,6 @@ ROWS = {
                              "--embedding_init=normal"],
                             "BiDAF TPRU, 32 roles, N(0, 1) embedding"),
 }
-
-#: Table 1, dim 64: valid, easy, hard, big, massive, exam (%), parameters; plain and BiDAF.
-PAPER = {
-    "tpru8": ((66.8, 67.2, 59.3, 60.9, 51.9, 67.0), "40.1k"),
-    "tpru32": ((73.7, 73.7, 62.7, 62.8, 53.0, 76.7), "–"),
-    "lstm": ((71.7, 71.8, 64.1, 64.2, 53.7, 68.3), "65.5k"),
-    "gru": ((75.1, 77.1, 63.7, 63.8, 54.4, 73.7), "49.1k"),
-    "bidaf-tpru32": ((88.4, 88.4, 71.1, 70.1, 64.9, 77.0), "–"),
-    "bidaf-lstm": ((88.5, 88.7, 74.5, 73.8, 66.8, 80.0), "230.0k"),
-}
-PAPER["bidaf-tpru32-normal"] = PAPER["bidaf-tpru32"]  # the paper gives no initialisation
 
 STOPS = STOP_LABELS
 
@@ -152,7 +142,7 @@ def report_markdown(args):
                 f"({STOPS.get(result['stopped'], result['stopped'])}; "
                 f"{best_epoch(result['history'])}) | "
                 f"{result['train_seconds'] / 3600:.1f} |")
-        paper, params = PAPER[name]
+        paper, params = TPRU_TABLE1[name]
         lines.append(f"| *paper, {label}* | " + " | ".join(f"*{v}*" for v in paper)
                      + f" | *{params}* | *90* | |")
     return "\n".join(lines)
@@ -180,7 +170,7 @@ def plot(args, path):
         epochs = [h for h in result["history"] if h.get("valid_error_percent") is not None]
         line, = ax.plot([h["epoch"] for h in epochs],
                         [100 - h["valid_error_percent"] for h in epochs], label=label)
-        ax.axhline(PAPER[name][0][0], color=line.get_color(), linestyle="--", linewidth=0.8)
+        ax.axhline(TPRU_TABLE1[name][0][0], color=line.get_color(), linestyle="--", linewidth=0.8)
     for decay in range(30, args.epochs, 30):
         ax.axvline(decay, color="grey", linestyle=":", linewidth=0.8)
     ax.set_xlabel("epoch (dotted: learning rate divided by 10)")

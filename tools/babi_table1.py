@@ -36,9 +36,9 @@ import math
 import os
 import re
 
-from tools.babi_table import PAPER_TABLE4  # noqa: E402
-from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
-from tools.report_common import validation_curve  # noqa: E402
+from experiments.papers import MEMN2N_TABLE3, TPR_RNN_TABLE1, TPR_RNN_TABLE4
+from tools.report_common import validation_curve
+from tpr_keras.training.early_stopping import STOP_LABELS
 
 TASKS = tuple(range(1, 21))
 TASK_3 = 3  # trains on the 1,000 official questions available here, not 10,000
@@ -70,21 +70,14 @@ TABLES = {
     "memn2n": Table("memn2n", RESULTS, "MemN2N", "", None, "MemN2N"),
 }
 
-#: Sukhbaatar et al. (2015), Appendix A Table 3 (10k), column "PE LS RN joint".
-MEMN2N_TABLE3 = {
-    1: 0.0, 2: 1.0, 3: 6.8, 4: 0.0, 5: 6.1, 6: 0.1, 7: 6.6, 8: 2.7, 9: 0.0, 10: 0.5,
-    11: 0.0, 12: 0.1, 13: 0.0, 14: 0.0, 15: 0.2, 16: 0.2, 17: 41.8, 18: 8.0, 19: 75.7,
-    20: 0.0,
-}
-
 PAPER = {
     "tpr_rnn": {
         "source": "Schlag & Schmidhuber (2018): per task, Appendix B Table 4 (best of 8 runs; "
                   "mean ± std as printed); mean error and failed tasks, Table 1 (10 runs)",
         "columns": ("paper best", "paper mean ± std"),
-        "task": lambda t: PAPER_TABLE4[t],  # Appendix B Table 4, as printed
-        "mean": ("0.78", "1.34 ± 0.52"),
-        "failed": ("–", "0.86 ± 1.11"),
+        "task": lambda t: TPR_RNN_TABLE4[t],  # Appendix B Table 4, as printed
+        "mean": (TPR_RNN_TABLE1["best"], TPR_RNN_TABLE1["mean"]),
+        "failed": ("–", TPR_RNN_TABLE1["failed"]),
     },
     "memn2n": {
         "source": "Sukhbaatar et al. (2015), Appendix A Table 3 (10k training questions), "

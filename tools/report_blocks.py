@@ -10,9 +10,9 @@ committed file each.
 import os
 import types
 
-from experiments import babi_paper_runs, entailment_table1
+from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
 from tools import (babi_recipes, babi_table1, math_continue, math_curves, math_fit,
-                   math_heldout, math_sizes, math_steps, memn2n_joint, memn2n_ls_check)
+                   math_heldout, math_sizes, math_steps, memn2n_ls_check)
 from tools.report_presets import (parent_lines, preset_block,  # noqa: F401  (re-exported)
                                   preset_modules_block, presets_block, presets_served_block)
 from tools.report_bench_blocks import (TRAIN_COMMANDS, backends_babi_task1_block,
@@ -241,7 +241,7 @@ BLOCKS = {
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi_recipes.markdown,
-    "babi-memn2n-joint": memn2n_joint.markdown,
+    "babi-memn2n-joint": memn2n_joint_runs.markdown,
     "babi-memn2n-ls-check": memn2n_ls_check.markdown,
     "entailment-table1": entailment_table1_block,
     "entailment-curves": entailment_curves_block,

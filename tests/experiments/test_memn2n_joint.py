@@ -1,11 +1,11 @@
-"""tools/memn2n_joint.py: the run §4.2 reports is the one with the lowest training error."""
+"""experiments/memn2n_joint_runs.py: the run §4.2 reports is the one with the lowest training error."""
 
 import json
 import os
 
 import pytest
 
-from tools import memn2n_joint
+from experiments import memn2n_joint_runs as memn2n_joint
 
 
 def result(seed, train, test, test_16=None, stopped="epochs"):
