@@ -17,3 +17,73 @@ def test_sets_the_cap_unless_the_user_did():
     env["MALLOC_ARENA_MAX"] = "4"
     out = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# TensorFlow 2.21's start-up lines on a machine without a GPU, as it writes them to fd 2.
+NOISE = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    "I0000 00:00:1795921828.033963   19152 port.cc:153] oneDNN custom operations are on. "
+    "You may see slightly different numerical results.\n"
+    "I0000 00:00:1795921828.034329   19152 cudart_stub.cc:31] Could not find cuda drivers on "
+    "your machine, GPU will not be used.\n"
+    "I0000 00:00:1795921828.105485   19152 cpu_feature_guard.cc:227] This TensorFlow binary is "
+    "optimized to use available CPU instructions in performance-critical operations.\n"
+    "To enable the following instructions: AVX2 AVX512F FMA, in other operations, rebuild "
+    "TensorFlow with the appropriate compiler flags.\n"
+    "E0000 00:00:1795921833.232802   19152 cuda_platform.cc:52] failed call to cuInit: "
+    "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
+KEPT = "E0000 00:00:1795921833.3   19152 op_kernel.cc:1] Not found: a real error\n"
+
+#: Writes NOISE and KEPT to fd 2 inside the block, as TensorFlow's C++ logging does, then
+#: prints TF_CPP_MIN_LOG_LEVEL as the block left it.
+WRITE_IN_BLOCK = f"""
+import os
+from tpr_keras import runtime
+with runtime.quiet_tensorflow_start():
+    os.write(2, {(NOISE + KEPT).encode()!r})
+print(os.environ.get("TF_CPP_MIN_LOG_LEVEL"))
+"""
+
+
+def run_block(tf_logs):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TPR_KERAS_TF_LOGS", "TF_CPP_MIN_LOG_LEVEL")}
+    if tf_logs is not None:
+        env["TPR_KERAS_TF_LOGS"] = tf_logs
+    out = subprocess.run([sys.executable, "-c", WRITE_IN_BLOCK], env=env,
+                         capture_output=True, text=True, check=True)
+    return out.stderr, out.stdout.strip()
+
+
+def test_the_noise_lines_are_all_start_up_noise_and_the_kept_line_is_not():
+    from tpr_keras import runtime
+
+    assert all(runtime.STARTUP_NOISE.search(line) for line in NOISE.splitlines())
+    assert not runtime.STARTUP_NOISE.search(KEPT)
+
+
+@pytest.mark.parametrize("tf_logs", [None, "", "0", "false", "No", "off"])
+def test_the_start_up_block_drops_the_noise_and_keeps_other_lines(tf_logs):
+    stderr, level = run_block(tf_logs)
+    assert stderr == KEPT
+    assert level == "2"
+
+
+@pytest.mark.parametrize("tf_logs", ["1", "true", "yes", "ON"])
+def test_tpr_keras_tf_logs_keeps_every_line_and_the_log_level(tf_logs):
+    stderr, level = run_block(tf_logs)
+    assert stderr == NOISE + KEPT
+    assert level == "None"
+
+
+def test_the_argument_overrides_the_environment(monkeypatch):
+    from tpr_keras import runtime
+
+    monkeypatch.setenv("TPR_KERAS_TF_LOGS", "1")
+    assert runtime.tf_logs_enabled()
+    monkeypatch.setenv("TPR_KERAS_TF_LOGS", "false")
+    assert not runtime.tf_logs_enabled()
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    with runtime.quiet_tensorflow_start(tf_logs=True):  # no filter, no log level
+        pass
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ

@@ -2,12 +2,19 @@
 import TensorFlow, and nothing here reads command-line flags.
 
 * :func:`limit_malloc_arenas` caps glibc's malloc arenas (before TensorFlow starts).
-* :func:`import_tensorflow` imports TensorFlow and probes its devices with the
-  start-up noise of a CPU-only machine (CUDA probing, CPU-feature notes, absl's
-  pre-initialisation banner) filtered out, and with ``TF_CPP_MIN_LOG_LEVEL=2``
-  unless the user set it; ``TPR_KERAS_TF_LOGS=1`` (or ``tf_logs=True``) keeps it all.
-  The ``train.*`` commands call it through :func:`train.cli.import_tensorflow`, which
-  adds their ``--tf_logs`` flag.
+* :func:`quiet_tensorflow_start` is the block to import TensorFlow in: it drops the
+  lines of :data:`STARTUP_NOISE` (CUDA probing on a machine without a GPU,
+  CPU-feature notes, absl's pre-initialisation banner) from file descriptor 2 and sets
+  ``TF_CPP_MIN_LOG_LEVEL=2`` unless the user set it. The model server
+  (``serving.core._tf``) imports TensorFlow in it.
+* :func:`import_tensorflow` imports TensorFlow and Keras in that block, probes the
+  devices, and quiets Python warnings and TensorFlow's Python logger. The ``train.*``
+  commands call it through :func:`train.cli.import_tensorflow`, which adds their
+  ``--tf_logs`` flag.
+
+``TPR_KERAS_TF_LOGS`` switches all of it: a true value (``1``, ``true``, ``yes``, ``on``)
+keeps TensorFlow's logging as TensorFlow writes it; unset, empty, ``0``, ``false``,
+``no`` or ``off`` filters it (:func:`truthy`). ``tf_logs=True``/``False`` overrides it.
 """
 
 import contextlib
@@ -25,7 +32,7 @@ _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 #: TensorFlow start-up lines that say nothing about the user's run: CUDA probing on a
 #: machine without a GPU (some at error severity), the CPU-feature note, the banner
 #: absl prints before its logging is initialised, oneDNN and TF-TRT notes.
-_STARTUP_NOISE = re.compile(
+STARTUP_NOISE = re.compile(
     r"All log messages before absl::InitializeLog"
     r"|cudart_stub\.cc|cpu_feature_guard\.cc|To enable the following instructions"
     r"|cuInit|cuda_(platform|executor|diagnostics|driver|dnn|fft|blas)\.cc"
@@ -63,7 +70,7 @@ def truthy(value: str | None) -> bool:
 
 
 def tf_logs_enabled() -> bool:
-    """``TPR_KERAS_TF_LOGS=1``: keep TensorFlow's start-up logging."""
+    """Whether ``TPR_KERAS_TF_LOGS`` asks to keep TensorFlow's logging (:func:`truthy`)."""
     return truthy(os.environ.get(TF_LOGS_ENV))
 
 
@@ -71,7 +78,7 @@ def tf_logs_enabled() -> bool:
 @contextlib.contextmanager
 def _filtered_stderr():
     """Captures file descriptor 2 (C++ logging writes there) and replays the lines
-    that are not :data:`_STARTUP_NOISE` when the block ends."""
+    that are not :data:`STARTUP_NOISE` when the block ends."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -92,10 +99,28 @@ def _filtered_stderr():
             capture.seek(0)
             text = capture.read().decode("utf-8", "replace")
             kept = "".join(line for line in text.splitlines(keepends=True)
-                           if not _STARTUP_NOISE.search(line))
+                           if not STARTUP_NOISE.search(line))
             if kept:
                 sys.stderr.write(kept)
                 sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def quiet_tensorflow_start(tf_logs: bool | None = None):
+    """The block to import TensorFlow in: ``TF_CPP_MIN_LOG_LEVEL=2`` unless the user set
+    it, and the :data:`STARTUP_NOISE` lines written to file descriptor 2 inside the block
+    dropped (the other lines are written when it ends). Does nothing when TensorFlow is
+    already imported or its logs are asked for.
+
+    Args:
+        tf_logs: Keep TensorFlow's logging (None: :func:`tf_logs_enabled`).
+    """
+    if (tf_logs_enabled() if tf_logs is None else tf_logs) or "tensorflow" in sys.modules:
+        yield
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with _filtered_stderr():
+        yield
 
 
 def quiet_environment(tf_logs: bool | None = None) -> None:
@@ -103,7 +128,7 @@ def quiet_environment(tf_logs: bool | None = None) -> None:
 
     Must run before TensorFlow is imported to have an effect. Level 2 hides
     TensorFlow's INFO and WARNING lines, e.g. tf.data's ``GeneratorDatasetOp ... will
-    not be optimized``, which came 8 times per bAbI run.
+    not be optimized``, printed 8 times per bAbI run.
 
     Args:
         tf_logs: Keep TensorFlow's logging (None: :func:`tf_logs_enabled`).
@@ -139,7 +164,7 @@ def import_tensorflow(tf_logs: bool | None = None):
     tf_logs = tf_logs_enabled() if tf_logs is None else tf_logs
     quiet_environment(tf_logs)
     quiet = not tf_logs and "tensorflow" not in sys.modules
-    with _filtered_stderr() if quiet else contextlib.nullcontext():
+    with quiet_tensorflow_start(tf_logs):
         import keras  # noqa: F401
         import tensorflow as tf
 

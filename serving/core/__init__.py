@@ -13,11 +13,12 @@
   ``multi_inference.cc``) and their REST JSON.
 * :mod:`serving.core.status` (status codes and errors), :mod:`serving.core.stats` (request
   statistics), :mod:`serving.core.layout` (file names in a version folder),
-  :mod:`serving.core._tf` (TensorFlow, imported with its start-up noise filtered).
+  :mod:`serving.core._tf` (TensorFlow, imported with its start-up noise filtered by
+  :func:`tpr_keras.runtime.quiet_tensorflow_start`).
 
 The front ends and the server binary (:mod:`serving.model_server`) import the core; the core
-imports neither them nor :mod:`serving.client`, ``tpr_keras`` or ``train``
-(``tests/serving/test_layout_of_package.py``).
+imports neither them nor :mod:`serving.client` or ``train``, and of ``tpr_keras`` only
+:mod:`tpr_keras.runtime` (``tests/serving/test_layout_of_package.py``).
 """
 
 # First, before any module here imports TensorFlow (tensorflow.core, tensorflow_serving.apis):

@@ -3,7 +3,7 @@
 TF Serving's names (``tensorflow_serving/servables/tensorflow/saved_model_warmup.cc``):
 ``<version>/assets.extra/tf_serving_warmup_requests`` holds the PredictionLog records
 replayed before a version serves. Imports nothing, so the server's modules can use it
-without pulling in the exporters or ``tpr_keras``.
+without pulling in the exporters or ``tpr_keras``'s models.
 
 The exporters write these names from their own definition,
 :mod:`tpr_keras.models.tf_serving_layout` (the training commands export, and ``train``
