@@ -90,12 +90,16 @@ def command():
     command.boolean("pad_gradient", None, "MemN2N: the pad word's (zero) row gets gradient, "
                     "counted by per-matrix clipping, as the authors' nil word (default: the "
                     "preset's; joint_paper on).")
+    command.boolean("answer_time_words", None, "MemN2N: the answer softmax also spans the "
+                    "memory's time words, as the authors' code (default: the recipe's; "
+                    "off, authors_code on).")
     command.group("Training recipe")
     command.enum("recipe", "size", ["size", "authors_code"], "size: the paper's recipe of "
-                 "the setting (or the --size's protocol). authors_code (TPR-RNN): the "
-                 "authors' released training step (their Nadam with its random start, "
-                 "batch 32, a trained pad word, 70 statements, no buckets; "
-                 "docs/training.md); recipe flags given still override it.")
+                 "the setting (or the --size's protocol). authors_code: the authors' "
+                 "released training step (TPR-RNN: their Nadam with its random start, "
+                 "batch 32, a trained pad word, 70 statements, no buckets; MemN2N: the "
+                 "joint_paper protocol with their model options; docs/training.md); "
+                 "recipe flags given still override it.")
     command.enum("beta_power_start", None, ["beta", "glorot_uniform"],
                  "nesterov_adam: the first step's beta powers: beta (Adam's) or "
                  "glorot_uniform (random draws, as the authors' TPR-RNN code starts them). "

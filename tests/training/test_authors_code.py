@@ -96,8 +96,11 @@ def test_authors_code_recipes_and_the_defaults():
             tpr["beta_power_start"], tpr["joint_max_story_sentences"], tpr["bucket_width"]) == (
         "nesterov_adam", 32, 51, None, "glorot_uniform", 70, 0)
     assert recipe("tpr_rnn", "all_tasks") == dict(RECIPES_TPR_RNN_ALL_TASKS)
+    memn2n = recipe("memn2n", "single_task", "authors_code")
+    assert (memn2n["loss_reduction"], memn2n["matrix_norm"], memn2n["answer_time_words"],
+            memn2n["pad_gradient"]) == ("sum", "spectral", True, True)
     with pytest.raises(ValueError, match="authors_code"):
-        recipe("memn2n", "single_task", "authors_code")
+        recipe("entailment", "plain_lstm", "authors_code")
 
 
 RECIPES_TPR_RNN_ALL_TASKS = {

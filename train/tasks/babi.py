@@ -46,8 +46,6 @@ class BabiTask(TrainTask):
         if not defaults.get("protocol"):
             defaults = recipe(flags.model, "all_tasks" if joint else "single_task")
         if getattr(flags, "recipe", "size") == "authors_code":
-            if self.memn2n:
-                raise UsageError("--recipe authors_code is TPR-RNN's (--model tpr_rnn).")
             defaults = recipe(flags.model, self.preset, "authors_code")
         self.hp = {k: getattr(flags, k, None) if getattr(flags, k, None) is not None else v
                    for k, v in defaults.items()}
@@ -119,11 +117,13 @@ class BabiTask(TrainTask):
             return MemN2N.from_paper_size(
                 self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
                 embedding_dim=flags.embedding_dim, num_hops=flags.hops,
-                memory_size=flags.memory_size, sentence_encoding=flags.sentence_encoding,
+                memory_size=flags.memory_size,
+                sentence_encoding=self.option("sentence_encoding"),
                 temporal_encoding=flags.temporal_encoding, weight_tying=flags.weight_tying,
-                random_noise=flags.random_noise, mask_empty_memories=flags.mask_empty_memories,
-                pad_gradient=flags.pad_gradient, linear_start=flags.linear_start,
-                seed=flags.seed)
+                random_noise=flags.random_noise,
+                mask_empty_memories=self.option("mask_empty_memories"),
+                pad_gradient=self.option("pad_gradient"), linear_start=flags.linear_start,
+                answer_time_words=self.option("answer_time_words"), seed=flags.seed)
         return TPRRNN.from_paper_size(
             self.preset, vocabulary_size=len(data.vocab), max_words=data.max_words,
             symbol_dim=flags.symbol_dim, hidden_dim=flags.hidden_dim,

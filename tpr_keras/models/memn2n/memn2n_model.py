@@ -32,7 +32,7 @@ class MemN2N(PresetMixin, keras.Model):
             20 per task, 50 jointly; ``num_hops`` K; ``memory_size`` 50;
             ``sentence_encoding``; ``temporal_encoding``; ``weight_tying``;
             ``random_noise``; ``mask_empty_memories``; ``linear_start``; ``seed``;
-            ``pad_gradient``), then
+            ``pad_gradient``; ``answer_time_words``), then
             ``keras.Model``'s (``name``, ``trainable``).
 
     Paper sizes (:meth:`from_paper_size`, :data:`PAPER_SIZES`): ``single_task`` and
@@ -51,7 +51,8 @@ class MemN2N(PresetMixin, keras.Model):
     #: The :class:`MemN2NNetwork` arguments the model takes and keeps in its config.
     NETWORK_ARGS = ("embedding_dim", "num_hops", "memory_size", "sentence_encoding",
                     "temporal_encoding", "weight_tying", "random_noise",
-                    "mask_empty_memories", "linear_start", "seed", "pad_gradient")
+                    "mask_empty_memories", "linear_start", "seed", "pad_gradient",
+                    "answer_time_words")
 
     def __init__(self, vocabulary_size, max_words, **kwargs):
         network_args = {k: kwargs.pop(k) for k in self.NETWORK_ARGS if k in kwargs}

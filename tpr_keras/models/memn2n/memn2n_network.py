@@ -25,35 +25,31 @@ WEIGHT_TYING = ("adjacent", "layer_wise")
 class MemN2NNetwork(keras.layers.Layer):
     """End-To-End Memory Network for question answering: K hops, eq. 1-4.
 
-    Sukhbaatar et al. (2015), §2 and §4. The memory holds the last
-    ``memory_size`` real sentences of each story (§4.2: 50), chosen in-graph
-    per example; all-zero sentence rows are padding wherever they are. Memory
-    slot ``t`` holds the ``(t+1)``-th most recent sentence, so the temporal
-    index (§4.1, "x_1 is the last sentence of the story") of slot ``t`` is
-    ``t + 1``, counted from the end of the *real* story of that example.
+    Sukhbaatar et al. (2015), §2 and §4. The memory holds the last ``memory_size`` real
+    sentences of each story (§4.2: 50), chosen in-graph per example; all-zero sentence
+    rows are padding wherever they are. Memory slot ``t`` holds the ``(t+1)``-th most
+    recent sentence, so the temporal index (§4.1, "x_1 is the last sentence of the
+    story") of slot ``t`` is ``t + 1``, counted from the end of the *real* story.
 
     Weight tying (§2.2): ``"adjacent"`` — ``A^{k+1} = C^k``, ``B = A^1``,
     ``Wᵀ = C^K`` (K + 1 tables, temporal rows tied the same way);
     ``"layer_wise"`` — one ``A``, one ``C`` (and ``T_A``, ``T_C``) for every
     hop, a separate ``B`` and ``W``, and ``u^{k+1} = H u^k + o^k``.
 
-    Random noise (§4.1, RN): at training time only, the time indices of an
-    example's ``n`` memories are those they would have after inserting
-    ``nblank ~ U{0, ..., ceil(random_noise · n)}`` empty memories at random
-    places (clipped to ``memory_size``), as in the authors' code: the empty
-    memories hold no words and no time, so only the time indices move.
+    Random noise (§4.1, RN): at training time only, the time indices of an example's
+    ``n`` memories are those they would have after inserting ``nblank ~ U{0, ...,
+    ceil(random_noise · n)}`` empty memories at random places (clipped to
+    ``memory_size``), as in the authors' code: only the time indices move.
 
-    Linear start (§4.2, LS): while the non-trainable weight ``linear_start``
-    is 1 the hops have no softmax (``p_i = uᵀ m_i``). It is read in-graph, so
-    ``set_linear_start(False)`` (``linear_start.assign(0.0)``) switches the
-    softmax back on inside an already traced ``tf.function``. It is saved with
-    the weights and checkpoints; ``get_config`` reports its current state.
+    Linear start (§4.2, LS): while the non-trainable weight ``linear_start`` is 1 the
+    hops have no softmax (``p_i = uᵀ m_i``). It is read in-graph, so
+    ``set_linear_start(False)`` switches the softmax back on inside an already traced
+    ``tf.function``; it is saved with the weights, ``get_config`` gives its state.
 
-    Sub-layers: ``embedding_0 .. embedding_K`` and ``hop_1 .. hop_K``
-    (adjacent) or ``question_embedding``, ``memory_input_embedding``,
-    ``memory_output_embedding``, ``hop`` and the weight ``output_matrix``
-    (layer-wise); the properties ``tables``, ``question_table``,
-    ``input_tables``, ``output_tables`` and ``hops`` give the per-hop view.
+    Sub-layers: ``embedding_0 .. embedding_K`` and ``hop_1 .. hop_K`` (adjacent) or
+    ``question_embedding``, ``memory_input_embedding``, ``memory_output_embedding``,
+    ``hop`` and the weight ``output_matrix`` (layer-wise); the properties ``tables``,
+    ``question_table``, ``input_tables``, ``output_tables``, ``hops``: the per-hop view.
 
     Args:
         vocabulary_size: number of word ids (0 = pad); also the answer width.
@@ -77,9 +73,13 @@ class MemN2NNetwork(keras.layers.Layer):
             authors' nil word does (:class:`MemN2NEmbedding`); False: it gets none.
         embeddings_initializer: initializer of every weight; default N(0, 0.1).
         seed: seed of the random-noise generator.
+        answer_time_words: the answer also ranges over the time words (logits
+            ``T_C^K u`` at ``vocabulary_size + t - 1``), as in the authors' code, where
+            ``W = C^K`` spans words and time words. Adjacent tying with temporal
+            encoding only; default False.
 
     Inputs: ``[story int[batch, sentences, W], question int[batch, W]]``.
-    Output: logits ``[batch, vocabulary_size]`` (eq. 3 before its softmax);
+    Output: logits ``[batch, vocabulary_size (+ memory_size: answer_time_words)]``;
     with ``return_attention=True`` also ``p`` of every hop,
     ``[batch, num_hops, memory_size]`` in slot order (most recent first).
 
@@ -112,22 +112,21 @@ class MemN2NNetwork(keras.layers.Layer):
         embeddings_initializer=None,
         seed=None,
         pad_gradient=False,
+        answer_time_words=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         if sentence_encoding not in SENTENCE_ENCODINGS:
-            raise ValueError(
-                f"sentence_encoding must be one of {SENTENCE_ENCODINGS}; "
-                f"got {sentence_encoding!r}."
-            )
+            raise ValueError(f"sentence_encoding must be one of {SENTENCE_ENCODINGS}; "
+                             f"got {sentence_encoding!r}.")
         if weight_tying not in WEIGHT_TYING:
-            raise ValueError(
-                f"weight_tying must be one of {WEIGHT_TYING}; got {weight_tying!r}."
-            )
+            raise ValueError(f"weight_tying must be one of {WEIGHT_TYING}; "
+                             f"got {weight_tying!r}.")
         if int(num_hops) < 1 or int(memory_size) < 1:
-            raise ValueError(
-                f"num_hops and memory_size must be >= 1; got {num_hops}, {memory_size}."
-            )
+            raise ValueError(f"num_hops and memory_size must be >= 1; "
+                             f"got {num_hops}, {memory_size}.")
+        if answer_time_words and not (weight_tying == "adjacent" and temporal_encoding):
+            raise ValueError("answer_time_words needs adjacent tying and temporal_encoding.")
         if not 0.0 <= float(random_noise) <= 1.0:
             raise ValueError(f"random_noise must be in [0, 1]; got {random_noise}.")
         self.vocabulary_size = int(vocabulary_size)
@@ -142,6 +141,7 @@ class MemN2NNetwork(keras.layers.Layer):
         self.mask_empty_memories = bool(mask_empty_memories)
         self.initial_linear_start = bool(linear_start)
         self.pad_gradient = bool(pad_gradient)
+        self.answer_time_words = bool(answer_time_words)
         self.embeddings_initializer = keras.initializers.get(
             embeddings_initializer or gaussian_initializer()
         )
@@ -359,6 +359,9 @@ class MemN2NNetwork(keras.layers.Layer):
             attention.append(p)
         if self.output_matrix is None:
             logits = self.tables[-1].project(u)
+            if self.answer_time_words:
+                times = ops.matmul(u, ops.transpose(self.tables[-1].temporal))
+                logits = ops.concatenate([logits, times], axis=-1)
         else:
             logits = ops.matmul(u, ops.transpose(self.output_matrix))
         if return_attention:
@@ -369,7 +372,8 @@ class MemN2NNetwork(keras.layers.Layer):
         return None
 
     def compute_output_shape(self, input_shape):
-        return (input_shape[0][0], self.vocabulary_size)
+        return (input_shape[0][0],
+                self.vocabulary_size + self.memory_size * self.answer_time_words)
 
     def get_config(self):
         config = super().get_config()
@@ -390,6 +394,7 @@ class MemN2NNetwork(keras.layers.Layer):
                 ),
                 "seed": self.seed,
                 "pad_gradient": self.pad_gradient,
+                "answer_time_words": self.answer_time_words,
             }
         )
         return config

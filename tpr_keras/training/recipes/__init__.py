@@ -17,7 +17,8 @@ RECIPES = {"tpr_rnn": tpr_rnn.RECIPES, "memn2n": memn2n.RECIPES,
 #: size of the families whose reference code the port is compared with
 #: (docs/fidelity.md; what each still leaves different: docs/training.md).
 AUTHORS_CODE = {"tpr_rnn": tpr_rnn.AUTHORS_CODE_RECIPE,
-                "tp_transformer": tp_transformer.AUTHORS_CODE_RECIPE}
+                "tp_transformer": tp_transformer.AUTHORS_CODE_RECIPE,
+                "memn2n": memn2n.AUTHORS_CODE_RECIPE}
 #: Recipe names of :func:`recipe`.
 RECIPE_NAMES = ("size", "authors_code")
 

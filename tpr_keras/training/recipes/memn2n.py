@@ -32,6 +32,20 @@ JOINT_PAPER_RECIPE = MappingProxyType(dict(
     linear_start_lr_factor=1.0, decay_every_epochs=5, decay_offset_epochs=1, epochs=50,
     bucket_width=0, drop_remainder=True, max_story_sentences=50, keep_sentence_ends=False,
     keep_best=False, early_stopping=False, train_error=True))
+#: The training step of the authors' released code (MemN2N-babi-matlab: ``train.m``,
+#: ``train_linear_start.m``, ``nn/Weight.m``, ``build_model.m``), for any size: the
+#: ``joint_paper`` protocol (their SGD on the batch-summed loss, each lookup table's
+#: gradient clipped at spectral norm 40, linear start at 0.005 for a fixed 30 epochs, full
+#: uniform batches of 32, their parser's text) with the model built as their code builds
+#: it: their coded position encoding (``sentence_encoding="position_code"``), empty slots
+#: in the softmax (``mask_empty_memories=False``), the nil word's gradient in the
+#: clipping norm (``pad_gradient=True``) and an answer softmax over the words and the
+#: time words (``answer_time_words=True``). What it still leaves different (their
+#: sampling with replacement, their ``min(50, longest story)`` memory slots, ...):
+#: docs/training.md.
+AUTHORS_CODE_RECIPE = MappingProxyType(dict(
+    JOINT_PAPER_RECIPE, sentence_encoding="position_code", mask_empty_memories=False,
+    pad_gradient=True, answer_time_words=True))
 #: ``{size: recipe}``.
 RECIPES = MappingProxyType({"single_task": SINGLE_TASK_RECIPE, "all_tasks": JOINT_RECIPE,
                             "joint_paper": JOINT_PAPER_RECIPE})
