@@ -188,3 +188,35 @@ def test_an_asset_missing_from_the_checksums_is_not_served(trained):
         f.write("unverified\n")
     with pytest.raises(PresetError, match="has no asset 'extra.txt'"):
         load_preset(path).asset_path("extra.txt")
+
+
+def test_a_preset_added_to_the_folder_shows_up_wherever_presets_are_named(trained, tmp_path,
+                                                                         monkeypatch):
+    """The presets folder is the one list: a preset saved into it is shipped, named, listed
+    by ``--list_presets``, offered by the unknown-name error and loaded by name."""
+    import tpr_keras.presets
+    import train.babi
+    import train.cli
+
+    model, _, _ = trained
+    folder = tmp_path / "shipped"
+    model.save_to_preset(folder / "tiny_babi", metadata={
+        "task": "babi", "headline": "tiny headline", "description": "tiny description"})
+    (folder / ".preset-tmp-x").mkdir()  # a save in progress is no preset
+    monkeypatch.setattr(preset_files, "SHIPPED_DIR", str(folder))
+
+    assert preset_files.shipped_presets() == {"tiny_babi": str(folder / "tiny_babi")}
+    assert list(preset_files.shipped_presets(task="babi")) == ["tiny_babi"]
+    assert preset_files.shipped_presets(task="math") == {}
+    assert preset_files.TRAINED_PRESET_NAMES == ("tiny_babi",)
+    assert tpr_keras.presets.TRAINED_PRESET_NAMES == ("tiny_babi",)
+    listing = train.cli.format_preset_list(train.babi.command())
+    assert "tiny_babi  (TPRRNN, babi): tiny headline\n    tiny description" in listing
+    assert "tpr_rnn_babi_all_tasks" not in listing
+    with pytest.raises(PresetError, match="Trained presets: tiny_babi;"):
+        load_preset("no_such_preset")
+    np.testing.assert_array_equal(TPRRNN.from_preset("tiny_babi")(_inputs()), model(_inputs()))
+
+    model.save_to_preset(folder / "another", metadata={"task": "math"})
+    assert preset_files.TRAINED_PRESET_NAMES == ("another", "tiny_babi")
+    assert "another" not in train.cli.format_preset_list(train.babi.command())

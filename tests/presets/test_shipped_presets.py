@@ -10,7 +10,7 @@ import pytest
 
 from serving.model_server.in_process import predict_strings, serve_model_config
 from tpr_keras.models import TaskModel
-from tpr_keras.presets import TRAINED_PRESET_NAMES, load_preset, shipped_presets
+from tpr_keras.presets import load_preset, shipped_presets
 from tpr_keras.training import evaluation
 from tpr_keras.training.sample_requests import (
     ANSWER_OUTPUT,
@@ -25,11 +25,6 @@ MODELS_CONFIG = pathlib.Path(__file__).resolve().parents[2] / "serving" / "model
 PRESETS = sorted(shipped_presets())
 REQUIRED = ("task", "model_name", "description", "headline", "training", "data", "evaluation",
             "evaluation_sample", "evaluation_options", "files", "format_version")
-
-
-@pytest.mark.parametrize("name", TRAINED_PRESET_NAMES)
-def test_every_named_preset_ships(name):
-    assert name in PRESETS
 
 
 @pytest.mark.parametrize("name", PRESETS)

@@ -36,14 +36,11 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
 ASSETS_DIR = "assets"
-#: The presets shipped with the package: ``tpr_keras/presets/<name>/``.
+#: The presets shipped with the package: ``tpr_keras/presets/<name>/``. This folder is
+#: the one list of shipped presets: :func:`shipped_presets` reads it, and everything
+#: that names the shipped presets (``TRAINED_PRESET_NAMES``, ``--list_presets``,
+#: ``load_preset`` by name, the README's preset tables) derives from that.
 SHIPPED_DIR = os.path.dirname(os.path.abspath(__file__))
-#: The trained presets this project ships (four, and the routed math preset
-#: that joins the math one with a comparison__pair expert): the README's tables
-#: (tools/report_presets.py) describe each one, and tests/presets checks that each ships.
-TRAINED_PRESET_NAMES = ("tpr_rnn_babi_all_tasks", "memn2n_babi_all_tasks",
-                        "tpru32_entailment", "tp_transformer_math_focus",
-                        "tp_transformer_math_routed")
 
 
 class PresetError(ValueError):
@@ -59,23 +56,35 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def shipped_presets() -> dict[str, str]:
-    """``{name: folder}`` of the trained presets shipped in ``tpr_keras/presets/``."""
+def shipped_presets(task: str | None = None) -> dict[str, str]:
+    """``{name: folder}`` of the trained presets in :data:`SHIPPED_DIR`, sorted by name: each
+    sub-folder with a ``metadata.json`` (of ``task``, ``"babi"``, ``"math"`` or
+    ``"entailment"``, when given). Read from the folder on every call."""
     if not os.path.isdir(SHIPPED_DIR):
         return {}
-    return {name: os.path.join(SHIPPED_DIR, name) for name in sorted(os.listdir(SHIPPED_DIR))
-            if not name.startswith(".")  # a save in progress, or one a kill left behind
-            and os.path.isfile(os.path.join(SHIPPED_DIR, name, METADATA_FILE))}
+    found = {name: os.path.join(SHIPPED_DIR, name) for name in sorted(os.listdir(SHIPPED_DIR))
+             if not name.startswith(".")  # a save in progress, or one a kill left behind
+             and os.path.isfile(os.path.join(SHIPPED_DIR, name, METADATA_FILE))}
+    if task is None:
+        return found
+    return {name: path for name, path in found.items()
+            if _read_json(os.path.join(path, METADATA_FILE)).get("task") == task}
+
+
+def __getattr__(name: str):
+    """``TRAINED_PRESET_NAMES``: the names of :func:`shipped_presets`, a tuple read from the
+    folder on each access (so it never differs from the folder)."""
+    if name == "TRAINED_PRESET_NAMES":
+        return tuple(shipped_presets())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def describe_presets(task: str | None = None) -> str:
     """One line per shipped preset (of ``task``: ``"babi"``, ``"math"``, ``"entailment"``):
     name, model class, what it scored and what it is. Reads only ``metadata.json``."""
     lines = []
-    for name, path in shipped_presets().items():
+    for name, path in shipped_presets(task).items():
         meta = _read_json(os.path.join(path, METADATA_FILE))
-        if task is not None and meta.get("task") != task:
-            continue
         lines.append(f"{name}  ({meta.get('class_name')}, {meta.get('task')}): "
                      f"{meta.get('headline', '')}\n    {meta.get('description', '')}")
     return "\n".join(lines) if lines else "(no trained preset shipped for this task)"
