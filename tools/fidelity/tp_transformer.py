@@ -29,6 +29,10 @@ Batch ``b`` holds pair ``b`` of each ``--modules`` file (``train-easy``), encode
 their vocabulary rule (torchtext ``Field(list)``: ``<unk> <pad> <sos> <eos>``, then the
 questions' characters by decreasing count, ties in character order), padded with
 ``<pad>`` to the batch's longest sequence as their iterator does.
+
+``--checkpoint_out DIR`` also writes the fixture of ``tests/tools/checkpoint_converters``
+(:func:`write_checkpoint_fixture`): a checkpoint as their trainer saves it, their
+vocabulary and their logits with its weights.
 """
 
 import argparse
@@ -37,10 +41,16 @@ import os
 
 import numpy as np
 
+from tools.checkpoint_conversion.convert_tp_transformer_checkpoints import (
+    EOS,
+    PAD,
+    SOS,
+    UNK,
+    port_names,
+    vocabulary,
+    write_symbols,
+)
 from tools.fidelity import common
-
-SPECIALS = ("<unk>", "<pad>", "<sos>", "<eos>")
-UNK, PAD, SOS, EOS = range(4)
 MODULES = ("algebra__linear_1d", "arithmetic__add_or_sub", "numbers__place_value",
            "polynomials__evaluate")
 
@@ -66,14 +76,54 @@ def parse_args(argv=None):
     parser.add_argument("--beta2", type=float, default=0.995)
     parser.add_argument("--max_abs_grad_norm", type=float, default=0.1)
     parser.add_argument("--greedy_length", type=int, default=8)
+    parser.add_argument("--checkpoint_out", default=None,
+                        help="also write the checkpoint-conversion fixture to this folder")
+    parser.add_argument("--checkpoint_steps", type=int, default=400,
+                        help="their training steps after the trajectory, before that save")
+    parser.add_argument("--checkpoint_learning_rate", type=float, default=1e-3)
     return parser.parse_args(argv)
 
 
-def vocabulary(questions):
-    """torchtext's ``Vocab`` order: specials, then by count (descending), ties sorted."""
-    counts = collections.Counter(c for q in questions for c in q)
-    ordered = sorted(sorted(counts.items()), key=lambda item: item[1], reverse=True)
-    return list(SPECIALS) + [c for c, _ in ordered]
+def write_checkpoint_fixture(folder, model, optimizer, itos, batch, args, torch, metadata,
+                             train_step):
+    """The fixture of ``tests/tools/checkpoint_converters``: after ``--checkpoint_steps``
+    more of their training steps (``train_step(step)``: the loss of the step's batch, in
+    train mode) at ``--checkpoint_learning_rate`` (so that the answers hold characters),
+    their ``save_state`` dict (``global_step``, ``model``: the ``state_dict``,
+    ``optimizer``, ``best_eval_loss``, ``best_eval_acc``, ``best_step``; here the
+    last step and the trajectory's last loss) as ``torch.save`` writes it (zip), the bare
+    ``state_dict`` in the pre-1.6 stream their PyTorch 1.1 wrote, their vocabulary one
+    symbol per line, and their logits and greedy answers on ``batch`` in eval mode."""
+    for group in optimizer.param_groups:
+        group["lr"] = args.checkpoint_learning_rate
+    for step in range(args.checkpoint_steps):
+        optimizer.zero_grad()
+        train_step(step).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=args.max_abs_grad_norm)
+        optimizer.step()
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.join(folder, "tp_transformer")
+    steps = args.steps + args.checkpoint_steps
+    state = {"global_step": steps, "model": model.state_dict(),
+             "optimizer": optimizer.state_dict(), "best_eval_loss": metadata["last_loss"],
+             "best_eval_acc": 0.0, "best_step": steps}
+    torch.save(state, f"{stem}_checkpoint.pt")
+    torch.save(model.state_dict(), f"{stem}_state_dict_legacy.pt",
+               _use_new_zipfile_serialization=False)
+    write_symbols(f"{stem}_vocab.txt", itos)
+    source, target = batch
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.from_numpy(source), torch.from_numpy(target[:, :-1]))
+        greedy = model.greedy_inference(torch.from_numpy(source), SOS, EOS,
+                                        args.greedy_length, "cpu")
+    arrays = {"source": source, "target": target, "logits": logits.numpy(),
+              "greedy_ids": greedy.numpy()}
+    metadata = dict(metadata, files=[os.path.basename(f"{stem}{suffix}") for suffix in (
+        "_checkpoint.pt", "_state_dict_legacy.pt", "_vocab.txt")], heads=args.heads,
+        checkpoint_steps=args.checkpoint_steps,
+        checkpoint_learning_rate=args.checkpoint_learning_rate)
+    return common.write_fixture(f"{stem}_logits.npz", arrays, metadata)
 
 
 def encode(texts, stoi):
@@ -83,37 +133,6 @@ def encode(texts, stoi):
     for i, row in enumerate(rows):
         out[i, :len(row)] = row
     return out
-
-
-def port_names(layers):
-    """``{their parameter name: (port variable path, transpose)}`` for every parameter."""
-    names = {"embedding.tok_embedding.weight": ("embedding/embeddings", False),
-             "embedding.linear.weight": ("embedding/multiplier/kernel", True),
-             "embedding.linear.bias": ("embedding/multiplier/bias", False)}
-
-    def linear(theirs, ours):
-        names[f"{theirs}.weight"] = (f"{ours}/kernel", True)
-        names[f"{theirs}.bias"] = (f"{ours}/bias", False)
-
-    def attention(theirs, ours):
-        for w, part in (("W_q", "query"), ("W_k", "key"), ("W_v", "value"),
-                        ("W_r", "role"), ("W_o", "output")):
-            names[f"{theirs}.{w}.weight"] = (f"{ours}/{part}_kernel", True)
-            names[f"{theirs}.{w}.bias"] = (f"{ours}/{part}_bias", False)
-
-    for stack, norms, attentions in (
-            ("encoder", 3, (("MHA", "self_attention"),)),
-            ("decoder", 4, (("selfAttn", "self_attention"), ("encAttn", "cross_attention")))):
-        for i in range(layers):
-            theirs, ours = f"{stack}.layers.{i}", f"{stack}_{i}"
-            for n in range(1, norms + 1):
-                names[f"{theirs}.layernorm{n}.weight"] = (f"{ours}/norm{n}/gamma", False)
-                names[f"{theirs}.layernorm{n}.bias"] = (f"{ours}/norm{n}/beta", False)
-            for their_attention, our_attention in attentions:
-                attention(f"{theirs}.{their_attention}", f"{ours}/{our_attention}")
-            linear(f"{theirs}.densefilter.linear1", f"{ours}/feed_forward/inner")
-            linear(f"{theirs}.densefilter.linear2", f"{ours}/feed_forward/outer")
-    return names
 
 
 def mapped(model, names, tensor_of):
@@ -241,6 +260,11 @@ def main(argv=None):
         "parameters": len(names),
     }
     size = common.write_fixture(args.out, arrays, metadata)
+    if args.checkpoint_out:
+        write_checkpoint_fixture(
+            args.checkpoint_out, model, optimizer, itos, encoded[0], args, torch,
+            dict(metadata, last_loss=losses[-1]),
+            lambda step: loss_of(*encoded[step % len(encoded)])[1])
     print(f"wrote {args.out}: {len(arrays)} arrays, {size} bytes; loss {arrays['loss']:.6f}, "
           f"trajectory {losses[0]:.5f} -> {losses[-1]:.5f}")
 

@@ -33,6 +33,10 @@ and ``final/<path>``, and the values their Nadam's power accumulators start from
 (``optimizer/beta1_power_start``, ``optimizer/beta2_power_start``: the random initial
 values of their β variables, which are assigned 0.9 / 0.999 only afterwards). Their ``query_entity`` network 1 (``q_e2``) feeds nothing; it has
 no counterpart in the port and no gradient.
+
+``--checkpoint_out DIR`` also writes the fixture of ``tests/tools/checkpoint_converters``
+(:func:`write_checkpoint_fixture`): a checkpoint written by their ``tf.train.Saver``,
+their parser's cache holding ``word2id`` and their logits with its weights.
 """
 
 import argparse
@@ -45,6 +49,7 @@ import types
 
 import numpy as np
 
+from tools.checkpoint_conversion.convert_tpr_rnn_checkpoints import port_names
 from tools.fidelity import common
 
 
@@ -67,6 +72,10 @@ def parse_args(argv=None):
     # module's weights); 1.0 makes the reads O(0.01 - 1).
     parser.add_argument("--init_limit", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--checkpoint_out", default=None,
+                        help="also write the checkpoint-conversion fixture to this folder")
+    parser.add_argument("--checkpoint_steps", type=int, default=200,
+                        help="their training steps after the trajectory, before that save")
     return parser.parse_args(argv)
 
 
@@ -166,32 +175,29 @@ def run_their_graph(args, root):
     return graph, v1
 
 
-def port_names(variables):
-    """``{their variable name: port path}``; ``None`` for ``q_e2`` (no counterpart)."""
-    fixed = {"variables/word_embedding": "encoder/word_embedding/embeddings",
-             "variables/story_position_embedding": "encoder/positions",
-             "variables/output_embedding": "inference/z/kernel"}
-    scopes = {"story_entity": ("update/e1", "update/e2"),
-              "story_roles": ("update/r1", "update/r2", "update/r3"),
-              "query_entity": ("inference/n", None),
-              "query_roles": ("inference/l1", "inference/l2", "inference/l3")}
-    steps = {"one_step": 1, "two_step": 2, "three_step": 3}
-    names = {}
-    for variable in variables:
-        name = variable.name.split(":")[0]
-        parts = name.split("/")
-        if name in fixed:
-            names[name] = fixed[name]
-        elif parts[-2] in steps:
-            kind = {"LN_gain": "gain", "LN_bias": "bias"}[parts[-1]]
-            names[name] = f"inference/layer_norm_{steps[parts[-2]]}/{kind}"
-        else:
-            match = re.fullmatch(r"W([12])_net(\d)_([wb])", parts[-1])
-            network = scopes[parts[-2]][int(match.group(2))]
-            layer = {"1": "hidden", "2": "output"}[match.group(1)]
-            kind = {"w": "kernel", "b": "bias"}[match.group(3)]
-            names[name] = None if network is None else f"{network}/{layer}/{kind}"
-    return names
+def write_checkpoint_fixture(args, g, feed, batches, cache, metadata):
+    """The fixture of ``tests/tools/checkpoint_converters``: after ``--checkpoint_steps``
+    more of their ``train_op`` at their post-warm-up learning rate (1e-3) on the same
+    batches, their own ``tf.train.Saver`` writes the checkpoint (``tpr_rnn_model.ckpt``,
+    without the ``.meta`` graph and the ``checkpoint`` state file); beside it their
+    parser's cache ``qa<task>_train.pik`` (holding their ``word2id``) and their logits on
+    batch 0."""
+    g.sess.run(g._learning_rate.assign(g.c.learning_rate))
+    for step in range(args.checkpoint_steps):
+        g.sess.run(g.train_op, feed(batches[step % len(batches)]))
+    os.makedirs(args.checkpoint_out, exist_ok=True)
+    stem = os.path.join(args.checkpoint_out, "tpr_rnn")
+    g.saver.save(g.sess, f"{stem}_model.ckpt", write_meta_graph=False, write_state=False)
+    with open(f"{stem}_qa{args.task}_train.pik", "wb") as f:
+        f.write(cache)
+    rows = feed(batches[0])
+    arrays = {"story": rows[g.story], "story_length": rows[g.story_length],
+              "question": rows[g.query], "answer": rows[g.answer],
+              "logits": g.sess.run(g.logits, rows)}
+    metadata = dict(metadata, checkpoint_steps=args.checkpoint_steps,
+                    checkpoint_learning_rate=float(g.c.learning_rate),
+                    files=["tpr_rnn_model.ckpt", f"tpr_rnn_qa{args.task}_train.pik"])
+    return common.write_fixture(f"{stem}_logits.npz", arrays, metadata)
 
 
 def main(argv=None):
@@ -202,11 +208,14 @@ def main(argv=None):
     root, files = data_folder(args.data_dir, args.task, args.stories)
     try:
         g, v1 = run_their_graph(args, root)
+        with open(os.path.join(root, "tasks", "en-valid-10k-pik",
+                               f"qa{args.task}_train.pik"), "rb") as f:
+            cache = f.read()  # their parser's cache: the vectorised data and word2id
     finally:
         shutil.rmtree(root, ignore_errors=True)
     sess, c = g.sess, g.c
     variables = g.trainable_vars
-    names = port_names(variables)
+    names = port_names(v.name.split(":")[0] for v in variables)
     mapped = [(v, names[v.name.split(":")[0]]) for v in variables]
     mapped = [(v, path) for v, path in mapped if path is not None]
 
@@ -284,6 +293,8 @@ def main(argv=None):
         "unmapped": sorted(n for n, p in names.items() if p is None),
     }
     size = common.write_fixture(args.out, arrays, metadata)
+    if args.checkpoint_out:
+        write_checkpoint_fixture(args, g, feed, batches, cache, metadata)
     print(f"wrote {args.out}: {len(arrays)} arrays, {size} bytes; loss {arrays['loss']:.6f}, "
           f"trajectory {losses[0]:.5f} -> {losses[-1]:.5f}")
 

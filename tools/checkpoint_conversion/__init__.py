@@ -1,0 +1,11 @@
+"""Converters of checkpoints trained with the authors' code into tpr-keras presets.
+
+``convert_tp_transformer_checkpoints`` reads a ``torch.save`` file of the authors'
+TP-Transformer (https://github.com/ischlag/TP-Transformer) and
+``convert_tpr_rnn_checkpoints`` a ``tf.train.Saver`` checkpoint of the authors' TPR-RNN
+(https://github.com/ischlag/TPR-RNN); each writes a preset folder (config, weights,
+``assets/vocab.txt``, metadata) that ``from_preset``, ``python -m train.export`` and the
+server read. Each module holds the one mapping of the authors' weight names to the
+port's, which the fixture generators of ``tools/fidelity`` import. docs/fidelity.md,
+"Checkpoint conversion", has the commands and what cannot be converted.
+"""
