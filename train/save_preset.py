@@ -150,7 +150,7 @@ def main(args):
             "steps": results.get("steps"),
             "stopped": results.get("stopped"),
             "parameters": model.count_params(),
-            # The machine the run trained on (runs before it was recorded: this one).
+            # The machine the run trained on (a results.json without one: this machine).
             "machine": (results.get("machine") or {}).get("description")
                        or machine_description(),
             "results_json": args.results_json,

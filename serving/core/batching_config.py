@@ -49,7 +49,7 @@ BatchingParametersProto = _message_class()
 class BatchingParameters:
     """TF Serving's BatchingParameters, with its defaults (``batching_session.h``,
     ``shared_batch_scheduler.h``) except ``max_batch_size`` 128 and ``max_enqueued_batches``
-    100, this server's defaults since batching was added.
+    100, this server's defaults.
 
     Without ``enable_large_batch_splitting``, a batch runs at most ``max_batch_size`` rows
     and a larger request is INVALID_ARGUMENT. With it, ``max_batch_size`` bounds a request

@@ -54,7 +54,7 @@ def test_bad_requests_raise_a_value_error_naming_the_problem(classifier):
         classifier.predict([], [])
 
 
-#: Pairs the model does not fully take in: the issue's "p AND q" / "P or Q", an empty
+#: Pairs the model does not fully take in: natural-language "p AND q" / "P or Q", an empty
 #: hypothesis, a malformed premise of known characters, a well-formed pair.
 PARTIAL_PAIRS = [("p AND q", "P or Q"), ("(p&q)", " \t"), ("(p&q", "p"), ("(p & q)", "q")]
 

@@ -1,5 +1,5 @@
-"""The entailment grammar check: every formula of the dataset is well formed, the issue's
-"p AND q" is not, and the in-graph check agrees with the Python one."""
+"""The entailment grammar check: every formula of the dataset is well formed, a
+natural-language "p AND q" is not, and the in-graph check agrees with the Python one."""
 
 import pytest
 

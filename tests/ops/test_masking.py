@@ -30,7 +30,7 @@ def test_masked_softmax_gives_zero_weight_and_no_nan_in_float16():
 
 
 def test_layers_and_models_use_the_shared_value():
-    """The four former copies now read this module (no local constant left)."""
+    """The layers and models that mask read this module's value (no local constant)."""
     import tpr_keras.models.memn2n.memn2n_hop as memn2n
     import tpr_keras.layers.tp_attention as tp_attention
     import tpr_keras.models.entailment.entailment_layers as entailment

@@ -119,7 +119,8 @@ def test_malformed_json_requests_are_400(rest, body, fragment):
 
 
 def test_long_story_and_999_empty_ones(rest):
-    """The issue's 122 kB request: answered, one answer per story."""
+    """A 122 kB request (one 100 kB story and 999 empty ones): answered, one answer per
+    story."""
     story = "mary went to the kitchen . " * 3700
     body = json.dumps({"inputs": {"story": [story] + [""] * 999,
                                   "question": ["where is mary ?"] * 1000}}).encode()

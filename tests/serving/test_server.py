@@ -224,7 +224,7 @@ def test_invalid_requests(stub, task1):
     for name, req, code, fragments in cases:
         details = assert_status(lambda req=req: stub.Predict(req, timeout=30), code, *fragments)
         assert details, name
-    # Classify is served now (tests/serving/test_tf_serving_contract.py): an empty request
+    # Classify is served (tests/serving/test_tf_serving_contract.py): an empty request
     # names no model.
     assert_status(lambda: stub.Classify(classification_pb2.ClassificationRequest(), timeout=30),
                   grpc.StatusCode.NOT_FOUND, "model '' is not served")

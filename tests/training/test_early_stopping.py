@@ -34,9 +34,8 @@ def test_limits_come_before_early_stopping():
 
 
 def test_every_stop_reason_has_a_table_label():
-    """The results tables label each stop reason from one place: none is missing, so a
-    table never prints a raw key (a label under a key the loop never writes once hid
-    ``target_error``)."""
+    """The results tables label each stop reason from one place: every key is a reason the
+    loop writes and none is missing, so a table never prints a raw key."""
     from tpr_keras.training.early_stopping import STOP_LABELS
 
     assert set(STOP_LABELS) == set(STOP_REASONS)

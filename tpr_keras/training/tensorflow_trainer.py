@@ -70,9 +70,9 @@ def without_autotune(dataset):
 
     Deleting an autotuned iterator waits for the autotuning thread, whose
     wake-ups double from 10 ms: under CPU contention (the training step uses
-    every core) the loop's per-epoch iterator was intermittently only released
+    every core) an autotuned per-epoch iterator is intermittently released only
     at the next wake-up, 10 ms * (2^k - 1) after its creation, so epochs of
-    3-7 s ended at 10.2 or 20.5 s. Fixed buffer and parallelism values have
+    3-7 s end at 10.2 or 20.5 s. Fixed buffer and parallelism values have
     nothing to tune; ``AUTOTUNE`` ones fall back to tf.data's static defaults.
     """
     if dataset.options().autotune.enabled is not None:

@@ -8,8 +8,9 @@ weights of the lowest validation error, which are evaluated, saved and exported)
   every training question of the same text (:func:`tpr_keras.data.mathematics.hold_out`).
 * ``sample_dir``: the trained modules' files in ``--validation_dir``, e.g. a fresh sample of
   DeepMind's generator (``experiments/math_heldout_sample.py``).
-* ``test_interpolate``: the ``interpolate/`` test files, as every run did before this choice
-  existed: the test files then choose the epoch whose scores on them are reported.
+* ``test_interpolate``: the ``interpolate/`` test files, which a run without a recorded
+  ``validation.json`` validates on: the test files then choose the epoch whose scores on
+  them are reported.
 
 The test files' scores (``interpolate_accuracy_percent``, the printed table) are those of
 the kept weights whatever the source.
@@ -102,7 +103,7 @@ def check_resumed_run(model_dir, record):
 
     Raises:
         ValueError: the recorded validation differs from ``record``, or the run began
-            before validation was recorded and ``record`` is not ``test_interpolate``.
+            without a recorded validation and ``record`` is not ``test_interpolate``.
     """
     if not model_dir:
         return
