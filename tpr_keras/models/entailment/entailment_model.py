@@ -267,9 +267,10 @@ class BiDAFEntailmentModel(_EntailmentModel):
         max_pool = config["pooling"] == "max"
         # Each template stays referenced until encode_pair returns. Bidirectional
         # serialises its template inside `load_model`'s object-sharing scope, which
-        # keys objects by id(): when the freed contextual template's address went to
-        # the modelling one, Keras handed back the contextual backward layer as both
-        # directions of the modelling layer (a rare, order-dependent load failure).
+        # keys objects by id(): were the contextual template freed and its address
+        # reused by the modelling one, Keras would hand back the contextual backward
+        # layer as both directions of the modelling layer (a rare, order-dependent load
+        # failure).
         contextual_template = entailment_layers.make_recurrent_layer(
             cell, units, roles, seed, True)
         contextual = keras.layers.Bidirectional(contextual_template, name="contextual")
