@@ -16,7 +16,7 @@ from tpr_keras.training.config import TrainConfig
 from tpr_keras.training.early_stopping import EarlyStopping
 from tpr_keras.training.lr_policy import LearningRatePolicy
 from tpr_keras.training.progress import ConsoleProgress, TrainingSummaries
-from tpr_keras.training.state import TrainerState
+from tpr_keras.training.trainer_state import TrainerState
 
 
 def attached(callback, **trainer):

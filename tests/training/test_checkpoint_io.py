@@ -74,7 +74,7 @@ def test_state_fields_are_the_checkpoint_keys_in_order():
 def test_checkpoint_without_the_time_counters_restores(tmp_path):
     """Runs checkpointed before the optional counters existed (train_seconds, epoch_seconds,
     loss_scale, loss_scale_good_steps) resume; those keep their values."""
-    from tpr_keras.training.state import OPTIONAL_FIELDS
+    from tpr_keras.training.trainer_state import OPTIONAL_FIELDS
 
     model, optimizer, state = build(0)
     older = {k: v for k, v in state.variables().items() if k not in OPTIONAL_FIELDS}

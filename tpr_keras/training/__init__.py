@@ -13,7 +13,7 @@ _EXPORTS = {
     "JaxTrainer": "jax_trainer", "make_trainer": "trainers", "binary_classification": "losses",
     "is_chief": "tensorflow_trainer", "sparse_classification": "losses",
     "sequence_cross_entropy": "losses",
-    "TrainerState": "state", "LearningRatePolicy": "lr_policy",
+    "TrainerState": "trainer_state", "LearningRatePolicy": "lr_policy",
     "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
     "Callback": "callback_base", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "NanReinit": "callbacks", "StepCheckpoints": "callbacks", "EpochMetric": "epoch_metrics",

@@ -17,7 +17,7 @@ import numpy as np
 from tpr_keras.training.host_checkpoints import read_host_checkpoint_state
 
 from tpr_keras.training.early_stopping import stop_reason
-from tpr_keras.training.state import OPTIONAL_FIELDS
+from tpr_keras.training.trainer_state import OPTIONAL_FIELDS
 
 
 class _LazyTensorFlow:

@@ -1,7 +1,7 @@
 """Checkpoints of a run as numpy files, for trainers without TensorFlow (JAX).
 
 ``<dir>/checkpoints/ckpt-<step>.npz`` holds every model weight, every optimizer
-variable and the :class:`~tpr_keras.training.state.TrainerState` counters; the last
+variable and the :class:`~tpr_keras.training.trainer_state.TrainerState` counters; the last
 ``max_to_keep`` stay. ``<dir>/best/weights.npz`` holds the best validation weights.
 Files are written to a temporary name and renamed, so a crash never leaves half a
 checkpoint.
@@ -77,7 +77,7 @@ class HostCheckpoints:
     Args:
         model: the Keras model (all its weights are saved, non-trainable included).
         optimizer: its built optimizer.
-        state: the :class:`~tpr_keras.training.state.TrainerState` (host counters).
+        state: the :class:`~tpr_keras.training.trainer_state.TrainerState` (host counters).
         write_dir: where checkpoints go; also read from.
         max_to_keep: how many of the latest checkpoints stay.
     """

@@ -32,7 +32,7 @@ import numpy as np
 
 from tpr_keras.training.trainer import EpochLoop
 from tpr_keras.training.host_checkpoints import HostCheckpoints
-from tpr_keras.training.state import TrainerState
+from tpr_keras.training.trainer_state import TrainerState
 
 
 class JaxTrainer(EpochLoop):

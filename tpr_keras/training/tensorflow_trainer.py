@@ -21,7 +21,7 @@ loop does, and it behaves identically under the default strategy,
   The policy is :class:`~tpr_keras.training.lr_policy.LearningRatePolicy`,
   early stopping :class:`~tpr_keras.training.early_stopping.EarlyStopping`,
   checkpoint I/O :class:`~tpr_keras.training.checkpoints.CheckpointIO` and the
-  counters :class:`~tpr_keras.training.state.TrainerState`: each tested alone.
+  counters :class:`~tpr_keras.training.trainer_state.TrainerState`: each tested alone.
 * Early stopping on the validation error, ties broken by the validation loss
   with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
   weights kept in ``<model_dir>/best`` and restored at the end; optionally a
@@ -62,7 +62,7 @@ from tpr_keras.training.checkpoints import CheckpointIO
 from tpr_keras.training.config import TrainConfig  # noqa: F401
 from tpr_keras.training.trainer import EpochLoop
 from tpr_keras.training.losses import binary_classification, sparse_classification  # noqa: F401
-from tpr_keras.training.state import TrainerState
+from tpr_keras.training.trainer_state import TrainerState
 
 
 def without_autotune(dataset):

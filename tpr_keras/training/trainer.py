@@ -18,7 +18,7 @@ import keras
 
 from tpr_keras.training.console import epoch_line, read_history, write_history
 from tpr_keras.training.callbacks import Callback, default_callbacks
-from tpr_keras.training.trainer_state import LoopState
+from tpr_keras.training.loop_state import LoopState
 
 
 class EpochLoop(LoopState):
@@ -26,7 +26,7 @@ class EpochLoop(LoopState):
 
     A subclass sets ``config`` (a :class:`~tpr_keras.training.config.TrainConfig`),
     ``model``, ``optimizer``, ``state`` (a
-    :class:`~tpr_keras.training.state.TrainerState`), ``checkpoints`` (with
+    :class:`~tpr_keras.training.trainer_state.TrainerState`), ``checkpoints`` (with
     ``write_best()``, ``restore_best()`` and ``save(step)``), ``chief``, ``write_dir``,
     ``model_dir`` and ``reinits``, and calls :meth:`_init_loop`; it implements the
     hooks below.
