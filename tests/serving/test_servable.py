@@ -94,7 +94,7 @@ def test_warm_up_runs_each_request_the_iterations_asked_for(version_dir):
 
 
 def test_server_and_exporters_name_the_same_files():
-    """The server's copy of the layout (serving/core/layout.py, which imports no tpr_keras) and
+    """The server's copy of the layout (serving/core/layout.py, which imports no Keras) and
     the exporters' (tpr_keras/models/tf_serving_layout.py) must not drift apart."""
     from serving.core import layout
     from tpr_keras.models import tf_serving_layout

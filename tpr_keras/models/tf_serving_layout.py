@@ -17,8 +17,8 @@ folder never sees half an export (:func:`publish_version`).
 Why here and not in ``serving/``: the training commands (``train.*``) export at the end of
 a run, and ``train`` must not import ``serving`` (the tree reads data -> ... -> models ->
 training -> train -> serving). The server (``serving/core`` and ``serving/model_server``)
-imports nothing from ``tpr_keras`` to stay lean, so it keeps its own copy of the two file
-names it reads (``serving/core/layout.py``); ``tests/serving/test_servable.py`` asserts the
+imports no Keras and no model code (of ``tpr_keras`` only the standard-library
+:mod:`tpr_keras.runtime`), so it keeps its own copy of the two file names it reads (``serving/core/layout.py``); ``tests/serving/test_servable.py`` asserts the
 two copies are equal.
 
 The file names are TF Serving's (``tensorflow_serving/servables/tensorflow/
