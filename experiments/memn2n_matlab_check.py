@@ -8,8 +8,9 @@
 file, what ``python -m train.babi --setting 1k`` trains on) and links the test files there.
 ``convert`` turns the lines the MATLAB ``train.m`` prints (``ep | train error: x | val error:
 y``, here with the epoch's mean training cost appended) and ``test.m``'s ``task t`` / ``test
-error: e`` pairs into a ``results.json`` of ``tools/memn2n_ls_check.py``'s keys; the linear
-start's epochs come first, then the main phase's, whose count starts again at 1 in their log.
+error: e`` pairs into a ``results.json`` in the keys of the linear-start table
+(``tools/report/babi.py``); the linear start's epochs come first, then the main phase's,
+whose count starts again at 1 in their log.
 
 The MATLAB side (``facebookarchive/MemNN``, ``MemN2N-babi-matlab``, under GNU Octave 7.3 from
 Debian): ``run_babi_joint.m`` with ``base_dir`` set to ``DIR``, its ``rng('shuffle')``

@@ -5,7 +5,8 @@ questions, or short of capacity?
         --data_dir ../shared/data/mathematics --per_file 1000 \\
         --json results/math/fit/tp_transformer_math_focus.json
     python -m tools.math_fit --model_dir runs/math/RUN --data_dir ... --json ...  # a run
-    python -m tools.math_fit --report          # the Markdown of every committed JSON
+
+``python -m tools.report --print math-fit`` tabulates the committed JSON.
 
 For each module the preset serves, the first ``--per_file`` questions of its
 ``train-easy``, ``train-medium`` and ``train-hard`` files (all of them trained on) and of
@@ -29,7 +30,6 @@ import re
 import sys
 
 DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
-FOLDER = os.path.join("results", "math", "fit")
 
 
 def kind(question, answer):
@@ -82,41 +82,6 @@ def fit(answer, data_dir, modules, per_file):
     return table
 
 
-def markdown(root="."):
-    """One table per committed JSON under ``results/math/fit``."""
-    folder = os.path.join(root, FOLDER)
-    names = sorted(n for n in os.listdir(folder) if n.endswith(".json")) \
-        if os.path.isdir(folder) else []
-    if not names:
-        return f"No run committed yet under `{FOLDER}/`."
-    out = []
-    for name in names:
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
-            run = json.load(f)
-        name = run.get("preset") or run["model_dir"]
-        out += [f"`{name}`, the first {run['per_file']:,} questions of each file:", "",
-                "| module | train-easy | train-medium | train-hard | training (pooled) | "
-                "interpolate | training − interpolate |",
-                "|---|---:|---:|---:|---:|---:|---:|"]
-        for module, row in run["modules"].items():
-            acc = {regime: row[regime]["accuracy_percent"]
-                   for regime in DIFFICULTIES + ("train", "interpolate")}
-            out.append(f"| `{module}` | " + " | ".join(
-                f"{acc[r]:.1f}" for r in DIFFICULTIES + ("train", "interpolate"))
-                + f" | {acc['train'] - acc['interpolate']:+.1f} |")
-        out += ["", f"Exact match %. `{run['command']}`", ""]
-        kinds = {module: row["interpolate_kinds"] for module, row in run["modules"].items()
-                 if len(row.get("interpolate_kinds", ())) > 1}
-        if kinds:
-            out += ["Interpolate by kind of question (answer; numbers in the question):", "",
-                    "| module | kind | questions | exact match % |", "|---|---|---:|---:|"]
-            out += [f"| `{module}` | {name} | {cell['questions']:,} | "
-                    f"{cell['accuracy_percent']:.1f} |"
-                    for module, table in kinds.items() for name, cell in table.items()]
-            out.append("")
-    return "\n".join(out).rstrip("\n")
-
-
 def load_answerer(preset, model_dir=None):
     """``(MathAnswerer, the modules it was trained on)`` of a preset or, given
     ``model_dir``, of a ``train.math`` run folder (its saved model, vocabulary and
@@ -152,11 +117,7 @@ def main(argv=None):
     parser.integer("per_file", 1000, "questions scored per file")
     parser.integer("batch_size", 128)
     parser.string("json", None)
-    parser.boolean("report", False, "print the Markdown of the committed JSON and stop")
     args = parser.parse(argv)
-    if args.report:
-        print(markdown())
-        return 0
     if not args.data_dir:
         parser.error("--data_dir: required to score a preset")
     try:

@@ -1,6 +1,7 @@
 """Figures 4/5, Table 1 and the seed comparison of finished train.math runs, as
-the library makes them (``tpr_keras.analysis.modules``; the command is tested in
-``tests/tools/test_analysis_modules.py``). The runs are ``tests/conftest.py``'s."""
+the library computes them (``tpr_keras.analysis.modules``; the command is tested in
+``tests/tools/test_analysis_modules.py``, the Markdown in ``tests/tools/test_report_modules.py``).
+The runs are ``tests/conftest.py``'s."""
 
 import math
 
@@ -29,18 +30,6 @@ def test_figures_table_numbers_and_missing_module(math_run_pair, capsys):
     warning = capsys.readouterr().err
     assert "Transformer has no interpolate accuracy for 1 module(s) (arithmetic__mul)" in warning
     assert "TP-Transformer has no" not in warning
-    lines = ma.compare_markdown(tables, list(runs)).splitlines()
-    assert lines[:9] == [
-        "## interpolate (3 modules)", "",
-        "| module | TP-Transformer | Transformer | difference |", "|---|---:|---:|---:|",
-        "| algebra__linear_1d | 99.00 | 95.00 | +4.00 |",
-        "| arithmetic__mul | 40.00 | – | – |",
-        "| numbers__place_value | 95.50 | 90.00 | +5.50 |",
-        "| **mean** | 78.17 | 92.50 | -14.33 |",
-        "| **modules > 95 %** | 2 | 0 | +2 |"]
-    assert "| numbers__place_value_big | 20.00 | 10.50 | +9.50 |" in lines
-    assert "| **modules > 95 %** | 0 | 0 | +0 |" in lines
-    assert lines[-1] == "difference: TP-Transformer − Transformer (percentage points)."
 
 
 def test_seeds_mean_std_verdict_and_welch(math_seed_runs):
@@ -73,15 +62,6 @@ def test_seeds_mean_std_verdict_and_welch(math_seed_runs):
     assert count["larger_than_spread"] is False and count["welch_t"] is None
     extrapolate = ma.seed_table(runs, "extrapolate")["rows"]["numbers__place_value_big"]
     assert extrapolate["difference"] == 15.0 and extrapolate["larger_than_spread"] is True
-    lines = ma.seeds_markdown({"interpolate": table}, runs).splitlines()
-    assert ("| numbers__place_value | 92.00 ± 2.00 | 86.00 ± 1.00 | +6.00 | yes | 4.65 "
-            "(dof 2.9") in "\n".join(lines)
-    assert any(line.startswith("| comparison__pair | 60.00 ± 10.00 | 58.00 ± 3.00 | +2.00 | no |")
-               for line in lines)
-    assert ("interpolate: the difference is larger than the seed spread on 2 of 3 modules "
-            "(1 with tp_transformer ahead, 1 with transformer ahead); on the mean over "
-            "modules: no.") in lines
-    assert "| **modules > 95 %** | 1.00 ± 0.00 | 1.00 ± 0.00 | +0.00 | no | – |" in lines
 
 
 def test_welch_edge_cases_and_scipy_agreement():

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from tools import math_fit
+from tools.report import math_tables
 from tools.math_savedmodel_accuracy import read_pairs
 
 
@@ -51,7 +52,7 @@ def markdown_of(root, table):
     (folder / "p.json").write_text(json.dumps({"command": "python -m tools.math_fit X",
                                                "preset": "p", "per_file": 4,
                                                "modules": table}))
-    return math_fit.markdown(str(root)).splitlines()
+    return math_tables.fit_markdown(str(root)).splitlines()
 
 
 def test_markdown_reads_the_committed_json(data, tmp_path):
@@ -87,7 +88,7 @@ def test_a_file_without_its_answer_names_the_file_and_line(data):
 
 
 def test_no_runs_says_where_they_go(tmp_path):
-    assert math_fit.FOLDER in math_fit.markdown(str(tmp_path))
+    assert math_tables.FIT in math_tables.fit_markdown(str(tmp_path))
 
 
 def test_a_run_folder_is_scored_as_its_saved_model_answers(tmp_path):

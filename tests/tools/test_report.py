@@ -1,4 +1,5 @@
-"""tools/report.py: the committed results/*.md equal what the JSON gives; the marker rewriting."""
+"""tools/report/pages.py: the committed results/*.md equal what the JSON gives; the marker
+rewriting."""
 
 import io
 import os
@@ -7,7 +8,7 @@ import sys
 
 import pytest
 
-from tools import report
+from tools.report import pages as report
 
 ROOT = report.ROOT
 BLOCKS = {"one": lambda root: "| a |\n|---|\n| 1 |", "two": lambda root: f"root {root}"}
@@ -46,7 +47,7 @@ def test_the_committed_results_equal_what_the_json_gives():
 
 
 def test_every_block_is_placed_in_some_results_file():
-    from tools.report_blocks import BLOCKS as real
+    from tools.report.blocks import BLOCKS as real
 
     placed = set()
     for path in report.default_files(ROOT):
@@ -117,7 +118,7 @@ def test_the_command_line_exits_1_on_a_stale_copy_and_0_on_the_committed_file(tm
 def test_a_continued_preset_names_its_parent_its_commit_and_its_hours(tmp_path):
     import json
 
-    from tools.report_blocks import parent_lines
+    from tools.report.presets import parent_lines
     (tmp_path / "results" / "p").mkdir(parents=True)
     (tmp_path / "results" / "p" / "results.json").write_text(json.dumps({"train_seconds": 7200}))
     parent = {"preset": "focus", "weights_sha256": "b692" + "0" * 60, "commit": "f765745aa",
@@ -134,7 +135,7 @@ def test_a_continued_preset_names_its_parent_its_commit_and_its_hours(tmp_path):
 
 
 def test_recorded_commands_are_shown_from_the_repository_root():
-    from tools.report_blocks import portable_command
+    from tools.report.common import portable_command
     ran = ("python -m train.babi --seed=0 --data_dir=/work/main/../shared/data/babi "
            "--model_dir=/home/u/tpr-keras/runs/presets/x/seed0 --max_train_minutes=60")
     assert portable_command(ran) == (
@@ -155,7 +156,7 @@ def test_without_the_analysis_extra_the_command_says_which_extra_it_needs(monkey
 
 
 def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(tmp_path):
-    from tools.report_presets import trained_cell, training_lines
+    from tools.report.presets import trained_cell, training_lines
 
     def part(seed, hours, command, parent=None):
         return {"preset": f"p{seed}", "weights_sha256": f"{seed}" * 64, "training": {

@@ -3,7 +3,7 @@
 
 import json
 
-from tools.report_presets import math_validation_lines, validation_source
+from tools.report.presets import math_validation_lines, validation_source
 
 
 def write(root, path, record):

@@ -13,9 +13,10 @@ Seeds mode, several seeds per model (mean ± std and the verdict)::
         --seeds transformer=runs/focus/transformer-seed0,...-seed1,...-seed2 \\
         --out results/figures/seeds
 
-What each mode computes and writes: :mod:`tpr_keras.analysis.modules`. This command writes
-``modules.json`` or ``seeds.json`` besides, prints the Markdown, and with ``--json FILE``
-also writes the numbers to FILE.
+What each mode computes and draws: :mod:`tpr_keras.analysis.modules`. This command lays
+the tables out as Markdown (:mod:`tools.report.modules`) into ``modules.md`` or ``seeds.md``
+and prints it, writes the numbers to ``modules.json`` or ``seeds.json``, and with ``--json
+FILE`` also to FILE.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 from collections.abc import Sequence
 
 from serving.command_flags import Command
+from tools.report.modules import compare_markdown, seeds_markdown
 from tpr_keras.analysis import modules
 
 
@@ -41,12 +43,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.error("give --runs or --seeds (one of them)")
     try:
         if args.runs:
-            table, result = modules.run_figures(args.runs, args.out)
+            labels, tables, result = modules.run_figures(args.runs, args.out)
+            table = compare_markdown(tables, labels)
         else:
-            table, result = modules.run_seeds(args.seeds, args.out)
+            seeds, tables, result = modules.run_seeds(args.seeds, args.out)
+            table = seeds_markdown(tables, seeds)
     except (ValueError, OSError) as error:
         command.error(str(error))
     name = "modules.json" if args.runs else "seeds.json"
+    with open(os.path.join(args.out, name.replace(".json", ".md")), "w",
+              encoding="utf-8") as f:
+        f.write(table)
     for path in filter(None, (os.path.join(args.out, name), args.json)):
         with open(path, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)

@@ -1,9 +1,9 @@
-"""Tables of :mod:`tpr_keras.analysis.modules`: per-module accuracy of ``train.math`` runs.
+"""The numbers of :mod:`tpr_keras.analysis.modules`: per-module accuracy of ``train.math`` runs.
 
 Schlag et al. (2019), Appendix B and Table 1: reading runs, the figures-mode comparison
-(one run per model) and the seeds-mode comparison (mean ± std over seeds, Welch's t).
-The command line and the file layout are in :mod:`tpr_keras.analysis.modules`; the
-figures in :mod:`tpr_keras.analysis.module_figures`.
+(one run per model) and the seeds-mode comparison (mean ± std over seeds, Welch's t), as
+dicts; the figures are :mod:`tpr_keras.analysis.module_figures`, the Markdown tables
+``tools/report/modules.py``.
 
 Example:
 >>> summarize([90.0, 97.0])["above_95"]
@@ -73,10 +73,6 @@ def _finite(x):
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-def _count(modules: Sequence[str]) -> str:
-    return f"{len(modules)} module" + ("" if len(modules) == 1 else "s")
-
-
 def format_cell(x, digits: int = 2, sign: bool = False) -> str:
     if x is None or not math.isfinite(x):
         return "–"
@@ -109,34 +105,6 @@ def compare(runs: dict[str, dict], regime: str) -> dict:
         table["difference"] = {m: None if a[m] is None or b[m] is None else a[m] - b[m]
                                for m in modules}
     return table
-
-
-def compare_markdown(tables: dict[str, dict], labels: Sequence[str]) -> str:
-    """Per regime: module, one column per model, the difference; mean and > 95 % rows."""
-    pair = len(labels) == 2
-    lines = []
-    for regime, table in tables.items():
-        lines += [f"## {regime} ({_count(table['modules'])})", "",
-                  "| module | " + " | ".join(labels) + (" | difference |" if pair else " |"),
-                  "|---|" + "---:|" * (len(labels) + pair)]
-        for m in table["modules"]:
-            cells = [format_cell(table["accuracy"][label][m]) for label in labels]
-            if pair:
-                cells.append(format_cell(table["difference"][m], sign=True))
-            lines.append(f"| {m} | " + " | ".join(cells) + " |")
-        summary = [table["summary"][label] for label in labels]
-        means = [format_cell(s["mean"]) for s in summary]
-        counts = [str(s["above_95"]) for s in summary]
-        if pair:
-            a, b = summary
-            gap = None if a["mean"] is None or b["mean"] is None else a["mean"] - b["mean"]
-            means.append(format_cell(gap, sign=True))
-            counts.append(f"{a['above_95'] - b['above_95']:+d}")
-        lines += ["| **mean** | " + " | ".join(means) + " |",
-                  "| **modules > 95 %** | " + " | ".join(counts) + " |", ""]
-    if pair:
-        lines.append(f"difference: {labels[0]} − {labels[1]} (percentage points).")
-    return "\n".join(lines) + "\n"
 
 
 # -------------------------------------------------------------------- seeds mode
@@ -221,48 +189,3 @@ def seed_table(seeds: dict[str, list[dict]], regime: str) -> dict:
                  for label in labels}
         summary[key] = {**cells, **versus(*cells.values())}
     return {"modules": modules, "rows": rows, "summary": summary}
-
-
-VERDICT = {True: "yes", False: "no", None: "–"}
-
-
-def seeds_markdown(tables: dict[str, dict], seeds: dict[str, list[dict]]) -> str:
-    """Per regime: module, mean ± std per model, Δ, the verdict, Welch's t; a count line."""
-    a, b = labels = list(seeds)
-    runs = "; ".join(f"{label}: {len(r)} seeds "
-                     f"({', '.join(str(x.get('config', {}).get('seed')) for x in r)})"
-                     for label, r in seeds.items())
-    lines = [f"Mean ± sample std (ddof = 1) over seeds ({runs}). Δ = {a} − {b}; "
-             "**larger than the seed spread**: |Δ| > std_a + std_b.", ""]
-
-    def cell(label, s):
-        if s["mean"] is None:
-            return "–"
-        if s["std"] is None:
-            return f"{s['mean']:.2f} (1 seed)"
-        return f"{s['mean']:.2f} ± {s['std']:.2f}" + (
-            "" if s["n"] == len(seeds[label]) else f" (n={s['n']})")
-
-    def row(name, r):
-        t = "–" if r["welch_t"] is None else f"{r['welch_t']:.2f}"
-        if r["welch_dof"] is not None:
-            p = "" if r["p_value"] is None else f", p {r['p_value']:.3f}"
-            t += f" (dof {r['welch_dof']:.1f}{p})"
-        return (f"| {name} | {cell(a, r[a])} | {cell(b, r[b])} | "
-                f"{format_cell(r['difference'], sign=True)} | {VERDICT[r['larger_than_spread']]} | "
-                f"{t} |")
-
-    for regime, table in tables.items():
-        lines += [f"## {regime} ({_count(table['modules'])})", "",
-                  f"| module | {a} | {b} | Δ | larger than the seed spread | Welch's t |",
-                  "|---|---:|---:|---:|:---:|---:|"]
-        lines += [row(m, table["rows"][m]) for m in table["modules"]]
-        lines += [row("**mean over modules**", table["summary"]["mean"]),
-                  row("**modules > 95 %**", table["summary"]["above_95"]), ""]
-        larger = [r for r in table["rows"].values() if r["larger_than_spread"]]
-        ahead = sum(r["difference"] > 0 for r in larger)
-        lines += [f"{regime}: the difference is larger than the seed spread on {len(larger)} "
-                  f"of {len(table['modules'])} modules ({ahead} with {a} ahead, "
-                  f"{len(larger) - ahead} with {b} ahead); on the mean over modules: "
-                  f"{VERDICT[table['summary']['mean']['larger_than_spread']]}.", ""]
-    return "\n".join(lines)

@@ -1,7 +1,7 @@
 """TP-Transformer Figures 4/5 and Table 1: per-module accuracy of finished ``train.math`` runs.
 
-The command line is ``python -m tools.analysis.modules`` (:mod:`tools.analysis.modules`);
-this module computes and draws what it writes.
+The command line is ``python -m tools.analysis.modules``; this module computes the tables
+(as dicts) and draws the figures it writes, and the command lays the tables out as Markdown.
 
 Figures mode, one run per model, side by side (Schlag et al. 2019, Appendix B, Figures 4 and 5;
 the summary rows are Table 1's "acc" and ">95%" columns)::
@@ -11,7 +11,7 @@ the summary rows are Table 1's "acc" and ">95%" columns)::
 
 writes ``interpolate.png`` and ``extrapolate.png`` (accuracy of every module, one bar per model,
 modules in alphabetical order, i.e. grouped by area: algebra, arithmetic, calculus, ...),
-``modules.md`` (per regime: module, one column per model, the first model minus the second;
+``modules.md`` (the command's Markdown, per regime: module, one column per model, the first model minus the second;
 then the mean over modules and the number of modules above 95 %, as Table 1 counts them) and
 ``modules.json``. A module that a run did not evaluate shows as "–", is left out of that
 model's mean and count, and is named in a warning on stderr; the mean row's difference is the
@@ -39,7 +39,7 @@ model, a label that is not the runs' ``config.model`` (labels are compared lower
 names a model (``tp_transformer``, ``transformer``) must match its run too.
 
 A run is a ``train.math --model_dir`` (its ``results.json``) or a ``results.json`` path. Both
-modes print the markdown to stdout; ``--json FILE`` also writes the numbers to FILE. The
+modes print the Markdown to stdout; ``--json FILE`` also writes the numbers to FILE. The
 figures need the ``analysis`` extra (``pip install -e ".[analysis]"``); the tables do not.
 """
 
@@ -50,20 +50,17 @@ import sys
 from typing import Sequence
 
 from tpr_keras.analysis.module_figures import plot_regime, plot_seeds
-from tpr_keras.analysis.module_tables import (  # noqa: F401  (the tables' names, as before)
+from tpr_keras.analysis.module_tables import (  # noqa: F401  (the tables' names)
     MODELS,
     REGIMES,
     THRESHOLD,
-    VERDICT,
     accuracy,
     check_model,
     check_seeds,
     compare,
-    compare_markdown,
     load_run,
     model_key,
     seed_table,
-    seeds_markdown,
     spread,
     summarize,
     versus,
@@ -93,7 +90,9 @@ def _plot(plot, *args) -> None:
         print("(no matplotlib: pip install -e '.[analysis]' for the figures)", file=sys.stderr)
 
 
-def run_figures(specs: Sequence[str], out: str) -> tuple[str, dict]:
+def run_figures(specs: Sequence[str], out: str) -> tuple[list[str], dict, dict]:
+    """Figures mode: ``(labels, {regime: compare table}, the JSON record)``; draws
+    ``interpolate.png`` and ``extrapolate.png`` into ``out``."""
     paths = parse_specs(specs, "--runs")
     if any(len(p) != 1 for p in paths.values()):
         raise ValueError("--runs takes one run per label (several seeds: --seeds)")
@@ -102,32 +101,28 @@ def run_figures(specs: Sequence[str], out: str) -> tuple[str, dict]:
         check_model(label, run, strict=False)
     labels = list(runs)
     tables = {regime: compare(runs, regime) for regime in REGIMES}
-    table = compare_markdown(tables, labels)
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "modules.md"), "w", encoding="utf-8") as f:
-        f.write(table)
     for number, regime in ((4, "interpolate"), (5, "extrapolate")):
         _plot(plot_regime, tables[regime], labels, os.path.join(out, f"{regime}.png"),
               f"Figure {number} layout: {regime} accuracy per module "
               f"({' vs '.join(labels)})")
-    return table, {"mode": "figures", "runs": {k: v[0] for k, v in paths.items()},
-                   "regimes": tables}
+    return labels, tables, {"mode": "figures", "runs": {k: v[0] for k, v in paths.items()},
+                            "regimes": tables}
 
 
-def run_seeds(specs: Sequence[str], out: str) -> tuple[str, dict]:
+def run_seeds(specs: Sequence[str], out: str) -> tuple[dict, dict, dict]:
+    """Seeds mode: ``({label: runs}, {regime: seed table}, the JSON record)``; draws
+    ``seeds.png`` into ``out``."""
     paths = parse_specs(specs, "--seeds")
     seeds = {label: [load_run(p) for p in dirs] for label, dirs in paths.items()}
     check_seeds(seeds)
     tables = {regime: seed_table(seeds, regime) for regime in REGIMES}
-    table = seeds_markdown(tables, seeds)
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "seeds.md"), "w", encoding="utf-8") as f:
-        f.write(table)
     _plot(plot_seeds, tables, list(seeds), os.path.join(out, "seeds.png"))
-    return table, {"mode": "seeds", "runs": paths,
-                   "seeds": {label: [r.get("config", {}).get("seed") for r in runs]
-                             for label, runs in seeds.items()},
-                   "definition": "larger_than_spread: |mean_a - mean_b| > std_a + std_b "
-                                 "(sample std, ddof=1); difference: first minus second",
-                   "regimes": tables}
-
+    return seeds, tables, {
+        "mode": "seeds", "runs": paths,
+        "seeds": {label: [r.get("config", {}).get("seed") for r in runs]
+                  for label, runs in seeds.items()},
+        "definition": "larger_than_spread: |mean_a - mean_b| > std_a + std_b "
+                      "(sample std, ddof=1); difference: first minus second",
+        "regimes": tables}

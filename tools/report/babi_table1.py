@@ -1,9 +1,5 @@
-"""bAbI Table 1 (all 20 tasks, one model) from committed all-tasks runs, beside the papers.
-
-    python -m tools.babi_table1                      # every table, Markdown on stdout
-    python -m tools.babi_table1 --table tpr_rnn      # one (see TABLES)
-    python -m tools.babi_table1 --model tpr_rnn --folder results/babi/recipes/R --title "R"
-    python -m tools.babi_table1 --plot results/figures/babi-all-tasks-curve.png   # + the curves
+"""bAbI Table 1 (all 20 tasks, one model) from committed all-tasks runs, beside the papers
+(blocks ``babi-table1-<name>``, one per :data:`TABLES`; figure ``babi-all-tasks-curve``).
 
 A table reads ``<folder>/<model>-seed<N>/results.json`` (``<model>``: ``tpr_rnn`` or
 ``memn2n``), the ``results.json`` that ``python -m train.babi --task all`` writes to its
@@ -16,17 +12,14 @@ MemN2N under ``results/babi/all_tasks``. Per table: each seed's test error per t
 error and the paper's numbers; then the mean over the 20 tasks and over the 19 tasks other
 than task 3 (which trains on 1,000 questions here, not 10,000), the failed tasks (> 5 %) of
 every seed, one line per seed (epochs, hours, failed tasks, code commit) and, where a table
-has one, whether the committed seeds meet its bar. ``python -m tools.report`` puts the
-tables into ``results/babi.md``.
+has one, whether the committed seeds meet its bar.
 
-The paper numbers are citations, typed here from the papers:
-
-- TPR-RNN: Schlag & Schmidhuber (2018), Appendix B, Table 4 ("best" and "mean" columns per
-  task, 8 runs) and Table 1 (the all-tasks mean error 1.34 ± 0.52 and failed tasks
-  0.86 ± 1.11, 10 runs). The 19-task paper cells are the means of Table 4's columns.
-- MemN2N: Sukhbaatar et al. (2015), Appendix A, Table 3 (10k training questions, the "PE LS
-  RN joint" column: 3 hops, position encoding, linear start, random noise, trained jointly);
-  Table 1 gives the same column for 1k questions and its 10k mean (7.5 %, 6 failed tasks).
+The paper columns (:mod:`experiments.papers`): TPR-RNN, Schlag & Schmidhuber (2018),
+Appendix B Table 4 per task (8 runs) and Table 1's all-tasks mean and failed tasks (10
+runs); the 19-task paper cells are the means of Table 4's columns. MemN2N, Sukhbaatar et al.
+(2015), Appendix A Table 3 (10k training questions, the "PE LS RN joint" column: 3 hops,
+position encoding, linear start, random noise, trained jointly); Table 1 gives its 10k mean
+(7.5 %, 6 failed tasks).
 """
 
 import collections
@@ -37,7 +30,7 @@ import os
 import re
 
 from experiments.papers import MEMN2N_TABLE3, TPR_RNN_TABLE1, TPR_RNN_TABLE4
-from tools.report_common import validation_curve
+from tools.report.common import validation_curve
 from tpr_keras.training.early_stopping import STOP_LABELS
 
 TASKS = tuple(range(1, 21))
@@ -325,30 +318,3 @@ def plot_curves(root, path, tables=tuple(TABLES)):
     plt.close(fig)
     return lines
 
-
-def main():
-    from serving.command_flags import Command
-
-    parser = Command("python -m tools.babi_table1", __doc__.split("\n\n")[0])
-    parser.multi("table", "a table of TABLES (default all)", choices=list(TABLES))
-    parser.enum("model", None, list(MODELS), "with --folder: the model of its runs")
-    parser.string("folder", None, "any folder of <model>-seed<N>/results.json (instead of "
-                  "--table), relative to --root")
-    parser.string("title", None, "with --folder: the table's title")
-    parser.string("root", ".", "the repository root")
-    parser.string("plot", None, "also draw every committed seed's validation curve to this PNG")
-    args = parser.parse()
-    if args.folder:
-        if not args.model:
-            parser.error("--folder needs --model")
-        print(markdown(args.root, args.model, args.folder, args.title))
-        return
-    names = args.table or list(TABLES)
-    if args.plot:
-        plot_curves(args.root, args.plot, names)
-    for name in names:
-        print(f"## {TABLES[name].title}\n\n{table_markdown(args.root, name)}")
-
-
-if __name__ == "__main__":
-    main()

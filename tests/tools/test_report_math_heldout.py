@@ -1,8 +1,9 @@
-"""tools.math_heldout: exported models scored on a fresh generator sample, side by side."""
+"""The held-out table (tools/report/math_tables.py): exported models scored on a fresh
+generator sample, side by side."""
 
 import json
 
-from tools import math_heldout
+from tools.report import math_tables
 
 
 def write(root, name, scores, questions=2000):
@@ -15,10 +16,10 @@ def write(root, name, scores, questions=2000):
 
 
 def test_one_row_per_model_with_its_weakest_module_and_mean(tmp_path):
-    assert "No held-out score is committed" in math_heldout.markdown(str(tmp_path))
+    assert "No held-out score is committed" in math_tables.heldout_markdown(str(tmp_path))
     write(tmp_path, "b-run", {"add": 95.5, "cmp": 90.25})
     write(tmp_path, "a-run", {"add": 96.0, "cmp": 88.5, "place": 100.0})
-    text = math_heldout.markdown(str(tmp_path))
+    text = math_tables.heldout_markdown(str(tmp_path))
     lines = text.splitlines()
     assert lines[0] == ("| model | SavedModel | `add` | `cmp` | `place` | lowest | mean | "
                         "questions per module |")
@@ -28,4 +29,4 @@ def test_one_row_per_model_with_its_weakest_module_and_mean(tmp_path):
                         "92.88 | 2,000 |")
     assert ("`python -m tools.math_savedmodel_accuracy runs/b-run/export/math/1 "
             "runs/s/interpolate --json results/math/heldout/b-run.json`") in text
-    assert math_heldout.lowest(math_heldout.load(str(tmp_path))[1][1]) == (90.25, "cmp")
+    assert math_tables.lowest(math_tables.heldout_scores(str(tmp_path))[1][1]) == (90.25, "cmp")

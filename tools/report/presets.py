@@ -6,8 +6,8 @@ training under ``training.parts``: its section shows each part's command."""
 import glob
 import os
 
-from tools.report_common import load_json as _load
-from tools.report_common import portable_command
+from tools.report.common import load_json as _load
+from tools.report.common import portable_command
 from tpr_keras.presets import TRAINED_PRESET_NAMES
 
 HELDOUT = os.path.join("results", "math", "heldout")

@@ -1,11 +1,12 @@
-"""tools.math_curves: per-module exact match after every epoch, from committed results.json."""
+"""tools/report/math_curves.py: per-module exact match after every epoch, from committed
+results.json."""
 
 import json
 
 import pytest
 
-from tools import math_curves
-from tools.math_steps import PRESET_MODULES
+from tools.report import math_curves
+from tools.report.math_tables import PRESET_MODULES
 
 
 def write(root, folder, size, epochs, final, modules="comparison__pair", curve=True,
@@ -33,7 +34,7 @@ def test_a_row_per_run_then_the_curves_side_by_side(tmp_path):
           final=90.5)
     write(tmp_path, "steps60000", "tiny", [(60000, 7200, 0.0)], final=83.8,
           modules=PRESET_MODULES, curve=False)  # no curve: not a row
-    lines = math_curves.markdown(str(tmp_path)).splitlines()
+    lines = math_curves.curves_markdown(str(tmp_path)).splitlines()
     assert lines[2] == ("| `results/math/cmp-small/tp_transformer-seed0` | `small` | 600 | "
                         "comparison__pair | 2,000 | 2.00 | 90.5 | 90.5 (2,000, 2.00 h) | "
                         "90.5 (2,000, 2.00 h) |")
@@ -55,14 +56,14 @@ def test_the_figure_adds_the_four_module_runs_end_points(tmp_path):
     assert math_curves.end_points(str(tmp_path), "comparison__pair") == [
         ("tiny, constant", 2.0, 83.8)]
     path = tmp_path / "curves.png"
-    assert math_curves.plot(str(tmp_path), str(path)) == 1
+    assert math_curves.plot_curves(str(tmp_path), str(path)) == 1
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no math run"):
-        math_curves.plot(str(tmp_path / "empty"), str(path))
+        math_curves.plot_curves(str(tmp_path / "empty"), str(path))
 
 
 def test_no_runs_says_which_flag_makes_them(tmp_path):
-    assert "--curve_questions" in math_curves.markdown(str(tmp_path))
+    assert "--curve_questions" in math_curves.curves_markdown(str(tmp_path))
 
 
 def test_a_continued_run_with_a_curve_starts_at_its_parents_hours(tmp_path):
@@ -72,7 +73,7 @@ def test_a_continued_run_with_a_curve_starts_at_its_parents_hours(tmp_path):
     write(tmp_path, "continued", "tiny", [(5000, 1800, 85.0), (10000, 1800, 88.0)],
           final=88.0, modules=PRESET_MODULES, init_from="p", module_weights="c=6",
           init_from_preset={"results_json": parent})
-    run = dict(math_curves.load(str(tmp_path)))["results/math/continued/tp_transformer-seed0"]
+    run = dict(math_curves.curve_runs(str(tmp_path)))["results/math/continued/tp_transformer-seed0"]
     assert math_curves.hours_before(str(tmp_path), run) == 2.0
     assert math_curves.curve_label(run) == ("tiny (100), 4 module(s), preset continued, "
                                             "c=6, seed 0, per epoch")

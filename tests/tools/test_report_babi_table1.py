@@ -1,10 +1,10 @@
-"""tools/babi_table1.py: bAbI Table 1 from synthetic all-tasks results.json files."""
+"""tools/report/babi_table1.py: bAbI Table 1 from synthetic all-tasks results.json files."""
 
 import json
 
 import pytest
 
-from tools import babi_table1
+from tools.report import babi_table1
 
 
 def _write(root, model, seed, errors, folder="results/babi/all_tasks", **extra):

@@ -1,12 +1,12 @@
-"""tools.math_sizes: the preset's command per model size and schedule, from committed
-results.json."""
+"""The sizes (tools/report/math_curves.py): the preset's command per model size and schedule,
+from committed results.json."""
 
 import json
 
 import pytest
 
-from tools import math_sizes
-from tools.math_steps import PRESET_MODULES
+from tools.report import math_curves
+from tools.report.math_tables import PRESET_MODULES
 
 
 def write(root, folder, size, steps, parameters, accuracy, epochs, seed=0, cooldown=0,
@@ -36,7 +36,7 @@ def test_longest_run_per_size_ordered_by_weights_with_curves_side_by_side(tmp_pa
     write(tmp_path, "steps60000", "tiny", 60000, 100, 10.0, [(60000, 60, 1.0)], seed=1)
     write(tmp_path, "one-module", "small", 99000, 600, 10.0, [(99000, 60, 1.0)],
           modules="comparison__pair")  # not the preset's modules
-    lines = math_sizes.markdown(str(tmp_path)).splitlines()
+    lines = math_curves.sizes_markdown(str(tmp_path)).splitlines()
     assert lines[0] == ("| size | learning rate | weights | steps of 128 | training h | "
                         "steps/s | `arithmetic__add_or_sub` | `numbers__place_value` | "
                         "modules ≥ 90 % |")
@@ -57,7 +57,7 @@ def test_a_cooled_down_run_is_its_own_row_and_curve_after_its_constant_run(tmp_p
     write(tmp_path, "tiny-cooldown", "tiny", 66000, 100, 95.4, constant + [(66000, 600, 4.6)],
           cooldown=6000)
     write(tmp_path, "steps60000", "tiny", 60000, 100, 84.6, constant)
-    lines = math_sizes.markdown(str(tmp_path)).splitlines()
+    lines = math_curves.sizes_markdown(str(tmp_path)).splitlines()
     assert lines[2].startswith("| `tiny` | constant | 100 | 60,000 | 2.00 |")
     assert lines[3] == ("| `tiny` | cool-down 6,000 | 100 | 66,000 | 2.17 | 8.5 | 95.4 | "
                         "100.0 | 2 of 2 |")
@@ -67,7 +67,7 @@ def test_a_cooled_down_run_is_its_own_row_and_curve_after_its_constant_run(tmp_p
 
 
 def test_no_runs_says_where_they_go(tmp_path):
-    assert "results/math/<size>" in math_sizes.markdown(str(tmp_path))
+    assert "results/math/<size>" in math_curves.sizes_markdown(str(tmp_path))
 
 
 def test_plot_draws_one_line_per_size(tmp_path):
@@ -77,7 +77,7 @@ def test_plot_draws_one_line_per_size(tmp_path):
     path = tmp_path / "sizes.png"
     write(tmp_path, "small-cooldown", "small", 9500, 600, 93.0,
           [(4500, 3600, 25.0), (9500, 600, 20.0)], cooldown=500)
-    assert math_sizes.plot(str(tmp_path), str(path)) == 3
+    assert math_curves.plot_sizes(str(tmp_path), str(path)) == 3
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no run"):
-        math_sizes.plot(str(tmp_path / "empty"), str(path))
+        math_curves.plot_sizes(str(tmp_path / "empty"), str(path))

@@ -1,9 +1,10 @@
-"""tools.math_continue: a run that continues a math preset, beside its parent run."""
+"""The continued table (tools/report/math_tables.py): a run that continues a math preset,
+beside its parent run."""
 
 import json
 
-from tools import math_continue, math_sizes
-from tools.math_steps import PRESET_MODULES
+from tools.report import math_curves, math_tables
+from tools.report.math_tables import PRESET_MODULES
 
 
 def write(root, folder, steps, seconds, scores, epochs, **config):
@@ -29,7 +30,7 @@ def test_a_continued_run_sits_under_its_parent_with_its_curve(tmp_path):
           init_from_preset={"preset": "tp_transformer_math_focus", "weights_sha256": "ab" * 32,
                             "command": "python -m train.math --steps 80000",
                             "commit": "f765745" + "0" * 33, "results_json": parent})
-    lines = math_continue.markdown(str(tmp_path)).splitlines()
+    lines = math_tables.continued_markdown(str(tmp_path)).splitlines()
     assert lines[0] == ("`results/math/tiny-continued/tp_transformer-seed0`: from "
                         "`tp_transformer_math_focus` (weights SHA-256 `abababababab…`, trained "
                         "at `f765745`).")
@@ -43,17 +44,17 @@ def test_a_continued_run_sits_under_its_parent_with_its_curve(tmp_path):
     assert lines[-1].endswith("parent: `python -m train.math --steps 80000`; continued: "
                               "`python -m train.math --steps 4000`.")
     # the size comparison keeps the continued run out (it did not start from scratch)
-    assert "4,000" not in math_sizes.markdown(str(tmp_path))
-    assert "80,000" in math_sizes.markdown(str(tmp_path))
+    assert "4,000" not in math_curves.sizes_markdown(str(tmp_path))
+    assert "80,000" in math_curves.sizes_markdown(str(tmp_path))
 
 
 def test_a_parent_not_committed_leaves_its_row_out(tmp_path):
     write(tmp_path, "cont", 10, 36, {"a": 50.0}, [(10, 36, 9.0)], init_from="some/folder")
-    lines = math_continue.markdown(str(tmp_path)).splitlines()
+    lines = math_tables.continued_markdown(str(tmp_path)).splitlines()
     assert lines[0] == "`results/math/cont/tp_transformer-seed0`: from `some/folder`."
     assert [line.split(" |")[0] for line in lines[4:5]] == ["| continued"]
     assert "| continued | equal | 0.001 | 10 | 0.01 | 50.0 | 9.00 | 0 of 1 |" in lines
 
 
 def test_no_continued_run_says_where_it_goes(tmp_path):
-    assert "--init_from" in math_continue.markdown(str(tmp_path))
+    assert "--init_from" in math_tables.continued_markdown(str(tmp_path))

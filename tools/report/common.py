@@ -1,12 +1,14 @@
 """What the generated blocks of ``tools.report`` share: reading committed JSON, demoting
-headings, a recorded command as a reader can run it, and the command line of a tool that
-prints one block."""
+headings, a recorded command as a reader can run it, curves from a run's history and the
+figures' axes."""
 
 import json
 import os
 import re
 
-from tools import MOVED_FROM_BENCH
+#: Checks that committed JSON records as ``python -m bench.NAME`` (or ``python
+#: bench/NAME.py``) and that run as ``python -m tools.NAME``.
+RECORDED_UNDER_BENCH = ("babi_serving_check", "preset_serving_check")
 
 
 class ReportError(ValueError):
@@ -28,11 +30,11 @@ def demote(text, levels=1):
 def portable_command(command):
     """A recorded command as a reader can run it from the repository root: no absolute path
     of the checkout in ``--flag=/abs/path/runs/...`` or ``--flag=/abs/path/../shared/...``,
-    and a script recorded as ``python bench/NAME.py`` or ``python -m bench.NAME`` runs as
-    ``python -m PACKAGE.NAME`` from where it is now (:data:`tools.MOVED_FROM_BENCH`)."""
+    and a script recorded as ``python bench/NAME.py`` runs as ``python -m bench.NAME``, or
+    ``python -m tools.NAME`` for :data:`RECORDED_UNDER_BENCH`."""
     command = re.sub(r"(--\w+=)/\S*?/(\.\./shared/|runs/)", r"\1\2", command)
-    return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?",
-                  lambda m: f"python -m {MOVED_FROM_BENCH.get(m[1], 'bench')}.{m[1]}", command)
+    return re.sub(r"python (?:-m bench\.|bench/)(\w+)(?:\.py)?", lambda m: (
+        f"python -m {'tools' if m[1] in RECORDED_UNDER_BENCH else 'bench'}.{m[1]}"), command)
 
 
 def epoch_curve(result, value):
@@ -77,14 +79,3 @@ def save_figure(fig, ax, path, ylabel, title, **legend):
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
-
-def print_block(command, doc, markdown):
-    """The ``main()`` of a tool that prints one report block: ``python -m <command>
-    [--root R]`` prints ``markdown(R)`` (R: the repository root, default ``.``); ``doc``
-    is the tool's docstring, whose first paragraph is the help."""
-    from serving.command_flags import Command
-
-    parser = Command(f"python -m {command}", doc.split("\n\n")[0])
-    parser.string("root", ".", "the repository root")
-    args = parser.parse()
-    print(markdown(args.root))

@@ -1,8 +1,9 @@
-"""tools.math_steps: the preset's recipe per training length, from committed results.json."""
+"""The steps table (tools/report/math_tables.py): the preset's recipe per training length,
+from committed results.json."""
 
 import json
 
-from tools import math_steps
+from tools.report import math_tables
 
 MODULES = ("arithmetic__add_or_sub", "numbers__place_value")
 
@@ -19,7 +20,7 @@ def test_one_row_per_length_with_the_mean_and_range_over_seeds(tmp_path):
     write(tmp_path, "results/math/focus", 1, 15000, (30.0, 99.0), 3600)
     write(tmp_path, "results/math/focus", 0, 15000, (20.0, 100.0), 1800)
     write(tmp_path, "results/math/steps30000", 0, 30000, (91.0, 100.0), 7200)
-    lines = math_steps.markdown(str(tmp_path)).splitlines()
+    lines = math_tables.steps_markdown(str(tmp_path)).splitlines()
     assert lines[0].startswith("| steps of 128 | seeds | `arithmetic__add_or_sub` | "
                                "`numbers__place_value` | modules ≥ 90 % |")
     # 15,000 steps: seeds in order, means 25.0 and 99.5 with their ranges, 0.75 h per run
@@ -30,4 +31,4 @@ def test_one_row_per_length_with_the_mean_and_range_over_seeds(tmp_path):
 
 
 def test_no_runs_says_where_they_go(tmp_path):
-    assert math_steps.FOCUS in math_steps.markdown(str(tmp_path))
+    assert math_tables.FOCUS in math_tables.steps_markdown(str(tmp_path))

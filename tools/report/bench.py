@@ -1,15 +1,15 @@
 """The generated blocks of measured speed: serving with and without batching, training
 throughput per backend and dtype policy (CPU and lent GPUs), the task-1 command per
-backend, and the ``train.*`` commands' ``--help`` (``tools.report``'s
-:data:`~tools.report_blocks.BLOCKS` names them)."""
+backend, the math and entailment training benchmarks, and the ``train.*`` commands'
+``--help`` (:data:`tools.report.blocks.BLOCKS` names them)."""
 
 import os
 import re
 import subprocess
 import sys
 
-from tools.report_common import load_json as _load
-from tools.report_common import ReportError, portable_command
+from tools.report.common import load_json as _load
+from tools.report.common import ReportError, portable_command
 
 
 # -------------------------------------------------------------------------- serving
@@ -108,4 +108,58 @@ def command_help_block(module):
         if done.returncode != 0:
             raise ReportError(f"python -m {module} --help failed: {done.stderr[-2000:]}")
         return f"```text\n{done.stdout.rstrip()}\n```"
+    return block
+
+
+# -------------------------------------------------------------- training speed
+def entailment_bench_block(root):
+    """``bench/entailment_bench.py``: pairs/s of the default cells, time per pair vs LSTM."""
+    bench = _load(root, "results", "entailment", "bench", "default_cells.json")
+    reference = bench["reference"]
+    lines = [f"| cell | parameters | pairs/s, median (min–max) | peak RSS MB | time per pair / "
+             f"{reference}'s, median (min–max) |", "|---|---:|---:|---:|---:|"]
+    for cell, s in bench["summary"].items():
+        ratio = (f"{s['time_ratio_to_reference_median']:.2f} "
+                 f"({s['time_ratio_to_reference_min']:.2f}–"
+                 f"{s['time_ratio_to_reference_max']:.2f})")
+        lines.append(f"| `{cell}` | {s['parameters']:,} | {s['median_pairs_per_second']:,.0f} "
+                     f"({s['min_pairs_per_second']:,.0f}–{s['max_pairs_per_second']:,.0f}) | "
+                     f"{s['median_peak_rss_mb']:.0f} | {ratio} |")
+    lines += ["", f"{bench['repeats']} rounds of {bench['seconds']:g} s per cell, "
+              f"{bench['cpus']} CPUs, TensorFlow {bench['tensorflow']}; load average "
+              f"{bench['load_average_start'][0]:.1f} at the start."]
+    return "\n".join(lines)
+
+
+CONFIG_LABELS = {
+    "baseline": "baseline (bucketed)", "batch_max": "batch_max (no bucketing)",
+    "fixed_max": "fixed_max (one padded shape)", "trainer": "trainer (the Trainer's step)",
+    "jit_bucketed": "jit_bucketed (XLA)", "jit_fixed": "jit_fixed (XLA, one shape)",
+    "trainer_jit": "trainer_jit", "trainer_jit_fixed": "trainer_jit_fixed",
+    "matmul": "matmul attention",
+}
+
+
+def math_bench_block(name):
+    """A generator of ``results/bench/<name>.json``'s table (``bench/math_bench.py``)."""
+    def block(root):
+        bench = _load(root, "results", "bench", f"{name}.json")
+        lines = ["| config | examples/s | target tokens/s | ratio to baseline, per round | "
+                 "warm-up s | peak RSS MiB |", "|---|---:|---:|---|---:|---:|"]
+        for config, c in bench["configs"].items():
+            rounds = ", ".join(f"{r:.2f}" for r in c["ratio_to_baseline_rounds"])
+            lines.append(f"| {CONFIG_LABELS.get(config, config)} | "
+                         f"{c['examples_per_second']:,.0f} | {c['tokens_per_second']:,.0f} | "
+                         f"{'1' if config == 'baseline' else rounds} | "
+                         f"{c['warmup_seconds']:.0f} | {c['peak_rss_mib']:,.0f} |")
+        padded = bench["mean_padded_source_length"]
+        chosen = bench["modules"]
+        chosen = ", ".join(chosen) if isinstance(chosen, list) else chosen
+        lines += ["", f"Modules: {chosen}; `{bench['preset']}` {bench['model']}, "
+                  f"batch {bench['batch_size']}; {bench['repeats']} rounds of "
+                  f"{bench['seconds']:g} s; mean padded question length "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in padded.items())
+                  + f"; load average {bench['load_average_start']:.1f} at the start."]
+        return "\n".join(lines)
+    block.__doc__ = f"``results/bench/{name}.json`` as a table."
     return block

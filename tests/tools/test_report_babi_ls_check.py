@@ -1,13 +1,13 @@
-"""tools/memn2n_ls_check.py: our runs and the MATLAB code's, side by side."""
+"""tools/report/babi.py, the linear-start check: our runs and the MATLAB code's, side by side."""
 
 import json
 import os
 
-from tools import memn2n_ls_check
+from tools.report import babi
 
 
 def write(root, name, result):
-    folder = os.path.join(root, memn2n_ls_check.FOLDER, name)
+    folder = os.path.join(root, babi.LS_CHECK, name)
     os.makedirs(folder)
     with open(os.path.join(folder, "results.json"), "w") as f:
         json.dump(result, f)
@@ -23,7 +23,7 @@ def test_both_codes_rows_read_their_own_keys(tmp_path):
                            "valid_error_percent": 41.0} for e in range(1, 31)]}
     write(tmp_path, "ours-seed1", ours)
     write(tmp_path, "matlab-seed1", matlab)
-    text = memn2n_ls_check.markdown(str(tmp_path))
+    text = babi.ls_check_markdown(str(tmp_path))
     lines = text.splitlines()
     # sorted by name: the MATLAB run first; its test did not run
     # epochs 2, 10, 30, 45, 60, 90; the MATLAB run stopped after 30, its test did not run
@@ -36,4 +36,4 @@ def test_both_codes_rows_read_their_own_keys(tmp_path):
 
 
 def test_no_runs_says_where_they_go(tmp_path):
-    assert memn2n_ls_check.FOLDER in memn2n_ls_check.markdown(str(tmp_path))
+    assert babi.LS_CHECK in babi.ls_check_markdown(str(tmp_path))

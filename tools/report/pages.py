@@ -3,16 +3,19 @@
 
     python -m tools.report            # rewrite the generated blocks in place
     python -m tools.report --check    # rewrite nothing; exit 1 with a diff if any block differs
+    python -m tools.report --print math-steps          # one block's Markdown on stdout
+    python -m tools.report --figure math-sizes --out results/figures/math/sizes.png
 
 A generated block is the text between two HTML comments naming it::
 
     <!-- report:entailment-table1 -->
-    ...made by tools.report_blocks.BLOCKS["entailment-table1"]...
+    ...made by tools.report.blocks.BLOCKS["entailment-table1"]...
     <!-- /report:entailment-table1 -->
 
 Text outside the markers is never touched. A begin marker without its end marker, an end
 marker without a begin, a nested block or an unknown block name is an error naming the file.
-Figures (PNG) are not made here: each is made by the command named beside it.
+Figures (PNG) are not rewritten with the blocks: ``--figure NAME`` draws one
+(:data:`tools.report.blocks.FIGURES`; needs the ``analysis`` extra).
 """
 
 import difflib
@@ -21,10 +24,10 @@ import os
 import re
 import sys
 
-from tools.report_common import ReportError  # noqa: F401  (raised here, caught by callers)
+from tools.report.common import ReportError
 
 MARKER = re.compile(r"<!-- (/?)report:([A-Za-z0-9_.-]+) -->")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def blocks_of(text, path):
@@ -72,7 +75,7 @@ def generator(root, blocks):
 def run(root, files, check, blocks=None, out=sys.stdout):
     """Rewrite (or with ``check`` compare) ``files``; the number of files that differ."""
     if blocks is None:
-        from tools.report_blocks import BLOCKS as blocks
+        from tools.report.blocks import BLOCKS as blocks
     generate = generator(root, blocks)
     differ = 0
     for path in files:
@@ -125,13 +128,26 @@ def main(argv=None):
     parser = Command("python -m tools.report", __doc__.split("\n\n")[0])
     parser.boolean("check", False, "rewrite nothing; exit 1 and print a diff if a block differs")
     parser.string("root", ROOT, "the repository root")
+    parser.string("print", None, "print this block's Markdown and rewrite nothing")
+    parser.string("figure", None, "draw this figure to --out and rewrite nothing")
+    parser.string("out", None, "with --figure: the PNG to write")
     parser.positional("files", "Markdown files (default: results/*.md, README.md and "
                       "docs/*.md under --root)", "*")
     args = parser.parse(argv)
+    if args.figure:
+        return draw(parser, args.root, args.figure, args.out)
     missing = missing_extra()
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
+    if args.print:
+        from tools.report.blocks import BLOCKS
+
+        try:
+            print(generator(args.root, BLOCKS)(args.print))
+        except ReportError as error:
+            parser.error(str(error))
+        return 0
     files = args.files or default_files(args.root)
     try:
         differ = run(args.root, files, args.check)
@@ -145,5 +161,17 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def draw(parser, root, name, out):
+    """``--figure NAME --out PNG``: one figure of :data:`tools.report.blocks.FIGURES`."""
+    from tools.report.blocks import FIGURES
+
+    if name not in FIGURES:
+        parser.error(f"--figure: unknown figure {name!r}; known: {', '.join(sorted(FIGURES))}")
+    if not out:
+        parser.error("--figure needs --out PNG")
+    try:
+        FIGURES[name](root, out)
+    except ValueError as error:
+        parser.error(str(error))
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,159 @@
+"""The per-module tables of ``train.math`` runs as Markdown (Schlag et al. 2019, Appendix B
+Figures 4/5 and Table 1), and the math blocks made of them: the all-modules runs and the
+focus runs over seeds. The numbers are :mod:`tpr_keras.analysis.module_tables`'; this module
+only lays them out.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from tools.report.common import demote
+from tpr_keras.analysis.module_tables import (REGIMES, accuracy, check_seeds, compare,
+                                              format_cell, load_run, seed_table)
+from tpr_keras.training.early_stopping import STOP_LABELS
+
+FOCUS_MODELS = ("tp_transformer", "transformer")
+FOCUS_SEEDS = (0, 1, 2)
+#: What a seed table says of a module where the difference is (not) larger than the spread.
+VERDICT = {True: "yes", False: "no", None: "–"}
+
+
+def _count(modules: Sequence[str]) -> str:
+    return f"{len(modules)} module" + ("" if len(modules) == 1 else "s")
+
+
+# ------------------------------------------------------------------ figures mode
+def compare_markdown(tables: dict[str, dict], labels: Sequence[str]) -> str:
+    """Per regime: module, one column per model, the difference; mean and > 95 % rows."""
+    pair = len(labels) == 2
+    lines = []
+    for regime, table in tables.items():
+        lines += [f"## {regime} ({_count(table['modules'])})", "",
+                  "| module | " + " | ".join(labels) + (" | difference |" if pair else " |"),
+                  "|---|" + "---:|" * (len(labels) + pair)]
+        for m in table["modules"]:
+            cells = [format_cell(table["accuracy"][label][m]) for label in labels]
+            if pair:
+                cells.append(format_cell(table["difference"][m], sign=True))
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        summary = [table["summary"][label] for label in labels]
+        means = [format_cell(s["mean"]) for s in summary]
+        counts = [str(s["above_95"]) for s in summary]
+        if pair:
+            a, b = summary
+            gap = None if a["mean"] is None or b["mean"] is None else a["mean"] - b["mean"]
+            means.append(format_cell(gap, sign=True))
+            counts.append(f"{a['above_95'] - b['above_95']:+d}")
+        lines += ["| **mean** | " + " | ".join(means) + " |",
+                  "| **modules > 95 %** | " + " | ".join(counts) + " |", ""]
+    if pair:
+        lines.append(f"difference: {labels[0]} − {labels[1]} (percentage points).")
+    return "\n".join(lines) + "\n"
+
+
+# -------------------------------------------------------------------- seeds mode
+def seeds_markdown(tables: dict[str, dict], seeds: dict[str, list[dict]]) -> str:
+    """Per regime: module, mean ± std per model, Δ, the verdict, Welch's t; a count line."""
+    a, b = labels = list(seeds)
+    runs = "; ".join(f"{label}: {len(r)} seeds "
+                     f"({', '.join(str(x.get('config', {}).get('seed')) for x in r)})"
+                     for label, r in seeds.items())
+    lines = [f"Mean ± sample std (ddof = 1) over seeds ({runs}). Δ = {a} − {b}; "
+             "**larger than the seed spread**: |Δ| > std_a + std_b.", ""]
+
+    def cell(label, s):
+        if s["mean"] is None:
+            return "–"
+        if s["std"] is None:
+            return f"{s['mean']:.2f} (1 seed)"
+        return f"{s['mean']:.2f} ± {s['std']:.2f}" + (
+            "" if s["n"] == len(seeds[label]) else f" (n={s['n']})")
+
+    def row(name, r):
+        t = "–" if r["welch_t"] is None else f"{r['welch_t']:.2f}"
+        if r["welch_dof"] is not None:
+            p = "" if r["p_value"] is None else f", p {r['p_value']:.3f}"
+            t += f" (dof {r['welch_dof']:.1f}{p})"
+        return (f"| {name} | {cell(a, r[a])} | {cell(b, r[b])} | "
+                f"{format_cell(r['difference'], sign=True)} | {VERDICT[r['larger_than_spread']]} | "
+                f"{t} |")
+
+    for regime, table in tables.items():
+        lines += [f"## {regime} ({_count(table['modules'])})", "",
+                  f"| module | {a} | {b} | Δ | larger than the seed spread | Welch's t |",
+                  "|---|---:|---:|---:|:---:|---:|"]
+        lines += [row(m, table["rows"][m]) for m in table["modules"]]
+        lines += [row("**mean over modules**", table["summary"]["mean"]),
+                  row("**modules > 95 %**", table["summary"]["above_95"]), ""]
+        larger = [r for r in table["rows"].values() if r["larger_than_spread"]]
+        ahead = sum(r["difference"] > 0 for r in larger)
+        lines += [f"{regime}: the difference is larger than the seed spread on {len(larger)} "
+                  f"of {len(table['modules'])} modules ({ahead} with {a} ahead, "
+                  f"{len(larger) - ahead} with {b} ahead); on the mean over modules: "
+                  f"{VERDICT[table['summary']['mean']['larger_than_spread']]}.", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- blocks
+def _math_all(root):
+    folder = os.path.join(root, "results", "math", "all")
+    return {"TP-Transformer": load_run(os.path.join(folder, "tp_transformer")),
+            "Transformer": load_run(os.path.join(folder, "transformer"))}
+
+
+def math_all_summary_block(root):
+    """Table 1's columns of the all-modules runs, one row per model."""
+    lines = ["| model | parameters | steps of 128 (stop) | training s | interpolate mean % | "
+             "> 95 % | extrapolate mean % | > 95 % |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for label, run in _math_all(root).items():
+        s = run["summary"]
+        stop = STOP_LABELS.get(run["stopped"], run["stopped"])
+        lines.append(
+            f"| {label} (`{run['config'].get('preset', '?')}`) | {run['parameters']:,} | "
+            f"{run['steps']:,} ({stop}) | {run['train_seconds']:,.0f} | "
+            f"{s['interpolate']['mean']:.2f} ({s['interpolate']['modules']}) | "
+            f"{s['interpolate']['above_95']} | {s['extrapolate']['mean']:.2f} "
+            f"({s['extrapolate']['modules']}) | {s['extrapolate']['above_95']} |")
+    return "\n".join(lines)
+
+
+def math_all_modules_block(root):
+    """Figures 4/5 as numbers: every module of both all-modules runs, side by side."""
+    runs = _math_all(root)
+    tables = {regime: compare(runs, regime) for regime in REGIMES}
+    return demote(compare_markdown(tables, list(runs)), 1)
+
+
+def _focus(root):
+    folder = os.path.join(root, "results", "math", "focus")
+    return {m: [load_run(os.path.join(folder, f"{m}-seed{s}")) for s in FOCUS_SEEDS]
+            for m in FOCUS_MODELS}
+
+
+def math_focus_runs_block(root):
+    """Every focus run: exact match per module, training time."""
+    seeds = _focus(root)
+    first = seeds[FOCUS_MODELS[0]][0]
+    columns = [(regime, m) for regime in REGIMES
+               for m in sorted(accuracy(first, regime))]
+    short = [m.split("__", 1)[1] if m.startswith("numbers__") or m.startswith("arithmetic__")
+             else m for _, m in columns]
+    lines = ["| run | " + " | ".join(short) + " | steps | training s |",
+             "|---|" + "---:|" * (len(columns) + 2)]
+    for model, runs in seeds.items():
+        for run in runs:
+            cells = [accuracy(run, regime).get(m) for regime, m in columns]
+            lines.append(f"| {model} seed {run['config']['seed']} | "
+                         + " | ".join("–" if c is None else f"{c:.1f}" for c in cells)
+                         + f" | {run['steps']:,} | {run['train_seconds']:,.0f} |")
+    return "\n".join(lines)
+
+
+def math_focus_seeds_block(root):
+    """Mean ± std over seeds per module, the verdict and Welch's t (needs scipy for p)."""
+    seeds = _focus(root)
+    check_seeds(seeds)
+    tables = {regime: seed_table(seeds, regime) for regime in REGIMES}
+    return demote(seeds_markdown(tables, seeds), 1)
