@@ -95,6 +95,14 @@ def test_the_preset_answers_their_greedy_answers_as_text(preset, reference):
     assert answerer.generate(questions, max_length=length) == theirs
 
 
+def test_a_data_parallel_checkpoint_loses_its_module_prefix(monkeypatch):
+    state, _ = convert.read_checkpoint(CHECKPOINT)
+    saved = {"global_step": 3, "model": {f"module.{k}": v for k, v in state.items()}}
+    monkeypatch.setattr(torch_checkpoint, "load", lambda path: saved)
+    unwrapped, info = convert.read_checkpoint("data_parallel.pt")
+    assert sorted(unwrapped) == sorted(state) and info == {"global_step": 3}
+
+
 def test_the_vocabulary_rule_counts_question_characters(tmp_path):
     assert convert.vocabulary(["ab", "b"]) == list(convert.SPECIALS) + ["b", "a"]
     assert convert.vocabulary(["ba", "c"]) == list(convert.SPECIALS) + ["a", "b", "c"]
