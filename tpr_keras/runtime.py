@@ -1,5 +1,5 @@
-"""Process settings for training entry points and library users; importing this does not
-import TensorFlow, and nothing here reads command-line flags.
+"""Process settings for the training commands, the model server and library users; importing
+this does not import TensorFlow, and nothing here reads command-line flags.
 
 * :func:`limit_malloc_arenas` caps glibc's malloc arenas (before TensorFlow starts).
 * :func:`quiet_tensorflow_start` is the block to import TensorFlow in: it drops the
