@@ -18,29 +18,20 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
-
 from serving.client import BabiClient  # noqa: E402
-from tpr_keras.models.babi import join_story  # noqa: E402
-from serving.core.manager import ModelManager  # noqa: E402
-from serving.model_server.server import ModelServer  # noqa: E402
+from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
+from tpr_keras.models.babi import join_story  # noqa: E402
 from tpr_keras.training.outputs import run_command, source_version  # noqa: E402
 
 
 @contextlib.contextmanager
 def served(args):
-    """A :class:`BabiClient` of ``args.model_base_path`` served by the embedded server on a
-    free loopback port, stopped on leaving."""
-    config = model_server_config_pb2.ModelConfig(
-        name=args.model_name, base_path=os.path.abspath(args.model_base_path),
-        model_platform="tensorflow")
-    server = ModelServer(ModelManager([config]), port=0).start()
-    try:
-        with BabiClient(f"127.0.0.1:{server.port}", model_name=args.model_name) as client:
+    """A :class:`BabiClient` of ``args.model_base_path`` served by the embedded server
+    (:func:`tools.served.serve`)."""
+    with serve([model_config(args.model_name, args.model_base_path)]) as address:
+        with BabiClient(address, model_name=args.model_name) as client:
             yield client
-    finally:
-        server.stop(grace=2)
 
 
 def main():

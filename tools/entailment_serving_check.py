@@ -22,20 +22,16 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
-
 from serving.client import EntailmentClient  # noqa: E402
-from serving.core.manager import ModelManager  # noqa: E402
 from serving.model_server.model_config import read_model_config_file  # noqa: E402
-from serving.model_server.server import ModelServer  # noqa: E402
+from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data.entailment import SPLITS, load_entailment_split  # noqa: E402
 
 
 def configs(export_base, config_file):
     """The entailment model at ``export_base`` plus the config file's other models whose
     base path exists (relative paths from the repository root, as the server reads them)."""
-    models = [model_server_config_pb2.ModelConfig(
-        name="entailment", base_path=os.path.abspath(export_base), model_platform="tensorflow")]
+    models = [model_config("entailment", export_base)]
     if config_file:
         for config in read_model_config_file(config_file):
             if config.name != "entailment" and os.path.isdir(config.base_path):
@@ -71,10 +67,9 @@ def main():
         trained = json.load(f)["accuracy_percent"]
     models = configs(export_base, args.model_config_file)
     print("serving", ", ".join(f"{m.name} ({m.base_path})" for m in models))
-    server = ModelServer(ModelManager(models), port=0).start()
     rows = {}
-    try:
-        with EntailmentClient(f"127.0.0.1:{server.port}") as client:
+    with serve(models) as address:
+        with EntailmentClient(address) as client:
             for split in args.splits.split(","):
                 data = load_entailment_split(split, args.data_dir)
                 served, rate = score(client, data, args.batch)
@@ -86,8 +81,6 @@ def main():
             example = client.entails("(a&b)", "a")
             print(f"(a&b) entails a? {example.entails} (probability {example.probability:.3f},"
                   f" version {example.version})")
-    finally:
-        server.stop(grace=2)
     version = max((d for d in os.listdir(export_base) if d.isdigit()), key=int)
     done = subprocess.run(
         [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "run",

@@ -22,14 +22,11 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402
-from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
-
 import tpr_keras.models.tp_transformer  # noqa: E402, F401  (registers TPTransformer)
 from serving.client import MathClient  # noqa: E402
-from tpr_keras.models.tp_transformer import export_math_model  # noqa: E402
-from serving.core.manager import ModelManager  # noqa: E402
-from serving.model_server.server import ModelServer  # noqa: E402
+from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data.mathematics import CharVocabulary  # noqa: E402
+from tpr_keras.models.tp_transformer import export_math_model  # noqa: E402
 
 
 def main():
@@ -59,14 +56,9 @@ def main():
         with open(os.path.join(folder, module + ".txt")) as f:
             lines = f.read().splitlines()
         asked[module] = (lines[0:2 * args.n:2], lines[1:2 * args.n:2])
-    config = model_server_config_pb2.ModelConfig(
-        name="math", base_path=os.path.dirname(path), model_platform="tensorflow")
-    server = ModelServer(ModelManager([config]), port=0).start()
-    try:
-        with MathClient(f"127.0.0.1:{server.port}") as client:
+    with serve([model_config("math", os.path.dirname(path))]) as address:
+        with MathClient(address) as client:
             solved = {module: client.solve_batch(q) for module, (q, _) in asked.items()}
-    finally:
-        server.stop(grace=2)
     rows, right = [], {}
     for module, (questions, answers) in asked.items():
         right[module] = sum(s.answer == a for s, a in zip(solved[module], answers))
