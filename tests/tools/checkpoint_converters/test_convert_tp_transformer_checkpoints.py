@@ -95,6 +95,39 @@ def test_the_preset_answers_their_greedy_answers_as_text(preset, reference):
     assert answerer.generate(questions, max_length=length) == theirs
 
 
+def test_their_torchtext_vocab_pt_reads_as_its_itos(tmp_path, monkeypatch):
+    """Their just-in-time loader's ``vocab.pt``: ``torch.save`` (PyTorch 1.1's stream) of a
+    torchtext ``Vocab``, whose pickled state is its ``__dict__`` with ``stoi`` a plain dict
+    (torchtext's ``__getstate__``). Written here by hand in that layout, under the names
+    torchtext's classes pickle as."""
+    import collections
+    import pickle
+    import sys
+    import types
+
+    itos = convert.read_vocabulary(VOCAB)
+    module = types.ModuleType("torchtext.vocab")
+
+    class Vocab:
+        def __getstate__(self):
+            return {"itos": itos, "stoi": {c: i for i, c in enumerate(itos)},
+                    "freqs": collections.Counter("12"), "vectors": None}
+
+    Vocab.__module__, Vocab.__qualname__, module.Vocab = "torchtext.vocab", "Vocab", Vocab
+    package = types.ModuleType("torchtext")
+    package.vocab = module
+    monkeypatch.setitem(sys.modules, "torchtext", package)
+    monkeypatch.setitem(sys.modules, "torchtext.vocab", module)
+    path = tmp_path / "vocab.pt"
+    with open(path, "wb") as f:
+        for part in (torch_checkpoint.LEGACY_MAGIC, 1001, {"little_endian": True},
+                     Vocab(), []):
+            pickle.dump(part, f, protocol=2)
+    monkeypatch.delitem(sys.modules, "torchtext.vocab")  # read without the class
+    monkeypatch.delitem(sys.modules, "torchtext")
+    assert convert.read_vocabulary(str(path)) == itos
+
+
 def test_a_data_parallel_checkpoint_loses_its_module_prefix(monkeypatch):
     state, _ = convert.read_checkpoint(CHECKPOINT)
     saved = {"global_step": 3, "model": {f"module.{k}": v for k, v in state.items()}}
