@@ -28,7 +28,11 @@ that logs each batch and cost as their ``train.m`` calls it: ``traj_ls/*`` (thei
 ``train_linear_start.m``: 1 epoch of linear start at 0.005, the main phase 0 epochs) and
 ``traj/*`` (their ``train.m`` with the softmax, 1 epoch at 0.005): ``loss``, per step
 ``story``, ``time``, ``question``, ``answer`` (their uniform draw with replacement), and
-``final/<path>``.
+``final/<path>``; ``trained/logits``: their logits on batch 0 with the softmax
+trajectory's final weights, whose workspace their code leaves is saved as the converter
+of ``tools/checkpoint_conversion/convert_memn2n_checkpoints.py`` reads it (its
+``SAVE_LINES``) beside the fixture (``.mat``). The metadata holds their ``dict`` (word ->
+their id; nil is 1).
 """
 
 import argparse
@@ -87,6 +91,7 @@ for k = 1:numel(tables)
   out_.(sprintf('weights_%d', k - 1)) = tables{{k}}.D;
 end
 out_.nwords = length(dict); out_.sz = config.sz; out_.nhops = nhops;
+out_.words = keys(dict); out_.word_ids = cell2mat(values(dict));
 out_.lrate = config.init_lrate; out_.ls_lrate = ls_init_lrate;
 out_.max_grad_norm = config.max_grad_norm;
 % batch 0, assembled as test.m assembles a test batch (no time noise)
@@ -161,9 +166,23 @@ for pass2 = 1:2
     out_.(sprintf('%sfinal_%d', prefix, k - 1)) = tables{{k}}.D;
   end
 end
+for i = 1:nhops
+  memory{{i}}.data = out_.memory;
+end
+model.fprop(out_.question);
+out_.trained_logits = model.modules{{end - 1}}.output;
 out_.octave_version = version();
 save('-v7', '{mat}', '-struct', 'out_');
+{workspace}
 """
+
+
+def workspace_lines(path):
+    """The Octave lines that save a trained model from their workspace for
+    ``tools.checkpoint_conversion.convert_memn2n_checkpoints`` (their code saves none)."""
+    from tools.checkpoint_conversion.convert_memn2n_checkpoints import SAVE_LINES
+
+    return SAVE_LINES.replace("memn2n.mat", path)
 
 
 def parse_args(argv=None):
@@ -190,7 +209,8 @@ def run_octave(args, tmp, train_file):
         f.write(RECORDING_LOSS)
     driver = DRIVER.format(code=os.path.abspath(args.authors_code), tmp=tmp, seed=args.seed,
                            train=train_file, dim=args.dim, batch=args.batch,
-                           steps=args.steps, mat=mat)
+                           steps=args.steps, mat=mat,
+                           workspace=workspace_lines(os.path.join(tmp, "workspace.mat")))
     path = os.path.join(tmp, "fidelity_driver.m")
     with open(path, "w", encoding="utf-8") as f:
         f.write(driver)
@@ -257,9 +277,13 @@ def convert(mat, args):
                 arrays[f"{key}/{name}/{step:02d}"] = value
         arrays.update(table_arrays(f"{key}/final", [mat[f"{prefix}final_{k}"]
                                                     for k in tables], nwords, sz))
+    arrays["trained/logits"] = np.asarray(mat["trained_logits"], np.float32).T
     scalars = {k: float(np.asarray(mat[k]).squeeze())
                for k in ("lrate", "ls_lrate", "max_grad_norm")}
-    return arrays, {"nwords": nwords, "sz": sz, "hops": hops, **scalars}
+    words = [str(np.asarray(w).squeeze()) for w in np.asarray(mat["words"]).ravel()]
+    ids = np.asarray(mat["word_ids"]).ravel().astype(int).tolist()
+    return arrays, {"nwords": nwords, "sz": sz, "hops": hops, **scalars,
+                    "dict": dict(zip(words, ids))}
 
 
 def main(argv=None):
@@ -273,6 +297,8 @@ def main(argv=None):
         with open(train_file, "w", encoding="utf-8") as f:
             f.write(first_stories(os.path.join(source, name), args.stories))
         mat, log = run_octave(args, tmp, train_file)
+        shutil.copyfile(os.path.join(tmp, "workspace.mat"),
+                        os.path.splitext(args.out)[0] + ".mat")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     arrays, sizes = convert(mat, args)
@@ -296,6 +322,7 @@ def main(argv=None):
                  "batch_rule": "batch 0: questions 1..batch; trajectories: their train.m's "
                                "uniform draw with replacement from the first steps*batch"},
         "randomize_time": 0, "nil_columns_zeroed": True,
+        "dict": sizes["dict"],
         "logits": "their whole vocabulary: the words (nil = 0), then the memory_size time "
                   "words",
     }
