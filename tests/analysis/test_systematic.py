@@ -49,8 +49,6 @@ def test_pairs_seen_flags_and_summary(built):
     rows = {r["name"]: r for r in systematic.summarize(result["pairs"])}
     assert rows["Alex"]["tasks_seen"] == 2 and rows["Alex"]["unseen"] is None
     assert rows["Logan"]["tasks_seen"] == 1 and rows["Logan"]["unseen"] is not None
-    table = systematic.markdown(result)
-    assert table.count("*") >= 2 and "| Logan | 1 |" in table
     pytest.importorskip("matplotlib")
     systematic.plot(result, str(built / "fig.png"), "test")
     assert (built / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 
 from serving.command_flags import Command
+from tools.report.systematic import compare_markdown, systematic_markdown
 from tpr_keras.analysis import systematic
 
 
@@ -36,7 +37,7 @@ def run_compare(command: Command, specs: Sequence[str], out: str) -> int:
         with open(path) as f:
             results[label] = json.load(f)
     os.makedirs(out, exist_ok=True)
-    table = systematic.compare_markdown(results)
+    table = compare_markdown(results)
     with open(os.path.join(out, "compare.md"), "w") as f:
         f.write(table)
     print(table)
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "systematic.json"), "w") as f:
         json.dump(result, f, indent=1)
-    table = systematic.markdown(result)
+    table = systematic_markdown(result)
     with open(os.path.join(args.out, "systematic.md"), "w") as f:
         f.write(table)
     print(table)

@@ -9,8 +9,9 @@ Evaluates a trained bAbI model on every ``systematic/<name>/qaN_*_test.txt`` tes
 :mod:`tpr_keras.data.babi.systematic` wrote, and reports the accuracy of each (name, task)
 pair, marked *seen* when the name's training stories included that task (``manifest.json``).
 Like Figure 5, the summary averages over tasks per name, separately over seen and unseen
-pairs. Writes ``systematic.json``, ``systematic.md`` and, with the ``analysis`` extra
-(matplotlib), ``systematic.png``. Works for TPR-RNN and MemN2N runs alike.
+pairs. The command writes ``systematic.json``, ``systematic.md`` (its Markdown:
+``tools/report/systematic.py``) and, with the ``analysis`` extra (matplotlib),
+``systematic.png``. Works for TPR-RNN and MemN2N runs alike.
 
 Two or more evaluated models side by side (Figure 5 next to its baseline)::
 
@@ -80,29 +81,6 @@ def summarize(pairs: Sequence[dict]) -> list[dict]:
     return rows
 
 
-def markdown(result: dict) -> str:
-    """The per-name summary and the per-pair table as Markdown."""
-    def fmt(value):
-        return "–" if value is None else f"{value:.1f}"
-
-    lines = ["| name | tasks trained on | accuracy % (all 8) | seen tasks | unseen tasks |",
-             "|---|---:|---:|---:|---:|"]
-    for row in summarize(result["pairs"]):
-        lines.append(f"| {row['name']} | {row['tasks_seen']} | {fmt(row['all'])} | "
-                     f"{fmt(row['seen'])} | {fmt(row['unseen'])} |")
-    tasks = sorted({p["task"] for p in result["pairs"]})
-    lines += ["", "| name | " + " | ".join(f"task {t}" for t in tasks) + " |",
-              "|---|" + "---:|" * len(tasks)]
-    for name in dict.fromkeys(p["name"] for p in result["pairs"]):
-        cells = []
-        for t in tasks:
-            p = next(p for p in result["pairs"] if p["name"] == name and p["task"] == t)
-            cells.append(f"{p['accuracy']:.1f}" + ("" if p["seen"] else "*"))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines.append("\n`*`: a task on whose stories the name was never trained.")
-    return "\n".join(lines) + "\n"
-
-
 def plot(result: dict, path: str, title: str) -> None:
     """Figure 5's layout: mean test accuracy per new name, seen and unseen tasks side by side."""
     import matplotlib
@@ -130,30 +108,6 @@ def drops(result: dict, full: str = "Alex") -> dict[str, float]:
     """Per name: the accuracy over all tasks of ``full`` (trained on every task) minus its own."""
     rows = {r["name"]: r for r in summarize(result["pairs"])}
     return {name: rows[full]["all"] - row["all"] for name, row in rows.items()}
-
-
-def compare_markdown(results: dict[str, dict], full: str = "Alex") -> str:
-    """One row per name: each model's accuracy over all tasks and its drop against ``full``."""
-    labels = list(results)
-    summaries = {label: {r["name"]: r for r in summarize(res["pairs"])}
-                 for label, res in results.items()}
-    first = summaries[labels[0]]
-    head = "| name | tasks trained on | " + " | ".join(
-        f"{label} accuracy % | {label} drop vs {full}" for label in labels) + " |"
-    lines = [head, "|---|---:|" + "---:|---:|" * len(labels)]
-    for name, row in first.items():
-        cells = []
-        for label in labels:
-            mine = summaries[label][name]
-            drop = summaries[label][full]["all"] - mine["all"]
-            cells.append(f"{mine['all']:.1f} | {drop:+.1f}")
-        lines.append(f"| {name} | {row['tasks_seen']} | " + " | ".join(cells) + " |")
-    worst = {label: max(v for k, v in drops(res, full).items() if k != full)
-             for label, res in results.items()}
-    lines.append("")
-    lines.append("Largest drop of a partly trained name against " + full + ": " + ", ".join(
-        f"{label} {value:+.1f} points" for label, value in worst.items()) + ".")
-    return "\n".join(lines) + "\n"
 
 
 def plot_compare(results: dict[str, dict], path: str) -> None:
