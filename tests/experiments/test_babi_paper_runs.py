@@ -161,3 +161,24 @@ def test_the_third_recipe_is_the_papers_with_patience_as_long_as_the_cap(runs_mo
     assert [a for a in third if a.startswith("--patience=")] == ["--patience=60",
                                                                 "--patience=200"]
     assert [a for a in third if a.startswith("--epochs=")] == ["--epochs=200"]
+
+
+def test_a_compared_recipe_sits_beside_the_reported_and_the_paper_recipe_alone(
+        runs_module, tmp_path):
+    args = _args(tmp_path, table=3)
+    args.keep = str(tmp_path / "kept")
+    for seed, (valid, test) in enumerate([(6.0, 7.0), (7.0, 8.0)]):
+        _finish(runs_module, args, 10, seed, valid, test, operations="write")
+    # seed 0 is rescued by the fallback recipe, which validates better
+    _finish(runs_module, args, 10, 0, 1.0, 2.0, recipe="all_tasks", operations="write")
+    _finish(runs_module, args, 10, 0, 5.5, 6.5, recipe="authors_step", operations="write")
+    rows = {line.split(" | ")[2]: line for line in runs_module.comparison_lines(
+        args, [10], [0, 1], ["write"], ["authors_step", "authors_code"])[2:]}
+    assert set(rows) == {"reported", "paper", "authors_step"}  # no authors_code run: no row
+    assert "s0: 2.0 (50 ep, patience, all_tasks recipe)" in rows["reported"]
+    assert "| 5.0 | 1 of 2 | failed |" in rows["reported"]  # mean of 2.0 and 8.0
+    assert "| 7.5 | 2 of 2 |" in rows["paper"] and "all_tasks" not in rows["paper"]
+    assert "s0: 6.5 (50 ep, patience) | 6.5 | 1 of 1 |" in rows["authors_step"]
+    cmd = runs_module.command(args, "write", 10, 0, "authors_step")
+    assert "--recipe=authors_code" in cmd and "--learning_rate=0.008" in cmd
+    assert cmd[cmd.index("--recipe=authors_code") - 1].startswith("--min_delta_loss")
