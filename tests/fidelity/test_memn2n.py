@@ -147,7 +147,12 @@ def test_logits_loss_and_every_gradient(fixture, linear):
     model, depth, report = build(data, meta, linear_start=linear), depths(meta), []
     key = "ls/" if linear else ""
     logits = data[f"{key}logits"]
-    assert_close("logits", model(inputs(data)), logits, depth["logits"], report=report)
+    ours = model(inputs(data))
+    assert_close("logits", ours, logits, depth["logits"], report=report)
+    # their answer probabilities: a softmax of those logits (conditioned by their size)
+    assert_close("probs", ops.softmax(ours, axis=-1), data[f"{key}probs"],
+                 depth["logits"] + logits.shape[1], magnitude=np.max(np.abs(logits)),
+                 report=report)
     value, grads = loss_and_gradients(model, summed_loss(model, data))
     # the loss sums B terms of the logits' size
     magnitude = max(abs(data[f"{key}loss"]), meta["sizes"]["batch"] * np.max(np.abs(logits)))
@@ -160,8 +165,8 @@ def test_logits_loss_and_every_gradient(fixture, linear):
         assert_close(f"grad/{path}", g, data[f"{key}grad/{path}"], depth["gradient"],
                      magnitude=scale, report=report)
     assert np.any(data[f"{key}grad/memn2n/embedding_1/embeddings"][0])  # their nil word's
-    worst = max(report[2:], key=lambda r: r[1] / r[2])
-    print("\n".join(f"{n}: {e:.3g} <= {b:.3g}" for n, e, b in report[:2]),
+    worst = max(report[3:], key=lambda r: r[1] / r[2])
+    print("\n".join(f"{n}: {e:.3g} <= {b:.3g}" for n, e, b in report[:3]),
           f"\n{len(grads)} gradients, worst {worst[0]}: {worst[1]:.3g} <= {worst[2]:.3g}")
 
 

@@ -21,7 +21,7 @@ their memory filled as their ``test.m`` fills it: the story's last ``sz`` senten
 words counted from the end): ``input/*`` (port ids, their time words), per hop ``act/m_k``,
 ``act/c_k`` (memory vectors, their slot order), ``act/p_k`` (attention), ``act/o_k`` (read),
 ``act/u_k`` (``u_0`` the question), ``logits`` (over their whole vocabulary: words, then the
-``sz`` time words), ``loss`` (their summed cross-entropy) and ``grad/<path>``; the same
+``sz`` time words) and ``probs`` (their answer softmax), ``loss`` (their summed cross-entropy) and ``grad/<path>``; the same
 without the memory softmax (linear start) as ``ls/...``; then two 20-step trajectories of
 their training scripts from the same weights, recorded by a ``CrossEntropyLoss`` subclass
 that logs each batch and cost as their ``train.m`` calls it: ``traj_ls/*`` (their
@@ -256,6 +256,7 @@ def convert(mat, args):
     arrays.update({f"input/{k}": v for k, v in batch.items()})
     for prefix, key in (("", ""), ("ls_", "ls/")):
         arrays[f"{key}logits"] = np.asarray(mat[prefix + "logits"], np.float32).T
+        arrays[f"{key}probs"] = np.asarray(mat[prefix + "probs"], np.float32).T
         arrays[f"{key}loss"] = np.float32(np.asarray(mat[prefix + "loss"]).squeeze())
         arrays[f"{key}act/u_0"] = np.asarray(mat[prefix + "u_0"], np.float32).T
         for i in range(1, hops + 1):
