@@ -280,3 +280,50 @@ def test_a_changed_recipe_leaves_their_trajectory(fixture, tmp_path, change):
     worst = max(report, key=lambda r: r[1] / r[2])
     print(f"\n{change}: {worst[0]} {worst[1]:.3g} = {worst[1] / worst[2]:.0f} x {worst[2]:.3g}")
     assert worst[1] > 10.0 * worst[2]
+
+
+def noise_frequencies(times):
+    """``{(n, slot, time): frequency}`` over examples of ``n`` memories, and the counts."""
+    counts = (times > 0).sum(axis=1)
+    table, sizes = {}, {}
+    for n in np.unique(counts):
+        rows = times[counts == n]
+        sizes[int(n)] = len(rows)
+        for slot in range(n):
+            values, seen = np.unique(rows[:, slot], return_counts=True)
+            for value, count in zip(values, seen):
+                table[int(n), slot, int(value)] = count / len(rows)
+    return table, sizes
+
+
+def port_noise(data, meta, random_noise, repeats=10):
+    """The port's training-time indices for the memories of their noisy batches
+    (``repeats`` draws each), as :func:`noise_frequencies` reads them."""
+    model = build(data, meta, random_noise=random_noise, seed=7)
+    mask = np.tile(data["noise/time"] > 0, (repeats, 1))
+    return np.asarray(model.network.time_indices(mask, mask.sum(axis=1), training=True))
+
+
+def noise_distance(theirs, ours):
+    """The largest difference of a frequency in units of its standard error (binomial, the
+    two samples' sizes), over every ``(n, slot, time)`` either side draws."""
+    (f1, n1), (f2, n2) = noise_frequencies(theirs), noise_frequencies(ours)
+    worst = 0.0
+    for key in set(f1) | set(f2):
+        p, q = f1.get(key, 0.0), f2.get(key, 0.0)
+        pooled = (p * n1[key[0]] + q * n2[key[0]]) / (n1[key[0]] + n2[key[0]])
+        error = np.sqrt(max(pooled * (1 - pooled), 1e-4) * (1 / n1[key[0]] + 1 / n2[key[0]]))
+        worst = max(worst, abs(p - q) / error)
+    return worst
+
+
+def test_random_noise_draws_their_distribution(fixture):
+    """Their ``train.m`` with ``randomize_time`` 0.1 (3,200 recorded memories of 2-10
+    sentences) against the port's ``random_noise`` 0.1 on the same memories: every
+    frequency of a time index at a slot (59 of them) agrees within 5 standard errors; the
+    port at 0.3 is far off."""
+    data, meta = fixture
+    theirs = data["noise/time"].astype(np.int64)
+    assert np.any(theirs != np.where(theirs > 0, np.arange(1, theirs.shape[1] + 1), 0))
+    assert noise_distance(theirs, port_noise(data, meta, 0.1)) < 5.0
+    assert noise_distance(theirs, port_noise(data, meta, 0.3)) > 10.0

@@ -31,7 +31,9 @@ that logs each batch and cost as their ``train.m`` calls it: ``traj_ls/*`` (thei
 ``final/<path>``; ``trained/logits``: their logits on batch 0 with the softmax
 trajectory's final weights, whose workspace their code leaves is saved as the converter
 of ``tools/checkpoint_conversion/convert_memn2n_checkpoints.py`` reads it (its
-``SAVE_LINES``) beside the fixture (``.mat``). The metadata holds their ``dict`` (word ->
+``SAVE_LINES``) beside the fixture (``.mat``); ``noise/time``: the time indices of
+``--noise_epochs`` more epochs of their ``train.m`` with their ``randomize_time``
+(``--noise``, their 0.1), for the distribution of the port's random noise. The metadata holds their ``dict`` (word ->
 their id; nil is 1).
 """
 
@@ -171,6 +173,16 @@ for i = 1:nhops
 end
 model.fprop(out_.question);
 out_.trained_logits = model.modules{{end - 1}}.output;
+% their time noise: train.m with their randomize_time, only the time words kept
+trained = cellfun(@(t) t.D, tables, 'UniformOutput', false);
+loss = RecordingLoss(); loss.size_average = false; loss.do_softmax_brop = true;
+randomize_time = {noise}; nepochs = {noise_epochs};
+train;
+out_.noise_time = cat(3, cellfun(@(m) squeeze(m(end, :, :)), loss.memories, ...
+                                 'UniformOutput', false){{:}});
+for k = 1:numel(tables)
+  tables{{k}}.D = trained{{k}};
+end
 out_.octave_version = version();
 save('-v7', '{mat}', '-struct', 'out_');
 {workspace}
@@ -198,6 +210,9 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dim", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--noise", type=float, default=0.1, help="their randomize_time")
+    parser.add_argument("--noise_epochs", type=int, default=10,
+                        help="epochs of their train.m whose time words are recorded")
     parser.add_argument("--octave", default="octave")
     return parser.parse_args(argv)
 
@@ -209,7 +224,8 @@ def run_octave(args, tmp, train_file):
         f.write(RECORDING_LOSS)
     driver = DRIVER.format(code=os.path.abspath(args.authors_code), tmp=tmp, seed=args.seed,
                            train=train_file, dim=args.dim, batch=args.batch,
-                           steps=args.steps, mat=mat,
+                           steps=args.steps, mat=mat, noise=args.noise,
+                           noise_epochs=args.noise_epochs,
                            workspace=workspace_lines(os.path.join(tmp, "workspace.mat")))
     path = os.path.join(tmp, "fidelity_driver.m")
     with open(path, "w", encoding="utf-8") as f:
@@ -247,6 +263,18 @@ def port_batch(memory, question, answer, nwords):
             "answer": (np.asarray(answer, np.int64).reshape(-1) - 1).astype(np.int32)}
 
 
+def noise_times(time, nwords):
+    """Their noisy time words ``[sz, B, steps]`` (oldest sentence first, nil in empty
+    slots) as time indices ``int8 [B * steps, sz]`` in the port's slot order (the most
+    recent sentence first, 0 in empty slots)."""
+    time = np.asarray(time, np.int64).reshape(time.shape[0], -1).T
+    out = np.zeros_like(time)
+    for row, their in zip(out, time):
+        real = their[their > 1] - nwords
+        row[:len(real)] = real[::-1]
+    return out.astype(np.int8)
+
+
 def convert(mat, args):
     """The ``.mat`` of the driver as the fixture's arrays (port names and layouts)."""
     nwords, sz, hops = (int(np.asarray(mat[k]).squeeze()) for k in ("nwords", "sz", "nhops"))
@@ -279,6 +307,7 @@ def convert(mat, args):
         arrays.update(table_arrays(f"{key}/final", [mat[f"{prefix}final_{k}"]
                                                     for k in tables], nwords, sz))
     arrays["trained/logits"] = np.asarray(mat["trained_logits"], np.float32).T
+    arrays["noise/time"] = noise_times(mat["noise_time"], nwords)
     scalars = {k: float(np.asarray(mat[k]).squeeze())
                for k in ("lrate", "ls_lrate", "max_grad_norm")}
     words = [str(np.asarray(w).squeeze()) for w in np.asarray(mat["words"]).ravel()]
