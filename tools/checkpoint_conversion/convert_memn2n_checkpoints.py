@@ -37,6 +37,8 @@ import os
 
 import numpy as np
 
+from tools.checkpoint_conversion import assign_weights
+
 REPOSITORY = "https://github.com/facebookarchive/MemNN"
 #: The Octave/MATLAB lines that save their workspace's model for this converter.
 SAVE_LINES = """tables = {model.modules{1}.weight};
@@ -103,11 +105,7 @@ def convert(tables, vocabulary, memory_size, max_words):
                    embedding_dim=int(tables[0].shape[0]), num_hops=len(tables) - 1,
                    memory_size=memory_size, **THEIR_OPTIONS)
     weights = port_weights(tables, len(vocabulary))
-    variables = {v.path: v for v in model.trainable_variables}
-    if set(variables) != set(weights):
-        raise ValueError(f"the port's variables differ: {sorted(set(variables) ^ set(weights))}")
-    for path, variable in variables.items():
-        variable.assign(weights[path].astype(variable.dtype))
+    assign_weights(model, weights)
     return model, vocab
 
 

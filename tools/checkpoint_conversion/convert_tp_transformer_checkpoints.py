@@ -39,7 +39,7 @@ import os
 
 import numpy as np
 
-from tools.checkpoint_conversion import torch_checkpoint
+from tools.checkpoint_conversion import assign_weights, torch_checkpoint
 
 #: torchtext's specials as their ``Field`` orders them; the port's ids of each.
 SPECIALS = ("<unk>", "<pad>", "<sos>", "<eos>")
@@ -197,11 +197,7 @@ def convert(state, itos, heads):
     model = TPTransformer(**sizes, pad_id=CharVocabulary.PAD_ID,
                           start_id=CharVocabulary.START_ID, end_id=CharVocabulary.END_ID,
                           vocabulary=list(vocab.tokens))
-    variables = {v.path: v for v in model.trainable_variables}
-    if set(variables) != set(weights):
-        raise ValueError(f"the port's variables differ: {sorted(set(variables) ^ set(weights))}")
-    for path, variable in variables.items():
-        variable.assign(weights[path].astype(variable.dtype))
+    assign_weights(model, weights)
     return model, vocab
 
 

@@ -40,6 +40,8 @@ import re
 
 import numpy as np
 
+from tools.checkpoint_conversion import assign_weights
+
 REPOSITORY = "https://github.com/ischlag/TPR-RNN"
 #: Their variables outside the MLPs and layer norms -> the port's paths.
 FIXED = {"variables/word_embedding": "encoder/word_embedding/embeddings",
@@ -152,11 +154,7 @@ def convert(weights, word2id, implementation="parallel"):
     model = TPRRNN(**sizes_of(weights), initialization="code", pad_row="trained",
                    implementation=implementation)
     weights = with_unknown(weights)
-    variables = {v.path: v for v in model.trainable_variables}
-    if set(variables) != set(weights):
-        raise ValueError(f"the port's variables differ: {sorted(set(variables) ^ set(weights))}")
-    for path, variable in variables.items():
-        variable.assign(weights[path].astype(variable.dtype))
+    assign_weights(model, weights)
     return model, vocab
 
 
