@@ -26,15 +26,14 @@ resumes it from its checkpoint.
 """
 
 import concurrent.futures
-import glob
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 
+from experiments.kept_runs import load_seed_runs
 from experiments.papers import MEMN2N_TABLE3
 
 SEEDS = tuple(range(1, 11))
@@ -48,16 +47,7 @@ TARGET_MEAN_19, TARGET_TASK_16 = 7.5, 5.0
 
 def load_runs(root):
     """``{seed: results}`` of the finished runs kept under ``root``, by seed."""
-    runs = {}
-    for path in glob.glob(os.path.join(root, RESULTS, "seed*", "results.json")):
-        seed = int(re.fullmatch(r"seed(\d+)", os.path.basename(os.path.dirname(path)))[1])
-        with open(path, encoding="utf-8") as f:
-            result = json.load(f)
-        recorded = result.get("config", {}).get("seed")
-        if recorded is not None and recorded != seed:
-            raise ValueError(f"{path}: config.seed is {recorded}, the folder says {seed}")
-        runs[seed] = result
-    return dict(sorted(runs.items()))
+    return load_seed_runs(os.path.join(root, RESULTS, "seed*", "results.json"))
 
 
 def pick(runs):

@@ -23,12 +23,11 @@ position encoding, linear start, random noise, trained jointly); Table 1 gives i
 """
 
 import collections
-import glob
-import json
 import math
 import os
 import re
 
+from experiments.kept_runs import load_seed_runs
 from experiments.papers import MEMN2N_TABLE3, TPR_RNN_TABLE1, TPR_RNN_TABLE4
 from tools.report.common import validation_curve
 from tpr_keras.training.early_stopping import STOP_LABELS
@@ -116,20 +115,7 @@ def load_runs(root, model, folder=RESULTS):
 
     The seed is the folder's ``-seed<N>``; a ``config.seed`` that disagrees is an error.
     """
-    runs = {}
-    pattern = os.path.join(root, folder, f"{model}-seed*", "results.json")
-    for path in glob.glob(pattern):
-        match = re.search(r"-seed(\d+)$", os.path.basename(os.path.dirname(path)))
-        if not match:
-            continue
-        seed = int(match.group(1))
-        with open(path, encoding="utf-8") as f:
-            result = json.load(f)
-        recorded = result.get("config", {}).get("seed")
-        if recorded is not None and recorded != seed:
-            raise ValueError(f"{path}: config.seed is {recorded}, the folder says {seed}")
-        runs[seed] = result
-    return dict(sorted(runs.items()))
+    return load_seed_runs(os.path.join(root, folder, f"{model}-seed*", "results.json"))
 
 
 def sample_std(values):
