@@ -94,7 +94,7 @@ RECIPES = {
                      "--beta_2=0.4", "--batch_size=128"],
 }
 #: Recipes run on their own with ``--recipe`` (not part of the fallback chain).
-COMPARISONS = ("authors_code", "authors_step")
+COMPARISONS = ("authors_step", "authors_code")
 #: The recipes in the order they run; an earlier one is reported on a tie.
 ORDER = ("paper", "all_tasks", "no_stop")
 # The fallback recipe's epoch cap per protocol (after PROTOCOLS' flags, so it wins).
