@@ -58,19 +58,19 @@ trains on the 1,000 official questions available here (see the data README).
 """
 
 import concurrent.futures
-import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import numpy as np
 
+from experiments.babi_paper_grid import (  # noqa: F401 (the grid, read by the report too)
+    ORDER, TABLE3_TASKS, grid, keep_result, kept_path, load, load_run, needs_fallback,
+    needs_no_stop, run_dir, selected)
 from experiments.papers import TPR_RNN_TABLE2, TPR_RNN_TABLE3
 from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
 
-TABLE3_TASKS = (3, 6, 9, 10, 12, 13, 17, 19)
 PROTOCOLS = {
     "long": ["--epochs=200", "--patience=60", "--patience_at_zero=20", "--min_delta_loss=0.001"],
     "patience20": ["--epochs=100", "--patience=20", "--patience_at_zero=-1",
@@ -95,22 +95,8 @@ RECIPES = {
 }
 #: Recipes run on their own with ``--recipe`` (not part of the fallback chain).
 COMPARISONS = ("authors_step", "authors_code")
-#: The recipes in the order they run; an earlier one is reported on a tie.
-ORDER = ("paper", "all_tasks", "no_stop")
 # The fallback recipe's epoch cap per protocol (after PROTOCOLS' flags, so it wins).
 FALLBACK_EPOCHS = {"long": 400, "patience20": 200}
-
-
-def grid(table, tasks, seeds, operation_sets=None):
-    """``(operations, task, seed)`` of every run of the table."""
-    operation_sets = operation_sets or (
-        ["all"] if table == 2 else ["write", "write+move", "write+backlink"])
-    return [(ops, task, seed) for ops in operation_sets for task in tasks for seed in seeds]
-
-
-def run_dir(runs, table, operations, task, seed, protocol="long", recipe="paper"):
-    folder = operations.replace("+", "_") + ("" if recipe == "paper" else f"__{recipe}")
-    return os.path.join(runs, protocol, f"table{table}", folder, f"task{task}-seed{seed}")
 
 
 def epoch_cap(protocol):
@@ -127,84 +113,6 @@ def command(args, operations, task, seed, recipe="paper"):
             f"--operations={operations}", f"--model_dir={folder}",
             *([f"--data_dir={args.data_dir}"] if args.data_dir else []),
             *PROTOCOLS[args.protocol], *RECIPES[recipe], *length, "--verbose=2"]
-
-
-def kept_path(args, operations, task, seed, recipe="paper"):
-    """Where the run's ``results.json`` is kept (committed): the run's path under ``--keep``."""
-    keep = getattr(args, "keep", None)
-    return keep and os.path.join(
-        run_dir(keep, args.table, operations, task, seed, args.protocol, recipe), "results.json")
-
-
-def load_run(args, operations, task, seed, recipe="paper"):
-    """The run's ``results.json``, from its run folder or its kept copy (None while it has
-    not finished)."""
-    path = args.runs and os.path.join(
-        run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe),
-        "results.json")
-    kept = kept_path(args, operations, task, seed, recipe)
-    for candidate in (path, kept):
-        if candidate and os.path.exists(candidate):
-            with open(candidate) as f:
-                return json.load(f)
-    return None
-
-
-def keep_result(args, operations, task, seed, recipe="paper"):
-    """Copies a finished run's ``results.json`` to its kept path (to be committed)."""
-    source = os.path.join(
-        run_dir(args.runs, args.table, operations, task, seed, args.protocol, recipe),
-        "results.json")
-    kept = kept_path(args, operations, task, seed, recipe)
-    if kept and os.path.exists(source):
-        os.makedirs(os.path.dirname(kept), exist_ok=True)
-        shutil.copyfile(source, kept)
-        return kept
-    return None
-
-
-def load(args, operations, task, seed, recipe="paper"):
-    """The run's test error (%) on its task, or None."""
-    result = load_run(args, operations, task, seed, recipe)
-    return None if result is None else result["test_error_percent"][str(task)]
-
-
-def needs_fallback(args, operations, task, seed):
-    """Whether the paper-recipe run finished above ``--fallback_above`` % validation error."""
-    result = load_run(args, operations, task, seed)
-    return (args.fallback_above is not None and result is not None
-            and result["valid_error_percent"][str(task)] > args.fallback_above)
-
-
-def selected(args, operations, task, seed):
-    """``(results, recipe)`` of the run reported for a cell, chosen on validation error only.
-
-    The paper recipe's run, unless ``--fallback_above`` is set and that run erred above it
-    on the validation set: then the finished run of :data:`ORDER` with the lowest best
-    validation error (the earlier on a tie). ``(None, None)`` while nothing has finished.
-    """
-    paper = load_run(args, operations, task, seed)
-    if paper is None or not needs_fallback(args, operations, task, seed):
-        return paper, (None if paper is None else "paper")
-    key = str(task)
-    best, recipe = paper, "paper"
-    for other_recipe in ORDER[1:]:
-        other = load_run(args, operations, task, seed, other_recipe)
-        if other is not None and (other["valid_error_percent"][key]
-                                  < best["valid_error_percent"][key]):
-            best, recipe = other, other_recipe
-    return best, recipe
-
-
-def needs_no_stop(args, operations, task, seed):
-    """Whether the cell's ``all_tasks`` run has finished and the better of its two runs still
-    erred above ``--fallback_above`` % on validation, with no ``no_stop`` run yet."""
-    if (not needs_fallback(args, operations, task, seed)
-            or load_run(args, operations, task, seed, "all_tasks") is None
-            or load_run(args, operations, task, seed, "no_stop") is not None):
-        return False
-    result, _ = selected(args, operations, task, seed)
-    return result["valid_error_percent"][str(task)] > args.fallback_above
 
 
 STOPS = STOP_LABELS
