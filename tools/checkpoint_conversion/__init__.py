@@ -12,6 +12,34 @@ port's, which the fixture generators of ``tools/fidelity`` import. docs/fidelity
 MemN2N MATLAB code (its MemN2N section says how to save one).
 """
 
+import datetime
+
+
+def write_preset(model, vocab, args, *, task, model_kind, source, conversion,
+                 serving_options=None):
+    """Saves a converted ``model`` with its ``vocab`` as the preset ``args.output``.
+
+    The metadata names the task, the served model name (``args.model_name``), a
+    description (``args.description``, or "``model_kind`` trained with the authors' code
+    (``conversion["authors_repository"]``), converted"), that it was converted from
+    ``source`` and not evaluated here, the time, the ``serving_options`` if any and the
+    ``conversion`` record. Returns the preset's path.
+    """
+    metadata = {
+        "task": task, "model_name": args.model_name,
+        "description": args.description or (
+            f"{model_kind} trained with the authors' code "
+            f"({conversion['authors_repository']}), converted"),
+        "headline": f"converted from the authors' {source}; not evaluated here",
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **({"serving_options": serving_options} if serving_options else {}),
+        "conversion": conversion,
+    }
+    path = model.save_to_preset(args.output, assets={"vocab.txt": vocab.save},
+                                metadata=metadata, overwrite=args.overwrite)
+    print(f"Preset: {path} ({len(vocab)} tokens, {model.count_params()} parameters)")
+    return path
+
 
 def assign_weights(model, weights):
     """Assigns ``weights`` (``{variable path: array}``) to ``model``'s trainable variables.

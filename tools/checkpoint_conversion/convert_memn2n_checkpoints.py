@@ -32,12 +32,11 @@ sentences, as their ``train.m`` and ``test.m`` fill the memory.
 """
 
 import argparse
-import datetime
 import os
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights
+from tools.checkpoint_conversion import assign_weights, write_preset
 
 REPOSITORY = "https://github.com/facebookarchive/MemNN"
 #: The Octave/MATLAB lines that save their workspace's model for this converter.
@@ -126,25 +125,16 @@ def main(argv=None):
 
     tables, vocabulary, memory_size, max_words = read_workspace(args.workspace)
     model, vocab = convert(tables, vocabulary, memory_size, max_words)
-    metadata = {
-        "task": "babi", "model_name": args.model_name,
-        "description": args.description or "MemN2N trained with the authors' MATLAB code "
-                                            f"({REPOSITORY}), converted",
-        "headline": "converted from the authors' workspace; not evaluated here",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "serving_options": {"max_story_sentences": memory_size, "keep_sentence_ends": False,
-                            "trained_story_sentences": memory_size},
-        "conversion": {"converter": "tools.checkpoint_conversion.convert_memn2n_checkpoints",
-                       "authors_repository": REPOSITORY,
-                       "workspace": os.path.basename(args.workspace),
-                       "workspace_sha256": sha256_file(args.workspace),
-                       "tables": len(tables), "their_words": len(vocabulary),
-                       "time_words": memory_size, "unk_id": 1},
-    }
-    path = model.save_to_preset(args.output, assets={"vocab.txt": vocab.save},
-                                metadata=metadata, overwrite=args.overwrite)
-    print(f"Preset: {path} ({len(vocab)} words, {model.count_params()} parameters)")
-    return path
+    return write_preset(
+        model, vocab, args, task="babi", model_kind="MemN2N", source="workspace",
+        serving_options={"max_story_sentences": memory_size, "keep_sentence_ends": False,
+                         "trained_story_sentences": memory_size},
+        conversion={"converter": "tools.checkpoint_conversion.convert_memn2n_checkpoints",
+                    "authors_repository": REPOSITORY,
+                    "workspace": os.path.basename(args.workspace),
+                    "workspace_sha256": sha256_file(args.workspace),
+                    "tables": len(tables), "their_words": len(vocabulary),
+                    "time_words": memory_size, "unk_id": 1})
 
 
 if __name__ == "__main__":

@@ -34,12 +34,11 @@ converted.
 
 import argparse
 import collections
-import datetime
 import os
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights, torch_checkpoint
+from tools.checkpoint_conversion import assign_weights, write_preset, torch_checkpoint
 
 #: torchtext's specials as their ``Field`` orders them; the port's ids of each.
 SPECIALS = ("<unk>", "<pad>", "<sos>", "<eos>")
@@ -235,26 +234,17 @@ def main(argv=None):
     model, vocab = convert(state, itos, args.heads)
     from tpr_keras.presets.preset_files import sha256_file
 
-    metadata = {
-        "task": "math", "model_name": args.model_name,
-        "description": args.description or "TP-Transformer trained with the authors' code "
-                                            f"({REPOSITORY}), converted",
-        "headline": "converted from the authors' checkpoint; not evaluated here",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "conversion": {"converter": "tools.checkpoint_conversion."
-                                    "convert_tp_transformer_checkpoints",
-                       "authors_repository": REPOSITORY,
-                       "checkpoint": os.path.basename(args.checkpoint),
-                       "checkpoint_sha256": sha256_file(args.checkpoint),
-                       "checkpoint_info": info, "weights": len(port_names(
-                           model.get_config()["num_encoder_layers"])),
-                       "vocabulary": vocab_source,
-                       "their_ids": {"unk": UNK, "pad": PAD, "sos": SOS, "eos": EOS}},
-    }
-    path = model.save_to_preset(args.output, assets={"vocab.txt": vocab.save},
-                                metadata=metadata, overwrite=args.overwrite)
-    print(f"Preset: {path} ({len(vocab)} symbols, {model.count_params()} parameters)")
-    return path
+    return write_preset(
+        model, vocab, args, task="math", model_kind="TP-Transformer", source="checkpoint",
+        conversion={"converter": "tools.checkpoint_conversion."
+                                 "convert_tp_transformer_checkpoints",
+                    "authors_repository": REPOSITORY,
+                    "checkpoint": os.path.basename(args.checkpoint),
+                    "checkpoint_sha256": sha256_file(args.checkpoint),
+                    "checkpoint_info": info,
+                    "weights": len(port_names(model.get_config()["num_encoder_layers"])),
+                    "vocabulary": vocab_source,
+                    "their_ids": {"unk": UNK, "pad": PAD, "sos": SOS, "eos": EOS}})
 
 
 if __name__ == "__main__":

@@ -33,14 +33,13 @@ epsilon and their position scaling are the port's ``initialization="code"``.
 """
 
 import argparse
-import datetime
 import json
 import os
 import re
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights
+from tools.checkpoint_conversion import assign_weights, write_preset
 
 REPOSITORY = "https://github.com/ischlag/TPR-RNN"
 #: Their variables outside the MLPs and layer norms -> the port's paths.
@@ -181,26 +180,17 @@ def main(argv=None):
     word2id = read_word2id(args.word2id)
     model, vocab = convert(weights, word2id)
     sentences = TRAINED_STORY_SENTENCES.get(args.task, 70)
-    metadata = {
-        "task": "babi", "model_name": args.model_name,
-        "description": args.description or "TPR-RNN trained with the authors' code "
-                                            f"({REPOSITORY}), converted",
-        "headline": "converted from the authors' checkpoint; not evaluated here",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "serving_options": {"max_story_sentences": sentences, "keep_sentence_ends": True,
-                            "trained_story_sentences": sentences},
-        "conversion": {"converter": "tools.checkpoint_conversion.convert_tpr_rnn_checkpoints",
-                       "authors_repository": REPOSITORY, "task": args.task,
-                       "checkpoint": os.path.basename(args.checkpoint),
-                       "checkpoint_index_sha256": sha256_file(args.checkpoint + ".index"),
-                       "weights": len(weights), "left_out": left_out,
-                       "word2id": os.path.basename(args.word2id),
-                       "their_classes": len(word2id), "unk_id": 1},
-    }
-    path = model.save_to_preset(args.output, assets={"vocab.txt": vocab.save},
-                                metadata=metadata, overwrite=args.overwrite)
-    print(f"Preset: {path} ({len(vocab)} words, {model.count_params()} parameters)")
-    return path
+    return write_preset(
+        model, vocab, args, task="babi", model_kind="TPR-RNN", source="checkpoint",
+        serving_options={"max_story_sentences": sentences, "keep_sentence_ends": True,
+                         "trained_story_sentences": sentences},
+        conversion={"converter": "tools.checkpoint_conversion.convert_tpr_rnn_checkpoints",
+                    "authors_repository": REPOSITORY, "task": args.task,
+                    "checkpoint": os.path.basename(args.checkpoint),
+                    "checkpoint_index_sha256": sha256_file(args.checkpoint + ".index"),
+                    "weights": len(weights), "left_out": left_out,
+                    "word2id": os.path.basename(args.word2id),
+                    "their_classes": len(word2id), "unk_id": 1})
 
 
 if __name__ == "__main__":
