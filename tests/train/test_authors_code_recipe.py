@@ -61,9 +61,20 @@ def test_train_babi_authors_code(tiny_babi, tmp_path):
     config = json.loads((tmp_path / "results.json").read_text())["config"]
     assert (config["optimizer"], config["batch_size"], config["warmup_steps"],
             config["halve_lr_below"], config["pad_row"], config["beta_power_start"]) == (
-        "nesterov_adam", 128, 51, None, "trained", "glorot_uniform")
+        "nesterov_adam", 32, 51, None, "trained", "glorot_uniform")
     model = json.loads(zipfile.ZipFile(tmp_path / "export" / "model.keras").read("config.json"))
     assert model["config"]["pad_row"] == "trained"
+    # The two step differences have their own flags, which win over the recipe.
+    other = tmp_path / "switched"
+    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--size",
+                              "all_tasks_authors", "--recipe", "authors_code", "--steps", "2",
+                              "--epochs", "1", "--pad_row", "zero", "--beta_power_start",
+                              "beta", "--model_dir", str(other)], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((other / "results.json").read_text())["config"]
+    assert (config["pad_row"], config["beta_power_start"]) == ("zero", "beta")
+    model = json.loads(zipfile.ZipFile(other / "export" / "model.keras").read("config.json"))
+    assert model["config"]["pad_row"] == "zero"
 
 
 @pytest.mark.slow
