@@ -52,43 +52,41 @@ def test_train_math_authors_code(tiny_math, tmp_path):
     assert attention and max(attention) <= 1 / 8 + 1e-3 and min(attention) > 0.05
 
 
+def _train_babi_authors_code(data_dir, model_dir, *flags):
+    """Two steps of ``train.babi --recipe authors_code`` on task 1; the run's config and
+    the exported model's config."""
+    done = run("train.babi", ["--task", "1", "--data_dir", str(data_dir), "--recipe",
+                              "authors_code", "--steps", "2", "--epochs", "1", *flags,
+                              "--model_dir", str(model_dir)], model_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = json.loads((model_dir / "results.json").read_text())["config"]
+    model = json.loads(zipfile.ZipFile(model_dir / "export" / "model.keras").read("config.json"))
+    return config, model["config"]
+
+
 @pytest.mark.slow
 def test_train_babi_authors_code(tiny_babi, tmp_path):
-    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--size",
-                              "all_tasks_authors", "--recipe", "authors_code", "--steps", "2",
-                              "--epochs", "1", "--model_dir", str(tmp_path)], tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    config = json.loads((tmp_path / "results.json").read_text())["config"]
+    config, model = _train_babi_authors_code(tiny_babi, tmp_path, "--size", "all_tasks_authors")
     assert (config["optimizer"], config["batch_size"], config["warmup_steps"],
             config["halve_lr_below"], config["pad_row"], config["beta_power_start"]) == (
         "nesterov_adam", 32, 51, None, "trained", "glorot_uniform")
-    model = json.loads(zipfile.ZipFile(tmp_path / "export" / "model.keras").read("config.json"))
-    assert model["config"]["pad_row"] == "trained"
+    assert model["pad_row"] == "trained"
     # The two step differences have their own flags, which win over the recipe.
-    other = tmp_path / "switched"
-    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--size",
-                              "all_tasks_authors", "--recipe", "authors_code", "--steps", "2",
-                              "--epochs", "1", "--pad_row", "zero", "--beta_power_start",
-                              "beta", "--model_dir", str(other)], tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    config = json.loads((other / "results.json").read_text())["config"]
+    (tmp_path / "switched").mkdir()
+    config, model = _train_babi_authors_code(
+        tiny_babi, tmp_path / "switched", "--size", "all_tasks_authors", "--pad_row", "zero",
+        "--beta_power_start", "beta")
     assert (config["pad_row"], config["beta_power_start"]) == ("zero", "beta")
-    model = json.loads(zipfile.ZipFile(other / "export" / "model.keras").read("config.json"))
-    assert model["config"]["pad_row"] == "zero"
+    assert model["pad_row"] == "zero"
 
 
 @pytest.mark.slow
 def test_train_babi_memn2n_authors_code(tiny_babi, tmp_path):
-    done = run("train.babi", ["--task", "1", "--data_dir", str(tiny_babi), "--model",
-                              "memn2n", "--recipe", "authors_code", "--steps", "2",
-                              "--epochs", "1", "--model_dir", str(tmp_path)], tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    config = json.loads((tmp_path / "results.json").read_text())["config"]
+    config, model = _train_babi_authors_code(tiny_babi, tmp_path, "--model", "memn2n")
     assert (config["optimizer"], config["learning_rate"], config["loss_reduction"],
             config["matrix_norm"], config["clip_norm"], config["answer_time_words"]) == (
         "sgd", 0.005, "sum", "spectral", 40.0, True)
-    model = json.loads(zipfile.ZipFile(tmp_path / "export" / "model.keras").read("config.json"))
-    assert {k: model["config"][k] for k in ("sentence_encoding", "mask_empty_memories",
-                                            "pad_gradient", "answer_time_words")} == {
+    assert {k: model[k] for k in ("sentence_encoding", "mask_empty_memories",
+                                  "pad_gradient", "answer_time_words")} == {
         "sentence_encoding": "position_code", "mask_empty_memories": False,
         "pad_gradient": True, "answer_time_words": True}

@@ -15,6 +15,17 @@ MemN2N MATLAB code (its MemN2N section says how to save one).
 import datetime
 
 
+def add_preset_arguments(parser):
+    """The converters' shared flags: ``--output``, ``--model_name``, ``--description``,
+    ``--overwrite`` (what :func:`write_preset` reads)."""
+    parser.add_argument("--output", required=True, help="the preset folder to write")
+    parser.add_argument("--model_name", default=None, help="served model name (default: "
+                                                           "the task's)")
+    parser.add_argument("--description", default="")
+    parser.add_argument("--overwrite", action="store_true")
+    return parser
+
+
 def write_preset(model, vocab, args, *, task, model_kind, source, conversion,
                  serving_options=None):
     """Saves a converted ``model`` with its ``vocab`` as the preset ``args.output``.
@@ -26,7 +37,7 @@ def write_preset(model, vocab, args, *, task, model_kind, source, conversion,
     ``conversion`` record. Returns the preset's path.
     """
     metadata = {
-        "task": task, "model_name": args.model_name,
+        "task": task, "model_name": args.model_name or task,
         "description": args.description or (
             f"{model_kind} trained with the authors' code "
             f"({conversion['authors_repository']}), converted"),

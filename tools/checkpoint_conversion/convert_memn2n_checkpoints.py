@@ -36,7 +36,7 @@ import os
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights, write_preset
+from tools.checkpoint_conversion import add_preset_arguments, assign_weights, write_preset
 
 REPOSITORY = "https://github.com/facebookarchive/MemNN"
 #: The Octave/MATLAB lines that save their workspace's model for this converter.
@@ -112,10 +112,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", required=True,
                         help="the .mat their workspace's SAVE_LINES wrote")
-    parser.add_argument("--output", required=True, help="the preset folder to write")
-    parser.add_argument("--model_name", default="babi", help="served model name")
-    parser.add_argument("--description", default="")
-    parser.add_argument("--overwrite", action="store_true")
+    add_preset_arguments(parser)
     return parser.parse_args(argv)
 
 

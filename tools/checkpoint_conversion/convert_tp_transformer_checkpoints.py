@@ -38,7 +38,8 @@ import os
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights, write_preset, torch_checkpoint
+from tools.checkpoint_conversion import (add_preset_arguments, assign_weights, torch_checkpoint,
+                                       write_preset)
 
 #: torchtext's specials as their ``Field`` orders them; the port's ids of each.
 SPECIALS = ("<unk>", "<pad>", "<sos>", "<eos>")
@@ -203,7 +204,7 @@ def convert(state, itos, heads):
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", required=True, help="their torch.save file (.pt)")
-    parser.add_argument("--output", required=True, help="the preset folder to write")
+    add_preset_arguments(parser)
     parser.add_argument("--heads", type=int, default=8, help="their -nh (default 8)")
     parser.add_argument("--vocab", default=None,
                         help="their vocabulary: vocab.pt or one symbol per line")
@@ -211,9 +212,6 @@ def parse_args(argv=None):
                         help="Mathematics Dataset folder to recount their vocabulary from")
     parser.add_argument("--modules", default=None,
                         help="with --data_dir: the modules they trained on ('all': every)")
-    parser.add_argument("--model_name", default="math", help="served model name")
-    parser.add_argument("--description", default="")
-    parser.add_argument("--overwrite", action="store_true")
     return parser.parse_args(argv)
 
 

@@ -39,7 +39,7 @@ import re
 
 import numpy as np
 
-from tools.checkpoint_conversion import assign_weights, write_preset
+from tools.checkpoint_conversion import add_preset_arguments, assign_weights, write_preset
 
 REPOSITORY = "https://github.com/ischlag/TPR-RNN"
 #: Their variables outside the MLPs and layer norms -> the port's paths.
@@ -163,12 +163,9 @@ def parse_args(argv=None):
                         help="their checkpoint prefix (model.ckpt, beside model.ckpt.index)")
     parser.add_argument("--word2id", required=True,
                         help="their parser's cache qa<task>_train.pik, or a JSON {word: id}")
-    parser.add_argument("--output", required=True, help="the preset folder to write")
+    add_preset_arguments(parser)
     parser.add_argument("--task", type=int, default=0,
                         help="the task they trained (0: all tasks, their default model)")
-    parser.add_argument("--model_name", default="babi", help="served model name")
-    parser.add_argument("--description", default="")
-    parser.add_argument("--overwrite", action="store_true")
     return parser.parse_args(argv)
 
 
