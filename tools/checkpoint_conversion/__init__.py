@@ -6,8 +6,8 @@ TP-Transformer (https://github.com/ischlag/TP-Transformer) and
 (https://github.com/ischlag/TPR-RNN); each writes a preset folder (config, weights,
 ``assets/vocab.txt``, metadata) that ``from_preset``, ``python -m train.export`` and the
 server read. Each module holds the one mapping of the authors' weight names to the
-port's, which the fixture generators of ``tools/fidelity`` import. docs/fidelity.md,
-"Checkpoint conversion", has the commands and what cannot be converted.
+port's, which the fixture generators of ``tools/fidelity`` import. docs/checkpoint_conversion.md
+has the commands and what cannot be converted.
 ``convert_memn2n_checkpoints`` reads the ``.mat`` of a trained workspace of the authors'
 MemN2N MATLAB code (its MemN2N section says how to save one).
 """
