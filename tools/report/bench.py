@@ -93,7 +93,7 @@ def backends_babi_task1_block(root):
 
 
 # --------------------------------------------------------------------- command flags
-#: The commands whose every flag docs/flags.md lists, generated from their ``--help``.
+#: The commands whose every flag docs/flags_<task>.md lists, generated from their ``--help``.
 TRAIN_COMMANDS = ("train.babi", "train.math", "train.entailment")
 
 

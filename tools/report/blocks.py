@@ -1,5 +1,5 @@
 """The generated blocks of ``results/*.md``, the README and ``docs/``: block name -> Markdown
-made from committed JSON (or, for the ``help-*`` blocks of docs/flags.md, from the code:
+made from committed JSON (or, for the ``help-*`` blocks of docs/flags_<task>.md, from the code:
 each ``train.*`` command's ``--help``), and the figures those pages show. Each generator
 takes the repository root and returns Markdown text. The experiments' own tables (entailment
 Table 1, bAbI Tables 2 and 3, the MemN2N joint runs) are made by the experiments' modules,

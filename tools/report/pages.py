@@ -1,5 +1,6 @@
 """Regenerate every table of ``results/*.md`` (and ``results/studies/``), the README and
-``docs/`` from committed JSON (and docs/flags.md's flag listings from the train commands' ``--help``).
+``docs/`` from committed JSON (and the flag listings of docs/flags_*.md from the train
+commands' ``--help``).
 
     python -m tools.report            # rewrite the generated blocks in place
     python -m tools.report --check    # rewrite nothing; exit 1 with a diff if any block differs
