@@ -10,7 +10,7 @@ from tools.report.math_tables import PRESET_MODULES
 
 
 def write(root, folder, size, steps, parameters, accuracy, epochs, seed=0, cooldown=0,
-          modules=PRESET_MODULES):
+          modules=PRESET_MODULES, recipe="size"):
     path = root / "results" / "math" / folder / f"tp_transformer-seed{seed}" / "results.json"
     path.parent.mkdir(parents=True)
     history = [{"epoch": i + 1, "step": step, "seconds": seconds, "valid_error_percent": err}
@@ -18,7 +18,7 @@ def write(root, folder, size, steps, parameters, accuracy, epochs, seed=0, coold
     path.write_text(json.dumps({
         "steps": steps, "parameters": parameters, "train_seconds": sum(e[1] for e in epochs),
         "config": {"preset": size, "seed": seed, "cooldown_steps": cooldown,
-                   "modules": modules},
+                   "modules": modules, "recipe": recipe},
         "history": history,
         "command": f"python -m train.math --preset {size} --steps {steps}",
         "interpolate_accuracy_percent": {"arithmetic__add_or_sub": accuracy,
@@ -36,6 +36,8 @@ def test_longest_run_per_size_ordered_by_weights_with_curves_side_by_side(tmp_pa
     write(tmp_path, "steps60000", "tiny", 60000, 100, 10.0, [(60000, 60, 1.0)], seed=1)
     write(tmp_path, "one-module", "small", 99000, 600, 10.0, [(99000, 60, 1.0)],
           modules="comparison__pair")  # not the preset's modules
+    write(tmp_path, "authors", "tiny", 99000, 100, 10.0, [(99000, 60, 1.0)],
+          recipe="authors_code")  # the authors' training step, not the size's
     lines = math_curves.sizes_markdown(str(tmp_path)).splitlines()
     assert lines[0] == ("| size | learning rate | weights | steps of 128 | training h | "
                         "steps/s | `arithmetic__add_or_sub` | `numbers__place_value` | "

@@ -1,6 +1,10 @@
 """tools/report/modules.py: the per-module tables of train.math runs as Markdown (figures
 mode and seeds mode). The runs are ``tests/conftest.py``'s."""
 
+import json
+import os
+
+from tests.conftest import write_math_run
 from tools.report.modules import compare_markdown, seeds_markdown
 from tpr_keras.analysis import modules as ma
 
@@ -36,3 +40,48 @@ def test_seeds_table_markdown(math_seed_runs):
             "(1 with tp_transformer ahead, 1 with transformer ahead); on the mean over "
             "modules: no.") in lines
     assert "| **modules > 95 %** | 1.00 ± 0.00 | 1.00 ± 0.00 | +0.00 | no | – |" in lines
+
+
+def _focus_folder(root, folder, runs):
+    """``results/math/<folder>/<model>-seed<S>`` for each (model, seed, interpolate,
+    extrapolate, training seconds) of ``runs``."""
+    parent = root / "results" / "math" / folder
+    parent.mkdir(parents=True)
+    for model, seed, interpolate, extrapolate, seconds in runs:
+        path = os.path.join(write_math_run(parent, f"{model}-seed{seed}", model, seed,
+                                           interpolate, extrapolate), "results.json")
+        with open(path, encoding="utf-8") as f:
+            result = json.load(f)
+        result["train_seconds"] = seconds
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(result, f)
+
+
+def test_the_recipe_table_compares_the_folders_seed_means_and_takes_the_seeds_committed(
+        tmp_path):
+    from tools.report.modules import math_focus_recipes_block, math_focus_runs_block
+
+    pv, pair, add, big = ("numbers__place_value", "comparison__pair", "arithmetic__add_or_sub",
+                          "numbers__place_value_big")
+    _focus_folder(tmp_path, "focus", [
+        ("tp_transformer", s, {pv: 90 + 2 * s, pair: 50 + 10 * s, add: 96}, {big: 10 + 10 * s},
+         100) for s in range(3)] + [
+        ("transformer", s, {pv: 85 + s, pair: 55 + 3 * s, add: 97 + s}, {big: 5}, 200)
+        for s in range(3)])
+    # Two seeds of each so far; seed 1 is written first, the table lists seeds in order.
+    _focus_folder(tmp_path, "focus_authors", [
+        ("tp_transformer", 1, {pv: 60}, {big: 3}, 30), ("tp_transformer", 0, {pv: 50}, {big: 1}, 10),
+        ("transformer", 1, {pv: 80}, {big: 2}, 40), ("transformer", 0, {pv: 70}, {big: 2}, 20)])
+    lines = math_focus_recipes_block(str(tmp_path)).splitlines()
+    rows = [line.split(" | ")[1:] for line in lines[2:6]]
+    assert rows == [["tp_transformer", "0, 1, 2", "82.67 ± 4.00", "20.00 ± 10.00", "100 |"],
+                    ["transformer", "0, 1, 2", "80.67 ± 1.67", "5.00 ± 0.00", "200 |"],
+                    ["tp_transformer", "0, 1", "55.00 ± 7.07", "2.00 ± 1.41", "20 |"],
+                    ["transformer", "0, 1", "75.00 ± 7.07", "2.00 ± 0.00", "30 |"]]
+    assert lines[-1].endswith("interpolate +2.00, extrapolate +15.00; `--recipe authors_code` "
+                              "(lr 1e-4, PyTorch Adam, token mean): interpolate -20.00, "
+                              "extrapolate +0.00.")
+    runs = math_focus_runs_block(str(tmp_path), "focus_authors").splitlines()
+    assert [line.split(" | ")[0] for line in runs[2:]] == [
+        "| tp_transformer seed 0", "| tp_transformer seed 1", "| transformer seed 0",
+        "| transformer seed 1"]

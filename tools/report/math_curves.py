@@ -59,6 +59,8 @@ def sizes_runs(root):
             result = json.load(f)
         if result["config"].get("init_from"):  # continues a preset: the continued table
             continue
+        if result["config"].get("recipe", "size") != "size":  # another recipe's steps
+            continue
         if result["config"]["modules"] != PRESET_MODULES:  # e.g. one module's curves
             continue
         key = (result["config"]["preset"], schedule(result))

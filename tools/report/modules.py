@@ -6,12 +6,14 @@ only lays them out.
 
 from __future__ import annotations
 
+import glob
 import os
 from typing import Sequence
 
 from tools.report.common import demote
 from tpr_keras.analysis.module_tables import (REGIMES, accuracy, check_seeds, compare,
-                                              format_cell, load_run, seed_table)
+                                              format_cell, load_run, seed_table, spread,
+                                              summarize, versus)
 from tpr_keras.training.early_stopping import STOP_LABELS
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
@@ -126,15 +128,25 @@ def math_all_modules_block(root):
     return demote(compare_markdown(tables, list(runs)), 1)
 
 
-def _focus(root):
-    folder = os.path.join(root, "results", "math", "focus")
-    return {m: [load_run(os.path.join(folder, f"{m}-seed{s}")) for s in FOCUS_SEEDS]
-            for m in FOCUS_MODELS}
+def _focus(root, folder="focus"):
+    """``{model: [run per seed]}`` of ``results/math/<folder>/<model>-seed<S>``: the seeds
+    :data:`FOCUS_SEEDS` of ``focus``; every committed seed of another folder (runs that
+    are still to come are missing, not errors)."""
+    path = os.path.join(root, "results", "math", folder)
+    if folder == "focus":
+        return {m: [load_run(os.path.join(path, f"{m}-seed{s}")) for s in FOCUS_SEEDS]
+                for m in FOCUS_MODELS}
+    seeds = {}
+    for m in FOCUS_MODELS:
+        files = glob.glob(os.path.join(path, f"{m}-seed*", "results.json"))
+        runs = [load_run(os.path.dirname(f)) for f in files]
+        seeds[m] = sorted(runs, key=lambda run: run["config"]["seed"])
+    return seeds
 
 
-def math_focus_runs_block(root):
+def math_focus_runs_block(root, folder="focus"):
     """Every focus run: exact match per module, training time."""
-    seeds = _focus(root)
+    seeds = _focus(root, folder)
     first = seeds[FOCUS_MODELS[0]][0]
     columns = [(regime, m) for regime in REGIMES
                for m in sorted(accuracy(first, regime))]
@@ -151,9 +163,43 @@ def math_focus_runs_block(root):
     return "\n".join(lines)
 
 
-def math_focus_seeds_block(root):
+def math_focus_seeds_block(root, folder="focus"):
     """Mean ± std over seeds per module, the verdict and Welch's t (needs scipy for p)."""
-    seeds = _focus(root)
+    seeds = _focus(root, folder)
     check_seeds(seeds)
     tables = {regime: seed_table(seeds, regime) for regime in REGIMES}
     return demote(seeds_markdown(tables, seeds), 1)
+
+
+#: (label, folder under results/math) of the recipe comparison on the focus modules.
+FOCUS_RECIPES = (("`--recipe size` (lr 1e-3, Keras Adam, per-example token sums)", "focus"),
+                 ("`--recipe authors_code` (lr 1e-4, PyTorch Adam, token mean)",
+                  "focus_authors"))
+
+
+def math_focus_recipes_block(root):
+    """Per model and recipe: seeds, mean ± std over seeds of the interpolate and
+    extrapolate means over modules, and the TP-Transformer − Transformer gap."""
+    def cell(s):
+        return "–" if s["mean"] is None else (
+            f"{s['mean']:.2f}" + ("" if s["std"] is None else f" ± {s['std']:.2f}"))
+
+    lines = ["| recipe | model | seeds | " + " | ".join(f"{r} mean %" for r in REGIMES)
+             + " | training s (mean) |", "|---|---|---|" + "---:|" * (len(REGIMES) + 1)]
+    gaps = []
+    for label, folder in FOCUS_RECIPES:
+        seeds = _focus(root, folder)
+        means = {}
+        for model, runs in seeds.items():
+            means[model] = {r: spread([summarize(accuracy(run, r).values())["mean"]
+                                       for run in runs]) for r in REGIMES}
+            seconds = sum(run["train_seconds"] for run in runs) / len(runs)
+            lines.append(f"| {label} | {model} | "
+                         f"{', '.join(str(run['config']['seed']) for run in runs)} | "
+                         + " | ".join(cell(means[model][r]) for r in REGIMES)
+                         + f" | {seconds:,.0f} |")
+        gaps.append(f"{label}: " + ", ".join(
+            f"{r} {format_cell(versus(*(means[m][r] for m in FOCUS_MODELS))['difference'], sign=True)}"
+            for r in REGIMES))
+    return "\n".join(lines + ["", "TP-Transformer − Transformer (points): "
+                              + "; ".join(gaps) + "."])
