@@ -1,59 +1,27 @@
+"""Tests for tpr_keras.data.mathematics: parsing, the character vocabulary, loading and
+make_dataset.
+
+The data is a tiny folder written under ``tmp_path`` (``tests/data/tiny_math.py``):
+malformed files refused with file and line, module selection and the merge of the three
+training difficulties, the tf.data batches with their buckets and module balancing, and
+the real data's counts (``shared_data``; skipped when it is missing).
+"""
+
 import collections
-import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.data.tiny_math import MODULES, make_math_dir
 from tpr_keras.data import mathematics as math_data
-from tpr_keras.data import sources
-from tpr_keras.data.download import ChecksumError, DownloadError
 from tpr_keras.data.mathematics import (
     CharVocabulary,
     MathFormatError,
-    find_mathematics_dir,
     load_mathematics,
     make_dataset,
     parse_mathematics_file,
     select_modules,
 )
-
-MODULES = {
-    # regime -> module -> examples (question, answer)
-    "train-easy": {
-        "numbers__place_value": [("What is the units digit of 12?", "2"), ("Digit of 7?", "7")],
-        "arithmetic__add_or_sub": [("1+1?", "2")],
-        "arithmetic__mul": [("2*3?", "6")],
-    },
-    "train-medium": {
-        "numbers__place_value": [("What is the tens digit of 345?", "4")],
-        "arithmetic__add_or_sub": [("10 - 4?", "6")],
-    },
-    "train-hard": {
-        "numbers__place_value": [("Tens digit of 9012?", "1"), ("Units of 88?", "8"),
-                                 ("Hundreds of 123?", "1")],
-        "arithmetic__mul": [("12*12?", "144")],
-    },
-    "interpolate": {
-        "numbers__place_value": [("Units of 5?", "5")],
-        "arithmetic__add_or_sub": [("3+4?", "7")],
-        "arithmetic__mul": [("3*4?", "12")],
-    },
-    "extrapolate": {
-        "numbers__place_value_big": [("Units of 123456789?", "9")],
-        "arithmetic__add_or_sub_big": [("1000000+1?", "1000001")],
-        "arithmetic__mul_big": [("1000*1000?", "1000000")],
-    },
-}
-
-
-def make_math_dir(root: Path, modules=MODULES) -> Path:
-    for regime, files in modules.items():
-        (root / regime).mkdir(parents=True, exist_ok=True)
-        for module, pairs in files.items():
-            text = "".join(f"{q}\n{a}\n" for q, a in pairs)
-            (root / regime / f"{module}.txt").write_text(text, encoding="utf-8")
-    return root
 
 
 @pytest.fixture
@@ -308,73 +276,6 @@ def test_make_dataset_balances_modules_of_different_sizes(math_dir):
     assert drawn == {add: 6, place: 2}  # 2 and 6 examples, drawn 3 : 1
     with pytest.raises(ValueError, match="balance_modules=True"):
         make_dataset(both.train, batch_size=4, shuffle=True, module_weights={add: 3})
-
-
-# --------------------------------------------------------------------------------------
-# Discovery and download
-# --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def isolated_env(tmp_path, monkeypatch):
-    monkeypatch.delenv(math_data.MATH_DIR_ENV, raising=False)
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
-    return tmp_path
-
-
-def test_find_precedence_and_errors(isolated_env, monkeypatch):
-    explicit = make_math_dir(isolated_env / "explicit" / "mathematics_dataset-v1.0")
-    env_dir = make_math_dir(isolated_env / "env")
-    cached = make_math_dir(isolated_env / "keras_home" / "datasets" / "mathematics_dataset-v1.0")
-    monkeypatch.setenv(math_data.MATH_DIR_ENV, str(env_dir))
-    assert find_mathematics_dir(explicit.parent, download=False) == str(explicit.resolve())
-    assert find_mathematics_dir(download=False) == str(env_dir.resolve())
-    monkeypatch.delenv(math_data.MATH_DIR_ENV)
-    assert find_mathematics_dir(download=False) == str(cached.resolve())
-    empty = isolated_env / "empty"
-    empty.mkdir()
-    with pytest.raises(FileNotFoundError, match="train-easy"):
-        find_mathematics_dir(empty)
-    monkeypatch.setenv(math_data.MATH_DIR_ENV, str(empty))
-    with pytest.raises(FileNotFoundError, match=math_data.MATH_DIR_ENV):
-        find_mathematics_dir()
-
-
-def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
-    calls = []
-
-    def offline(*args, **kwargs):
-        calls.append((args, kwargs))
-        raise DownloadError("could not download: <urlopen error offline>")
-
-    monkeypatch.setattr(sources, "fetch_archive", offline)
-    with pytest.raises(DownloadError) as info:
-        find_mathematics_dir()
-    assert "--data_dir=" in str(info.value) and math_data.MATH_URL in str(info.value)
-    assert calls[0][1]["sha256"] == math_data.MATH_ARCHIVE_SHA256
-    assert list(calls[0][0][0]) == [math_data.MATH_URL]
-    with pytest.raises(FileNotFoundError, match="download=False"):
-        find_mathematics_dir(download=False)
-
-    def mismatch(*args, **kwargs):
-        raise ChecksumError("x: sha256 checksum mismatch")
-
-    monkeypatch.setattr(sources, "fetch_archive", mismatch)
-    with pytest.raises(ChecksumError, match="mismatch"):
-        find_mathematics_dir()
-
-
-def test_download_path_extracts_into_keras_cache(isolated_env, monkeypatch):
-    src = make_math_dir(isolated_env / "src" / "mathematics_dataset-v1.0")
-    archive = isolated_env / "archive.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src, arcname="mathematics_dataset-v1.0")
-    monkeypatch.setattr(sources, "fetch_archive", lambda *a, **k: str(archive))
-    found = find_mathematics_dir()
-    expected = isolated_env / "keras_home" / "datasets" / "mathematics_dataset-v1.0"
-    assert found == str(expected.resolve())
-    monkeypatch.setattr(sources, "fetch_archive", lambda *a, **k: pytest.fail("fetched again"))
-    assert len(load_mathematics(modules="arithmetic__mul").train) == 2
 
 
 # --------------------------------------------------------------------------------------
