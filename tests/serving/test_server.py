@@ -1,11 +1,10 @@
-"""serving.server end to end over loopback with the official tensorflow-serving-api stubs."""
+"""serving.server end to end over loopback with the official tensorflow-serving-api stubs.
 
-import dataclasses
+Versions and model configs are in test_server_versions.py, batching in
+test_server_batching.py."""
+
 import json
 import os
-import shutil
-import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -17,63 +16,20 @@ from tensorflow_serving.apis import (
     classification_pb2,
     get_model_metadata_pb2,
     get_model_status_pb2,
-    model_management_pb2,
     model_service_pb2_grpc,
-    predict_pb2,
-    prediction_service_pb2_grpc,
 )
-from tensorflow_serving.config import model_server_config_pb2
 
 from serving.client import BabiClient
-from serving.core.batching import Batcher, BatchingParameters
 from serving.core.manager import ModelManager
-from serving.model_server.model_config import parse_model_config
-from serving.model_server.server import ModelServer
-
-
-def model_config(name, base_path, **kwargs):
-    return model_server_config_pb2.ModelConfig(name=name, base_path=str(base_path),
-                                               model_platform="tensorflow", **kwargs)
-
-
-def string_tensor(values):
-    return tf.make_tensor_proto(np.array([v if isinstance(v, bytes) else v.encode()
-                                          for v in values], dtype=object), dtype=tf.string)
-
-AVAILABLE = get_model_status_pb2.ModelVersionStatus.AVAILABLE
-END = get_model_status_pb2.ModelVersionStatus.END
-
-
-def request(stories, questions, name="babi", version=None, signature="", **tensors):
-    req = predict_pb2.PredictRequest()
-    req.model_spec.name = name
-    req.model_spec.signature_name = signature
-    if version is not None:
-        req.model_spec.version.value = version
-    if stories is not None:
-        req.inputs["story"].CopyFrom(string_tensor(stories))
-    if questions is not None:
-        req.inputs["question"].CopyFrom(string_tensor(questions))
-    for key, value in tensors.items():
-        req.inputs[key].CopyFrom(value)
-    return req
-
-
-def answers(response):
-    return [a.decode() for a in response.outputs["answer"].string_val]
-
-
-def scores(response):
-    return tf.make_ndarray(response.outputs["scores"])
-
-
-def assert_status(call, code, *fragments):
-    with pytest.raises(grpc.RpcError) as info:
-        call()
-    assert info.value.code() == code, info.value.details()
-    for fragment in fragments:
-        assert fragment in info.value.details(), info.value.details()
-    return info.value.details()
+from tests.serving.server_requests import (
+    AVAILABLE,
+    answers,
+    assert_status,
+    model_config,
+    request,
+    scores,
+    string_tensor,
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -309,137 +265,19 @@ def test_rest_errors(server):
         assert (status, fragment in doc.get("error", "")) == (code, True), (path, doc)
 
 
-# --------------------------------------------------------------------------------------
-# Versions, configs, batching
-# --------------------------------------------------------------------------------------
-
-
-def copy_version(base, src, dst):
-    """Copies a version folder the safe way: to a hidden name, then one rename."""
-    tmp = os.path.join(base, f".copy-{dst}")
-    shutil.copytree(os.path.join(base, str(src)), tmp)
-    os.rename(tmp, os.path.join(base, str(dst)))
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def test_version_swap_under_load_loses_no_request(tmp_path, version_dir, task1):
-    base = tmp_path / "babi"
-    shutil.copytree(version_dir, base / "1")
-    manager = ModelManager([model_config("babi", base)])
-    manager.start_polling(0.1)
-    failures, versions, stop = [], set(), threading.Event()
-    req = request(task1.stories[:2], task1.questions[:2])
-    with ModelServer(manager, port=0) as server, \
-            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-
-        def load():
-            while not stop.is_set():
-                try:
-                    versions.add(stub.Predict(req, timeout=30).model_spec.version.value)
-                except grpc.RpcError as exc:
-                    failures.append(exc.code())
-
-        threads = [threading.Thread(target=load) for _ in range(2)]
-        for t in threads:
-            t.start()
-        try:
-            assert wait_for(lambda: versions)
-            copy_version(base, 1, 2)
-            assert wait_for(lambda: 2 in versions)
-            time.sleep(0.3)
-        finally:
-            stop.set()
-            for t in threads:
-                t.join(timeout=60)
-        states = {s.version: s.state for s in manager.status("babi")}
-    assert failures == []
-    assert versions == {1, 2} and states == {1: END, 2: AVAILABLE}
-
-
-def test_config_file_several_models_policies_labels_and_reload(tmp_path, version_dir, task1):
-    base = tmp_path / "m"
-    shutil.copytree(version_dir, base / "1")
-    shutil.copytree(version_dir, base / "2")
-    configs = parse_model_config(f"""
-        model_config_list {{
-          config {{ name: 'latest' base_path: '{base}' model_platform: 'tensorflow' }}
-          config {{
-            name: 'all' base_path: '{base}' model_platform: 'tensorflow'
-            model_version_policy {{ all {{}} }}
-            version_labels {{ key: 'stable' value: 1 }}
-          }}
-          config {{
-            name: 'pinned' base_path: '{base}' model_platform: 'tensorflow'
-            model_version_policy {{ specific {{ versions: 1 }} }}
-          }}
-        }}""")
-    with ModelServer(ModelManager(configs), port=0) as server, \
-            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        req = request(task1.stories[:1], task1.questions[:1])
-
-        def version(name, **spec):
-            req.model_spec.name = name
-            req.model_spec.ClearField("version")
-            req.model_spec.version_label = spec.get("label", "")
-            if "version" in spec:
-                req.model_spec.version.value = spec["version"]
-            return stub.Predict(req, timeout=30).model_spec.version.value
-
-        assert (version("latest"), version("all"), version("pinned")) == (2, 2, 1)
-        assert (version("all", version=1), version("all", label="stable")) == (1, 1)
-        assert_status(lambda: version("latest", version=1), grpc.StatusCode.NOT_FOUND)
-        assert_status(lambda: version("all", label="canary"), grpc.StatusCode.NOT_FOUND,
-                      "canary")
-
-        reload = model_management_pb2.ReloadConfigRequest()
-        reload.config.model_config_list.config.extend(configs[2:])
-        models = model_service_pb2_grpc.ModelServiceStub(channel)
-        assert models.HandleReloadConfigRequest(reload, timeout=60).status.error_code == 0
-        assert version("pinned") == 1
-        assert_status(lambda: version("latest"), grpc.StatusCode.NOT_FOUND, "'latest'")
-
-
-def test_batching_gives_the_same_answers(export_base, task1):
-    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))],
-                           batching=BatchingParameters(max_batch_size=48,
-                                                       batch_timeout_micros=5000,
-                                                       enable_large_batch_splitting=True,
-                                                       max_execution_batch_size=16))
-    n = min(48, len(task1.samples))
-    results = {}
-    with ModelServer(manager, port=0) as server, \
-            grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        want = answers(stub.Predict(request(task1.stories[:n], task1.questions[:n]), timeout=60))
-
-        def ask(i):
-            results[i] = answers(stub.Predict(request([task1.stories[i]], [task1.questions[i]]),
-                                              timeout=60))[0]
-
-        threads = [threading.Thread(target=lambda k=k: [ask(i) for i in range(k, n, 8)])
-                   for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        bad = request(task1.stories[:2], task1.questions[:1])
-        assert_status(lambda: stub.Predict(bad, timeout=30), grpc.StatusCode.INVALID_ARGUMENT,
-                      "same batch size")
-        rows = [i % len(task1.stories) for i in range(49)]  # over max_batch_size
-        big = request([task1.stories[i] for i in rows], [task1.questions[i] for i in rows])
-        assert_status(lambda: stub.Predict(big, timeout=30), grpc.StatusCode.INVALID_ARGUMENT,
-                      "larger than the maximum batch size 48")
-    assert [results[i] for i in range(n)] == want
+def test_outputs_use_typed_value_fields_like_tf_serving(stub, task1):
+    """tensorflow_model_server fills float_val, not tensor_content: clients that read the
+    typed field directly must work against both servers."""
+    response = stub.Predict(request(task1.stories[:3], task1.questions[:3]), timeout=30)
+    proto = response.outputs["scores"]
+    assert not proto.tensor_content
+    assert [d.size for d in proto.tensor_shape.dim] == [3, 5]
+    np.testing.assert_array_equal(np.array(proto.float_val, np.float32).reshape(3, 5),
+                                  tf.make_ndarray(proto))
+    ids = stub.Predict(request(task1.stories[:2], task1.questions[:2], signature="tokenize"),
+                       timeout=30).outputs["story_ids"]
+    assert not ids.tensor_content and len(ids.int_val) + len(ids.int64_val) == int(
+        np.prod([d.size for d in ids.tensor_shape.dim]))
 
 
 def test_session_and_function_runtimes_give_the_same_outputs(export_base, task1):
@@ -472,102 +310,3 @@ def test_session_and_function_runtimes_give_the_same_outputs(export_base, task1)
     assert empty_s["scores"].shape == empty_f["scores"].shape == (0, 5)
     with pytest.raises(ValueError, match="runtime must be one of"):
         ModelManager([model_config("babi", base)], runtime="tfrt")
-
-
-def test_outputs_use_typed_value_fields_like_tf_serving(stub, task1):
-    """tensorflow_model_server fills float_val, not tensor_content: clients that read the
-    typed field directly must work against both servers."""
-    response = stub.Predict(request(task1.stories[:3], task1.questions[:3]), timeout=30)
-    proto = response.outputs["scores"]
-    assert not proto.tensor_content
-    assert [d.size for d in proto.tensor_shape.dim] == [3, 5]
-    np.testing.assert_array_equal(np.array(proto.float_val, np.float32).reshape(3, 5),
-                                  tf.make_ndarray(proto))
-    ids = stub.Predict(request(task1.stories[:2], task1.questions[:2], signature="tokenize"),
-                       timeout=30).outputs["story_ids"]
-    assert not ids.tensor_content and len(ids.int_val) + len(ids.int64_val) == int(
-        np.prod([d.size for d in ids.tensor_shape.dim]))
-
-
-def test_unloaded_version_closes_its_session_when_its_last_request_returns(tmp_path,
-                                                                            version_dir):
-    """Deterministic unload: an explicit close, run by the last lease, not by the GC."""
-    base = tmp_path / "babi"
-    shutil.copytree(version_dir, base / "1")
-    manager = ModelManager([model_config("babi", base)])
-    story = {"story": np.array([b"Mary went to the garden."], dtype=object),
-             "question": np.array([b"Where is Mary?"], dtype=object)}
-    with manager.acquire("babi") as held:  # as a request in flight holds it
-        session = held.session
-        shutil.copytree(version_dir, base / "2")
-        manager.poll()
-        assert manager.servable("babi").version == 2
-        assert not session._closed and not held.closed
-        # The old version still answers its request.
-        assert held.signature("").run(story)["answer"].shape == (1,)
-    assert held.closed and session._closed  # closed by the lease's release, no gc needed
-    assert not held.acquire()  # a retired version takes no new request
-    with manager.acquire("babi") as current:
-        assert current.version == 2 and current.signature("").run(story)["answer"].shape == (1,)
-    # Unused versions close at once; stop() closes the rest.
-    two = manager.servable("babi")
-    manager.stop()
-    assert two.closed and two.session._closed
-
-
-def test_broken_version_is_reported_and_old_one_keeps_serving(tmp_path, version_dir):
-    base = tmp_path / "babi"
-    shutil.copytree(version_dir, base / "1")
-    manager = ModelManager([model_config("babi", base)], max_num_load_retries=2)
-    os.makedirs(base / "2")
-    (base / "2" / "saved_model.pb").write_bytes(b"not a SavedModel")
-    manager.poll()
-    manager.poll()  # the second and last attempt
-    manager.poll()  # no third one
-    (two,) = [s for s in manager.status("babi") if s.version == 2]
-    assert two.state == END and "loading failed" in two.status.error_message
-    assert manager.servable("babi").version == 1
-    # Started with the broken version present: after its retries, the newest good one.
-    fresh = ModelManager([model_config("babi", base)], max_num_load_retries=1)
-    assert fresh.servable("babi").version == 1
-    manager.stop()
-    fresh.stop()
-
-
-def test_grpc_deadline_reaches_the_batch_queue_and_expired_requests_never_run(export_base,
-                                                                              task1):
-    """The client's gRPC deadline travels down to the batcher: requests that wait behind a
-    slow batch past their deadline answer DEADLINE_EXCEEDED and are never run, even after
-    the slow batch has finished."""
-    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
-    servable = manager.servable("babi")
-    sig = servable.signature("")
-    gate, started, calls = threading.Event(), threading.Event(), []
-
-    def slow(inputs, outputs):
-        calls.append(len(inputs["story"]))
-        started.set()
-        gate.wait(30)
-        return sig.runner(inputs, outputs)
-
-    batcher = Batcher(slow, tuple(sig.outputs), BatchingParameters(max_batch_size=8), "slow")
-    servable.signatures[sig.name] = dataclasses.replace(sig, runner=batcher)
-    req = request(task1.stories[:1], task1.questions[:1])
-    try:
-        with ModelServer(manager, port=0) as server, \
-                grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-            first = stub.Predict.future(req, timeout=60)
-            assert started.wait(30)
-            late = [stub.Predict.future(req, timeout=0.5) for _ in range(3)]
-            for f in late:
-                assert f.exception(30).code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            time.sleep(0.5)  # the server answered them too (its own deadline check)
-            gate.set()
-            assert answers(first.result(60)) and calls == [1]
-            assert answers(stub.Predict(req, timeout=30))
-        assert calls == [1, 1]  # no call for the three expired requests
-        assert server.stats()["errors"].get("DEADLINE_EXCEEDED") == 3
-    finally:
-        batcher.stop()
-        manager.stop()
