@@ -9,7 +9,6 @@ import resource
 import numpy as np
 
 
-
 def percentiles(times):
     if not times:
         return float("nan"), float("nan")
