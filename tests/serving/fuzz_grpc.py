@@ -1,0 +1,183 @@
+"""The fuzz probe's gRPC cases: valid Predict requests and malformed ones (corrupt and
+truncated bytes, wrong dtypes and shapes, unknown inputs, outputs, models, versions and
+signatures, oversize messages), Classify, GetModelMetadata and GetModelStatus, each with
+the status TF Serving gives for it. Used by :func:`tests.serving.fuzz.make_case`."""
+
+from __future__ import annotations
+
+import random
+
+from tensorflow.core.framework import tensor_pb2, types_pb2
+from tensorflow_serving.apis import (
+    classification_pb2,
+    get_model_metadata_pb2,
+    get_model_status_pb2,
+    predict_pb2,
+)
+
+from tests.serving.fuzz import (
+    OK,
+    Case,
+    G,
+    Target,
+    _answers,
+    _grpc_status,
+    predict_request,
+    strings,
+)
+
+INVALID = frozenset({G.INVALID_ARGUMENT.name})
+PARSED_ANYHOW = frozenset({OK, G.INVALID_ARGUMENT.name, G.NOT_FOUND.name,
+                           G.FAILED_PRECONDITION.name})
+
+
+def grpc_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case:
+    """The case of a gRPC ``category`` (``pairs``: its stories and questions, from ``pool``)."""
+    s, q = t.inputs
+
+    def pr(**kw):
+        return predict_request(t, pairs, **kw)
+
+    def grpc_predict(req, pairs_for_answers=None, expected=INVALID):
+        def run(ctx):
+            status, reply = _grpc_status(lambda: ctx.stub.Predict(req, timeout=60))
+            return status, (_answers(reply, t.output) if status == OK else None)
+        return Case(category, "grpc", run, frozenset(expected), pairs_for_answers)
+
+    if category == "grpc valid":
+        return grpc_predict(pr(), pairs, {OK})
+    if category == "grpc odd text":
+        odd = rng.choice(["", "\x00\x00", "ünïcödé wörds ☃ 😀", "a" * 20_000,
+                          "mary " * 3000, "\n" * 500, ". . . ? ! ,", "\u202e\ufeff"])
+        req = predict_pb2.PredictRequest()
+        req.model_spec.name = t.model
+        bad_utf8 = rng.random() < 0.3
+        story = odd.encode() + (b"\xff\xfe\xc3" if bad_utf8 else b"")
+        req.inputs[s].CopyFrom(strings([story]))
+        req.inputs[q].CopyFrom(strings([rng.choice([odd, "where is mary?"])]))
+        return grpc_predict(req, None, {OK})
+    if category in ("grpc corrupt bytes", "grpc truncated request"):
+        data = pr().SerializeToString()
+        if category == "grpc truncated request" and len(data) > 2:
+            data = data[: rng.randrange(1, len(data) - 1)]
+            expected = PARSED_ANYHOW
+        elif rng.random() < 0.5:
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 300)))
+            expected = PARSED_ANYHOW
+        else:
+            data = bytearray(data or b"\x00")
+            for _ in range(rng.randrange(1, 6)):
+                data[rng.randrange(len(data))] = rng.getrandbits(8)
+            data = bytes(data)
+            expected = PARSED_ANYHOW
+
+        def run(ctx):
+            status, reply = _grpc_status(lambda: ctx.raw_predict(data, timeout=60))
+            return status, None
+        return Case(category, "grpc", run, expected)
+    if category == "grpc wrong dtype":
+        req = pr()
+        bad = tensor_pb2.TensorProto(dtype=rng.choice([types_pb2.DT_FLOAT, types_pb2.DT_INT32,
+                                                       types_pb2.DT_BOOL, 0, 999,
+                                                       types_pb2.DT_RESOURCE]))
+        bad.tensor_shape.dim.add(size=len(pairs))
+        bad.float_val.extend([1.5] * len(pairs))
+        req.inputs[rng.choice([s, q])].CopyFrom(bad)
+        return grpc_predict(req)
+    if category == "grpc negative dim":
+        req = pr()
+        req.inputs[s].tensor_shape.dim[0].size = rng.choice([-1, -2, -(2**40)])
+        return grpc_predict(req)
+    if category == "grpc unknown_rank with dims":
+        req = pr()
+        req.inputs[q].tensor_shape.unknown_rank = True
+        return grpc_predict(req)
+    if category == "grpc string tensor_content":
+        req = pr()
+        req.inputs[s].tensor_content = b"\x00\x01stray bytes"
+        return grpc_predict(req)
+    if category == "grpc more values than shape":
+        req = predict_request(t, pairs + [pool[0]])
+        req.inputs[s].tensor_shape.dim[0].size = len(pairs)
+        return grpc_predict(req)
+    if category == "grpc huge dims":
+        req = pr()
+        dims = rng.choice([[2**40], [2**31, 2**31], [1 << 62], [70_000]])
+        req.inputs[s].tensor_shape.ClearField("dim")
+        for d in dims:
+            req.inputs[s].tensor_shape.dim.add(size=d)
+        return grpc_predict(req)
+    if category == "grpc duplicate output_filter":
+        req = pr()
+        req.output_filter.extend([t.output, t.output])
+        return grpc_predict(req)
+    if category == "grpc unknown output_filter":
+        req = pr()
+        req.output_filter.extend([t.output, rng.choice(["nope", "", "ANSWER", "x" * 5000])])
+        return grpc_predict(req)
+    if category == "grpc missing input":
+        req = pr()
+        del req.inputs[rng.choice([s, q])]
+        return grpc_predict(req)
+    if category == "grpc extra input":
+        req = pr()
+        req.inputs[rng.choice(["extra", "", "ü" * 300])].CopyFrom(strings(["x"] * len(pairs)))
+        return grpc_predict(req)
+    if category == "grpc batch mismatch":
+        req = predict_request(t, pairs + [pool[1]])
+        req.inputs[q].CopyFrom(strings([p[1] for p in pairs]))
+        return grpc_predict(req)
+    if category == "grpc rank 2":
+        req = pr()
+        req.inputs[s].CopyFrom(strings([p[0] for p in pairs], [len(pairs), 1]))
+        return grpc_predict(req)
+    if category == "grpc unknown model":
+        return grpc_predict(pr(model=rng.choice(["nope", "", "ü" * 10, "x" * 20_000])),
+                            None, {G.NOT_FOUND.name})
+    if category == "grpc unknown version":
+        req = pr()
+        req.model_spec.version.value = rng.choice([0, -1, 42, 2**62])
+        return grpc_predict(req, None, {G.NOT_FOUND.name})
+    if category == "grpc unknown label":
+        req = pr()
+        req.model_spec.version_label = rng.choice(["stable", "canary", "ü"])
+        return grpc_predict(req, None, {G.NOT_FOUND.name})
+    if category == "grpc unknown signature":
+        req = pr()
+        req.model_spec.signature_name = rng.choice(["classify_me", "x" * 3000, "ü"])
+        return grpc_predict(req, None, {G.FAILED_PRECONDITION.name})
+    if category == "grpc oversize":
+        req = predict_request(t, [("a" * (t.max_message_bytes + 1024), "q")])
+
+        def run(ctx):
+            return _grpc_status(lambda: ctx.stub.Predict(req, timeout=60))[0], None
+        return Case(category, "grpc", run, frozenset({G.RESOURCE_EXHAUSTED.name}))
+    if category == "grpc classify":
+        # No examples, a predict signature or none of that name: TF Serving's
+        # INVALID_ARGUMENT (classifier.cc, util.cc)
+        creq = classification_pb2.ClassificationRequest()
+        creq.model_spec.name = t.model
+        creq.model_spec.signature_name = rng.choice(["", "classify", "nope"])
+
+        def run(ctx):
+            return _grpc_status(lambda: ctx.stub.Classify(creq, timeout=60))[0], None
+        return Case(category, "grpc", run, frozenset({G.INVALID_ARGUMENT.name}))
+    if category == "grpc metadata":
+        req = get_model_metadata_pb2.GetModelMetadataRequest()
+        req.model_spec.name = t.model
+        fields = rng.choice([["signature_def"], [], ["nope"]])
+        req.metadata_field.extend(fields)
+        expected = {OK} if fields == ["signature_def"] else {G.INVALID_ARGUMENT.name}
+
+        def run(ctx):
+            return _grpc_status(lambda: ctx.stub.GetModelMetadata(req, timeout=60))[0], None
+        return Case(category, "grpc", run, frozenset(expected))
+    if category == "grpc status":
+        req = get_model_status_pb2.GetModelStatusRequest()
+        req.model_spec.name = rng.choice([t.model, "nope"])
+        expected = {OK} if req.model_spec.name == t.model else {G.NOT_FOUND.name}
+
+        def run(ctx):
+            return _grpc_status(lambda: ctx.models.GetModelStatus(req, timeout=60))[0], None
+        return Case(category, "grpc", run, frozenset(expected))
+    raise AssertionError(category)
