@@ -1,5 +1,5 @@
 """MemN2N against the authors' MATLAB code (MemN2N-babi-matlab, run under GNU Octave;
-docs/fidelity.md).
+docs/fidelity_memn2n.md).
 
 ``fixtures/memn2n.npz`` holds what their code computed on a real bAbI batch
 (``python -m tools.fidelity.memn2n``, metadata in ``fixtures/memn2n.json``): their lookup

@@ -1,4 +1,4 @@
-"""TPTransformer against the authors' PyTorch TP-Transformer (docs/fidelity.md).
+"""TPTransformer against the authors' PyTorch TP-Transformer (docs/fidelity_tp_transformer.md).
 
 ``fixtures/tp_transformer.npz`` holds what their ``models/tp-transformer.py`` computed on
 a real batch of the Mathematics Dataset (``python -m tools.fidelity.tp_transformer``,
@@ -274,7 +274,7 @@ def test_authors_code_recipe_follows_their_trajectory(fixture, tmp_path):
     Not compared: the final weights element by element. Where a gradient vanishes in
     exact arithmetic (a key bias: softmax ignores a shift shared by all keys) both sides
     step on rounding noise, and Adam's division by ``sqrt(v)`` makes those steps full
-    size (about 1e-6 here, against weights of 0.1) (docs/fidelity.md)."""
+    size (about 1e-6 here, against weights of 0.1) (docs/fidelity_tp_transformer.md)."""
     data, meta = fixture
     losses, norms = authors_code_steps(data, meta, tmp_path)
     assert_report_within(trajectory_report(data, meta, losses, norms))

@@ -1,4 +1,4 @@
-"""TPRRNN against the authors' TensorFlow 1 TPR-RNN graph (docs/fidelity.md).
+"""TPRRNN against the authors' TensorFlow 1 TPR-RNN graph (docs/fidelity_tpr_rnn.md).
 
 ``fixtures/tpr_rnn.npz`` holds what their ``tpr_rnn_graph.py`` computed on a real bAbI
 batch (``python -m tools.fidelity.tpr_rnn``, metadata in ``fixtures/tpr_rnn.json``): weights

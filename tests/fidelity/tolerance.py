@@ -15,7 +15,7 @@ reference value of the compared tensor (or the scale its terms have, stated wher
 differs), and ``K = 4`` a factor for the condition of the computation (layer norm and
 softmax amplify small differences of their inputs by a few units). Measured differences
 are 1-2 float32 spacings of the magnitude, 20-100 times below these tolerances (the
-numbers: docs/fidelity.md); a wrong weight mapping, a missing bias or a transposed
+numbers: docs/fidelity_<family>.md); a wrong weight mapping, a missing bias or a transposed
 kernel gives differences of the size of the values themselves, thousands of times the
 tolerances (``test_a_wrong_weight_fails``).
 """

@@ -19,7 +19,7 @@ their ``dict`` (word -> id, ``nil`` 1), the memory size ``config.sz`` and the wo
     save('-v7', 'memn2n.mat', '-struct', 'w');
 
 This reads that file (``scipy.io.loadmat``). The preset is the port's MemN2N as their code
-builds it (docs/fidelity.md, MemN2N): adjacent tying, temporal encoding, their coded
+builds it (docs/fidelity_memn2n.md): adjacent tying, temporal encoding, their coded
 position encoding, empty slots in the softmax, the nil word looked up like a word, the
 answer over the words and the time words, ``memory_size`` their ``sz``, ``max_words``
 their word slots. The port's vocabulary is ``<pad>`` (their ``nil``), ``<unk>``, then
@@ -47,7 +47,7 @@ w = struct('words', {keys(dict)}, 'word_ids', cell2mat(values(dict)), ...
 for k = 1:numel(tables), w.(sprintf('table_%d', k - 1)) = tables{k}.D; end
 save('-v7', 'memn2n.mat', '-struct', 'w');
 """
-#: Their options as the port's MemN2N arguments (docs/fidelity.md, MemN2N).
+#: Their options as the port's MemN2N arguments (docs/fidelity_memn2n.md).
 THEIR_OPTIONS = {"sentence_encoding": "position_code", "mask_empty_memories": False,
                  "pad_gradient": True, "answer_time_words": True, "temporal_encoding": True,
                  "weight_tying": "adjacent"}

@@ -1,5 +1,5 @@
 """Fixture of ``tests/fidelity/test_memn2n.py``: the authors' MemN2N MATLAB code, run under
-GNU Octave on a real bAbI batch (docs/fidelity.md).
+GNU Octave on a real bAbI batch (docs/fidelity_memn2n.md).
 
     python -m tools.fidelity.memn2n --authors_code /tmp/MemNN/MemN2N-babi-matlab \\
         --data_dir ../shared/data/babi --out tests/fidelity/fixtures/memn2n.npz

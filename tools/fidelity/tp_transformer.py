@@ -1,11 +1,11 @@
 """Fixture of ``tests/fidelity/test_tp_transformer.py``: the authors' TP-Transformer on a
-real batch of the Mathematics Dataset (docs/fidelity.md).
+real batch of the Mathematics Dataset (docs/fidelity_tp_transformer.md).
 
     python -m tools.fidelity.tp_transformer --authors_code /tmp/tp-transformer-authors \\
         --data_dir ../shared/data/mathematics \\
         --out tests/fidelity/fixtures/tp_transformer.npz
 
-Needs PyTorch (a separate environment, docs/fidelity.md) and a work tree of
+Needs PyTorch (a separate environment, docs/fidelity_tp_transformer.md) and a work tree of
 https://github.com/ischlag/TP-Transformer; builds its ``models/tp-transformer.py``
 (``build_transformer``) with small sizes and a fixed seed, unchanged. Records, under the
 port's variable names (:class:`tpr_keras.models.tp_transformer.TPTransformer`, kernels

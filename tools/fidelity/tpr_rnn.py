@@ -1,5 +1,5 @@
 """Fixture of ``tests/fidelity/test_tpr_rnn.py``: the authors' TPR-RNN graph on a real bAbI
-batch (docs/fidelity.md).
+batch (docs/fidelity_tpr_rnn.md).
 
     python -m tools.fidelity.tpr_rnn --authors_code /tmp/tpr-rnn-authors \\
         --data_dir ../shared/data/babi --out tests/fidelity/fixtures/tpr_rnn.npz

@@ -3,7 +3,7 @@
 ``tests/fidelity/fixtures/memn2n.mat`` is what the converter's ``SAVE_LINES`` wrote in GNU
 Octave from the workspace of their code after 20 of their training steps (their
 ``train.m``, small sizes, bAbI task 1); ``memn2n.npz``'s ``trained/logits`` their logits
-with those weights on a real batch (``python -m tools.fidelity.memn2n``, docs/fidelity.md).
+with those weights on a real batch (``python -m tools.fidelity.memn2n``, docs/fidelity_memn2n.md).
 The converted preset must give their logits (with their ``nil`` logit repeated for
 ``<unk>``) to float32 rounding, and their predicted answers as words.
 """

@@ -6,7 +6,7 @@ written by ``torch.save`` (PyTorch 2.13, zip); ``tp_transformer_state_dict_legac
 the same weights in the stream PyTorch 1.1 wrote; ``tp_transformer_vocab.txt`` their
 vocabulary; ``tp_transformer_logits.npz`` their logits and greedy answers with those
 weights on a real batch (``python -m tools.fidelity.tp_transformer --checkpoint_out``,
-docs/fidelity.md). The converted preset must give their logits (columns of ``<unk>`` and
+docs/fidelity_tp_transformer.md). The converted preset must give their logits (columns of ``<unk>`` and
 ``<pad>`` swapped, as the ids are) to float32 rounding and their answers as text.
 """
 

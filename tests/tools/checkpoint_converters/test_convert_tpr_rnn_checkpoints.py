@@ -4,7 +4,7 @@
 ``tpr_rnn_graph.py`` (small sizes, bAbI task 1) after 220 of their training steps on real
 batches; ``tpr_rnn_qa1_train.pik`` their parser's cache holding their ``word2id``;
 ``tpr_rnn_logits.npz`` their logits with those weights on a real batch
-(``python -m tools.fidelity.tpr_rnn --checkpoint_out``, docs/fidelity.md). The converted
+(``python -m tools.fidelity.tpr_rnn --checkpoint_out``, docs/fidelity_tpr_rnn.md). The converted
 preset must give their logits (with their pad column repeated for ``<unk>``) to float32
 rounding, and their predicted answers as words.
 """
