@@ -17,7 +17,6 @@ from tpr_keras.analysis.module_tables import (REGIMES, accuracy, check_seeds, co
 from tpr_keras.training.early_stopping import STOP_LABELS
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
-FOCUS_SEEDS = (0, 1, 2)
 #: What a seed table says of a module where the difference is (not) larger than the spread.
 VERDICT = {True: "yes", False: "no", None: "–"}
 
@@ -129,13 +128,9 @@ def math_all_modules_block(root):
 
 
 def _focus(root, folder="focus"):
-    """``{model: [run per seed]}`` of ``results/math/<folder>/<model>-seed<S>``: the seeds
-    :data:`FOCUS_SEEDS` of ``focus``; every committed seed of another folder (runs that
-    are still to come are missing, not errors)."""
+    """``{model: [run per seed]}`` of ``results/math/<folder>/<model>-seed<S>``, every
+    committed seed in seed order (runs that are still to come are missing, not errors)."""
     path = os.path.join(root, "results", "math", folder)
-    if folder == "focus":
-        return {m: [load_run(os.path.join(path, f"{m}-seed{s}")) for s in FOCUS_SEEDS]
-                for m in FOCUS_MODELS}
     seeds = {}
     for m in FOCUS_MODELS:
         files = glob.glob(os.path.join(path, f"{m}-seed*", "results.json"))
