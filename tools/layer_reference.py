@@ -1,15 +1,17 @@
-"""Write docs/layers.md, the layer reference, from the layers' docstrings.
+"""Write docs/layers.md and its family pages, the layer reference, from the docstrings.
 
-    python -m tools.layer_reference           # rewrite docs/layers.md
+    python -m tools.layer_reference           # rewrite docs/layers.md and docs/layers_*.md
     python -m tools.layer_reference --check   # rewrite nothing; exit 1 with a diff if stale
 
-Each layer of :data:`LAYERS` gets a section: its constructor's signature, then its
-docstring (keras-hub style: a one-line summary, the paper and its equations, ``Args:``,
-``Call arguments:`` / ``Masking:``, ``Example:``) turned into Markdown. The turning is
-small on purpose: a section header (:data:`SECTIONS`) becomes a bold line, the entries of
-an argument section a list, ``::`` blocks and examples fenced code, and Sphinx roles
-(``:class:`~a.B```) plain code. ``tests/tools/test_layer_reference.py`` fails when
-docs/layers.md is not what this writes, and when a layer's docstring lacks a section.
+docs/layers.md is the index: a table per family of :data:`FAMILIES`, each layer linked to
+its section on the family's page, ``docs/layers_<family>.md``. There each layer gets a
+section: its constructor's signature, then its docstring (keras-hub style: a one-line
+summary, the paper and its equations, ``Args:``, ``Call arguments:`` / ``Masking:``,
+``Example:``) turned into Markdown. The turning is small on purpose: a section header
+(:data:`SECTIONS`) becomes a bold line, the entries of an argument section a list, ``::``
+blocks and examples fenced code, and Sphinx roles (``:class:`~a.B```) plain code.
+``tests/tools/test_layer_reference.py`` fails when a page is not what this writes, when a
+page has over 400 lines, and when a layer's docstring lacks a section.
 """
 
 import difflib
@@ -20,26 +22,52 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUTPUT = os.path.join("docs", "layers.md")
+OUTPUT_DIR = "docs"
+INDEX = "layers.md"
 
-#: (module, class) of every layer documented, in the order of the page.
-LAYERS = (
-    ("tpr_keras.layers.sentence_encoder", "SentenceEncoder"),
-    ("tpr_keras.layers.mlp", "TanhMLP"),
-    ("tpr_keras.layers.scalar_layer_norm", "ScalarLayerNorm"),
-    ("tpr_keras.layers.tpr_update", "TPRUpdate"),
-    ("tpr_keras.layers.tpr_inference", "TPRInference"),
-    ("tpr_keras.layers.tpru_cell", "TPRUCell"),
-    ("tpr_keras.layers.tpru", "TPRU"),
-    ("tpr_keras.layers.tp_attention", "TPMultiHeadAttention"),
-    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
-    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerEncoderLayer"),
-    ("tpr_keras.models.tp_transformer.tp_transformer_layers", "TPTransformerDecoderLayer"),
-    ("tpr_keras.models.tp_transformer.tp_transformer_embedding", "TPTransformerEmbedding"),
-    ("tpr_keras.models.memn2n.memn2n_embedding", "MemN2NEmbedding"),
-    ("tpr_keras.models.memn2n.memn2n_hop", "MemN2NHop"),
-    ("tpr_keras.models.memn2n.memn2n_network", "MemN2NNetwork"),
+#: (slug, title, one sentence on the family, ((module, class), ...)) of every family, in
+#: the order of the index; a family's page is ``layers_<slug>.md``, its layers in its order.
+FAMILIES = (
+    ("tpr_rnn", "TPR-RNN",
+     "The blocks of TPR-RNN, from Schlag & Schmidhuber (2018), \"Learning to Reason with "
+     "Third-Order Tensor Products\", in `tpr_keras.layers`.", (
+         ("tpr_keras.layers.sentence_encoder", "SentenceEncoder"),
+         ("tpr_keras.layers.mlp", "TanhMLP"),
+         ("tpr_keras.layers.scalar_layer_norm", "ScalarLayerNorm"),
+         ("tpr_keras.layers.tpr_update", "TPRUpdate"),
+         ("tpr_keras.layers.tpr_inference", "TPRInference"),
+     )),
+    ("tpru", "TPRU",
+     "The TPR recurrent unit, from Tang, Smolensky & de Sa (2018), \"Learning Distributed "
+     "Representations of Symbolic Structure Using Binding and Unbinding Operations\", in "
+     "`tpr_keras.layers`.", (
+         ("tpr_keras.layers.tpru_cell", "TPRUCell"),
+         ("tpr_keras.layers.tpru", "TPRU"),
+     )),
+    ("tp_transformer", "TP-Transformer",
+     "The TP-Transformer's layers, from Schlag et al. (2019), \"Enhancing the Transformer "
+     "with Explicit Relational Encoding for Math Problem Solving\": its attention in "
+     "`tpr_keras.layers`, the rest in `tpr_keras.models.tp_transformer`.", (
+         ("tpr_keras.layers.tp_attention", "TPMultiHeadAttention"),
+         ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
+         ("tpr_keras.models.tp_transformer.tp_transformer_layers",
+          "TPTransformerEncoderLayer"),
+         ("tpr_keras.models.tp_transformer.tp_transformer_layers",
+          "TPTransformerDecoderLayer"),
+         ("tpr_keras.models.tp_transformer.tp_transformer_embedding",
+          "TPTransformerEmbedding"),
+     )),
+    ("memn2n", "MemN2N",
+     "The layers of the MemN2N baseline, from Sukhbaatar et al. (2015), \"End-To-End "
+     "Memory Networks\", in `tpr_keras.models.memn2n`.", (
+         ("tpr_keras.models.memn2n.memn2n_embedding", "MemN2NEmbedding"),
+         ("tpr_keras.models.memn2n.memn2n_hop", "MemN2NHop"),
+         ("tpr_keras.models.memn2n.memn2n_network", "MemN2NNetwork"),
+     )),
 )
+
+#: (module, class) of every layer documented, family by family.
+LAYERS = tuple(layer for _, _, _, layers in FAMILIES for layer in layers)
 
 #: Section headers of a docstring (a whole line at the docstring's indentation, ending in
 #: ":"); the first three hold ``name: description`` entries.
@@ -166,11 +194,28 @@ def _summary(module, name):
     return _roles(inspect.cleandoc(cls.__doc__).splitlines()[0])
 
 
-def generate():
-    """The text of docs/layers.md."""
+GENERATED = ("<!-- Generated by `python -m tools.layer_reference` from the layers' "
+             "docstrings: edit those, then run it. -->")
+
+
+def page_name(slug):
+    """The file name of a family's page."""
+    return "layers_%s.md" % slug
+
+
+def anchor(name):
+    """The anchor of a layer's section (GitHub's slug of its ``## Name`` heading)."""
+    return name.lower()
+
+
+def _tidy(lines):
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).rstrip() + "\n"
+
+
+def index_markdown():
+    """The text of docs/layers.md, the index."""
     lines = [
-        "<!-- Generated by `python -m tools.layer_reference` from the layers' docstrings: "
-        "edit those, then run it. -->",
+        GENERATED,
         "",
         "# Layer reference",
         "",
@@ -182,45 +227,70 @@ def generate():
         "numbers, its arguments, how it treats Keras masks (e.g. from "
         "`keras.layers.Embedding(mask_zero=True)`) and an example.",
         "",
-        "| layer | what it is |",
-        "|---|---|",
+        "The sections are on one page per family; the tables below link to each.",
+        "",
     ]
-    for module, name in LAYERS:
-        summary = _summary(module, name).replace("``", "`").replace("|", "\\|")
-        lines.append("| [%s](#%s) | %s |" % (name, name.lower(), summary))
-    lines.append("")
-    for module, name in LAYERS:
+    for slug, title, blurb, layers in FAMILIES:
+        page = page_name(slug)
+        lines += ["## %s" % title, "", "[%s](%s): %s" % (page, page, blurb), "",
+                  "| layer | what it is |", "|---|---|"]
+        for module, name in layers:
+            summary = _summary(module, name).replace("``", "`").replace("|", "\\|")
+            lines.append("| [%s](%s#%s) | %s |" % (name, page, anchor(name), summary))
+        lines.append("")
+    return _tidy(lines)
+
+
+def family_markdown(slug, title, blurb, layers):
+    """The text of one family's page."""
+    lines = [GENERATED, "", "# Layer reference: %s" % title, "", blurb, "",
+             "The other families are listed in the index, [%s](%s)." % (INDEX, INDEX), ""]
+    for module, name in layers:
         lines += layer_markdown(module, name)
-    text = "\n".join(lines)
-    text = re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
-    return text
+    return _tidy(lines)
+
+
+def generate():
+    """``{file name: text}`` of every page, relative to docs/: the index, then the
+    family pages."""
+    pages = {INDEX: index_markdown()}
+    for family in FAMILIES:
+        pages[page_name(family[0])] = family_markdown(*family)
+    return pages
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
 
 
 def main(argv=None):
     from serving.command_flags import Command
 
     parser = Command("python -m tools.layer_reference", __doc__.split("\n\n")[0])
-    parser.boolean("check", False, "rewrite nothing; exit 1 and print a diff if stale")
-    parser.string("output", os.path.join(ROOT, OUTPUT), "the file to write or check")
+    parser.boolean("check", False, "rewrite nothing; exit 1 and print a diff per stale page")
+    parser.string("output_dir", OUTPUT_DIR,
+                  "the folder of the pages to write or check (relative: to the repository)")
     args = parser.parse(argv)
-    text = generate()
-    try:
-        with open(args.output, encoding="utf-8") as f:
-            current = f.read()
-    except FileNotFoundError:
-        current = ""
-    if args.check:
+    stale = []
+    for name, text in generate().items():
+        path = os.path.join(ROOT, args.output_dir, name)
+        current = _read(path)
         if current == text:
-            return 0
-        sys.stdout.writelines(difflib.unified_diff(
-            current.splitlines(True), text.splitlines(True), args.output, "generated"))
-        print(f"\n{args.output} is stale: run python -m tools.layer_reference",
-              file=sys.stderr)
-        return 1
-    if current != text:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    return 0
+            continue
+        if args.check:
+            sys.stdout.writelines(difflib.unified_diff(
+                current.splitlines(True), text.splitlines(True), path, "generated"))
+            stale.append(path)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    for path in stale:
+        print(f"{path} is stale: run python -m tools.layer_reference", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
