@@ -41,11 +41,19 @@ tf.config.set_logical_device_configuration(
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
+#: Folders whose every test is marked ``every_backend`` (a model test file marks itself).
+EVERY_BACKEND_FOLDERS = (REPO / "tests" / "layers", REPO / "tests" / "ops")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``tensorflow_backend`` need Keras on TensorFlow: skipped on the others
-    (the layer and op tests run again under ``KERAS_BACKEND=jax``)."""
+    """The layer and op tests are marked ``every_backend`` (the test command runs that marker
+    again under ``KERAS_BACKEND=jax``); tests marked ``tensorflow_backend`` need Keras on
+    TensorFlow: skipped on the others."""
     import keras
 
+    for item in items:
+        if any(folder in pathlib.Path(item.path).parents for folder in EVERY_BACKEND_FOLDERS):
+            item.add_marker(pytest.mark.every_backend)
     if keras.backend.backend() == "tensorflow":
         return
     skip = pytest.mark.skip(reason=f"needs the TensorFlow backend, not {keras.backend.backend()}")

@@ -6,6 +6,9 @@ from keras import ops
 from tpr_keras import testing
 from tpr_keras.models.memn2n import PAPER_SIZES, MemN2N
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 def batch(seed=0, vocab=20, words=6, sentences=5):
     rng = np.random.default_rng(seed)

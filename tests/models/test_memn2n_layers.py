@@ -13,6 +13,9 @@ from tpr_keras import testing
 from tpr_keras.models.memn2n import MemN2NEmbedding, MemN2NHop
 from tpr_keras.models.memn2n.memn2n_embedding import coded_position_encoding, position_encoding
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 # --------------------------------------------------------------- position enc.
 def test_paper_position_encoding_matches_formula():

@@ -11,6 +11,9 @@ from tests.models.memn2n_inputs import hop_inputs
 from tpr_keras import testing
 from tpr_keras.models.memn2n import MemN2NEmbedding, MemN2NHop, MemN2NNetwork
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 # -------------------------------------------------------------------- masking
 #: 3 stories of 4 rows x 3 word slots, padded at the end with all-pad rows to

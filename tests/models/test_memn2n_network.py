@@ -13,6 +13,9 @@ from tpr_keras import testing
 from tpr_keras.models.memn2n import MemN2NEmbedding, MemN2NHop, MemN2NNetwork
 from tpr_keras.models.memn2n.memn2n_embedding import position_encoding
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 # -------------------------------------------------------------------- network
 def test_memory_keeps_last_sentences_and_most_recent_has_time_index_1():

@@ -2,12 +2,16 @@
 
 import keras
 import numpy as np
+import pytest
 from keras import ops
 
 from tpr_keras import testing
 from tpr_keras.models import MemN2N
 from tpr_keras.models.memn2n import MemN2NEmbedding, MemN2NNetwork
 from tpr_keras.models.memn2n.memn2n_embedding import ZeroPadRow, coded_position_encoding
+
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
 
 IDS = np.array([[3, 5, 0, 0], [0, 0, 0, 0], [4, 0, 0, 0]])
 TIME = np.array([1, 0, 2])  # the second sentence is an empty memory (no time index)

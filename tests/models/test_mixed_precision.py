@@ -27,6 +27,9 @@ from tpr_keras.models.dtype_policy import building_under, resolve
 from tpr_keras.training import TrainConfig, binary_classification, sparse_classification
 from tpr_keras.training.trainers import make_trainer
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 MIXED = "mixed_bfloat16"
 
 

@@ -9,6 +9,9 @@ from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 QUESTIONS = ["Which is bigger: 3 or 7/2?", "What is the tens digit of 2934?",
              "Is 12 at most 13?", "Let x = 3. What is x + x?"]
 TEMPLATES = ModuleTemplates({"comparison__pair": ["Which is bigger: N or N/N?",

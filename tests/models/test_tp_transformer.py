@@ -15,6 +15,9 @@ from tpr_keras.models.tp_transformer import (
     sequence_compute_fn,
 )
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 V = 12
 
 

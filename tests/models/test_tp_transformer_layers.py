@@ -14,6 +14,9 @@ from tpr_keras.models.tp_transformer import (
 )
 from tpr_keras.models.tp_transformer.tp_transformer_embedding import sinusoidal_positions
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 def _randomize(layer, seed=0, scale=0.3):
     rng = np.random.default_rng(seed)

@@ -5,6 +5,9 @@ from keras import ops
 from tpr_keras import testing
 from tpr_keras.models import TPR_RNN_PAPER_SIZES, TPRRNN
 
+# Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
+pytestmark = pytest.mark.every_backend
+
 
 def batch(seed=0, vocab=20, words=6):
     rng = np.random.default_rng(seed)
