@@ -78,9 +78,15 @@ def test_the_recipe_table_compares_the_folders_seed_means_and_takes_the_seeds_co
                     ["transformer", "0, 1, 2", "80.67 ± 1.67", "5.00 ± 0.00", "200 |"],
                     ["tp_transformer", "0, 1", "55.00 ± 7.07", "2.00 ± 1.41", "20 |"],
                     ["transformer", "0, 1", "75.00 ± 7.07", "2.00 ± 0.00", "30 |"]]
-    assert lines[-1].endswith("interpolate +2.00, extrapolate +15.00; `--recipe authors_code` "
-                              "(lr 1e-4, PyTorch Adam, token mean): interpolate -20.00, "
-                              "extrapolate +0.00.")
+    # Gaps ± √(s_a²/n_a + s_b²/n_b): size interpolate √(4²/3 + (5/3)²/3) = 2.50, extrapolate
+    # √(10²/3) = 5.77; authors_code interpolate √(50/2 + 50/2) = 7.07, extrapolate √(2/2) = 1.
+    assert lines[-3].endswith("interpolate +2.00 ± 2.50, extrapolate +15.00 ± 5.77; "
+                              "`--recipe authors_code` (lr 1e-4, PyTorch Adam, token mean): "
+                              "interpolate -20.00 ± 7.07, extrapolate +0.00 ± 1.00.")
+    # Moves: -22 ± √(2.50² + 7.07²) = 7.50 (2.9 errors); -15 ± √(5.77² + 1²) = 5.86 (2.6).
+    assert lines[-1] == ("From the first recipe to the second the gap moves by interpolate "
+                         "-22.00 ± 7.50 (2.9 standard errors), extrapolate -15.00 ± 5.86 "
+                         "(2.6 standard errors).")
     runs = math_focus_runs_block(str(tmp_path), "focus_authors").splitlines()
     assert [line.split(" | ")[0] for line in runs[2:]] == [
         "| tp_transformer seed 0", "| tp_transformer seed 1", "| transformer seed 0",

@@ -7,6 +7,7 @@ only lays them out.
 from __future__ import annotations
 
 import glob
+import math
 import os
 from typing import Sequence
 
@@ -172,16 +173,30 @@ FOCUS_RECIPES = (("`--recipe size` (lr 1e-3, Keras Adam, per-example token sums)
                   "focus_authors"))
 
 
+def _gap(a, b):
+    """``(mean_a − mean_b, its standard error √(s_a²/n_a + s_b²/n_b))`` of two
+    :func:`spread` s; the error is None without two seeds of each."""
+    difference = versus(a, b)["difference"]
+    if a["std"] is None or b["std"] is None:
+        return difference, None
+    return difference, math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
+
+
+def _plus_minus(value, error):
+    return format_cell(value, sign=True) + ("" if error is None else f" ± {error:.2f}")
+
+
 def math_focus_recipes_block(root):
     """Per model and recipe: seeds, mean ± std over seeds of the interpolate and
-    extrapolate means over modules, and the TP-Transformer − Transformer gap."""
+    extrapolate means over modules; the TP-Transformer − Transformer gap per recipe with
+    its standard error, and how far the gap moves from the first recipe to the last."""
     def cell(s):
         return "–" if s["mean"] is None else (
             f"{s['mean']:.2f}" + ("" if s["std"] is None else f" ± {s['std']:.2f}"))
 
     lines = ["| recipe | model | seeds | " + " | ".join(f"{r} mean %" for r in REGIMES)
              + " | training s (mean) |", "|---|---|---|" + "---:|" * (len(REGIMES) + 1)]
-    gaps = []
+    gaps, texts = [], []
     for label, folder in FOCUS_RECIPES:
         seeds = _focus(root, folder)
         means = {}
@@ -193,8 +208,20 @@ def math_focus_recipes_block(root):
                          f"{', '.join(str(run['config']['seed']) for run in runs)} | "
                          + " | ".join(cell(means[model][r]) for r in REGIMES)
                          + f" | {seconds:,.0f} |")
-        gaps.append(f"{label}: " + ", ".join(
-            f"{r} {format_cell(versus(*(means[m][r] for m in FOCUS_MODELS))['difference'], sign=True)}"
-            for r in REGIMES))
-    return "\n".join(lines + ["", "TP-Transformer − Transformer (points): "
-                              + "; ".join(gaps) + "."])
+        gaps.append({r: _gap(*(means[m][r] for m in FOCUS_MODELS)) for r in REGIMES})
+        texts.append(f"{label}: " + ", ".join(f"{r} {_plus_minus(*gaps[-1][r])}"
+                                              for r in REGIMES))
+    out = lines + ["", "TP-Transformer − Transformer (points, ± its standard error over "
+                   "seeds): " + "; ".join(texts) + "."]
+    first, last = gaps[0], gaps[-1]
+    moves = []
+    for r in REGIMES:
+        (a, ea), (b, eb) = first[r], last[r]
+        if a is None or b is None or ea is None or eb is None:
+            continue
+        error = math.sqrt(ea ** 2 + eb ** 2)
+        moves.append(f"{r} {_plus_minus(b - a, error)}"
+                     + (f" ({abs(b - a) / error:.1f} standard errors)" if error else ""))
+    if moves:
+        out += ["", f"From the first recipe to the second the gap moves by {', '.join(moves)}."]
+    return "\n".join(out)
