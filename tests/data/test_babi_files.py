@@ -65,21 +65,14 @@ def test_find_babi_dir_errors(isolated_env, monkeypatch):
         find_babi_dir(download=False)
 
 
-def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
-    calls = []
-
-    def offline(*args, **kwargs):
-        calls.append((args, kwargs))
-        raise DownloadError("could not download tasks_1-20_v1-2.tar.gz: <urlopen error offline>")
-
-    monkeypatch.setattr(sources, "fetch_archive", offline)
+def test_offline_download_error_says_what_to_pass(isolated_env, offline_fetch, monkeypatch):
     with pytest.raises(DownloadError) as info:
         find_babi_dir()
     message = str(info.value)
     assert "--data_dir=/path/containing/en-10k" in message
     assert f"{babi.BABI_DIR_ENV}=/path/containing/en-10k" in message
     assert babi.BABI_URLS[0] in message
-    assert calls and calls[0][1]["sha256"] == babi.BABI_ARCHIVE_SHA256
+    assert offline_fetch and offline_fetch[0][1]["sha256"] == babi.BABI_ARCHIVE_SHA256
 
     def mismatch(*args, **kwargs):
         raise ChecksumError("x: sha256 checksum mismatch")

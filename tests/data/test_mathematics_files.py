@@ -47,19 +47,12 @@ def test_find_precedence_and_errors(isolated_env, monkeypatch):
         find_mathematics_dir()
 
 
-def test_offline_download_error_says_what_to_pass(isolated_env, monkeypatch):
-    calls = []
-
-    def offline(*args, **kwargs):
-        calls.append((args, kwargs))
-        raise DownloadError("could not download: <urlopen error offline>")
-
-    monkeypatch.setattr(sources, "fetch_archive", offline)
+def test_offline_download_error_says_what_to_pass(isolated_env, offline_fetch, monkeypatch):
     with pytest.raises(DownloadError) as info:
         find_mathematics_dir()
     assert "--data_dir=" in str(info.value) and math_data.MATH_URL in str(info.value)
-    assert calls[0][1]["sha256"] == math_data.MATH_ARCHIVE_SHA256
-    assert list(calls[0][0][0]) == [math_data.MATH_URL]
+    assert offline_fetch[0][1]["sha256"] == math_data.MATH_ARCHIVE_SHA256
+    assert list(offline_fetch[0][0][0]) == [math_data.MATH_URL]
     with pytest.raises(FileNotFoundError, match="download=False"):
         find_mathematics_dir(download=False)
 
