@@ -44,6 +44,12 @@ def grpc_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case
             return status, (_answers(reply, t.output) if status == OK else None)
         return Case(category, "grpc", run, frozenset(expected), pairs_for_answers)
 
+    def status_case(call, expected):
+        """A case judged by its status alone; ``call(ctx)`` sends the request."""
+        def run(ctx):
+            return _grpc_status(lambda: call(ctx))[0], None
+        return Case(category, "grpc", run, frozenset(expected))
+
     if category == "grpc valid":
         return grpc_predict(pr(), pairs, {OK})
     if category == "grpc odd text":
@@ -60,21 +66,14 @@ def grpc_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case
         data = pr().SerializeToString()
         if category == "grpc truncated request" and len(data) > 2:
             data = data[: rng.randrange(1, len(data) - 1)]
-            expected = PARSED_ANYHOW
         elif rng.random() < 0.5:
             data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 300)))
-            expected = PARSED_ANYHOW
         else:
             data = bytearray(data or b"\x00")
             for _ in range(rng.randrange(1, 6)):
                 data[rng.randrange(len(data))] = rng.getrandbits(8)
             data = bytes(data)
-            expected = PARSED_ANYHOW
-
-        def run(ctx):
-            status, reply = _grpc_status(lambda: ctx.raw_predict(data, timeout=60))
-            return status, None
-        return Case(category, "grpc", run, expected)
+        return status_case(lambda ctx: ctx.raw_predict(data, timeout=60), PARSED_ANYHOW)
     if category == "grpc wrong dtype":
         req = pr()
         bad = tensor_pb2.TensorProto(dtype=rng.choice([types_pb2.DT_FLOAT, types_pb2.DT_INT32,
@@ -148,36 +147,25 @@ def grpc_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case
         return grpc_predict(req, None, {G.FAILED_PRECONDITION.name})
     if category == "grpc oversize":
         req = predict_request(t, [("a" * (t.max_message_bytes + 1024), "q")])
-
-        def run(ctx):
-            return _grpc_status(lambda: ctx.stub.Predict(req, timeout=60))[0], None
-        return Case(category, "grpc", run, frozenset({G.RESOURCE_EXHAUSTED.name}))
+        return status_case(lambda ctx: ctx.stub.Predict(req, timeout=60),
+                           {G.RESOURCE_EXHAUSTED.name})
     if category == "grpc classify":
         # No examples, a predict signature or none of that name: TF Serving's
         # INVALID_ARGUMENT (classifier.cc, util.cc)
         creq = classification_pb2.ClassificationRequest()
         creq.model_spec.name = t.model
         creq.model_spec.signature_name = rng.choice(["", "classify", "nope"])
-
-        def run(ctx):
-            return _grpc_status(lambda: ctx.stub.Classify(creq, timeout=60))[0], None
-        return Case(category, "grpc", run, frozenset({G.INVALID_ARGUMENT.name}))
+        return status_case(lambda ctx: ctx.stub.Classify(creq, timeout=60), INVALID)
     if category == "grpc metadata":
         req = get_model_metadata_pb2.GetModelMetadataRequest()
         req.model_spec.name = t.model
         fields = rng.choice([["signature_def"], [], ["nope"]])
         req.metadata_field.extend(fields)
         expected = {OK} if fields == ["signature_def"] else {G.INVALID_ARGUMENT.name}
-
-        def run(ctx):
-            return _grpc_status(lambda: ctx.stub.GetModelMetadata(req, timeout=60))[0], None
-        return Case(category, "grpc", run, frozenset(expected))
+        return status_case(lambda ctx: ctx.stub.GetModelMetadata(req, timeout=60), expected)
     if category == "grpc status":
         req = get_model_status_pb2.GetModelStatusRequest()
         req.model_spec.name = rng.choice([t.model, "nope"])
         expected = {OK} if req.model_spec.name == t.model else {G.NOT_FOUND.name}
-
-        def run(ctx):
-            return _grpc_status(lambda: ctx.models.GetModelStatus(req, timeout=60))[0], None
-        return Case(category, "grpc", run, frozenset(expected))
+        return status_case(lambda ctx: ctx.models.GetModelStatus(req, timeout=60), expected)
     raise AssertionError(category)
