@@ -14,7 +14,7 @@ from typing import Sequence
 from tools.report.common import demote
 from tpr_keras.analysis.module_tables import (REGIMES, accuracy, check_seeds, compare,
                                               format_cell, load_run, seed_table, spread,
-                                              summarize, versus)
+                                              summarize)
 from tpr_keras.training.early_stopping import STOP_LABELS
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
@@ -176,7 +176,7 @@ FOCUS_RECIPES = (("`--recipe size` (lr 1e-3, Keras Adam, per-example token sums)
 def _gap(a, b):
     """``(mean_a − mean_b, its standard error √(s_a²/n_a + s_b²/n_b))`` of two
     :func:`spread` s; the error is None without two seeds of each."""
-    difference = versus(a, b)["difference"]
+    difference = None if a["mean"] is None or b["mean"] is None else a["mean"] - b["mean"]
     if a["std"] is None or b["std"] is None:
         return difference, None
     return difference, math.sqrt(a["std"] ** 2 / a["n"] + b["std"] ** 2 / b["n"])
