@@ -1,14 +1,16 @@
 """The project's layering (docs/architecture.md): the library (``tpr_keras``) parses no
-flags and imports neither absl, argparse nor the command-line app (``train``); ``serving``
-never imports ``train``; none of the three imports the outer ring (``bench``,
-``experiments``, ``tools``), whose parts import one another only along the drawn arrows; only
-a command package's own test folder imports it. Checked in fresh processes and by reading
-the sources."""
+flags and imports neither absl, argparse, the command-line app (``train``) nor the server
+(``serving``), and inside it each module imports only down its floors (data, presets ->
+ops -> layers, losses -> models -> training); ``serving`` never imports ``train``; none of
+the three imports the outer ring (``bench``, ``experiments``, ``tools``), whose parts import
+one another only along the drawn arrows; only a command package's own test folder imports
+it. Checked in fresh processes and by reading the sources."""
 
 import ast
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -75,9 +77,9 @@ def test_the_library_defines_and_parses_no_flags_and_imports_no_train():
 FLAG_PARSERS = ("absl", "argparse", "optparse", "getopt")
 
 
-def test_no_library_module_imports_a_flag_parser_or_the_app():
+def test_no_library_module_imports_a_flag_parser_the_app_or_the_server():
     found = sorted(f"{path}: {root}" for path, root in _imported_roots("tpr_keras")
-                   if root in FLAG_PARSERS + ("train",))
+                   if root in FLAG_PARSERS + ("train", "serving"))
     assert not found, found
 
 
@@ -274,3 +276,120 @@ def test_the_arrow_scan_refuses_an_undrawn_import_anywhere_in_a_module(tmp_path)
         "experiments/runs.py: tools.report.common (experiments -> report)",
         "tools/report/blocks.py: tools (report -> tools)",
         "tools/report/blocks.py: tools.check (report -> tools)"]
+
+
+#: The floors of the library (docs/architecture.md, "The library's floors"), bottom up. A
+#: module belongs to the part of the longest dotted prefix it has, and imports from its own
+#: part and from the parts of lower floors only: never from a part of its own floor or of
+#: one above (inside functions too, and a lazy export's or ``importlib``'s module name).
+LIBRARY_FLOORS = (
+    ("tpr_keras",),  # the version
+    ("tpr_keras.lazy", "tpr_keras.runtime", "tpr_keras.atomic_files"),  # standard library
+    ("tpr_keras.data", "tpr_keras.presets", "tpr_keras.backend"),  # text, folders, devices
+    ("tpr_keras.ops",),  # the TPR algebra
+    ("tpr_keras.layers", "tpr_keras.losses"),  # Keras layers; per-example losses
+    ("tpr_keras.models",),  # the families, their presets and task models
+    ("tpr_keras.training", "tpr_keras.analysis"),  # the trainers; the papers' analyses
+    ("tpr_keras.testing",),  # the test suite's helpers: nothing in the library uses them
+)
+
+#: The one drawn exception, a lazy export (never an import statement): ``tpr_keras.layers``
+#: still names the family layers it used to hold (``MemN2NNetwork``, ...), loaded from their
+#: family on first access; importing ``tpr_keras.layers`` imports no family
+#: (tests/models/test_lazy_models.py).
+KEPT_NAMES = {("tpr_keras/layers/__init__.py", "tpr_keras.models")}
+
+#: A string that names a module of the library: ``"tpr_keras.models.memn2n"``,
+#: ``"tpr_keras.models.babi.babi_exporter:export_babi_answerer"``.
+_MODULE_NAME = re.compile(r"tpr_keras(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
+
+
+def _library_part(module):
+    """``(floor, part)`` of a dotted name inside ``tpr_keras``."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        for floor, names in enumerate(LIBRARY_FLOORS):
+            if ".".join(parts[:n]) in names:
+                return floor, ".".join(parts[:n])
+    raise AssertionError(f"{module} is outside tpr_keras")
+
+
+def _library_imports(path, module):
+    """``{(kind, module)}``: what ``path`` (module ``module``) imports of the library, by an
+    import statement (``"import"``, relative ones resolved) or by naming it in a string
+    (``"name"``: lazy exports, ``importlib.import_module``)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {("import", alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found |= {("import", base)} | {("import", f"{base}.{a.name}") for a in node.names}
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and _MODULE_NAME.fullmatch(node.value)):
+            found.add(("name", node.value.partition(":")[0]))
+    return {(kind, name) for kind, name in found if name.split(".")[0] == "tpr_keras"}
+
+
+def _up_the_floors(root=REPO):
+    """``["<file>: <module> (<part> -> <part>)"]`` for each import of the library that is
+    not from its own part or a lower floor, and ``"<file>: on no floor"`` for a module of a
+    part :data:`LIBRARY_FLOORS` does not place."""
+    found = []
+    for path in sorted((root / "tpr_keras").rglob("*.py")):
+        relative = path.relative_to(root)
+        names = relative.with_suffix("").parts
+        module = ".".join(names[:-1] if names[-1] == "__init__" else names)
+        floor, part = _library_part(module)
+        if part == "tpr_keras" and module != "tpr_keras":
+            found.append(f"{relative}: on no floor")
+            continue
+        for kind, name in sorted(_library_imports(path, module)):
+            their_floor, theirs = _library_part(name)
+            if theirs == part or their_floor < floor:
+                continue
+            if kind == "name" and (str(relative), theirs) in KEPT_NAMES:
+                continue
+            found.append(f"{relative}: {name} ({part} -> {theirs})")
+    return found
+
+
+def test_the_library_imports_only_down_its_floors():
+    found = _up_the_floors()
+    assert not found, found
+
+
+def test_the_floor_scan_refuses_every_import_up_or_across(tmp_path):
+    """Up (inside a function, relative, or a lazy export's string), across one floor, and a
+    package on no floor are refused; down, within a part, and the kept names are not."""
+    files = {
+        "tpr_keras/__init__.py": "",
+        "tpr_keras/layers/__init__.py": 'EXPORTS = {"MemN2NHop": "tpr_keras.models.memn2n"}\n',
+        "tpr_keras/layers/tpru.py": "def f():\n    from tpr_keras.models import TPRRNN\n",
+        "tpr_keras/models/__init__.py": "from tpr_keras.layers import tpru\n",
+        "tpr_keras/models/tp.py": "from ..training import losses\nfrom . import x\n",
+        "tpr_keras/models/babi.py": 'EXPORTER = "tpr_keras.analysis.roles:plot"\n',
+        "tpr_keras/presets/files.py": "import tpr_keras.models\nimport tpr_keras.data\n",
+        "tpr_keras/training/loop.py": "from tpr_keras.data import babi\nimport tpr_keras.lazy\n",
+        "tpr_keras/exporters/__init__.py": "import tpr_keras.models\n",
+        "tpr_keras/ops/tpr.py": 'DOC = "see tpr_keras.layers (the layers)"\n',
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert _up_the_floors(tmp_path) == [
+        "tpr_keras/exporters/__init__.py: on no floor",
+        "tpr_keras/layers/tpru.py: tpr_keras.models (tpr_keras.layers -> tpr_keras.models)",
+        "tpr_keras/layers/tpru.py: tpr_keras.models.TPRRNN "
+        "(tpr_keras.layers -> tpr_keras.models)",
+        "tpr_keras/models/babi.py: tpr_keras.analysis.roles "
+        "(tpr_keras.models -> tpr_keras.analysis)",
+        "tpr_keras/models/tp.py: tpr_keras.training (tpr_keras.models -> tpr_keras.training)",
+        "tpr_keras/models/tp.py: tpr_keras.training.losses "
+        "(tpr_keras.models -> tpr_keras.training)",
+        "tpr_keras/presets/files.py: tpr_keras.data (tpr_keras.presets -> tpr_keras.data)",
+        "tpr_keras/presets/files.py: tpr_keras.models (tpr_keras.presets -> tpr_keras.models)"]

@@ -55,6 +55,7 @@ def command():
 
 def main(args):
     preset = cli.load_flagged_preset(args)
+    from tpr_keras.models.task_models import backbone_class
     from tpr_keras.training import evaluation
 
     meta = preset.metadata
@@ -64,7 +65,7 @@ def main(args):
     recorded = meta[key]
     limit = recorded.get("limit") if args.sample else None
     started = time.time()
-    model = preset.build_model()
+    model = preset.build_model(backbone_class(preset))
     table = evaluation.evaluate_model(meta["task"], model, evaluation.preset_vocabulary(preset),
                                       args.data_dir, meta.get("evaluation_options", {}),
                                       limit=limit, download=args.download,

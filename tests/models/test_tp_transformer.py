@@ -308,13 +308,15 @@ def test_training_checkpoint_holds_every_weight(tmp_path):
 
 
 def test_decoding_and_loss_live_in_their_modules():
-    """Decoding in the family's decoding.py, the loss with the other losses;
-    the names users import keep working."""
-    from tpr_keras import models
+    """Decoding in the family's decoding.py, the loss with the other losses below the
+    models (tpr_keras.losses); the names users import keep working."""
+    from tpr_keras import losses, models, training
     from tpr_keras.models.tp_transformer import decoding
-    from tpr_keras.training import losses
+    from tpr_keras.training import losses as training_losses
 
     assert models.sequence_compute_fn is losses.sequence_cross_entropy
+    assert training_losses.sequence_cross_entropy is losses.sequence_cross_entropy
+    assert training.sequence_cross_entropy is losses.sequence_cross_entropy
     model = _model()
     source = np.array([[4, 5, 6, 0]], "int32")
     ids, log_prob = decoding.greedy_decode(model, source, max_length=5)

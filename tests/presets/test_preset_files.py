@@ -1,5 +1,6 @@
 """Trained presets: save_to_preset / from_preset round trips, and every way a folder can be bad."""
 
+import dataclasses
 import json
 import os
 
@@ -8,6 +9,7 @@ import pytest
 
 from tpr_keras.data.babi import Vocabulary
 from tpr_keras.models import TPRRNN, MemN2N, PlainEntailmentModel
+from tpr_keras.models.task_models import backbone_class
 from tpr_keras.presets import preset_files
 from tpr_keras.presets.preset_files import PresetError, load_preset
 
@@ -93,6 +95,17 @@ def test_wrong_class_is_an_error(trained):
     _, _, path = trained
     with pytest.raises(PresetError, match="holds a TPRRNN, not a MemN2N"):
         MemN2N.from_preset(path)
+
+
+def test_a_class_no_family_registers_is_an_error_naming_it(trained):
+    """The folder format never imports the model families: a class that no imported family
+    registered is a PresetError that says how to register it, not an import from below."""
+    _, _, path = trained
+    preset = dataclasses.replace(load_preset(path), class_name="NoSuchModel")
+    assert backbone_class(preset) is None and backbone_class(load_preset(path)) is TPRRNN
+    with pytest.raises(PresetError, match="'NoSuchModel' is not registered with Keras; "
+                                          "import its family"):
+        preset.build_model()
 
 
 def test_unknown_name_lists_the_trained_presets_and_points_to_the_paper_sizes():

@@ -10,6 +10,7 @@ import pytest
 
 from serving.model_server.in_process import predict_strings, serve_model_config
 from tpr_keras.models import TaskModel
+from tpr_keras.models.task_models import backbone_class
 from tpr_keras.presets import load_preset, shipped_presets
 from tpr_keras.training import evaluation
 from tpr_keras.training.sample_requests import (
@@ -51,7 +52,8 @@ def test_preset_scores_its_recorded_sample(name, shared_data):
     meta = preset.metadata
     recorded = meta["evaluation_sample"]
     table = evaluation.evaluate_model(
-        meta["task"], preset.build_model(), evaluation.preset_vocabulary(preset),
+        meta["task"], preset.build_model(backbone_class(preset)),
+        evaluation.preset_vocabulary(preset),
         shared_data / DATA_FOLDER[meta["task"]], meta["evaluation_options"],
         limit=recorded["limit"], templates=evaluation.preset_templates(preset))
     rows = evaluation.compare_tables(table, recorded["table"])

@@ -36,6 +36,17 @@ def task_model_class(task: str) -> type:
     return getattr(importlib.import_module("tpr_keras.models"), TASK_MODEL_OF_TASK[task])
 
 
+def backbone_class(preset: TrainedPreset) -> type | None:
+    """The model class a preset's ``config.json`` names, its family imported on first use
+    (a name of :mod:`tpr_keras.models`); None for another name, which
+    ``TrainedPreset.build_model`` then looks up among Keras' registered classes.
+
+    The folder format (:mod:`tpr_keras.presets.preset_files`) stands below the models and
+    never imports them; this is where a preset meets the model families.
+    """
+    return getattr(importlib.import_module("tpr_keras.models"), preset.class_name, None)
+
+
 def trained_preset(preset: str | os.PathLike | TrainedPreset, task: str) -> TrainedPreset:
     """The verified preset of ``task`` (a shipped name, a folder or a loaded preset).
 
@@ -164,8 +175,9 @@ class TaskModel:
             task = task_model_class(loaded.metadata.get("task"))
             return task.from_preset(loaded, load_weights=load_weights, **overrides)
         loaded = trained_preset(preset, cls.task)
-        model = cls(loaded.build_model(load_weights=load_weights, **overrides),
-                    cls.preprocessor_class.from_preset(loaded))
+        backbone = loaded.build_model(backbone_class(loaded), load_weights=load_weights,
+                                      **overrides)
+        model = cls(backbone, cls.preprocessor_class.from_preset(loaded))
         model.preset = loaded
         return model
 

@@ -130,8 +130,11 @@ class TrainedPreset:
         """The model with the preset's config (updated with ``overrides``) and weights.
 
         Args:
-            model_class: The class to build; default: the registered class named in
-                ``config.json``. A class of another name is an error.
+            model_class: The class to build; default: the class that ``config.json``
+                names, as registered with Keras (``tpr_keras>NAME``: importing its
+                family registers it, :mod:`tpr_keras.models.all_families` registers
+                every one). A class of another name is an error. The folder format
+                stands below the models, so this module never imports them.
             load_weights: False leaves the model's weights as built (untrained): the
                 preset's architecture only.
             **overrides: Constructor arguments that replace the preset's (for example
@@ -142,17 +145,15 @@ class TrainedPreset:
 
         if model_class is None:
             model_class = keras.saving.get_registered_object(f"tpr_keras>{self.class_name}")
-            if model_class is None:  # the package imports the one family on first use
-                import tpr_keras.models
-
-                model_class = getattr(tpr_keras.models, self.class_name, None)
         elif model_class.__name__ != self.class_name:
             raise PresetError(f"{self.path} holds a {self.class_name}, not a "
                               f"{model_class.__name__}; load it with "
                               f"{self.class_name}.from_preset.")
         if model_class is None:
-            raise PresetError(f"{os.path.join(self.path, CONFIG_FILE)}: unknown model class "
-                              f"{self.class_name!r}.")
+            raise PresetError(f"{os.path.join(self.path, CONFIG_FILE)}: model class "
+                              f"{self.class_name!r} is not registered with Keras; import "
+                              "its family (tpr_keras.models.all_families registers every "
+                              "one) or pass model_class.")
         config = dict(self.config)
         config.update({k: v for k, v in overrides.items() if v is not None})
         model = model_class.from_config(config)

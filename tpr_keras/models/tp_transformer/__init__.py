@@ -4,7 +4,7 @@ preprocessor, exporter.
 * :class:`TPTransformer`, its layers (:mod:`.tp_transformer_embedding`,
   :mod:`.tp_transformer_layers`) and its decoding (:mod:`.decoding`: greedy with a key/value
   cache, beam search); :func:`sequence_compute_fn`, the teacher-forcing loss for the
-  Trainer (:func:`tpr_keras.training.losses.sequence_cross_entropy`);
+  Trainer (:func:`tpr_keras.losses.sequence_cross_entropy`, which stands below the models);
 * §4.1's sizes and CPU sizes (:data:`PAPER_SIZES`; their training recipes are
   :mod:`tpr_keras.training.recipes.tp_transformer`'s);
 * :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
@@ -21,6 +21,7 @@ preprocessor, exporter.
 """
 
 from tpr_keras.lazy import lazy_getattr
+from tpr_keras.losses import sequence_cross_entropy as sequence_compute_fn  # noqa: F401
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer  # noqa: F401
 from tpr_keras.models.tp_transformer.decoding import MASK_VALUE  # noqa: F401
 from tpr_keras.models.tp_transformer.tp_transformer_embedding import (  # noqa: F401
@@ -37,7 +38,6 @@ from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
     START_ID,
     UNK_ID,
     TPTransformer,
-    sequence_compute_fn,
 )
 from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES  # noqa: F401
 from tpr_keras.models.tp_transformer.routed_tp_transformer import (  # noqa: F401

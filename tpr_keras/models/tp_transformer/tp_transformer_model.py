@@ -1,8 +1,8 @@
 """TP-Transformer (Schlag et al. 2019) and its Transformer baseline.
 
 Decoding (greedy, beam search) is :mod:`~tpr_keras.models.tp_transformer.decoding`; the
-teacher-forcing loss is :func:`tpr_keras.training.losses.sequence_cross_entropy`, kept
-importable here as ``sequence_compute_fn``.
+teacher-forcing loss is :func:`tpr_keras.losses.sequence_cross_entropy` (the family's
+``sequence_compute_fn``).
 """
 
 import keras
@@ -18,7 +18,6 @@ from tpr_keras.models.tp_transformer.tp_transformer_layers import (
     TPTransformerEncoderLayer,
 )
 from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES
-from tpr_keras.training.losses import sequence_cross_entropy as sequence_compute_fn  # noqa: F401
 
 #: Special symbols of :class:`tpr_keras.data.mathematics.CharVocabulary` (defined there).
 PAD_ID, UNK_ID, START_ID, END_ID = (
