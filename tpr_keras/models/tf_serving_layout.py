@@ -11,8 +11,9 @@ into a version folder laid out as TF Serving expects::
                                         assets.extra/export_info.json
 
 Versions are positive integers; a new export takes the next number. The version folder
-is written under a hidden temporary name and renamed into place, so a server polling the
-folder never sees half an export (:func:`publish_version`).
+is written under a hidden temporary name (``.export-tmp-*``), synced and renamed into place
+(:mod:`tpr_keras.atomic_files`), so a server polling the folder never sees half an export
+(:func:`publish_version`), and a process killed mid-export leaves only the temporary.
 
 Why here and not in ``serving/``: the training commands (``train.*``) export at the end of
 a run, and ``train`` must not import ``serving`` (the tree reads data -> ... -> models ->
@@ -31,12 +32,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
+
+from tpr_keras.atomic_files import commit_folder, temporary_folder
 
 #: TensorFlow's name of the default signature ("serving_default"), the one every
 #: exporter here uses and the server looks up.
@@ -113,13 +115,12 @@ def publish_version(export_dir: str | os.PathLike, model_name: str, version: int
     os.makedirs(base, exist_ok=True)
     if version is not None and os.path.exists(os.path.join(base, str(version))):
         raise FileExistsError(f"{os.path.join(base, str(version))} already exists")
-    tmp = tempfile.mkdtemp(prefix=".export-tmp-", dir=base)
+    tmp = temporary_folder(base, "export")
     try:
         extra = os.path.join(tmp, EXTRA_ASSETS_DIR)
         os.makedirs(extra, exist_ok=True)
         info = write(tmp)
         info.update(model_name=model_name, tensorflow=tf.__version__, created_unix=time.time())
-        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700.
         for attempt in range(100):
             v = version if version is not None else next_version(base)
             info["version"] = v
@@ -127,10 +128,7 @@ def publish_version(export_dir: str | os.PathLike, model_name: str, version: int
                 json.dump(info, f, indent=1)
             target = os.path.join(base, str(v))
             try:
-                if os.path.exists(target):
-                    raise FileExistsError(target)
-                os.rename(tmp, target)  # atomic on one file system
-                return target
+                return commit_folder(tmp, target, "export")  # synced, then one rename
             except OSError:
                 if version is not None or attempt == 99:
                     raise

@@ -26,9 +26,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from tpr_keras.atomic_files import write_folder
 
 #: The layout version :func:`save_preset` writes; :func:`load_preset` reads this and older.
 FORMAT_VERSION = 1
@@ -274,8 +275,10 @@ def save_preset(model, path: str | os.PathLike,
         metadata: What to record beside the files (task, model_name, command, ...).
         overwrite: Replace an existing preset folder at ``path``.
 
-    The folder is written under a temporary name beside ``path`` and renamed into
-    place, so an error leaves nothing at ``path``.
+    The folder is written under a temporary name beside ``path``, synced and renamed
+    into place (:func:`~tpr_keras.atomic_files.write_folder`; kill point
+    ``mid-preset``), so an error or a kill leaves nothing at ``path``, or the old
+    preset when replacing one.
 
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is False.
@@ -284,10 +287,9 @@ def save_preset(model, path: str | os.PathLike,
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".preset-tmp-", dir=parent)
-    try:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def write(tmp):
         config = {"class_name": type(model).__name__, "config": model.get_config()}
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=1, sort_keys=True)
@@ -311,11 +313,5 @@ def save_preset(model, path: str | os.PathLike,
         with open(os.path.join(tmp, METADATA_FILE), "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1, default=str)  # tables keep their row order
             f.write("\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
-        if os.path.exists(path):
-            shutil.rmtree(path)
-        os.rename(tmp, path)
-        return path
-    finally:
-        if os.path.exists(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    return write_folder(path, write, label="preset", replace=True)

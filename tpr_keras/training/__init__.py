@@ -18,7 +18,7 @@ _EXPORTS = {
     "Callback": "callback_base", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "NanReinit": "callbacks", "StepCheckpoints": "callbacks", "EpochMetric": "epoch_metrics",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",
-    "save_run": "outputs",
+    "save_run": "outputs", "save_model": "outputs", "write_results": "outputs",
     "NesterovAdam": "optimizers", "get_optimizer": "optimizers",
     "STRATEGIES": "distribute", "make_strategy": "distribute",
     "recipe": "recipes",

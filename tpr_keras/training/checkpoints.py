@@ -8,12 +8,15 @@ same-shaped variables would swap them silently). Checkpoints written before the
 keying by path are still read, by position, with a warning.
 """
 
+import glob
 import json
 import os
 import warnings
 
 import numpy as np
 
+from tpr_keras.atomic_files import (recover_folder, remove_temporaries, write_folder,
+                                    write_prefix, write_text)
 from tpr_keras.training.host_checkpoints import read_host_checkpoint_state
 
 from tpr_keras.training.early_stopping import stop_reason
@@ -162,6 +165,54 @@ def finished_run(model_dir, config):
     return None if reason is None else (results, reason)
 
 
+class CheckpointFolder:
+    """The latest checkpoints of a run in one folder, laid out as
+    ``tf.train.CheckpointManager`` lays them out (``ckpt-<n>.index``, ``ckpt-<n>.data-*``
+    and the ``checkpoint`` state file that ``tf.train.latest_checkpoint`` reads), each
+    written atomically: a checkpoint's files are written and synced under a temporary
+    folder and moved into place (:func:`~tpr_keras.atomic_files.write_prefix`, kill point
+    ``mid-checkpoint``), then the state file, replaced atomically, names it. A process
+    killed at any moment leaves the state file naming a complete checkpoint.
+
+    Args:
+        checkpoint: the ``tf.train.Checkpoint`` to write.
+        directory: the folder.
+        max_to_keep: the latest checkpoints kept; older ones are deleted.
+    """
+
+    STATE_FILE = "checkpoint"
+
+    def __init__(self, checkpoint, directory, max_to_keep):
+        self.checkpoint = checkpoint
+        self.directory = directory
+        self.max_to_keep = max_to_keep
+        state = (tf.train.get_checkpoint_state(directory)
+                 if os.path.exists(os.path.join(directory, self.STATE_FILE)) else None)
+        self.checkpoints = [os.path.join(directory, os.path.basename(path))
+                            for path in (state.all_model_checkpoint_paths if state else [])]
+        self._swept = False
+
+    def save(self, checkpoint_number):
+        """Writes ``ckpt-<checkpoint_number>`` and makes it the latest; returns its prefix."""
+        if not self._swept:  # the first save of this process: a killed one's leftovers
+            remove_temporaries(self.directory)
+            self._swept = True
+        prefix = os.path.join(self.directory, f"ckpt-{int(checkpoint_number)}")
+        self.checkpoint.save_counter.assign_add(1)  # as tf.train.CheckpointManager does
+        write_prefix(prefix, self.checkpoint.write, label="checkpoint")
+        kept = [path for path in self.checkpoints if path != prefix] + [prefix]
+        dropped, self.checkpoints = kept[:-self.max_to_keep], kept[-self.max_to_keep:]
+        lines = [f'model_checkpoint_path: "{os.path.basename(prefix)}"']
+        lines += [f'all_model_checkpoint_paths: "{os.path.basename(path)}"'
+                  for path in self.checkpoints]
+        write_text(os.path.join(self.directory, self.STATE_FILE), "\n".join(lines) + "\n",
+                   label="checkpoint-state")
+        for path in dropped:  # after the state file stopped naming them
+            for name in glob.glob(glob.escape(path) + ".*"):
+                os.remove(name)
+        return prefix
+
+
 class CheckpointIO:
     """The checkpoints of one training run: the latest ones and the best weights.
 
@@ -199,7 +250,7 @@ class CheckpointIO:
         self.read_dir = read_dir or write_dir
         self.state_variables = state_variables
         self.checkpoint = tf.train.Checkpoint(**self.groups, **state_variables)
-        self.manager = tf.train.CheckpointManager(
+        self.manager = CheckpointFolder(
             self.checkpoint, os.path.join(write_dir, "checkpoints"), max_to_keep=max_to_keep)
         self.best_checkpoint = tf.train.Checkpoint(model_variables=model_variables)
         self.best_prefix = os.path.join(write_dir, "best", "weights")
@@ -260,11 +311,17 @@ class CheckpointIO:
         return {k: v for k, v in self.state_variables.items() if k not in names}
 
     def write_best(self):
-        """Saves the current model weights as the best ones."""
-        self.best_checkpoint.write(self.best_prefix)
+        """Saves the current model weights as the best ones: the ``best`` folder is
+        replaced atomically (:func:`~tpr_keras.atomic_files.write_folder`), so its
+        ``weights.index`` and ``weights.data-*`` always belong together."""
+        name = os.path.basename(self.best_prefix)
+        write_folder(os.path.dirname(self.best_prefix),
+                     lambda folder: self.best_checkpoint.write(os.path.join(folder, name)),
+                     label="best")
 
     def restore_best(self):
         """Loads the best weights; False if none were saved."""
+        recover_folder(os.path.dirname(self.best_prefix))  # a kill mid-swap
         if not tf.io.gfile.exists(self.best_prefix + ".index"):
             return False
         if written_by_position(self.best_prefix):

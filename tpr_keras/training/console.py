@@ -3,6 +3,7 @@
 import json
 import os
 
+from tpr_keras.atomic_files import write_text
 
 
 def format_seconds(seconds):
@@ -102,7 +103,5 @@ def read_history(path, up_to_epoch):
 
 
 def write_history(path, history):
-    """Writes the epoch records atomically (a temporary file, then a rename)."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(history, f, indent=1)
-    os.replace(path + ".tmp", path)
+    """Writes the epoch records atomically (:func:`~tpr_keras.atomic_files.write_text`)."""
+    write_text(path, json.dumps(history, indent=1), label="history")

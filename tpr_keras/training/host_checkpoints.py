@@ -3,8 +3,8 @@
 ``<dir>/checkpoints/ckpt-<step>.npz`` holds every model weight, every optimizer
 variable and the :class:`~tpr_keras.training.trainer_state.TrainerState` counters; the last
 ``max_to_keep`` stay. ``<dir>/best/weights.npz`` holds the best validation weights.
-Files are written to a temporary name and renamed, so a crash never leaves half a
-checkpoint.
+Files are written to a temporary name, synced and renamed
+(:func:`~tpr_keras.atomic_files.write_file`), so a crash never leaves half a checkpoint.
 """
 
 import glob
@@ -13,6 +13,8 @@ import re
 
 import keras
 import numpy as np
+
+from tpr_keras.atomic_files import write_file
 
 _NAME = re.compile(r"ckpt-(\d+)\.npz$")
 
@@ -27,11 +29,9 @@ def _checkpoint_files(model_dir):
     return sorted(found)
 
 
-def _write(path, arrays):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = path + ".tmp.npz"
-    np.savez(temporary, **arrays)
-    os.replace(temporary, path)
+def _write(path, arrays, label):
+    """``np.savez`` of ``arrays`` at ``path``, atomically (kill point ``mid-<label>``)."""
+    write_file(path, lambda temporary: np.savez(temporary, **arrays), label=label)
 
 
 def _assign(variables, arrays, prefix, path):
@@ -98,7 +98,7 @@ class HostCheckpoints:
         arrays.update({f"state/{name}": variable.numpy()
                        for name, variable in self.state.variables().items()})
         path = os.path.join(self.write_dir, "checkpoints", f"ckpt-{int(step)}.npz")
-        _write(path, arrays)
+        _write(path, arrays, "checkpoint")
         for _, old in _checkpoint_files(self.write_dir)[:-self.max_to_keep]:
             os.remove(old)
         return path
@@ -121,7 +121,7 @@ class HostCheckpoints:
 
     def write_best(self):
         _write(self.best_path, {f"model/{i}": keras.ops.convert_to_numpy(v)
-                                for i, v in enumerate(self.model.weights)})
+                                for i, v in enumerate(self.model.weights)}, "best")
 
     def restore_best(self):
         if not os.path.exists(self.best_path):
