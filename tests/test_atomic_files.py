@@ -48,22 +48,28 @@ def test_a_folder_is_replaced_whole(tmp_path):
 
 
 def test_a_folder_set_aside_by_a_kill_between_the_renames_is_put_back(tmp_path):
-    (tmp_path / ".best-old-abcd1234").mkdir()
-    (tmp_path / ".best-old-abcd1234" / "weights").write_text("1")
+    (tmp_path / ".best-old-1-abcd1234").mkdir()
+    (tmp_path / ".best-old-1-abcd1234" / "weights").write_text("1")
     (tmp_path / ".best-tmp-efgh5678").mkdir()
     assert remove_temporaries(str(tmp_path)) == [str(tmp_path / ".best-tmp-efgh5678")]
     assert (tmp_path / "best" / "weights").read_text() == "1"
     assert os.listdir(tmp_path) == ["best"] and not recover_folder(str(tmp_path / "best"))
 
 
-def test_only_the_temporaries_of_this_module_are_removed(tmp_path):
-    for name in (".export-tmp-a1b2c3d4", ".model-tmp-a1b2c3d4.keras", ".hidden", "1",
-                 ".export-tmp-x", "results.json"):
+def test_only_the_temporaries_of_this_module_and_no_live_writer_are_removed(tmp_path):
+    """Names without a pid (made before names carried one), this process's and a dead
+    process's go; a live process's (pytest's parent), others' files and versions stay."""
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    stale = [".export-tmp-a1b2c3d4", f".model-tmp-{os.getpid()}-a1b2c3d4.keras",
+             f".results-tmp-{dead.pid}-a1b2c3d4.json"]
+    kept = [f".export-tmp-{os.getppid()}-a1b2c3d4", ".hidden", "1", ".export-tmp-x",
+            "results.json"]
+    for name in stale + kept:
         (tmp_path / name).write_text("")
     removed = remove_temporaries(str(tmp_path))
-    assert sorted(os.path.basename(p) for p in removed) == [".export-tmp-a1b2c3d4",
-                                                            ".model-tmp-a1b2c3d4.keras"]
-    assert sorted(os.listdir(tmp_path)) == [".export-tmp-x", ".hidden", "1", "results.json"]
+    assert sorted(os.path.basename(p) for p in removed) == sorted(stale)
+    assert sorted(os.listdir(tmp_path)) == sorted(kept)
 
 
 KILLED_WRITE = """

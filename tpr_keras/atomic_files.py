@@ -4,17 +4,18 @@ disk. Standard library only (the exporters in :mod:`tpr_keras.models` and the pr
 it as well as :mod:`tpr_keras.training`); it parses no flags.
 
 Every write goes to a hidden temporary name in the target's own folder
-(``.<stem>-tmp-<8 random characters><suffix>``, e.g. ``.model-tmp-k2j4x9ab.keras``,
-``.export-tmp-0q1w2e3r``), is flushed to disk (``fsync`` of every file, then of the
-folders), and only then renamed onto the target, which is atomic on one file system: a
-reader (a resumed run, a model server polling the export folder) sees the old target or
-the new one, never half of one. A process killed before the rename leaves only a
-temporary, which :func:`remove_temporaries` recognises and deletes.
+(``.<stem>-tmp-<pid>-<8 random characters><suffix>``, e.g.
+``.model-tmp-4242-k2j4x9ab.keras``, ``.export-tmp-4242-0q1w2e3r``), is flushed to disk
+(``fsync`` of every file, then of the folders), and only then renamed onto the target,
+which is atomic on one file system: a reader (a resumed run, a model server polling the
+export folder) sees the old target or the new one, never half of one. A process killed
+before the rename leaves only a temporary, which :func:`remove_temporaries` recognises
+(by its name, and its process being gone) and deletes.
 
 A folder that replaces an existing one (``best/``, a preset written with
 ``overwrite=True``) takes two renames: the old folder steps aside to
-``.<name>-old-<random>`` and the new one takes its place. A kill between the two leaves
-no target but the old folder beside it; :func:`recover_folder` (which
+``.<name>-old-<pid>-<random>`` and the new one takes its place. A kill between the two
+leaves no target but the old folder beside it; :func:`recover_folder` (which
 :func:`remove_temporaries` calls) puts the old folder back.
 
 Testing hook: ``TPR_KERAS_TEST_KILL_AT=<point>`` (``<point>`` or ``<point>:<n>``, the
@@ -40,7 +41,7 @@ from collections.abc import Callable
 KILL_AT_ENV = "TPR_KERAS_TEST_KILL_AT"
 
 #: Names of the temporaries and set-aside folders this module makes.
-TEMPORARY = re.compile(r"^\..+-(tmp|old)-[a-z0-9_]{8}(\.[A-Za-z0-9]+)?$")
+TEMPORARY = re.compile(r"^\..+-(?:tmp|old)-(?:(\d+)-)?[a-z0-9_]{8}(?:\.[A-Za-z0-9]+)?$")
 
 _passed: dict[str, int] = {}
 
@@ -107,8 +108,8 @@ def temporary_file(path: str, label: str | None = None) -> str:
     folder, name = os.path.split(os.path.abspath(path))
     stem, suffix = _split(name)
     os.makedirs(folder, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{label or stem}-tmp-", suffix=suffix,
-                                             dir=folder)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{label or stem}-tmp-{os.getpid()}-",
+                                             suffix=suffix, dir=folder)
     os.close(descriptor)
     os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600; an open() would not
     return temporary
@@ -118,7 +119,7 @@ def temporary_folder(parent: str, label: str) -> str:
     """A new, empty hidden folder in ``parent``, with the permissions ``os.makedirs``
     gives (a version folder must be readable by the server's user)."""
     os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(prefix=f".{label}-tmp-", dir=parent)
+    temporary = tempfile.mkdtemp(prefix=f".{label}-tmp-{os.getpid()}-", dir=parent)
     os.chmod(temporary, 0o777 & ~_umask())  # mkdtemp makes it 0700
     return temporary
 
@@ -194,7 +195,8 @@ def commit_folder(temporary: str, path: str, label: str, replace: bool = False) 
     elif not replace:
         raise FileExistsError(path)
     else:
-        old = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}-old-", dir=parent)
+        old = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}-old-{os.getpid()}-",
+                               dir=parent)
         os.rename(path, old)  # onto the empty folder just made
         os.rename(temporary, path)
         shutil.rmtree(old, ignore_errors=True)
@@ -225,7 +227,7 @@ def recover_folder(path: str) -> bool:
     parent, name = os.path.split(path)
     if os.path.exists(path) or not os.path.isdir(parent):
         return False
-    pattern = re.compile(rf"^\.{re.escape(name)}-old-[a-z0-9_]{{8}}$")
+    pattern = re.compile(rf"^\.{re.escape(name)}-old-(\d+-)?[a-z0-9_]{{8}}$")
     for entry in sorted(os.listdir(parent)):
         if pattern.match(entry):
             os.rename(os.path.join(parent, entry), path)
@@ -233,20 +235,37 @@ def recover_folder(path: str) -> bool:
     return False
 
 
+def _writing(pid: str | None) -> bool:
+    """True if the process that made a temporary (its ``pid``, in the name) may still be
+    writing it: a live process other than this one. (Names without one were made before
+    names carried it.)"""
+    if not pid or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, another user's
+        return True
+    return True
+
+
 def remove_temporaries(folder: str) -> list[str]:
     """Deletes the temporaries left in ``folder`` by killed writes (after putting back a
     folder set aside, :func:`recover_folder`); returns the paths deleted. Only names this
-    module makes are touched. Call it while nothing else writes there."""
+    module makes are touched, and not those of a live process (another run exporting to
+    the same folder): a name carries the pid of the process that made it."""
     if not os.path.isdir(folder):
         return []
     removed = []
     for entry in sorted(os.listdir(folder)):
-        match = re.match(r"^\.(.+)-old-[a-z0-9_]{8}$", entry)
+        match = re.match(r"^\.(.+)-old-(\d+-)?[a-z0-9_]{8}$", entry)
         if match:
             recover_folder(os.path.join(folder, match.group(1)))
     for entry in sorted(os.listdir(folder)):
         path = os.path.join(folder, entry)
-        if not TEMPORARY.match(entry):
+        match = TEMPORARY.match(entry)
+        if not match or _writing(match.group(1)):
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)

@@ -236,31 +236,3 @@ def trainer_kwargs(args):
             "verbose": verbose_level(args.verbose),
             "jit_compile": args.jit_compile,
             "steps_per_execution": args.steps_per_execution}
-
-
-_CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
-                  "early_stopping": "a larger --patience",
-                  "target_error": "a lower target error"}
-
-
-def report_if_finished(args, config, summary):
-    """Says so and returns True when ``--model_dir`` holds a finished run for ``config``.
-
-    ``summary(results) -> str`` describes the run's results (``test error 0.00 %``).
-    A run stopped by ``--max_train_minutes`` or killed is not finished (see
-    :func:`tpr_keras.training.checkpoints.finished_run`): the command then resumes it.
-    """
-    from tpr_keras.training.checkpoints import finished_run
-    from tpr_keras.training.early_stopping import STOP_REASONS
-
-    done = finished_run(args.model_dir, config)
-    if done is None:
-        return False
-    results, reason = done
-    import os
-
-    print(f"Already trained: {results.get('epochs', '?')} epochs, {summary(results)} "
-          f"(stopped by {STOP_REASONS[reason]}); results in "
-          f"{os.path.join(args.model_dir, 'results.json')}, nothing exported again. "
-          f"Use a new --model_dir, or {_CONTINUE_HINT[reason]} to continue.", flush=True)
-    return True

@@ -1,5 +1,6 @@
 """The one runner of the ``train.*`` commands: recipe, backend, data, trainer, evaluation,
-``results.json`` and the SavedModel, in that order, for any :class:`TrainTask`.
+then the finish (``model.keras``, the SavedModel, ``results.json`` last: :mod:`train.finish`),
+for any :class:`TrainTask`.
 
 A command (``train/babi.py``, ``train/entailment.py``, ``train/math.py``) defines its flags
 and hands a task object (:mod:`train.tasks`) to :func:`run`; the task supplies
@@ -7,7 +8,6 @@ what differs between the families: the recipe, the data, the model, the loss, th
 and the exporter. Everything else, the same for every family and both backends, is here.
 """
 
-import os
 import time
 
 
@@ -91,9 +91,10 @@ class TrainTask:
 
 
 def run(task, process_start):
-    """Trains ``task`` as its command's flags say; writes ``results.json``, the ``.keras``
-    model and the SavedModel. ``process_start``: ``time.time()`` when the command started
-    (for the wall time it reports)."""
+    """Trains ``task`` as its command's flags say; writes the ``.keras`` model, the
+    SavedModel and ``results.json`` (:func:`train.finish.finish_run`); on a finished run,
+    makes only what it lacks (:func:`train.finish.finish_again`). ``process_start``:
+    ``time.time()`` when the command started (for the wall time it reports)."""
     from absl import logging
 
     from train import cli
@@ -107,14 +108,14 @@ def run(task, process_start):
         cli.import_tensorflow(flags)
     import keras
 
-    from tpr_keras.training import make_trainer, save_run
-    from train.outputs import (SAVED_MODEL_LINE, export_in_tensorflow, machine_record,
-                               training_time_line)
+    from tpr_keras.training import make_trainer
+    from train import finish
+    from train.outputs import machine_record, training_time_line
 
     batch_size = task.resolve_recipe()
     strategy, replicas = train_flags.setup_backend(flags, global_batch=batch_size)
     config = task.train_config(train_flags.trainer_kwargs(flags))
-    if train_flags.report_if_finished(flags, config, task.finished_summary):
+    if finish.finish_again(task, config, strategy, on_jax):  # makes what it lacks
         return None
     keras.utils.set_random_seed(flags.seed)
     task.load_data()
@@ -144,20 +145,8 @@ def run(task, process_start):
             "strategy": type(strategy).__name__ if strategy else None,
             "replicas": replicas},
     })
-    if trainer.chief:
-        saved = save_run(flags.model_dir, flags.export_dir, results, trainer.model,
-                         task.save_vocabulary)
-        export_dir = os.path.dirname(saved)
-        print(f"Results: {os.path.join(flags.model_dir, 'results.json')}; model: {saved}")
-        if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
-            served = export_in_tensorflow(saved, export_dir, flags.model_name,
-                                          **task.export_options())
-        else:  # from the saved file, so that no strategy variables end up in it
-            served = task.export(keras.models.load_model(saved), export_dir)
-        if served:
-            print(f"{SAVED_MODEL_LINE}{served} (serve with python -m "
-                  f"serving.server --model_name={flags.model_name} "
-                  f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
+    if trainer.chief:  # model.keras, the SavedModel, then results.json (train/finish.py)
+        finish.finish_run(task, trainer.model, results, on_jax)
     loop_rate = trainer.train_examples_per_second  # epochs 2+, validation excluded
     if loop_rate is not None:
         line = (f"Training loop: {loop_rate:.0f} examples/s (steady state: epochs after the "
