@@ -136,3 +136,17 @@ def test_modules_picks_names_across_regimes_and_refuses_unknown_ones(script):
                                                          "extrapolate": {"a__x_big": 4}}
     with pytest.raises(ValueError, match=r"unknown \['a__z'\]; choose from \['a__x', "):
         script.select(trees, "", "a__x,a__z")
+
+
+def test_training_difficulties_split_the_entropy_range_in_thirds(script):
+    """As DeepMind's generate.py makes train-easy/medium/hard: the level-th third."""
+    thirds = [script.entropy_range(level)((3.0, 9.0)) for level in range(3)]
+    assert thirds == [(3.0, 5.0), (5.0, 7.0), (7.0, 9.0)]
+    assert set(script.DIFFICULTIES) <= set(script.REGIMES)
+
+
+def test_a_training_regime_is_written_in_its_own_folder(script, tmp_path):
+    modules = {"train-hard": {"arithmetic__add": add_module}}
+    summary = script.generate(modules, str(tmp_path / "out"), 5, 3, log=lambda *_: None)
+    assert list(summary) == ["train-hard/arithmetic__add"]
+    assert len(read(tmp_path / "out" / "train-hard" / "arithmetic__add.txt").split("\n")) == 11
