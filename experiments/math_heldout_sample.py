@@ -1,4 +1,4 @@
-"""A fresh test sample of the Mathematics Dataset from DeepMind's generator, under a new seed.
+"""A fresh sample of the Mathematics Dataset from DeepMind's generator, under a new seed.
 
 DeepMind's ``mathematics_dataset`` 1.0.1 needs numpy < 1.24 (it uses ``np.object``) and
 sympy 1.4 (1.6 moved ``base_solution_linear``; 1.5.1 imports but fails on numpy integers in
@@ -13,15 +13,18 @@ script runs in a separate environment that has it, and imports nothing from tpr-
         [--train_dir ../shared/data/mathematics]
 
 It writes ``OUT/<regime>/<module>.txt`` in the official v1.0 layout (alternating question and
-answer lines), the generator's test regimes only: ``interpolate`` (56 modules, the entropy range
-of training) and ``extrapolate`` (15 modules). The generator itself draws from Python's
-``random`` and numpy's global generator without a seed; this script seeds both with ``--seed``
-and runs itself with ``PYTHONHASHSEED=0`` (the generator picks variable names by iterating
+answer lines): the generator's test regimes, ``interpolate`` (56 modules, the entropy range
+of training) and ``extrapolate`` (15 modules), and, for more training questions than the
+shared data holds, its training split ``train-easy``, ``train-medium`` and ``train-hard``
+(each a third of a module's entropy range, as DeepMind's ``generate.py`` splits them).
+
+The generator itself draws from Python's ``random`` and numpy's global generator without a
+seed; this script seeds both with ``--seed`` and runs itself with ``PYTHONHASHSEED=0`` (the generator picks variable names by iterating
 over sets of letters). The same seed then gives the same problems and answers; only the order
 of independent premises in composed questions ("Suppose ... Suppose ...") can differ between
 runs, because the generator orders some of them by object identity. Questions longer than 160
-characters or answers longer than 30 are dropped and redrawn as the generator does. ``--max_seconds_per_module`` stops a slow
-module early (the file then holds fewer questions, and the summary says how many).
+characters or answers longer than 30 are dropped and redrawn as the generator does.
+``--max_seconds_per_module`` stops a slow module early (the file then holds fewer questions, and the summary says how many).
 
 With ``--train_dir`` (a dataset folder with ``train-easy/medium/hard``) it counts the sampled
 questions that also occur in that module's training files; the summary prints them per module,
@@ -31,6 +34,7 @@ since the generator can repeat short questions. Score the sample through an expo
 The output folder must not exist yet or be empty: nothing is overwritten.
 """
 
+import functools
 import json
 import os
 import random
@@ -38,7 +42,9 @@ import re
 import sys
 import time
 
-REGIMES = ("interpolate", "extrapolate")
+#: The generator's regimes: its two test regimes, and its training split's three difficulties
+#: (each the third of the module's entropy range, as DeepMind's ``generate.py`` makes them).
+REGIMES = ("interpolate", "extrapolate", "train-easy", "train-medium", "train-hard")
 COMMAND = "experiments.math_heldout_sample"
 DIFFICULTIES = ("train-easy", "train-medium", "train-hard")
 
@@ -95,6 +101,16 @@ def write_module(path, module, count, max_seconds=None, clock=time.monotonic):
             f.write(f"{question}\n{answer}\n")
             questions.append(question)
     return questions
+
+
+def entropy_range(level, levels=3):
+    """The generator's entropy map of training difficulty ``level`` (0 easy .. 2 hard): the
+    ``level``-th of ``levels`` equal parts of a module's entropy range, as DeepMind's
+    ``generate.py`` (``_make_entropy_fn``) splits ``train-easy/medium/hard``."""
+    def restrict(range_):
+        low, high = range_
+        return (low + level / levels * (high - low), low + (level + 1) / levels * (high - low))
+    return restrict
 
 
 #: What the extrapolate modules append to the name of the training module they extend.
@@ -186,6 +202,8 @@ def main(argv=None):
         raise SystemExit(f"mathematics_dataset does not import here ({error}); run this script "
                          "with the separate environment in its docstring") from error
     trees = {"interpolate": md_modules.test, "extrapolate": md_modules.test_extra}
+    for level, difficulty in enumerate(DIFFICULTIES):
+        trees[difficulty] = functools.partial(md_modules.train, entropy_range(level))
     try:
         regime_modules = select({r: flatten(trees[r]()) for r in regimes}, args.filter,
                                 args.modules)

@@ -55,6 +55,13 @@ def define_flags(command):
         "Time budget for training in this run: stop at the first step past it, keep the "
         "best-validation weights, evaluate and export. Running the same command again "
         "resumes from the checkpoint with a fresh budget.")
+    command.string(
+        "sitting_dir", None,
+        "A folder, committed with the code, that carries the run across machines: when "
+        "this process stops (--max_train_minutes, or the end), the latest checkpoint, the "
+        "best weights and the epoch records are packed into it with a record of this "
+        "sitting; the same command on a fresh clone, whose --model_dir is empty, resumes "
+        "from it (train/sittings.py).")
     command.boolean(
         "deterministic", False,
         "tf.config.experimental.enable_op_determinism(): bit-identical reruns and resumes "

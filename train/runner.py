@@ -84,6 +84,11 @@ class TrainTask:
         ``export_dir/<model_name>``; returns its version folder."""
         raise NotImplementedError
 
+    def data_files(self):
+        """The files the run trains on (after :meth:`load_data`), whose digests a run
+        carried across machines (``--sitting_dir``) checks; None: not checked."""
+        return None
+
     def export_options(self):
         """Keyword arguments of ``train.export`` for the same SavedModel from a TensorFlow
         process (JAX runs)."""
@@ -108,25 +113,46 @@ def run(task, process_start):
     import keras
 
     from tpr_keras.training import make_trainer, save_run
+    from tpr_keras.training.outputs import SOURCE, run_command
+    from train import sittings
     from train.outputs import (SAVED_MODEL_LINE, export_in_tensorflow, machine_record,
                                training_time_line)
 
     batch_size = task.resolve_recipe()
     strategy, replicas = train_flags.setup_backend(flags, global_batch=batch_size)
     config = task.train_config(train_flags.trainer_kwargs(flags))
+    sitting_dir = getattr(flags, "sitting_dir", None)
+    if sitting_dir:
+        earlier = sittings.unpack(sitting_dir, flags.model_dir)
+        if earlier:
+            print(f"Sitting {len(earlier) + 1} of the run in {sitting_dir}: resuming at step "
+                  f"{earlier[-1]['end_step']:,} (earlier sittings: {len(earlier)}).")
     if train_flags.report_if_finished(flags, config, task.finished_summary):
         return None
     keras.utils.set_random_seed(flags.seed)
     task.load_data()
+    data = sittings.data_fingerprint(task.data_files() or []) if sitting_dir else None
+    if sitting_dir:
+        sittings.check_data(sitting_dir, data)
     trainer = make_trainer(task.model_fn, task.optimizer_fn, task.compute_fn(on_jax), config,
                            flags.model_dir, strategy=strategy)
     task.describe_model(trainer)
     train_fn, valid, steps_per_epoch = task.training_data(trainer, on_jax)
 
     started = time.time()
+    start_step = sittings.checkpoint_step(flags.model_dir)  # 0, or where a resume starts
     history = trainer.fit(train_fn, valid, steps_per_epoch=steps_per_epoch,
                           callbacks=task.callbacks())
     process_train_seconds = time.time() - started
+    if sitting_dir and trainer.chief:  # before the evaluation: the sitting is saved first
+        record = sittings.sitting_record(
+            SOURCE, machine_record(), run_command(), start_step,
+            trainer.state.value("global_step"), time.time() - process_start,
+            process_train_seconds)
+        run_sittings = sittings.pack(sitting_dir, flags.model_dir, record, data)
+        print(f"Sitting {len(run_sittings)} packed into {sitting_dir} (steps "
+              f"{record['start_step']:,}-{record['end_step']:,}); commit it to continue "
+              f"the run on another machine with the same command.")
     train_seconds = trainer.train_seconds  # every process of the run (resumes included)
     results = task.evaluate(trainer, on_jax, train_fn)
     results.update({
@@ -139,6 +165,7 @@ def run(task, process_start):
         "steps": trainer.state.value("global_step"),
         "machine": machine_record(),
         "history": history,
+        **({"sittings": run_sittings} if sitting_dir and trainer.chief else {}),
         "config": task.config_record(trainer) | {
             "backend": keras.backend.backend(),
             "strategy": type(strategy).__name__ if strategy else None,

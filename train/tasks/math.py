@@ -2,6 +2,7 @@
 Mathematics Dataset, scored by the exact match of the whole greedy answer per module, on
 interpolate and extrapolate (Table 1)."""
 
+import os
 from types import MappingProxyType
 
 from train.runner import TrainTask
@@ -189,6 +190,15 @@ class MathTask(TrainTask):
         if self.module_weights and not flags.balance_modules:
             raise ValueError("--module_weights draws a balanced epoch: drop "
                              "--nobalance_modules")
+
+    def data_files(self):
+        """The training files of the run's modules (the data a carried run must keep)."""
+        from tpr_keras.data.mathematics import TRAIN_DIFFICULTIES, find_mathematics_dir
+
+        root = find_mathematics_dir(self.flags.data_dir, download=False)
+        paths = (os.path.join(root, difficulty, f"{module}.txt")
+                 for module in self.data.module_names for difficulty in TRAIN_DIFFICULTIES)
+        return [path for path in paths if os.path.exists(path)]
 
     def model_fn(self):
         from tpr_keras.models.tp_transformer import TPTransformer
