@@ -15,8 +15,14 @@ to ``python -m serving.server`` and to stock ``tensorflow_model_server`` alike::
     python -m serving.client --rest --server localhost:8501 ...   # TF Serving's REST API
 
 A story is one string: sentences separated by newlines or ending in ``.``, ``?`` or ``!``.
-``Answer.unknown_words`` counts the words of the story and question that the model does not
-know (they all read as ``<unk>``); the command prints a warning when it is not zero.
+``Answer.unknown_words`` counts the distinct words of the story and question that the model
+does not know (they all read as ``<unk>``), those ``Answer.unknown_tokens`` lists; punctuation
+is no word. The command prints a warning when it is not zero.
+
+For scripts, the command reads any text from a file (``--story_file FILE``, ``-``: stdin),
+prints ``--top_k`` candidates, exits 3 under ``--strict`` when the reply carries a warning,
+and says why there is no answer in one ``error:`` line (exit 1); the exit statuses:
+:mod:`serving.client.cli`, docs/serving.md.
 
 A Mathematics Dataset model (``train.math``) is asked with :class:`MathClient`::
 

@@ -1,21 +1,39 @@
-"""``python -m serving.client``: ask a served bAbI, Mathematics or entailment model."""
+"""``python -m serving.client``: ask a served bAbI, Mathematics or entailment model.
+
+Exit statuses (docs/serving.md): :data:`OK` 0, an answer (with ``--strict``: one without
+warnings); :data:`FAILED` 1, no answer (the server's error, an unreachable server, a reply
+of another kind of model), said in one ``error:`` line on stderr; :data:`USAGE` 2, a bad
+command line or an input file that cannot be read; :data:`WARNED` 3, ``--strict`` and the
+reply carries a warning (the answer is printed all the same); 130, interrupted (Ctrl-C);
+141, stdout closed early (``| head -1``).
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 
 from serving.client.model_clients import EntailmentClient, Solution, ask, solve
-from serving.client.serving_client import ServingClient
+from serving.client.serving_client import ServerNotReady, ServingClient
 from serving.command_flags import Command
+
+#: Exit statuses.
+OK, FAILED, USAGE, WARNED = 0, 1, 2, 3
+#: gRPC's limit on one message (a signed 32-bit length): the most --max_message_mb can ask.
+MAX_MESSAGE_MB = 2047
+#: The inputs that can come from a file (``--NAME_file``) instead of the command line.
+TEXT_INPUTS = ("story", "question", "premise", "hypothesis")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = Command("python -m serving.client",
                 "Ask a served bAbI, Mathematics or entailment model: about a story "
                 "(--story and --question), a math question (--question alone), or whether a "
-                "premise entails a hypothesis (--premise and --hypothesis).")
+                "premise entails a hypothesis (--premise and --hypothesis).",
+                example="python -m serving.client --story_file story.txt --question "
+                        "'Where is Mary?' --strict")
     p.string("server", None,
              "host:port (default localhost:8500, or localhost:8501 with --rest)")
     p.string("model_name", None, "default: babi, or math without --story")
@@ -25,76 +43,199 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.string("question", None)
     p.string("premise", None, "entailment models: with --hypothesis")
     p.string("hypothesis", None)
+    p.group("Inputs from files")
+    for name in TEXT_INPUTS:
+        p.string(f"{name}_file", None,
+                 f"read the {name} from this UTF-8 file instead of --{name} (- : standard "
+                 "input; trailing newlines are dropped, as $(cat FILE) does; any length up "
+                 "to --max_message_mb)")
+    p.group("Output (exit status 0: answered, 1: no answer, 2: bad command line, "
+            "3: --strict and a warning)")
+    p.integer("top_k", None, "bAbI: print this many candidates under the answer (0: the "
+              "answer alone); default: the k its export returns, 5 unless exported with "
+              "more", lower_bound=0)
+    p.boolean("json", False, "print the reply as JSON")
+    p.boolean("strict", False,
+              f"exit with status {WARNED} (after printing the answer) when the reply carries "
+              "any warning: unknown words or characters, dropped input, an empty story or "
+              "question, a malformed formula, a question worded as no trained module")
+    p.group("Connection")
     p.boolean("rest", False, "use TF Serving's REST API")
-    p.float("timeout", 30.0)
+    p.float("timeout", 30.0, "seconds per request")
     p.float("wait_seconds", 5.0,
             "retry this long while the server is not up yet or the model is still loading, "
             "saying on stderr what it waits for (0: no retry); a starting server opens its "
             "ports only once all its models have loaded, which can take minutes")
-    p.boolean("json", False, "print the reply as JSON")
+    p.integer("max_message_mb", 64,
+              "largest gRPC request or reply this client sends or takes, in MiB (up to "
+              f"{MAX_MESSAGE_MB}); python -m serving.server refuses messages over its own "
+              "--max_message_bytes (64 MiB by default), tensorflow_model_server over 2 GiB",
+              lower_bound=1)
     args = p.parse(argv)
+    if args.max_message_mb > MAX_MESSAGE_MB:
+        p.error(f"--max_message_mb={args.max_message_mb}: gRPC messages are at most "
+                f"{MAX_MESSAGE_MB} MiB")
+    texts = read_inputs(p, args)
+    story, question = texts["story"], texts["question"]
+    premise, hypothesis = texts["premise"], texts["hypothesis"]
     server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
                    timeout=args.timeout, wait_seconds=args.wait_seconds,
+                   max_message_bytes=min(args.max_message_mb * 2**20, 2**31 - 1),
                    on_wait=lambda message: print(message, file=sys.stderr, flush=True))
-    if (args.premise is None) != (args.hypothesis is None) or (
-            args.question is None and args.premise is None):
-        p.error("give --question (with --story for bAbI), or --premise and --hypothesis")
-    if args.premise is not None and (args.story is not None or args.question is not None):
+    if (premise is None) != (hypothesis is None) or (question is None and premise is None):
+        p.error("give --question (with --story for bAbI), or --premise and --hypothesis "
+                "(or their --*_file flags)")
+    if premise is not None and (story is not None or question is not None):
         p.error("--story/--question (bAbI, Mathematics) and --premise/--hypothesis "
                 "(entailment) ask different models: give one pair")
+    if "top_k" in args.given and (story is None or args.signature_name != "serving_default"):
+        p.error("--top_k applies to bAbI models' answers (with --story)")
+    name = args.model_name or ("entailment" if premise is not None else
+                               "math" if story is None else "babi")
     try:
         if args.signature_name != "serving_default":  # e.g. tokenize: its outputs as sent
-            inputs = ({"premise": [args.premise], "hypothesis": [args.hypothesis]}
-                      if args.premise is not None else
-                      {"question": [args.question]} if args.story is None else
-                      {"story": [args.story], "question": [args.question]})
-            name = args.model_name or ("entailment" if args.premise is not None else
-                                       "math" if args.story is None else "babi")
+            inputs = ({"premise": [premise], "hypothesis": [hypothesis]}
+                      if premise is not None else
+                      {"question": [question]} if story is None else
+                      {"story": [story], "question": [question]})
             with ServingClient(server, name, **options) as client:
                 outputs, _ = client.predict(inputs)
             for key in sorted(outputs):
                 print(f"{key}: {json.dumps(outputs[key])}")
-            return 0
-        if args.premise is not None:
-            with EntailmentClient(server, args.model_name or "entailment", **options) as client:
-                result = client.entails(args.premise, args.hypothesis)
-            print(json.dumps(result._asdict()) if args.json else
-                  f"{'entails' if result.entails else 'does not entail'} "
-                  f"(probability {result.probability:.4f})")
-            print_warnings(result)
-            return 0
-        if args.story is None:
-            reply = solve(args.question, server, args.model_name or "math", **options)
+            return OK
+        if premise is not None:
+            with EntailmentClient(server, name, **options) as client:
+                reply = client.entails(premise, hypothesis)
+        elif story is None:
+            reply = solve(question, server, name, **options)
         else:
-            reply = ask(args.story, args.question, server, args.model_name or "babi", **options)
-    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message
-        details = getattr(exc, "details", None)
-        code = getattr(exc, "code", None)
-        message = (f"{code().name}: {details()}" if callable(details) and callable(code)
-                   else f"{type(exc).__name__}: {exc}" if isinstance(exc, KeyError) else exc)
-        print(f"error: {' '.join(str(message).split())}", file=sys.stderr)  # one line
-        return 1
+            reply = ask(story, question, server, name, **options)
+    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message, one line
+        print(f"error: {error_line(exc, args, server)}", file=sys.stderr)
+        return FAILED
     if isinstance(reply, Solution):
         if args.json:
             print(json.dumps(reply._asdict()))
         else:
             print(reply.answer)
             print(f"  log_prob {reply.log_prob:.4f}")
-        print_warnings(reply)
-        return 0
-    if args.json:
-        print(json.dumps(reply._asdict()))
+    elif hasattr(reply, "entails"):
+        print(json.dumps(reply._asdict()) if args.json else
+              f"{'entails' if reply.entails else 'does not entail'} "
+              f"(probability {reply.probability:.4f})")
     else:
-        print(reply.answer)
-        for token, score in reply.candidates:
-            print(f"  {score:8.4f}  {token}")
-    print_warnings(reply)
-    return 0
+        top_k = len(reply.candidates) if args.top_k is None else args.top_k
+        shown = reply.candidates[:top_k]
+        if args.json:
+            print(json.dumps(reply._replace(candidates=shown)._asdict()))
+        else:
+            print(reply.answer)
+            for token, score in shown:
+                print(f"  {score:8.4f}  {token}")
+        if top_k > len(reply.candidates):
+            print(f"note: the model returns {len(reply.candidates)} candidates (the k of its "
+                  f"export), fewer than --top_k {args.top_k}", file=sys.stderr)
+    warnings = print_warnings(reply)
+    return WARNED if args.strict and warnings else OK
 
 
-def print_warnings(reply) -> None:
+def read_inputs(p: Command, args) -> dict[str, str | None]:
+    """Each text input, from its flag or from its ``--NAME_file`` (``-``: stdin); a usage
+    error, before anything is read, for both, or for stdin twice; then for a file that
+    cannot be read."""
+    files = {name: getattr(args, f"{name}_file") for name in TEXT_INPUTS}
+    for name, path in files.items():
+        if path is not None and getattr(args, name) is not None:
+            p.error(f"give --{name} or --{name}_file, not both")
+    stdin = [name for name, path in files.items() if path == "-"]
+    if len(stdin) > 1:
+        p.error(f"--{stdin[0]}_file and --{stdin[1]}_file both read standard input (-): give "
+                "one of them a file")
+    texts: dict[str, str | None] = {}
+    for name, path in files.items():
+        if path is None:
+            texts[name] = getattr(args, name)
+            continue
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as exc:
+                p.error(f"--{name}_file={path}: cannot read it: {exc.strerror or exc}")
+        # invalid UTF-8 reads as U+FFFD, as the server reads it
+        texts[name] = data.decode("utf-8", "replace").rstrip("\r\n")
+    return texts
+
+
+#: gRPC's message-size errors: ``CLIENT: Sent message larger than max (N vs. LIMIT)``.
+_SIZE = re.compile(r"(CLIENT|SERVER)?:?\s*(Sent|Received) message larger than max "
+                   r"\((\d+) vs\. (\d+)\)", re.IGNORECASE)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def error_line(exc: Exception, args, server: str) -> str:
+    """Why there is no answer, on one line: the status and the server's message, and what
+    to do where the status says (a size over a limit, a deadline, no server)."""
+    code = getattr(exc, "code", None)
+    details = getattr(exc, "details", None)
+    if callable(code) and callable(details):  # grpc.RpcError
+        try:
+            name = code().name
+        except Exception:  # noqa: BLE001 - not a grpc.RpcError after all
+            name = type(exc).__name__
+        text = f"{name}: {details() or 'no details'}"
+    elif isinstance(exc, (ServerNotReady, RuntimeError, ValueError)):
+        text = str(exc)  # REST errors start with their status name already
+        name = text.split(":", 1)[0]
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+        name = ""
+    text = " ".join(text.split())
+    size = _SIZE.search(text) if name == "RESOURCE_EXHAUSTED" else None
+    if size:
+        side, verb, got, limit = size.group(1), size.group(2).lower(), *map(int, size.groups()[2:])
+        side = (side or "").upper()
+        if side == "CLIENT" and verb == "sent":
+            hint = (f"the request is {got} bytes ({_mib(got)}), over this client's limit of "
+                    f"{limit} bytes (--max_message_mb {args.max_message_mb}): raise it, e.g. "
+                    f"--max_message_mb {min(-(-got // 2**20) + 1, MAX_MESSAGE_MB)} (the "
+                    "server has its own limit: python -m serving.server --max_message_bytes, "
+                    "64 MiB by default)")
+        elif side == "CLIENT":
+            hint = (f"the reply is {got} bytes ({_mib(got)}), over this client's limit of "
+                    f"{limit} bytes (--max_message_mb {args.max_message_mb}): raise it, e.g. "
+                    f"--max_message_mb {min(-(-got // 2**20) + 1, MAX_MESSAGE_MB)}")
+        elif verb == "received":
+            hint = (f"the server refused a request of {got} bytes ({_mib(got)}): its limit is "
+                    f"{limit} bytes ({_mib(limit)}); start it with a larger "
+                    "--max_message_bytes (python -m serving.server), or send less")
+        else:
+            hint = (f"the server's reply of {got} bytes is over its limit of {limit} bytes "
+                    "(python -m serving.server --max_message_bytes): raise it, or ask for "
+                    "less")
+        return f"RESOURCE_EXHAUSTED: {hint} [{text.split(': ', 1)[-1]}]"
+    if name == "RESOURCE_EXHAUSTED" and args.rest and "--max_message_bytes" not in text and (
+            "exceeds the limit" in text):
+        text += " (the server's limit: python -m serving.server --max_message_bytes)"
+    if name == "DEADLINE_EXCEEDED":
+        text += (f" (no answer within --timeout {args.timeout:g} s: raise it, or lighten "
+                 "the server's load)")
+    elif name == "UNAVAILABLE" and not isinstance(exc, ServerNotReady):
+        text += (f" (is the server running at {server}? --server names it; --wait_seconds "
+                 "N retries while it starts)")
+    return text
+
+
+def print_warnings(reply) -> list[str]:
     """What the model did not take in (the reply's ``warnings()``), one ``warning:`` line
-    each, on stderr."""
-    for line in reply.warnings():
+    each, on stderr; returns them."""
+    warnings = reply.warnings()
+    for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
+    return warnings

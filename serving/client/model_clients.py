@@ -5,10 +5,47 @@ outputs."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from serving.client.serving_client import ServingClient
+
+
+def _punctuation(token: str) -> bool:
+    """A token of punctuation alone (``,`` ``;`` ``:`` ``.`` ``?`` and the like): no word."""
+    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
+
+
+def agreeing(count: int | None, tokens: str | None,
+             words: bool = False) -> tuple[int | None, str | None]:
+    """A reply's unknown-token count and list, made to agree: both count distinct tokens
+    (the export's ``unknown_words`` / ``unknown_characters`` output counts occurrences, its
+    ``unknown_tokens`` lists each token once), and with ``words`` punctuation is neither
+    counted nor listed (a ``,`` outside a bAbI vocabulary still reads as ``<unk>``, but it
+    is no word). An export without ``unknown_tokens`` keeps its count."""
+    if tokens is None:
+        return count, tokens
+    items = [t for t in tokens.split(" ") if t] if words else (
+        tokens.split(" ") if tokens else [])
+    if words:
+        items = [t for t in items if not _punctuation(t)]
+    items = list(dict.fromkeys(items))
+    return len(items), " ".join(items)
+
+
+class ReplyError(ValueError):
+    """A reply without the outputs a client reads: the model asked is of another kind."""
+
+
+def missing_outputs(out: dict, names: Sequence[str], model: str, family: str) -> None:
+    """Raises :class:`ReplyError` (one line) when the reply lacks an output this client
+    reads: the model asked is not of this family."""
+    lacking = [n for n in names if n not in out]
+    if lacking:
+        raise ReplyError(f"model '{model}' answered without the output(s) "
+                       f"{', '.join(lacking)} (its outputs: {', '.join(sorted(out)) or 'none'}): "
+                       f"it is not a {family} model; --model_name names the model to ask")
 
 
 def _listed(tokens: str | None, characters: bool = False) -> str:
@@ -34,8 +71,9 @@ class Answer(NamedTuple):
     answer: str
     candidates: list[tuple[str, float]]
     version: int | None = None
-    #: Words of the story and question outside the model's vocabulary: how many, and
-    #: which (distinct, space-separated).
+    #: Words of the story and question outside the model's vocabulary: how many distinct
+    #: words, and which (each once, space-separated); punctuation is not a word (see
+    #: :func:`agreeing`).
     unknown_words: int | None = None
     unknown_tokens: str | None = None
     #: The story's sentences (0: an empty story, answered all the same), and its earliest
@@ -81,8 +119,8 @@ class Solution(NamedTuple):
     answer: str
     log_prob: float
     version: int | None = None
-    #: Characters of the question outside the model's vocabulary (None: an export
-    #: without the ``unknown_characters`` output).
+    #: Characters of the question outside the model's vocabulary, how many distinct ones
+    #: (None: an export without the ``unknown_characters`` output).
     unknown_characters: int | None = None
     #: The trained module whose wording the question has; ``""``: none, the model was not
     #: trained on such questions (None: an export without the ``module`` output).
@@ -131,11 +169,14 @@ class BabiClient(ServingClient):
         if len(stories) != len(questions):
             raise ValueError(f"{len(stories)} stories but {len(questions)} questions")
         out, version = self.predict({"story": stories, "question": questions})
+        missing_outputs(out, ("answer", "candidates", "scores"), self.model_name, "bAbI")
         n = len(out["answer"])
         report = zip(*(_column(out, name, n) for name in Answer._fields[3:]))
-        return [Answer(answer, list(zip(candidates, map(float, scores))), version, *extra)
-                for answer, candidates, scores, extra in zip(
-                    out["answer"], out["candidates"], out["scores"], report)]
+        answers = [Answer(answer, list(zip(candidates, map(float, scores))), version, *extra)
+                   for answer, candidates, scores, extra in zip(
+                       out["answer"], out["candidates"], out["scores"], report)]
+        return [a._replace(**dict(zip(("unknown_words", "unknown_tokens"), agreeing(
+            a.unknown_words, a.unknown_tokens, words=True)))) for a in answers]
 
 
 class MathClient(ServingClient):
@@ -151,10 +192,13 @@ class MathClient(ServingClient):
     def solve_batch(self, questions: Sequence[str]) -> list[Solution]:
         """Answers several questions in one request."""
         out, version = self.predict({"question": questions})
+        missing_outputs(out, ("answer", "log_prob"), self.model_name, "Mathematics")
         n = len(out["answer"])
         report = zip(*(_column(out, name, n) for name in Solution._fields[3:]))
-        return [Solution(a, float(lp), version, *extra)
-                for a, lp, extra in zip(out["answer"], out["log_prob"], report)]
+        solutions = [Solution(a, float(lp), version, *extra)
+                     for a, lp, extra in zip(out["answer"], out["log_prob"], report)]
+        return [s._replace(**dict(zip(("unknown_characters", "unknown_tokens"), agreeing(
+            s.unknown_characters, s.unknown_tokens)))) for s in solutions]
 
 
 def ask(story: str, question: str, server: str = "localhost:8500", model_name: str = "babi",
@@ -172,8 +216,8 @@ class Entailment(NamedTuple):
     entails: bool
     probability: float
     version: int | None = None
-    #: Characters of the pair outside the formula syntax: how many, and which (distinct,
-    #: premise first, space-separated).
+    #: Characters of the pair outside the formula syntax: how many distinct ones, and which
+    #: (each once, premise first, space-separated).
     unknown_characters: int | None = None
     unknown_tokens: str | None = None
     #: Whether each is a formula of the grammar (an empty one is not).
@@ -210,10 +254,13 @@ class EntailmentClient(ServingClient):
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
         out, version = self.predict({"premise": premises, "hypothesis": hypotheses})
+        missing_outputs(out, ("probability",), self.model_name, "entailment")
         n = len(out["probability"])
         report = zip(*(_column(out, name, n) for name in Entailment._fields[3:]))
-        return [Entailment(bool(p > 0.5), float(p), version, *extra)
-                for p, extra in zip(out["probability"], report)]
+        replies = [Entailment(bool(p > 0.5), float(p), version, *extra)
+                   for p, extra in zip(out["probability"], report)]
+        return [r._replace(**dict(zip(("unknown_characters", "unknown_tokens"), agreeing(
+            r.unknown_characters, r.unknown_tokens)))) for r in replies]
 
 
 def solve(question: str, server: str = "localhost:8500", model_name: str = "math",

@@ -10,6 +10,11 @@ import urllib.request
 from collections.abc import Sequence
 
 
+#: The largest gRPC message a client sends or receives by default: the server's default
+#: limit (``python -m serving.server --max_message_bytes``).
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
 class ServingClient:
     """Predict calls with string inputs to a TF Serving endpoint (gRPC, or REST with ``rest=True``).
 
@@ -30,12 +35,18 @@ class ServingClient:
             when waiting starts, when the reason changes and every ``report_every_s``
             seconds (``python -m serving.client`` prints it on stderr).
         report_every_s: Seconds between ``on_wait`` messages for the same reason.
+        max_message_bytes: The largest gRPC message this client sends or receives (gRPC's
+            default is 4 MiB; tensorflow_model_server accepts up to 2 GiB,
+            ``python -m serving.server`` up to its ``--max_message_bytes``, 64 MiB by
+            default). A larger request fails before it is sent: RESOURCE_EXHAUSTED
+            ``CLIENT: Sent message larger than max (N vs. LIMIT)``.
     """
 
     def __init__(self, server: str = "localhost:8500", model_name: str = "babi",
                  version: int | None = None, signature_name: str = "serving_default",
                  timeout: float = 30.0, rest: bool = False, wait_seconds: float = 0.0,
-                 on_wait=None, report_every_s: float = 10.0) -> None:
+                 on_wait=None, report_every_s: float = 10.0,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.server = server
         self.wait_seconds = wait_seconds
         self.on_wait = on_wait
@@ -45,6 +56,7 @@ class ServingClient:
         self.signature_name = signature_name
         self.timeout = timeout
         self.rest = rest
+        self.max_message_bytes = int(max_message_bytes)
         self._channel = None
         self._stub = self._status_stub = None
         if not rest:
@@ -55,8 +67,8 @@ class ServingClient:
             # reconnect at least every second while waiting: gRPC's default backoff grows to
             # 2 minutes, so a client that started long before the server would notice late
             self._channel = grpc.insecure_channel(
-                server, options=[("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                                 ("grpc.max_send_message_length", 64 * 1024 * 1024),
+                server, options=[("grpc.max_receive_message_length", self.max_message_bytes),
+                                 ("grpc.max_send_message_length", self.max_message_bytes),
                                  ("grpc.initial_reconnect_backoff_ms", 500),
                                  ("grpc.max_reconnect_backoff_ms", 1000)])
             # PredictionService.Predict, with the TensorFlow-free messages of serving.client.protos

@@ -12,8 +12,9 @@
   MultiInference over ``tf.Example`` (``classifier.cc``, ``regressor.cc``,
   ``multi_inference.cc``) and their REST JSON.
 * :mod:`serving.core.status` (status codes and errors), :mod:`serving.core.stats` (request
-  statistics), :mod:`serving.core.layout` (file names in a version folder),
-  :mod:`serving.core._tf` (TensorFlow, imported with its start-up noise filtered by
+  statistics), :mod:`serving.core.error_log` (the rate-limited line per failed request),
+  :mod:`serving.core.layout` (file names in a version folder), :mod:`serving.core._tf`
+  (TensorFlow, imported with its start-up noise filtered by
   :func:`tpr_keras.runtime.quiet_tensorflow_start`).
 
 The front ends and the server binary (:mod:`serving.model_server`) import the core; the core

@@ -1,5 +1,5 @@
 """Request statistics of a running server (``ModelServer.stats()``) and the one log line
-written per rejected request."""
+written per rejected request (:mod:`serving.core.error_log`, rate-limited)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import logging
 import threading
 
 import numpy as np
+
+from serving.core.error_log import ErrorLog
 
 log = logging.getLogger("serving.server")
 
@@ -19,7 +21,8 @@ class Stats:
     ``"gRPC GetModelStatus"``, ``"REST status"``, ...), errors included;
     ``times``: the whole Predict (and Classify, Regress) handler (request parsed ->
     response built), gRPC and REST, successes only; ``model_times``: the part spent in the signature call (incl.
-    batching waits); ``errors``: failed requests per status code, every API.
+    batching waits); ``errors``: failed requests per status code, every API;
+    ``error_log``: the front ends' rate-limited line per failed request.
     """
 
     def __init__(self, keep: int = 200_000) -> None:
@@ -28,15 +31,20 @@ class Stats:
         self.errors: collections.Counter[str] = collections.Counter()
         self.requests: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
+        self.error_log = ErrorLog(log)
 
-    def count(self, api: str, error: str | None = None, message: str = "") -> None:
-        """Counts one answered request; a rejected one also gets one log line."""
+    def count(self, api: str, error: str | None = None, message: str = "",
+              model: str | None = None, http_status: int | None = None,
+              level: int = logging.INFO) -> None:
+        """Counts one answered request; a rejected one (``error``: its status code's name)
+        also gets one log line naming ``api``, the ``model`` it asked for and the status
+        (:meth:`ErrorLog.request_failed <serving.core.error_log.ErrorLog.request_failed>`)."""
         with self._lock:
             self.requests[api] += 1
             if error is not None:
                 self.errors[error] += 1
         if error is not None:
-            log.info("%s: %s: %s", api, error, message[:300].replace("\n", " "))
+            self.error_log.request_failed(api, model, error, message, http_status, level)
 
     def snapshot(self) -> dict:
         """Counts and handler-time percentiles (milliseconds) as plain JSON-able values."""

@@ -2,10 +2,17 @@
 
 The services are registered as generic handlers (not the generated ``add_*_to_server``)
 so that each method decodes its own request bytes: a message that does not parse is
-INVALID_ARGUMENT with one log line, as in ``tensorflow_model_server`` (its gRPC C++ layer
-fails the protobuf parse before the service runs), instead of grpcio's INTERNAL
-"Exception deserializing request!" and a traceback per request. Sizes are capped before
-decoding by the server's ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED).
+INVALID_ARGUMENT, as in ``tensorflow_model_server`` (its gRPC C++ layer fails the protobuf
+parse before the service runs), instead of grpcio's INTERNAL "Exception deserializing
+request!" and a traceback per request. Sizes are capped before decoding by the server's
+``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED).
+
+Every error a method answers gets one log line naming the method, the model the request
+asked for and the status, as the REST API's do (:mod:`serving.core.error_log`, rate-limited),
+and so does a call to a method this server does not have (UNIMPLEMENTED). A message over the
+size limit is refused by gRPC's transport before any of this code runs, as in
+``tensorflow_model_server``: the client is told (RESOURCE_EXHAUSTED, naming both sizes), the
+server's log is not.
 
 Predict follows ``tensorflow_serving/servables/tensorflow/predict_util.cc``: the model
 spec picks a version (leased for the request), the signature, then inputs are checked
@@ -40,6 +47,7 @@ from tensorflow_serving.apis import (
 
 from serving.core import inference
 from serving.core.deadline import check, deadline_after
+from serving.core.error_log import NAME_CHARS, one_line
 from serving.core.manager import ModelManager
 from serving.core.stats import Stats
 from serving.core.status import ServingError, clip, invalid
@@ -56,6 +64,26 @@ log = logging.getLogger("serving.server")
 
 PREDICTION_SERVICE = "tensorflow.serving.PredictionService"
 MODEL_SERVICE = "tensorflow.serving.ModelService"
+
+
+class _Unimplemented(grpc.GenericRpcHandler):
+    """Registered after the services: answers a method none of them has with UNIMPLEMENTED,
+    as grpcio would ("Method not found!"), plus the log line every other error gets."""
+
+    def __init__(self, stats: Stats) -> None:
+        self._stats = stats
+
+    def service(self, handler_call_details):
+        method = handler_call_details.method or ""
+
+        def unimplemented(requests, context: grpc.ServicerContext):
+            text = f"Method not found: {one_line(method, NAME_CHARS)}"
+            # one name for every unknown method: a client cannot grow the counters
+            self._stats.count("gRPC unknown method", "UNIMPLEMENTED", text)
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, text)
+
+        # stream-stream: called at once, whatever the client sends (nothing is read)
+        return grpc.stream_stream_rpc_method_handler(unimplemented)
 
 
 class _Undecodable:
@@ -177,10 +205,20 @@ class ModelService:
         return model_management_pb2.ReloadConfigResponse()
 
 
+def _model_of(request) -> str | None:
+    """The model a request asks for (MultiInference: its first task's), or None."""
+    spec = getattr(request, "model_spec", None)
+    if spec is None:
+        tasks = getattr(request, "tasks", None)
+        spec = tasks[0].model_spec if tasks else None
+    return spec.name if spec is not None else None
+
+
 def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: Stats,
             timed: bool = False) -> grpc.RpcMethodHandler:
     """A unary method: decodes its own request (INVALID_ARGUMENT if it does not parse), maps
-    ServingError to its status, and anything unexpected to INTERNAL with one log line.
+    ServingError to its status, and anything unexpected to INTERNAL; every error gets one
+    log line (``Stats.count``: the method, the model, the status and the message).
     ``timed`` (Predict, Classify, Regress, MultiInference): its handler time is recorded and
     ``fn`` gets the call's deadline."""
     message = request_cls.DESCRIPTOR.name
@@ -202,12 +240,11 @@ def _method(api: str, request_cls, response_cls, fn: Callable[..., Any], stats: 
             else:
                 response = fn(request)
         except ServingError as exc:
-            stats.count(api, exc.code.name, exc.message)
+            stats.count(api, exc.code.name, exc.message, model=_model_of(request))
             context.abort(exc.code, exc.message)
         except Exception as exc:  # noqa: BLE001 - never crash a handler thread
             text = clip(f"internal error: {type(exc).__name__}: {exc}")
-            log.error("%s: %s", api, text)
-            stats.count(api, "INTERNAL")
+            stats.count(api, "INTERNAL", text, model=_model_of(request), level=logging.ERROR)
             context.abort(grpc.StatusCode.INTERNAL, text)
         stats.count(api)
         if timed:
@@ -253,5 +290,6 @@ def add_services(server: grpc.Server, manager: ModelManager, stats: Stats,
                 "gRPC ReloadConfig", model_management_pb2.ReloadConfigRequest,
                 model_management_pb2.ReloadConfigResponse, models.reload, stats),
         }),
+        _Unimplemented(stats),  # last: only what no handler before it serves
     ])
     return predictions

@@ -8,7 +8,10 @@ code (:data:`serving.core.status.HTTP_STATUS`), never 5xx for a malformed reques
 
 The HTTP layer bounds what one connection can cost: the body size is checked against
 the limit from ``Content-Length`` before anything is read (413); ``Content-Length`` must be
-a non-negative integer (400); at most ``max_threads`` requests run at once.
+a non-negative integer (400); at most ``max_threads`` requests run at once. Every error,
+the HTTP layer's own included, is counted and gets one log line naming the API, the model of
+the path and the status (``Stats.count``; rate-limited, :mod:`serving.core.error_log`), as
+the gRPC API's errors do.
 
 ``--rest_api_timeout_in_ms`` (TF Serving's flag, its REST requests' run timeout) is the
 deadline of the whole request, from the moment its headers are read: a body that has not
@@ -63,6 +66,23 @@ _STATUS_RE = re.compile(r"/v1/models/([^/:]+)(?:/versions/(\d+)|/labels/([^/:]+)
                         re.IGNORECASE)
 
 
+#: The status code name of the HTTP layer's own errors (the rest are 4xx: INVALID_ARGUMENT).
+_HTTP_CODE_NAMES = {404: "NOT_FOUND", 405: "UNIMPLEMENTED", 408: "DEADLINE_EXCEEDED",
+                    413: "RESOURCE_EXHAUSTED"}
+
+
+def _api_of(method: str, path: str) -> tuple[str, str | None, re.Match | None]:
+    """The API a request counts under (``"REST predict"``, ``"REST status"``, ...), the
+    model its path names (None: none), and its ``:predict``/``:classify``/``:regress``
+    match (None for another request)."""
+    predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
+    status = None if predict else _STATUS_RE.fullmatch(path)
+    api = (f"REST {predict.group(4).lower()}" if predict else
+           "REST metadata" if path.endswith("/metadata") else "REST status")
+    match = predict or status
+    return api, match.group(1) if match else None, predict
+
+
 class RestApi:
     """TF Serving's REST API over a ModelManager: ``handle`` returns (HTTP status, JSON).
 
@@ -84,9 +104,7 @@ class RestApi:
         """``deadline``: ``time.monotonic()`` by which a predict must have reached the model
         (None: none)."""
         path = path.split("?", 1)[0]
-        predict = _PREDICT_RE.fullmatch(path) if method == "POST" else None
-        api = (f"REST {predict.group(4).lower()}" if predict else
-               "REST metadata" if path.endswith("/metadata") else "REST status")
+        api, model, predict = _api_of(method, path)
         started = time.perf_counter()
         if predict and self.metrics is not None:
             self.metrics.begin(predict.group(1), predict.group(4).lower())
@@ -94,14 +112,14 @@ class RestApi:
         try:
             doc = self._dispatch(method, path, body, deadline)
         except ServingError as exc:
-            self._stats.count(api, exc.code.name, exc.message)
             status, code, doc = HTTP_STATUS.get(exc.code, 500), exc.code.name, {
                 "error": exc.message}
+            self._stats.count(api, code, exc.message, model=model, http_status=status)
         except Exception as exc:  # noqa: BLE001 - never crash a handler thread
             text = clip(f"internal error: {type(exc).__name__}: {exc}")
-            log.error("%s: %s", api, text)
-            self._stats.count(api, "INTERNAL")
             status, code, doc = 500, "INTERNAL", {"error": text}
+            self._stats.count(api, code, text, model=model, http_status=status,
+                              level=logging.ERROR)
         elapsed = time.perf_counter() - started
         if predict and self.metrics is not None:
             self.metrics.request(predict.group(1), code, predict.group(4).lower(), "REST",
@@ -111,6 +129,17 @@ class RestApi:
             if predict:
                 self._stats.times.append(elapsed)  # successes only
         return status, doc
+
+    def rejected(self, method: str, path: str, status: int, message: str) -> None:
+        """A request the HTTP layer answered with error ``status`` before :meth:`handle`
+        (a body over the limit, a bad ``Content-Length``, a body that did not arrive, a
+        request line that does not parse): counted and logged as :meth:`handle`'s errors."""
+        path = (path or "").split("?", 1)[0]
+        api, model, _ = _api_of(method, path)
+        if model is None:  # no API's path (or no request line that parsed)
+            api = "REST request"
+        self._stats.count(api, _HTTP_CODE_NAMES.get(status, "INVALID_ARGUMENT"), message,
+                          model=model, http_status=status)
 
     def _dispatch(self, method: str, path: str, body: bytes, deadline: float | None) -> dict:
         m = _PREDICT_RE.fullmatch(path)
@@ -186,6 +215,12 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
     def _respond(self, status: int, doc: dict, close: bool = False) -> None:
         self._send(status, json.dumps(doc).encode(), "application/json", close)
 
+    def _reject(self, status: int, message: str) -> None:
+        """Answers an error of the HTTP layer itself (before :meth:`RestApi.handle`), with
+        its log line, and closes the connection."""
+        self.api.rejected(self.command, self.path, status, message)
+        self._respond(status, {"error": message}, close=True)
+
     def _send(self, status: int, data: bytes, content_type: str, close: bool = False) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -209,9 +244,10 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
             phrase = http.HTTPStatus(code).phrase
         except ValueError:
             phrase = "error"
-        self.log_message("%s %s", code, message or phrase)
         if not getattr(self, "command", None):
             self.command = ""
+        self.api.rejected(self.command, getattr(self, "path", ""), code,
+                          message or explain or phrase)
         if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
             self.request_version = "HTTP/1.0"  # a request line that did not parse: still
             # answer with a status line and headers
@@ -228,16 +264,14 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
                 self.connection.settimeout(left)
                 chunk = self.rfile.read1(min(length - got, 1 << 20))
                 if not chunk:
-                    self._respond(400, {"error": f"the body ended after {got} of the "
-                                                 f"{length} bytes of Content-Length"},
-                                  close=True)
+                    self._reject(400, f"the body ended after {got} of the {length} bytes "
+                                      "of Content-Length")
                     return None
                 chunks.append(chunk)
                 got += len(chunk)
         except (TimeoutError, socket.timeout):
-            self._respond(408, {"error": f"received {got} of the {length} bytes of "
-                                         f"Content-Length within the read timeout of "
-                                         f"{self.server.read_timeout_s:g} s"}, close=True)
+            self._reject(408, f"received {got} of the {length} bytes of Content-Length "
+                              f"within the read timeout of {self.server.read_timeout_s:g} s")
             return None
         return b"".join(chunks)
 
@@ -259,20 +293,20 @@ class HttpHandler(http.server.BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         deadline = deadline_after(self.server.read_timeout_s)  # the whole request's
         if self.headers.get("Transfer-Encoding"):
-            self._respond(411, {"error": "Transfer-Encoding is not supported; send the body "
-                                         "with a Content-Length"}, close=True)
+            self._reject(411, "Transfer-Encoding is not supported; send the body with a "
+                              "Content-Length")
             return
         header = self.headers.get("Content-Length")
         text = "0" if header is None else header.strip()
         if not (text.isascii() and text.isdigit()) or len(text) > 18:
-            self._respond(400, {"error": "Content-Length must be a non-negative integer, got "
-                                         f"{clip(header or '', 40)!r}"}, close=True)
+            self._reject(400, "Content-Length must be a non-negative integer, got "
+                              f"{clip(header or '', 40)!r}")
             return
         length = int(text)
         limit = self.server.max_body_bytes
         if length > limit:
-            self._respond(413, {"error": f"request body of {length} bytes exceeds the limit of "
-                                         f"{limit} bytes"}, close=True)
+            self._reject(413, f"request body of {length} bytes exceeds the limit of {limit} "
+                              "bytes (the server's --max_message_bytes)")
             self._discard_body(length)
             return
         body = self._read_body(length, deadline) if length else b""

@@ -149,6 +149,7 @@ class ModelServer:
             self._http.server_close()  # join in-flight REST requests
         done.wait(grace + 1)
         self.manager.stop()
+        self._stats.error_log.close()  # the count of error lines suppressed, if any
 
     def __enter__(self) -> ModelServer:
         return self.start()

@@ -139,6 +139,14 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
         printed = capsys.readouterr()
         assert printed.out.splitlines()[0] == solutions[3].answer
         assert "warning: the question is worded as none of the modules" in printed.err
+        # --strict: that warning alone exits 3 (the answer printed all the same); a question
+        # of a trained module's wording exits 0.
+        assert main(["--server", f"127.0.0.1:{server.port}", "--question", QUESTIONS[3],
+                     "--strict"]) == 3
+        assert capsys.readouterr().out.splitlines()[0] == solutions[3].answer
+        assert main(["--server", f"127.0.0.1:{server.port}", "--question", QUESTIONS[0],
+                     "--strict"]) == 0
+        capsys.readouterr()
         # The bAbI model is still served beside it.
         with BabiClient(f"127.0.0.1:{server.port}", "babi") as babi:
             assert babi.ask("Mary went to the kitchen.", "Where is Mary?").answer

@@ -75,7 +75,9 @@ def test_babi_empty_long_and_unknown_inputs_are_answered_and_reported(served):
                              "all, so the answer (whatever its score) means nothing."]
         assert warned[1] == ["the story has 300 sentences and the model reads only the last "
                              "50: the first 250 were dropped, so the answer ignores them."]
-        assert warned[2][0].startswith("3 word(s) of the story and question are not in the "
+        # distinct words, as listed ("zork" twice: 3 occurrences in the export's count)
+        assert [r.unknown_words for r in replies] == [0, 0, 2, 0]
+        assert warned[2][0].startswith("2 word(s) of the story and question are not in the "
                                        "model's vocabulary (zork, paris); it read them")
         assert warned[3][0].startswith("the question is empty")
 
@@ -118,6 +120,30 @@ def test_the_command_prints_each_warning_on_stderr(served, capsys):
                  "--question", "What is 2 @ 3 ÷ 4?"]) == 0
     assert ("warning: 2 character(s) of the question are not in the model's vocabulary "
             "('@', '÷'); it read them as <unk>.") in capsys.readouterr().err.splitlines()
+
+
+def test_strict_exits_3_on_each_familys_warnings(served, capsys):
+    """``--strict``: status 3 when the reply carries any warning, the answer printed all
+    the same; 0 for a reply without one."""
+    at = ["--server", f"127.0.0.1:{served.port}"]
+    for argv, status in (
+            (["--model_name", "memn2n", "--story", "", "--question", "Where is Mary?"], 3),
+            (["--model_name", "memn2n", "--story", LONG_STORY, "--question", "Where is Mary?"],
+             3),
+            (["--model_name", "memn2n", "--story", "Mary went to the kitchen.", "--question",
+              "Where is Mary?"], 0),
+            (["--premise", "p AND q", "--hypothesis", "P or Q"], 3),
+            (["--premise", "(a&b", "--hypothesis", "a"], 3),
+            (["--premise", "(p&q)", "--hypothesis", "p"], 0),
+            (["--model_name", "math", "--question", "What is 2 @ 3?"], 3),
+            (["--model_name", "math", "--question", ""], 3),
+            (["--model_name", "math", "--question", "What is 2 plus 3?" + "9" * 30], 3),
+            (["--model_name", "math", "--question", "What is 2 plus 3?"], 0)):
+        assert main([*at, *argv, "--strict"]) == status, argv
+        printed = capsys.readouterr()
+        assert printed.out.strip() and ("warning: " in printed.err) == (status == 3), argv
+        assert main([*at, *argv]) == 0
+        capsys.readouterr()
 
 
 def test_entailment_and_math_report_alike_over_grpc_and_rest(served):
