@@ -1,0 +1,370 @@
+"""The authors' TP-Transformer training step against the port's, side by side on the same
+batches.
+
+    python -m bench.math_authors_step --data_dir ../shared/data/mathematics \\
+        --authors_checkout /tmp/tp-transformer-authors --json step.json
+    python -m bench.math_authors_step --configs tensorflow,jax --seconds 4 --profile_steps 2
+
+Configurations (``--configs``), each in its own process with one thread (TensorFlow's
+intra- and inter-op pools, PyTorch's ``set_num_threads(1)``, XLA's CPU runtime), warmed up
+over every batch (tracing, and for JAX one compilation per shape), then timed in windows
+of ``--seconds`` that the processes take in turn for ``--repeats`` rounds, the order
+reversed every other round:
+
+* ``authors``: their step (github.com/ischlag/TP-Transformer, ``models/tp-transformer.py``
+  and the loop body of ``utils/trainer.py``: forward, ``CrossEntropyLoss(ignore_index=
+  <pad>)``, backward, their accuracy, ``clip_grad_norm_`` 0.1, ``torch.optim.Adam``) from
+  the work tree ``--authors_checkout`` on PyTorch's CPU wheel; skipped, with the reason in
+  the output, without a checkout or without PyTorch;
+* ``tensorflow`` / ``jax``: the port's ``Trainer`` / ``JaxTrainer`` step under ``train.math
+  --recipe authors_code`` (the same loss, PyTorch-form Adam, clip and initialisation);
+* ``tensorflow_buckets``: the port's TensorFlow step on its own length-bucketed batches
+  (``make_dataset``'s boundaries) of the same data.
+
+The first three read the same batches: ``--batches`` shuffled batches of ``--batch_size``
+padded to their longest question and answer, as the authors' torchtext ``Iterator`` pads
+(the authors' step gets them with its ids for ``<pad>`` and ``<unk>``). Reported per
+configuration: the median examples/s and its ratio to ``authors`` (else the first
+configuration) in each round; the matmul FLOPs per example of a training step
+(:func:`bench.math_steps.matmul_flops` on each batch's padded lengths, 3× the forward's;
+the ``useful`` count uses each example's own lengths; PyTorch's ``FlopCounterMode`` count
+of the authors' step is recorded beside it as a check); the FLOP/s that makes, and its
+fraction of this machine's measured float32 matmul peak: the fastest of the libraries'
+one-thread matmuls of the feed-forward's shapes (``[B·S, d] x [d, f]`` and back, ``S`` the
+mean padded question length), timed after every window. On a shared CPU read the ratios
+measured in the same round, not single rates. ``--profile_steps N`` also profiles N steps
+of each TensorFlow and PyTorch configuration op by op (:mod:`bench.math_step_profile`).
+"""
+
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from bench.math_step_profile import format_profile
+from bench.windows import WindowWorker, serve_windows
+
+#: ``{name: (library, batch set)}``.
+CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same"),
+           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets")}
+#: The twenty everyday modules of issue 66.
+EVERYDAY_MODULES = (
+    "arithmetic__add_or_sub,arithmetic__add_sub_multiple,arithmetic__mul,arithmetic__div,"
+    "arithmetic__mixed,arithmetic__mul_div_multiple,comparison__pair,comparison__sort,"
+    "comparison__kth_biggest,comparison__closest,numbers__place_value,numbers__round_number,"
+    "numbers__gcd,numbers__lcm,numbers__div_remainder,numbers__is_factor,numbers__is_prime,"
+    "measurement__conversion,measurement__time,algebra__linear_1d")
+#: One thread for every library a worker may load.
+ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+KEYS = ("source", "target_in", "target_out", "module")
+
+
+def skip_reason(config, checkout):
+    """Why ``config`` cannot run here (None when it can)."""
+    from bench.math_steps import AUTHORS_MODEL
+
+    library = CONFIGS[config][0]
+    if library == "torch":
+        if not checkout:
+            return "no --authors_checkout given"
+        if not os.path.isfile(os.path.join(checkout, AUTHORS_MODEL)):
+            return f"{checkout} holds no {AUTHORS_MODEL}"
+    if importlib.util.find_spec(library) is None:
+        return f"{library} is not installed"
+    return None
+
+
+def make_batch_sets(split, batch_size, count):
+    """``{"same": plain batches padded per batch, "buckets": the port's length buckets}``,
+    ``count`` each, as numpy ``(features, labels)``."""
+    from tpr_keras.data import mathematics
+
+    def take(**kwargs):
+        ds = mathematics.make_dataset(split, batch_size, shuffle=True, seed=0,
+                                      drop_remainder=True, **kwargs).take(count)
+        batches = [({k: v.numpy() for k, v in f.items()}, {k: v.numpy() for k, v in l.items()})
+                   for f, l in ds]
+        if len(batches) < count:
+            raise SystemExit(f"the data gives {len(batches)} full batches of {batch_size}, "
+                             f"not {count}: lower --batches or raise --limit_per_file")
+        return batches
+
+    return {"same": take(bucket_boundaries=None), "buckets": take()}
+
+
+def save_batches(sets, path):
+    np.savez(path, **{f"{name}/{i}/{key}": (f if key in f else l)[key]
+                      for name, batches in sets.items() for i, (f, l) in enumerate(batches)
+                      for key in KEYS})
+
+
+def load_batches(path, name):
+    with np.load(path) as data:
+        count = len({k.split("/")[1] for k in data.files if k.startswith(name + "/")})
+        return [({k: data[f"{name}/{i}/{k}"] for k in KEYS[:2]},
+                 {k: data[f"{name}/{i}/{k}"] for k in KEYS[2:]}) for i in range(count)]
+
+
+def flop_counts(batches, sizes, vocabulary_size):
+    """Mean training-step matmul FLOPs per example over ``batches``: on the padded
+    lengths (what the step computes) and on each example's own (``useful``)."""
+    from bench.math_steps import matmul_flops
+
+    padded, useful, examples = 0.0, 0.0, 0
+    for f, _ in batches:
+        rows = f["source"].shape[0]
+        padded += rows * 3 * matmul_flops(sizes, vocabulary_size, f["source"].shape[1],
+                                          f["target_in"].shape[1])
+        for s, t in zip((f["source"] != 0).sum(1), (f["target_in"] != 0).sum(1)):
+            useful += 3 * matmul_flops(sizes, vocabulary_size, s, t)
+        examples += rows
+    return {"flops_per_example": padded / examples,
+            "useful_flops_per_example": useful / examples,
+            "mean_source_length": float(np.mean([f["source"].shape[1] for f, _ in batches])),
+            "mean_target_length": float(np.mean([f["target_in"].shape[1]
+                                                 for f, _ in batches]))}
+
+
+def build_step(spec, library, batches):
+    """``(step, data, info)`` of a worker: the step of ``library`` and its batches."""
+    import bench.math_steps as steps
+
+    folder = tempfile.mkdtemp(prefix="math_authors_step_")
+    if library == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+        step, model = steps.authors_step(spec["checkout"], spec["sizes"],
+                                         spec["vocabulary_size"], spec["recipe"])
+        data = [tuple(torch.from_numpy(x) for x in b) for b in steps.authors_batches(batches)]
+        info = {"parameters": sum(p.numel() for p in model.parameters()),
+                "version": torch.__version__,
+                "counted_flops_per_example": steps.counted_torch_flops(step, data[0])}
+        return step, data, info
+    if library == "jax":
+        import jax
+
+        step, trainer = steps.jax_step(spec["preset"], spec["vocabulary_size"], folder)
+        return step, batches, {"parameters": trainer.model.count_params(),
+                               "version": jax.__version__}
+    import tensorflow as tf
+
+    step, trainer, data = steps.tensorflow_step(spec["preset"], spec["vocabulary_size"],
+                                                folder, batches)
+    return step, data, {"parameters": trainer.model.count_params(),
+                        "version": tf.__version__}
+
+
+def worker(spec):
+    """One configuration's process: build, warm up over every batch, (profile,) then time
+    windows on demand."""
+    from bench import math_step_profile, math_steps
+
+    spec = json.loads(spec)
+    library, batch_set = CONFIGS[spec["config"]]
+    step, data, info = build_step(spec, library, load_batches(spec["batches_file"],
+                                                               batch_set))
+    start = time.perf_counter()
+    for batch in data:
+        step(batch)
+    info.update(config=spec["config"], library=library, batches=batch_set,
+                warmup_seconds=time.perf_counter() - start)
+    if spec["profile_steps"] and library != "jax":
+        profile = (math_step_profile.torch_profile if library == "torch"
+                   else math_step_profile.tensorflow_profile)
+        info["profile"] = profile(lambda: step(data[0]), spec["profile_steps"])
+    sizes = spec["sizes"]
+
+    def run_window(seconds):
+        examples, count, begin = 0, 0, time.perf_counter()
+        while time.perf_counter() - begin < seconds:
+            examples += step(data[count % len(data)])
+            count += 1
+        rate = examples / (time.perf_counter() - begin)
+        return {"examples_per_second": rate, "steps": count,
+                "matmul_flops_per_second": math_steps.matmul_rate(
+                    library, spec["matmul_rows"], sizes["model_dim"],
+                    sizes["feed_forward_dim"], spec["matmul_seconds"]),
+                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+    serve_windows(info, run_window)
+
+
+def start_worker(config, spec):
+    env = dict(os.environ, **ONE_THREAD)
+    library = CONFIGS[config][0]
+    if library != "torch":
+        env["KERAS_BACKEND"] = library
+    if library == "jax":
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + XLA_ONE_THREAD).strip()
+    return WindowWorker([sys.executable, "-m", "bench.math_authors_step", "--worker",
+                         json.dumps(dict(spec, config=config))], config, env=env)
+
+
+def summarize(windows, names, baseline, counts, peak):
+    """``{config: row}`` from every window: median rate, ratios to ``baseline`` per round,
+    FLOPs per example, FLOP/s and its fraction of ``peak``."""
+    rows = {}
+    base = {w["round"]: w["examples_per_second"] for w in windows if w["config"] == baseline}
+    for name in names:
+        mine = [w for w in windows if w["config"] == name]
+        rate = statistics.median(w["examples_per_second"] for w in mine)
+        ratios = [w["examples_per_second"] / base[w["round"]] for w in mine]
+        count = counts[CONFIGS[name][1]]
+        info = {k: v for k, v in mine[0].items() if k not in (
+            "examples_per_second", "steps", "matmul_flops_per_second", "round",
+            "peak_rss_mib")}
+        rows[name] = dict(
+            info, examples_per_second=rate,
+            examples_per_second_rounds=[w["examples_per_second"] for w in mine],
+            ratio_to_baseline=statistics.median(ratios), ratio_to_baseline_rounds=ratios,
+            flops_per_example=count["flops_per_example"],
+            useful_flops_per_example=count["useful_flops_per_example"],
+            flops_per_second=rate * count["flops_per_example"],
+            fraction_of_matmul_peak=rate * count["flops_per_example"] / peak,
+            useful_fraction_of_matmul_peak=rate * count["useful_flops_per_example"] / peak,
+            peak_rss_mib=max(w["peak_rss_mib"] for w in mine))
+    return rows
+
+
+def print_rows(rows, baseline):
+    print(f"\n{'config':19s} {'examples/s':>10s} {'vs ' + baseline:>14s} {'GFLOP/ex':>9s} "
+          f"{'GFLOP/s':>8s} {'of peak':>8s} {'warm-up s':>9s}  ratio per round")
+    for name, row in rows.items():
+        print(f"{name:19s} {row['examples_per_second']:10.1f} "
+              f"{row['ratio_to_baseline']:13.2f}x {row['flops_per_example'] / 1e9:9.3f} "
+              f"{row['flops_per_second'] / 1e9:8.2f} "
+              f"{100 * row['fraction_of_matmul_peak']:7.1f}% {row['warmup_seconds']:9.1f}  "
+              + " ".join(f"{r:.2f}" for r in row["ratio_to_baseline_rounds"]))
+    for name, row in rows.items():
+        if "profile" in row:
+            print("\n".join(format_profile(name, row["profile"])))
+
+
+def parse_flags():
+    from serving.command_flags import Command
+
+    parser = Command("python -m bench.math_authors_step", __doc__.split("\n\n")[0])
+    parser.string("data_dir", None)
+    parser.string("modules", EVERYDAY_MODULES, "comma-separated, or all")
+    parser.integer("limit_per_file", 200)
+    parser.string("preset", "tiny", "a TP-Transformer size")
+    parser.string("configs", "authors,tensorflow,tensorflow_buckets",
+                  f"from {','.join(CONFIGS)}; jax compiles once per batch shape (minutes)")
+    parser.string("authors_checkout", None,
+                  "work tree of github.com/ischlag/TP-Transformer (else authors is skipped)")
+    parser.integer("batch_size", 128)
+    parser.integer("batches", 6, "distinct batches per batch set")
+    parser.float("seconds", 8.0, "per configuration per round")
+    parser.integer("repeats", 3, "rounds")
+    parser.float("matmul_seconds", 0.5, "the matmul peak's timing after every window")
+    parser.integer("profile_steps", 0, "profile this many steps op by op (0: none)")
+    parser.string("json", None, "write the results to this file")
+    parser.string("worker", None, "internal: set by the parent process")
+    args = parser.parse()
+    names = args.configs.split(",")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configs {unknown}; choose from {list(CONFIGS)}")
+    return args, names
+
+
+def prepare(args):
+    """Loads the data, builds and saves both batch sets, and counts their FLOPs: the
+    workers' common ``spec`` and the counts."""
+    from tpr_keras.data import mathematics
+    from tpr_keras.models.tp_transformer import PAPER_SIZES
+    from tpr_keras.training.recipes.tp_transformer import resolve_size
+
+    modules = "all" if args.modules == "all" else tuple(args.modules.split(","))
+    data = mathematics.load_mathematics(args.data_dir, modules=modules,
+                                        limit_per_file=args.limit_per_file, download=False)
+    sets = make_batch_sets(data.train, args.batch_size, args.batches)
+    sizes = dict(PAPER_SIZES[args.preset].config)
+    counts = {k: flop_counts(v, sizes, len(data.vocab)) for k, v in sets.items()}
+    path = os.path.join(tempfile.mkdtemp(prefix="math_authors_step_"), "batches.npz")
+    save_batches(sets, path)
+    recipe = resolve_size(args.preset, recipe_name="authors_code")[1]
+    spec = {"batches_file": path, "preset": args.preset, "sizes": sizes,
+            "vocabulary_size": len(data.vocab), "checkout": args.authors_checkout,
+            "recipe": {k: recipe[k] for k in ("learning_rate", "beta_1", "beta_2",
+                                              "clip_norm")},
+            "matmul_rows": args.batch_size * round(counts["same"]["mean_source_length"]),
+            "matmul_seconds": args.matmul_seconds, "profile_steps": args.profile_steps}
+    return spec, counts
+
+
+def run_rounds(names, spec, seconds, repeats):
+    """Every window of every configuration, the processes taking turns."""
+    workers = [start_worker(name, spec) for name in names]
+    windows = []
+    try:
+        for round_ in range(repeats):
+            for w in (workers if round_ % 2 == 0 else workers[::-1]):
+                windows.append(dict(w.window(seconds), round=round_))
+                print(f"round {round_ + 1} {w.label:19s} "
+                      f"{windows[-1]['examples_per_second']:8.1f} ex/s  matmul "
+                      f"{windows[-1]['matmul_flops_per_second'] / 1e9:6.1f} GFLOP/s",
+                      flush=True)
+    finally:
+        for w in workers:
+            w.close()
+    return windows
+
+
+def main():
+    args, names = parse_flags()
+    if args.worker:
+        return worker(args.worker)
+    skipped = {n: r for n in names if (r := skip_reason(n, args.authors_checkout))}
+    for name, reason in skipped.items():
+        print(f"{name}: skipped ({reason})")
+    running = [n for n in names if n not in skipped]
+    if not running:
+        raise SystemExit("no configuration can run here")
+    spec, counts = prepare(args)
+    load = os.getloadavg()[0]
+    print(f"{args.modules}; {args.preset}; batch {args.batch_size}; {os.cpu_count()} CPUs; "
+          f"load average {load:.2f}; padded lengths " + ", ".join(
+              f"{k} {c['mean_source_length']:.1f}/{c['mean_target_length']:.1f}"
+              for k, c in counts.items()), flush=True)
+    windows = run_rounds(running, spec, args.seconds, args.repeats)
+    by_library = {}
+    for w in windows:
+        by_library.setdefault(w["library"], []).append(w["matmul_flops_per_second"])
+    by_library = {k: statistics.median(v) for k, v in by_library.items()}
+    peak = max(by_library.values())
+    baseline = "authors" if "authors" in running else running[0]
+    shape = [spec["matmul_rows"], spec["sizes"]["model_dim"],
+             spec["sizes"]["feed_forward_dim"]]
+    results = {
+        "command": "python -m bench.math_authors_step " + " ".join(sys.argv[1:]),
+        "modules": args.modules, "preset": args.preset, "sizes": spec["sizes"],
+        "vocabulary_size": spec["vocabulary_size"], "batch_size": args.batch_size,
+        "batches": args.batches, "cpus": os.cpu_count(), "threads": 1,
+        "seconds": args.seconds, "repeats": args.repeats, "load_average_start": load,
+        "load_average_end": os.getloadavg()[0], "baseline": baseline,
+        "batch_sets": counts, "skipped": skipped,
+        "matmul_peak": {"shape": shape, "by_library": by_library, "flops_per_second": peak},
+        "configs": summarize(windows, running, baseline, counts, peak), "windows": windows}
+    print(f"matmul peak (one thread, [{shape[0]}, {shape[1]}] x [{shape[1]}, {shape[2]}] "
+          "and back): " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in by_library.items())
+          + " GFLOP/s")
+    print_rows(results["configs"], baseline)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+        print(f"Wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
