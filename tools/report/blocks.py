@@ -11,7 +11,8 @@ import os
 import types
 
 from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
-from tools.report import babi, babi_table1, math_curves, math_tables, modules
+from tools.report import (babi, babi_table1, math_curves, math_everyday, math_tables,
+                          modules)
 from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backends_block,
                                 command_help_block, entailment_bench_block, gpu_block,
                                 math_bench_block, serving_batching_block)
@@ -131,6 +132,7 @@ BLOCKS = {
     "math-sizes": math_curves.sizes_markdown,
     "math-continued": math_tables.continued_markdown,
     "math-curves": math_curves.curves_markdown,
+    "math-everyday": math_everyday.everyday_markdown,
     "math-heldout": math_tables.heldout_markdown,
     "babi-table2": lambda root: babi_paper_runs.markdown(root, 2),
     "babi-table3": lambda root: babi_paper_runs.markdown(root, 3),
