@@ -34,6 +34,7 @@ from tensorflow_serving.config import model_server_config_pb2
 from serving.core._tf import tf
 from serving.core.batch_scheduler import BatchScheduler
 from serving.core.batching import BatchingParameters
+from serving.core.memory import release_unloaded
 from serving.core.runners import DEFAULT_MAX_ROWS
 from serving.core.servable import RUNTIMES, Servable
 from serving.core.status import ServingError
@@ -259,17 +260,17 @@ class ModelManager:
         return sorted(on_disk)[-n:]
 
     def poll(self) -> None:
-        """Lists every base path once; loads new versions, then unloads unwanted ones. Models
-        are polled in parallel (``num_load_threads``), each under its own lock."""
+        """Lists every base path once; loads new versions, then unloads unwanted ones (and
+        frees their memory). Models are polled in parallel (``num_load_threads``)."""
         with self._lock:
             models = list(self._models.values())
         if self._load_threads <= 1 or len(models) <= 1:
-            for model in models:
-                self._poll_locked(model)
-            return
-        with concurrent.futures.ThreadPoolExecutor(
-                min(self._load_threads, len(models)), thread_name_prefix="load") as pool:
-            list(pool.map(self._poll_locked, models))
+            list(map(self._poll_locked, models))
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                    min(self._load_threads, len(models)), thread_name_prefix="load") as pool:
+                list(pool.map(self._poll_locked, models))
+        release_unloaded()  # what unloaded and failed versions left (serving.core.memory)
 
     def _poll_locked(self, model: Model) -> None:
         with model.lock:
@@ -291,8 +292,7 @@ class ModelManager:
         model.folders = version_folders(base, names)
         on_disk = sorted(model.folders)
         for _ in range(len(on_disk) + 1):  # bounded: each extra round gives up on a version
-            # Versions that failed every load attempt drop out, so "latest" falls back to
-            # the newest loadable version instead of serving nothing.
+            # Given-up versions drop out: "latest" falls back to the newest loadable one.
             usable = [v for v in on_disk if not self._gave_up(model, v)]
             aspired = self._aspired(model, usable)
             if not aspired:

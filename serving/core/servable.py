@@ -7,7 +7,9 @@ its SignatureDef tensor names (``runtime="function"`` uses ``tf.saved_model.load
 Lifetime: requests take a lease (:meth:`Servable.acquire` / :meth:`Servable.release`);
 :meth:`Servable.close` retires the version, and its batch threads and session are closed
 as soon as the last lease is returned: right away if none is out, otherwise by the request
-that returns it. Nothing waits for the garbage collector.
+that returns it. Nothing waits for the garbage collector; the version's graph, which
+only a full collection frees, is freed by the next poll of the manager
+(:mod:`serving.core.memory`).
 
 A signature and its runners are in :mod:`serving.core.signature` and
 :mod:`serving.core.runners`; the warm-up replay in :mod:`serving.core.warmup`.
@@ -30,6 +32,7 @@ from tensorflow_serving.apis import get_model_metadata_pb2
 from serving.core._tf import tf
 from serving.core.batch_scheduler import BatchScheduler
 from serving.core.batching import Batcher, BatchingParameters
+from serving.core.memory import version_dropped
 from serving.core.runners import ChunkedRunner, FunctionRunner, SessionRunner
 from serving.core.signature import DEFAULT_SIGNATURE, Runner, Signature, TensorSpecInfo
 from serving.core.status import ServingError
@@ -90,13 +93,18 @@ class Servable:
                     meta = tf.compat.v1.saved_model.loader.load(self._session, list(tags), path)
             except BaseException:
                 self._session.close()
+                version_dropped()  # the graph built so far is garbage now
                 raise
             runners: dict[str, Runner] = {
                 k: SessionRunner(self._session, sdef) for k, sdef in meta.signature_def.items()
                 if not k.startswith("__")}  # "__saved_model_init_op" is not servable
         else:
             meta = read_meta_graph(path, tags)
-            self._loaded = tf.saved_model.load(path, tags=list(tags))
+            try:
+                self._loaded = tf.saved_model.load(path, tags=list(tags))
+            except BaseException:
+                version_dropped()  # the functions restored so far are garbage now
+                raise
             runners = {k: FunctionRunner(self._loaded.signatures[k]) for k in meta.signature_def
                        if k in self._loaded.signatures}
         for key, sdef in meta.signature_def.items():
@@ -161,6 +169,7 @@ class Servable:
         if self._session is not None:
             self._session.close()
         self._loaded = None
+        version_dropped()  # its graph is freed at the next poll (serving.core.memory)
         log.debug("model %s: version %d closed", self.name, self.version)
 
     @property
