@@ -19,21 +19,26 @@ reversed every other round:
 * ``tensorflow`` / ``jax``: the port's ``Trainer`` / ``JaxTrainer`` step under ``train.math
   --recipe authors_code`` (the same loss, PyTorch-form Adam, clip and initialisation);
 * ``tensorflow_buckets``: the port's TensorFlow step on its own length-bucketed batches
-  (``make_dataset``'s boundaries) of the same data.
+  (``make_dataset``'s boundaries) of the same data;
+* ``tensorflow_matmul``: ``tensorflow`` with the model's ``attention_form="matmul"`` (the
+  attention's projections as one matrix product and a reshape instead of einsums).
 
-The first three read the same batches: ``--batches`` shuffled batches of ``--batch_size``
-padded to their longest question and answer, as the authors' torchtext ``Iterator`` pads
-(the authors' step gets them with its ids for ``<pad>`` and ``<unk>``). Reported per
-configuration: the median examples/s and its ratio to ``authors`` (else the first
-configuration) in each round; the matmul FLOPs per example of a training step
-(:func:`bench.math_steps.matmul_flops` on each batch's padded lengths, 3× the forward's;
-the ``useful`` count uses each example's own lengths; PyTorch's ``FlopCounterMode`` count
-of the authors' step is recorded beside it as a check); the FLOP/s that makes, and its
-fraction of this machine's measured float32 matmul peak: the fastest of the libraries'
-one-thread matmuls of the feed-forward's shapes (``[B·S, d] x [d, f]`` and back, ``S`` the
-mean padded question length), timed after every window. On a shared CPU read the ratios
-measured in the same round, not single rates. ``--profile_steps N`` also profiles N steps
-of each TensorFlow and PyTorch configuration op by op (:mod:`bench.math_step_profile`).
+All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
+``--batch_size`` padded to their longest question and answer, as the authors' torchtext
+``Iterator`` pads (the authors' step gets them with its ids for ``<pad>`` and ``<unk>``).
+
+Reported per configuration, on two clocks: ``wall`` (examples per second) and ``cpu``
+(examples per second of the worker's CPU time, which a loaded machine disturbs far less:
+with one thread it is the rate of one core of its own): the median rate and its ratio to
+``authors`` (else the first configuration) in each round; the matmul FLOPs per example of
+a training step (:func:`bench.math_steps.matmul_flops` on each batch's padded lengths, 3×
+the forward's; ``useful`` on each example's own lengths; PyTorch's ``FlopCounterMode``
+count of the authors' step is recorded beside it as a check); the FLOP/s that makes, and
+its fraction of this machine's measured float32 matmul peak on the same clock: the fastest
+library's one-thread matmuls of the feed-forward's shapes (``[B·S, d] x [d, f]`` and back,
+``S`` the mean padded question length), timed after every window. ``--profile_steps N``
+also profiles N steps of each TensorFlow and PyTorch configuration op by op
+(:mod:`bench.math_step_profile`).
 """
 
 import importlib.util
@@ -47,12 +52,13 @@ import time
 
 import numpy as np
 
-from bench.math_step_profile import format_profile
+from bench import math_step_profile, math_steps
 from bench.windows import WindowWorker, serve_windows
 
 #: ``{name: (library, batch set)}``.
 CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same"),
-           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets")}
+           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets"),
+           "tensorflow_matmul": ("tensorflow", "same")}
 #: The twenty everyday modules of issue 66.
 EVERYDAY_MODULES = (
     "arithmetic__add_or_sub,arithmetic__add_sub_multiple,arithmetic__mul,arithmetic__div,"
@@ -69,14 +75,12 @@ KEYS = ("source", "target_in", "target_out", "module")
 
 def skip_reason(config, checkout):
     """Why ``config`` cannot run here (None when it can)."""
-    from bench.math_steps import AUTHORS_MODEL
-
     library = CONFIGS[config][0]
     if library == "torch":
         if not checkout:
             return "no --authors_checkout given"
-        if not os.path.isfile(os.path.join(checkout, AUTHORS_MODEL)):
-            return f"{checkout} holds no {AUTHORS_MODEL}"
+        if not os.path.isfile(os.path.join(checkout, math_steps.AUTHORS_MODEL)):
+            return f"{checkout} holds no {math_steps.AUTHORS_MODEL}"
     if importlib.util.find_spec(library) is None:
         return f"{library} is not installed"
     return None
@@ -116,15 +120,13 @@ def load_batches(path, name):
 def flop_counts(batches, sizes, vocabulary_size):
     """Mean training-step matmul FLOPs per example over ``batches``: on the padded
     lengths (what the step computes) and on each example's own (``useful``)."""
-    from bench.math_steps import matmul_flops
-
     padded, useful, examples = 0.0, 0.0, 0
     for f, _ in batches:
         rows = f["source"].shape[0]
-        padded += rows * 3 * matmul_flops(sizes, vocabulary_size, f["source"].shape[1],
-                                          f["target_in"].shape[1])
+        padded += rows * 3 * math_steps.matmul_flops(
+            sizes, vocabulary_size, f["source"].shape[1], f["target_in"].shape[1])
         for s, t in zip((f["source"] != 0).sum(1), (f["target_in"] != 0).sum(1)):
-            useful += 3 * matmul_flops(sizes, vocabulary_size, s, t)
+            useful += 3 * math_steps.matmul_flops(sizes, vocabulary_size, s, t)
         examples += rows
     return {"flops_per_example": padded / examples,
             "useful_flops_per_example": useful / examples,
@@ -135,30 +137,34 @@ def flop_counts(batches, sizes, vocabulary_size):
 
 def build_step(spec, library, batches):
     """``(step, data, info)`` of a worker: the step of ``library`` and its batches."""
-    import bench.math_steps as steps
-
     folder = tempfile.mkdtemp(prefix="math_authors_step_")
     if library == "torch":
         import torch
 
         torch.set_num_threads(1)
-        step, model = steps.authors_step(spec["checkout"], spec["sizes"],
-                                         spec["vocabulary_size"], spec["recipe"])
-        data = [tuple(torch.from_numpy(x) for x in b) for b in steps.authors_batches(batches)]
+        step, model = math_steps.authors_step(spec["checkout"], spec["sizes"],
+                                              spec["vocabulary_size"], spec["recipe"])
+        data = [tuple(torch.from_numpy(x) for x in b)
+                for b in math_steps.authors_batches(batches)]
+        source, target = data[0]  # FlopCounterMode's count beside the formula's
         info = {"parameters": sum(p.numel() for p in model.parameters()),
                 "version": torch.__version__,
-                "counted_flops_per_example": steps.counted_torch_flops(step, data[0])}
+                "counted_flops_per_example": math_steps.counted_torch_flops(step, data[0]),
+                "formula_flops_per_example": 3 * math_steps.matmul_flops(
+                    spec["sizes"], spec["vocabulary_size"], source.shape[1],
+                    target.shape[1] - 1)}
         return step, data, info
     if library == "jax":
         import jax
 
-        step, trainer = steps.jax_step(spec["preset"], spec["vocabulary_size"], folder)
+        step, trainer = math_steps.jax_step(spec["preset"], spec["vocabulary_size"], folder)
         return step, batches, {"parameters": trainer.model.count_params(),
                                "version": jax.__version__}
     import tensorflow as tf
 
-    step, trainer, data = steps.tensorflow_step(spec["preset"], spec["vocabulary_size"],
-                                                folder, batches)
+    step, trainer, data = math_steps.tensorflow_step(
+        spec["preset"], spec["vocabulary_size"], folder, batches,
+        "matmul" if spec["config"].endswith("_matmul") else "einsum")
     return step, data, {"parameters": trainer.model.count_params(),
                         "version": tf.__version__}
 
@@ -166,8 +172,6 @@ def build_step(spec, library, batches):
 def worker(spec):
     """One configuration's process: build, warm up over every batch, (profile,) then time
     windows on demand."""
-    from bench import math_step_profile, math_steps
-
     spec = json.loads(spec)
     library, batch_set = CONFIGS[spec["config"]]
     step, data, info = build_step(spec, library, load_batches(spec["batches_file"],
@@ -184,16 +188,19 @@ def worker(spec):
     sizes = spec["sizes"]
 
     def run_window(seconds):
-        examples, count, begin = 0, 0, time.perf_counter()
+        examples, count = 0, 0
+        begin, cpu = time.perf_counter(), time.process_time()
         while time.perf_counter() - begin < seconds:
             examples += step(data[count % len(data)])
             count += 1
-        rate = examples / (time.perf_counter() - begin)
-        return {"examples_per_second": rate, "steps": count,
-                "matmul_flops_per_second": math_steps.matmul_rate(
-                    library, spec["matmul_rows"], sizes["model_dim"],
-                    sizes["feed_forward_dim"], spec["matmul_seconds"]),
-                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        wall, cpu = time.perf_counter() - begin, time.process_time() - cpu
+        matmul = math_steps.matmul_rate(library, spec["matmul_rows"], sizes["model_dim"],
+                                        sizes["feed_forward_dim"], spec["matmul_seconds"])
+        return {"steps": count, "peak_rss_mib": resource.getrusage(
+                    resource.RUSAGE_SELF).ru_maxrss / 1024,
+                **{clock: {"examples_per_second": examples / seconds_,
+                           "matmul_flops_per_second": matmul[clock]}
+                   for clock, seconds_ in (("wall", wall), ("cpu", max(cpu, 1e-9)))}}
 
     serve_windows(info, run_window)
 
@@ -209,44 +216,66 @@ def start_worker(config, spec):
                          json.dumps(dict(spec, config=config))], config, env=env)
 
 
-def summarize(windows, names, baseline, counts, peak):
-    """``{config: row}`` from every window: median rate, ratios to ``baseline`` per round,
-    FLOPs per example, FLOP/s and its fraction of ``peak``."""
+def summarize(infos, windows, baseline, counts, peaks):
+    """``{config: row}`` from every window, per clock (``wall``: examples per second;
+    ``cpu``: per second of the process's CPU time): the median rate, the ratios to
+    ``baseline`` in each round, the FLOP/s and its fraction of that clock's ``peaks``."""
     rows = {}
-    base = {w["round"]: w["examples_per_second"] for w in windows if w["config"] == baseline}
-    for name in names:
+    for name, info in infos.items():
         mine = [w for w in windows if w["config"] == name]
-        rate = statistics.median(w["examples_per_second"] for w in mine)
-        ratios = [w["examples_per_second"] / base[w["round"]] for w in mine]
         count = counts[CONFIGS[name][1]]
-        info = {k: v for k, v in mine[0].items() if k not in (
-            "examples_per_second", "steps", "matmul_flops_per_second", "round",
-            "peak_rss_mib")}
-        rows[name] = dict(
-            info, examples_per_second=rate,
-            examples_per_second_rounds=[w["examples_per_second"] for w in mine],
-            ratio_to_baseline=statistics.median(ratios), ratio_to_baseline_rounds=ratios,
-            flops_per_example=count["flops_per_example"],
-            useful_flops_per_example=count["useful_flops_per_example"],
-            flops_per_second=rate * count["flops_per_example"],
-            fraction_of_matmul_peak=rate * count["flops_per_example"] / peak,
-            useful_fraction_of_matmul_peak=rate * count["useful_flops_per_example"] / peak,
-            peak_rss_mib=max(w["peak_rss_mib"] for w in mine))
+        row = dict(info)
+        row.update(flops_per_example=count["flops_per_example"],
+                   useful_flops_per_example=count["useful_flops_per_example"],
+                   steps=sum(w["steps"] for w in mine),
+                   peak_rss_mib=max(w["peak_rss_mib"] for w in mine))
+        for clock in ("wall", "cpu"):
+            base = {w["round"]: w[clock]["examples_per_second"] for w in windows
+                    if w["config"] == baseline}
+            rates = [w[clock]["examples_per_second"] for w in mine]
+            ratios = [w[clock]["examples_per_second"] / base[w["round"]] for w in mine]
+            rate = statistics.median(rates)
+            row[clock] = dict(
+                examples_per_second=rate, examples_per_second_rounds=rates,
+                ratio_to_baseline=statistics.median(ratios), ratio_to_baseline_rounds=ratios,
+                flops_per_second=rate * count["flops_per_example"],
+                fraction_of_matmul_peak=rate * count["flops_per_example"] / peaks[clock],
+                useful_fraction_of_matmul_peak=(rate * count["useful_flops_per_example"]
+                                                / peaks[clock]))
+        rows[name] = row
     return rows
 
 
-def print_rows(rows, baseline):
-    print(f"\n{'config':19s} {'examples/s':>10s} {'vs ' + baseline:>14s} {'GFLOP/ex':>9s} "
-          f"{'GFLOP/s':>8s} {'of peak':>8s} {'warm-up s':>9s}  ratio per round")
-    for name, row in rows.items():
-        print(f"{name:19s} {row['examples_per_second']:10.1f} "
-              f"{row['ratio_to_baseline']:13.2f}x {row['flops_per_example'] / 1e9:9.3f} "
-              f"{row['flops_per_second'] / 1e9:8.2f} "
-              f"{100 * row['fraction_of_matmul_peak']:7.1f}% {row['warmup_seconds']:9.1f}  "
-              + " ".join(f"{r:.2f}" for r in row["ratio_to_baseline_rounds"]))
+def matmul_peaks(windows):
+    """Per clock: each library's median matmul FLOP/s over its windows, and the fastest."""
+    peaks = {}
+    for clock in ("wall", "cpu"):
+        by_library = {}
+        for w in windows:
+            by_library.setdefault(w["library"], []).append(w[clock]["matmul_flops_per_second"])
+        by_library = {k: statistics.median(v) for k, v in by_library.items()}
+        peaks[clock] = {"by_library": by_library, "flops_per_second": max(by_library.values())}
+    return peaks
+
+
+def print_rows(rows, baseline, peaks):
+    for clock, unit in (("wall", "examples/s"), ("cpu", "ex/CPU s")):
+        print(f"\n{clock} clock; matmul peak (one thread) " + ", ".join(
+            f"{k} {v / 1e9:.1f}" for k, v in peaks[clock]["by_library"].items())
+            + " GFLOP/s")
+        print(f"{'config':19s} {unit:>10s} {'vs ' + baseline:>14s} {'GFLOP/ex':>9s} "
+              f"{'GFLOP/s':>8s} {'of peak':>8s}  ratio per round")
+        for name, row in rows.items():
+            r = row[clock]
+            print(f"{name:19s} {r['examples_per_second']:10.1f} "
+                  f"{r['ratio_to_baseline']:13.2f}x {row['flops_per_example'] / 1e9:9.3f} "
+                  f"{r['flops_per_second'] / 1e9:8.2f} "
+                  f"{100 * r['fraction_of_matmul_peak']:7.1f}%  "
+                  + " ".join(f"{x:.2f}" for x in r["ratio_to_baseline_rounds"]))
+    print("warm-up s: " + ", ".join(f"{n} {r['warmup_seconds']:.0f}" for n, r in rows.items()))
     for name, row in rows.items():
         if "profile" in row:
-            print("\n".join(format_profile(name, row["profile"])))
+            print("\n".join(math_step_profile.format_profile(name, row["profile"])))
 
 
 def parse_flags():
@@ -303,21 +332,26 @@ def prepare(args):
 
 
 def run_rounds(names, spec, seconds, repeats):
-    """Every window of every configuration, the processes taking turns."""
+    """Every configuration's ``READY`` record, and every window (its rates, config,
+    library and round), the processes taking turns."""
     workers = [start_worker(name, spec) for name in names]
     windows = []
     try:
         for round_ in range(repeats):
             for w in (workers if round_ % 2 == 0 else workers[::-1]):
-                windows.append(dict(w.window(seconds), round=round_))
-                print(f"round {round_ + 1} {w.label:19s} "
-                      f"{windows[-1]['examples_per_second']:8.1f} ex/s  matmul "
-                      f"{windows[-1]['matmul_flops_per_second'] / 1e9:6.1f} GFLOP/s",
-                      flush=True)
+                record = w.window(seconds)
+                windows.append({k: v for k, v in record.items()
+                                if k not in w.info or k in ("config", "library")})
+                windows[-1]["round"] = round_
+                wall, cpu = record["wall"], record["cpu"]
+                print(f"round {round_ + 1} {w.label:19s} {wall['examples_per_second']:7.1f} "
+                      f"ex/s {cpu['examples_per_second']:7.1f} ex/CPU s; matmul "
+                      f"{wall['matmul_flops_per_second'] / 1e9:5.1f} GFLOP/s "
+                      f"{cpu['matmul_flops_per_second'] / 1e9:5.1f} GFLOP/CPU s", flush=True)
     finally:
         for w in workers:
             w.close()
-    return windows
+    return {w.label: w.info for w in workers}, windows
 
 
 def main():
@@ -336,12 +370,8 @@ def main():
           f"load average {load:.2f}; padded lengths " + ", ".join(
               f"{k} {c['mean_source_length']:.1f}/{c['mean_target_length']:.1f}"
               for k, c in counts.items()), flush=True)
-    windows = run_rounds(running, spec, args.seconds, args.repeats)
-    by_library = {}
-    for w in windows:
-        by_library.setdefault(w["library"], []).append(w["matmul_flops_per_second"])
-    by_library = {k: statistics.median(v) for k, v in by_library.items()}
-    peak = max(by_library.values())
+    infos, windows = run_rounds(running, spec, args.seconds, args.repeats)
+    peaks = matmul_peaks(windows)
     baseline = "authors" if "authors" in running else running[0]
     shape = [spec["matmul_rows"], spec["sizes"]["model_dim"],
              spec["sizes"]["feed_forward_dim"]]
@@ -352,13 +382,11 @@ def main():
         "batches": args.batches, "cpus": os.cpu_count(), "threads": 1,
         "seconds": args.seconds, "repeats": args.repeats, "load_average_start": load,
         "load_average_end": os.getloadavg()[0], "baseline": baseline,
-        "batch_sets": counts, "skipped": skipped,
-        "matmul_peak": {"shape": shape, "by_library": by_library, "flops_per_second": peak},
-        "configs": summarize(windows, running, baseline, counts, peak), "windows": windows}
-    print(f"matmul peak (one thread, [{shape[0]}, {shape[1]}] x [{shape[1]}, {shape[2]}] "
-          "and back): " + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in by_library.items())
-          + " GFLOP/s")
-    print_rows(results["configs"], baseline)
+        "batch_sets": counts, "skipped": skipped, "matmul_peak": dict(shape=shape, **peaks),
+        "configs": summarize(infos, windows, baseline, counts,
+                             {k: v["flops_per_second"] for k, v in peaks.items()}),
+        "windows": windows}
+    print_rows(results["configs"], baseline, peaks)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

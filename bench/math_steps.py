@@ -126,10 +126,11 @@ def counted_torch_flops(step, batch):
     return counter.get_total_flops() / examples
 
 
-def port_parts(preset, vocabulary_size, seed=0):
+def port_parts(preset, vocabulary_size, attention_form="einsum", seed=0):
     """``(model_fn, optimizer_fn, compute_fn, TrainConfig)`` of ``train.math --size
     preset --recipe authors_code``: PyTorch-form Adam, the batch's token-mean loss, clip
-    0.1, PyTorch's default initialisation where their code keeps it."""
+    0.1, PyTorch's default initialisation where their code keeps it; the attention's
+    projections as einsums (the default) or plain matmuls (``attention_form``)."""
     import keras
 
     from tpr_keras.models.tp_transformer import TPTransformer, sequence_compute_fn
@@ -141,7 +142,8 @@ def port_parts(preset, vocabulary_size, seed=0):
 
     def model_fn():
         keras.utils.set_random_seed(seed)
-        model = TPTransformer.from_paper_size(size, vocabulary_size=vocabulary_size)
+        model = TPTransformer.from_paper_size(size, vocabulary_size=vocabulary_size,
+                                              attention_form=attention_form)
         torch_linear_init(model, recipe["torch_default_init"], seed=seed)
         return model
 
@@ -154,7 +156,7 @@ def port_parts(preset, vocabulary_size, seed=0):
                                                         clip_norm=recipe["clip_norm"])
 
 
-def tensorflow_step(preset, vocabulary_size, folder, batches):
+def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="einsum"):
     """The port's TensorFlow ``Trainer`` step (``make_train_function``, one trace for
     every shape). Returns ``(step, trainer, tensor batches)``; ``step(batch)`` ->
     examples."""
@@ -162,7 +164,7 @@ def tensorflow_step(preset, vocabulary_size, folder, batches):
 
     from tpr_keras.training import Trainer
 
-    trainer = Trainer(*port_parts(preset, vocabulary_size), folder)
+    trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form), folder)
     tensors = [tf.nest.map_structure(tf.constant, b) for b in batches]
     spec = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), tensors[0])
@@ -184,8 +186,9 @@ def jax_step(preset, vocabulary_size, folder):
 
 
 def matmul_rate(library, rows, model_dim, feed_forward_dim, seconds):
-    """FLOP/s of ``library``'s float32 matmuls of the feed-forward's shapes, ``[rows, d] x
-    [d, f]`` and ``[rows, f] x [f, d]`` taken in turn, for about ``seconds``."""
+    """``{"wall": FLOP/s, "cpu": FLOP per CPU second}`` of ``library``'s float32 matmuls of
+    the feed-forward's shapes, ``[rows, d] x [d, f]`` and ``[rows, f] x [f, d]`` taken in
+    turn, for about ``seconds``."""
     rng = np.random.default_rng(0)
     a = rng.standard_normal((rows, model_dim), np.float32)
     b = rng.standard_normal((model_dim, feed_forward_dim), np.float32)
@@ -212,10 +215,12 @@ def matmul_rate(library, rows, model_dim, feed_forward_dim, seconds):
         products = (lambda: tf.linalg.matmul(a, b), lambda: tf.linalg.matmul(c, bt))
     for product in products:  # warm-up (and, for JAX, compilation)
         product()
-    count, start = 0, time.perf_counter()
+    count, start, cpu = 0, time.perf_counter(), time.process_time()
     while True:
         products[count % 2]()
         count += 1
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and count % 2 == 0:
-            return count * 2.0 * rows * model_dim * feed_forward_dim / elapsed
+            flops = count * 2.0 * rows * model_dim * feed_forward_dim
+            return {"wall": flops / elapsed,
+                    "cpu": flops / max(time.process_time() - cpu, 1e-9)}
