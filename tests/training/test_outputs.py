@@ -28,7 +28,12 @@ def test_save_run_writes_results_model_and_vocabulary(tmp_path):
     expected = {"error": 0.5, "when": "1.5", "source": SOURCE, "command": run_command(),
                 "model_config": json.loads(json.dumps(model.get_config(), default=str))}
     assert json.loads((run / "results.json").read_text()) == expected
-    assert written == [os.path.join(run, "export", "vocab.txt")]
+    # The vocabulary goes through a temporary file in the export folder that is
+    # renamed into place, so a kill mid-write never leaves a half vocab.txt.
+    assert len(written) == 1
+    assert os.path.dirname(written[0]) == os.path.join(run, "export")
+    assert (run / "export" / "vocab.txt").read_text() == "<pad>\n<unk>\n"
+    assert [n for n in os.listdir(run / "export") if n.startswith(".")] == []
     x = np.ones((1, 3), "float32")
     np.testing.assert_array_equal(keras.models.load_model(path)(x), model(x))
     other = tmp_path / "elsewhere"
