@@ -1,0 +1,66 @@
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tools import test_times
+from tools.report import test_times as report
+
+
+def run_pytest(folder, *args):
+    """A real pytest session over ``folder`` with durations, as .ci/run prints it."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--durations=0", str(folder), *args], cwd=folder,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
+@pytest.fixture
+def two_sessions(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / "train").mkdir(parents=True)
+    (tests / "pytest.ini").write_text("[pytest]\n")
+    (tests / "train" / "test_slow.py").write_text(textwrap.dedent("""
+        import time
+        def test_slow():
+            time.sleep(0.3)
+        def test_fails():
+            time.sleep(0.1)
+            assert False
+    """))
+    (tests / "test_top.py").write_text("import time\ndef test_top():\n    time.sleep(0.05)\n")
+    first = run_pytest(tests)
+    second = run_pytest(tests, "-k", "top")
+    log = tmp_path / "ci.log"
+    log.write_text("pip output\n" + first + "\nmore\n" + second)
+    return log
+
+
+def test_reads_both_halves_per_folder_and_the_slowest(two_sessions, tmp_path):
+    out = tmp_path / "durations.json"
+    assert test_times.main([str(two_sessions), "--json", str(out), "--machine", "here"]) == 0
+    record = json.loads(out.read_text())
+    first, second = record["halves"]
+    assert first["counts"] == {"failed": 1, "passed": 2}
+    assert second["counts"]["passed"] == 1 and second["counts"]["deselected"] == 2
+    assert set(first["folders"]) == {"tests/train", "tests"}
+    assert first["folders"]["tests/train"]["tests"] == 2
+    assert first["folders"]["tests/train"]["seconds"] >= 0.4
+    assert first["slowest"][0]["test"] == "train/test_slow.py::test_slow"
+    assert list(second["folders"]) == ["tests"]
+    # The generated block shows each half and its folders.
+    (tmp_path / "results" / "tests").mkdir(parents=True)
+    (tmp_path / report.RECORD).write_text(out.read_text())
+    block = report.markdown(str(tmp_path))
+    assert block.count("| `tests/train` | 2 |") == 1 and "Measured on here" in block
+
+
+def test_a_log_without_durations_is_refused(tmp_path):
+    log = tmp_path / "ci.log"
+    log.write_text("===== 3 passed in 1.00s =====\n")
+    with pytest.raises(test_times.LogError, match="without durations"):
+        test_times.read_halves(log.read_text())
+    with pytest.raises(test_times.LogError, match="no pytest summary"):
+        test_times.read_halves("nothing\n")

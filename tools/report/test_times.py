@@ -1,0 +1,32 @@
+"""The test command's time per folder of ``tests/`` and its slowest tests (block
+``tests-times`` of ``results/tests.md``), from ``results/tests/durations.json``, which
+``python -m tools.test_times`` writes from the log of one run of the README's test command.
+"""
+
+import os
+
+from tools.report.common import load_json
+
+RECORD = os.path.join("results", "tests", "durations.json")
+SHOWN = 12
+
+
+def markdown(root):
+    """Per half of the command: its minutes, then a row per folder and the slowest tests."""
+    record = load_json(root, RECORD)
+    lines = [f"Measured on {record['machine']}"
+             + (f" ({record['note']})" if record.get("note") else "")
+             + f": `{record['command']}`, then `python -m tools.test_times LOG "
+               f"--json {RECORD}`.", ""]
+    for half in record["halves"]:
+        counts = ", ".join(f"{n:,} {kind}" for kind, n in half["counts"].items())
+        lines += [f"**{half['name']}**: {half['seconds'] / 60:.1f} min ({counts}).", "",
+                  "| folder | tests | minutes | share |", "|---|---:|---:|---:|"]
+        total = sum(f["seconds"] for f in half["folders"].values()) or 1.0
+        for name, folder in half["folders"].items():
+            lines.append(f"| `{name}` | {folder['tests']:,} | {folder['seconds'] / 60:.1f} | "
+                         f"{100 * folder['seconds'] / total:.0f} % |")
+        lines += ["", "| slowest test | seconds |", "|---|---:|"]
+        lines += [f"| `{t['test']}` | {t['seconds']:.0f} |" for t in half["slowest"][:SHOWN]]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
