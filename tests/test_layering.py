@@ -24,7 +24,7 @@ LIBRARY = ("tpr_keras", "tpr_keras.layers", "tpr_keras.models", "tpr_keras.train
 #: so ``absl.flags``), and on TensorFlow ``absl.app`` too, so only these can leave absl
 #: out of the process altogether; the others are held to defining and parsing no flags.
 KERAS_FREE = ("tpr_keras", "tpr_keras.training", "tpr_keras.data", "tpr_keras.presets",
-              "tpr_keras.runtime", "tpr_keras.training.outputs")
+              "tpr_keras.runtime", "tpr_keras.provenance", "tpr_keras.run_outputs")
 
 
 def _python(code):
@@ -284,8 +284,10 @@ def test_the_arrow_scan_refuses_an_undrawn_import_anywhere_in_a_module(tmp_path)
 #: one above (inside functions too, and a lazy export's or ``importlib``'s module name).
 LIBRARY_FLOORS = (
     ("tpr_keras",),  # the version
-    ("tpr_keras.lazy", "tpr_keras.runtime", "tpr_keras.atomic_files"),  # standard library
-    ("tpr_keras.data", "tpr_keras.presets", "tpr_keras.backend"),  # text, folders, devices
+    ("tpr_keras.lazy", "tpr_keras.runtime", "tpr_keras.atomic_files",
+     "tpr_keras.provenance"),  # standard library
+    ("tpr_keras.data", "tpr_keras.presets", "tpr_keras.backend",
+     "tpr_keras.run_outputs"),  # text, folders, devices, a run's files
     ("tpr_keras.ops",),  # the TPR algebra
     ("tpr_keras.layers", "tpr_keras.losses"),  # Keras layers; per-example losses
     ("tpr_keras.models",),  # the families, their presets and task models

@@ -22,7 +22,7 @@ from serving.client import BabiClient  # noqa: E402
 from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
 from tpr_keras.models.babi import join_story  # noqa: E402
-from tpr_keras.training.outputs import run_command, source_version  # noqa: E402
+from tpr_keras.provenance import run_command, source_version  # noqa: E402
 
 
 @contextlib.contextmanager

@@ -131,7 +131,7 @@ def finish_run(task, model, results, on_jax):
     prints where they are."""
     import keras
 
-    from tpr_keras.training.outputs import save_model, write_results
+    from tpr_keras.run_outputs import save_model, write_results
 
     flags = task.flags
     removed = remove_stale(flags)
@@ -186,7 +186,7 @@ def _repair(task, config, results, on_jax):
     rebuilt = not (os.path.isfile(keras_path)
                    and os.path.isfile(os.path.join(export_dir_of(flags), "vocab.txt")))
     if rebuilt:
-        from tpr_keras.training.outputs import save_model
+        from tpr_keras.run_outputs import save_model
 
         model, source = _rebuild_model(task, config, on_jax)
         save_model(export_dir_of(flags), model, task.save_vocabulary)

@@ -84,10 +84,11 @@ def main(args):
     from tpr_keras.models.task_models import trained_preset
     from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
     from tpr_keras.training import evaluation
-    from tpr_keras.training.outputs import SOURCE, run_command, shareable_command
+    from tpr_keras.provenance import run_command, run_source, shareable_command
     from train.outputs import headline, machine_description, write_preset
 
-    if SOURCE is None or (SOURCE["dirty"] and not args.allow_dirty):
+    source = run_source()
+    if source is None or (source["dirty"] and not args.allow_dirty):
         raise cli.UsageError("the tree has uncommitted changes (or is no checkout): a preset "
                              "is written from a clean commit, so that its code can be "
                              "checked out again")
@@ -124,7 +125,7 @@ def main(args):
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "training": {
             "command": shareable_command(run_command()),
-            "source": SOURCE,
+            "source": source,
             "seed": {name: t.get("seed") for name, t in zip(records, trainings)},
             "train_seconds": sum(t.get("train_seconds") or 0 for t in trainings),
             "wall_seconds": sum(t.get("wall_seconds") or 0 for t in trainings),

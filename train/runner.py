@@ -114,10 +114,11 @@ def run(task, process_start):
     import keras
 
     from tpr_keras.training import make_trainer
-    from tpr_keras.training.outputs import SOURCE, run_command
+    from tpr_keras.provenance import run_command, run_source
     from train import finish, sittings
     from train.outputs import machine_record, training_time_line
 
+    source = run_source()  # the commit this run trains from: taken at its start
     batch_size = task.resolve_recipe()
     strategy, replicas = train_flags.setup_backend(flags, global_batch=batch_size)
     config = task.train_config(train_flags.trainer_kwargs(flags))
@@ -146,7 +147,7 @@ def run(task, process_start):
     process_train_seconds = time.time() - started
     if sitting_dir and trainer.chief:  # before the evaluation: the sitting is saved first
         record = sittings.sitting_record(
-            SOURCE, machine_record(), run_command(), start_step,
+            source, machine_record(), run_command(), start_step,
             trainer.state.value("global_step"), time.time() - process_start,
             process_train_seconds)
         run_sittings = sittings.pack(sitting_dir, flags.model_dir, record, data)

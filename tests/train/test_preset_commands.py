@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tpr_keras.training.outputs import shareable_command
+from tpr_keras.provenance import shareable_command
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 

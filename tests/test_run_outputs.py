@@ -2,14 +2,16 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import keras
 import numpy as np
 import pytest
 
+from tpr_keras.provenance import relative_command, run_command, run_source, source_version
 from tpr_keras.training import save_run
-from tpr_keras.training.outputs import (SOURCE, relative_command, run_command,
-                                          source_version)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_save_run_writes_results_model_and_vocabulary(tmp_path):
@@ -25,7 +27,7 @@ def test_save_run_writes_results_model_and_vocabulary(tmp_path):
     path = save_run(str(run), None, {"error": 0.5, "when": np.float32(1.5)}, model,
                     save_vocabulary)
     assert path == os.path.join(run, "export", "model.keras")
-    expected = {"error": 0.5, "when": "1.5", "source": SOURCE, "command": run_command(),
+    expected = {"error": 0.5, "when": "1.5", "source": run_source(), "command": run_command(),
                 "model_config": json.loads(json.dumps(model.get_config(), default=str))}
     assert json.loads((run / "results.json").read_text()) == expected
     # The vocabulary goes through a temporary file in the export folder that is
@@ -39,6 +41,28 @@ def test_save_run_writes_results_model_and_vocabulary(tmp_path):
     other = tmp_path / "elsewhere"
     assert save_run(str(run), str(other), {}, model, save_vocabulary) == str(
         other / "model.keras")
+
+
+def test_importing_the_provenance_and_the_writers_runs_no_subprocess():
+    """Git runs when the source is asked for (``run_source()``), not on import: a fresh
+    process whose ``subprocess`` refuses to start anything imports both modules, then
+    asking for the source does start git (so the refusal is seen)."""
+    code = (
+        "import subprocess, sys\n"
+        "started = []\n"
+        "class Refused(subprocess.Popen):\n"
+        "    def __init__(self, args, *a, **k):\n"
+        "        started.append(args)\n"
+        "        raise OSError('no subprocess here')\n"
+        "subprocess.Popen = Refused\n"
+        "import tpr_keras.run_outputs, tpr_keras.provenance, tpr_keras.training\n"
+        "print(len(started))\n"
+        "assert tpr_keras.provenance.run_source() is None\n"
+        "print(len(started))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=REPO))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "1"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -62,7 +86,6 @@ def test_source_version_names_the_commit_and_whether_tracked_files_changed(tmp_p
 
 
 def test_run_command_is_what_the_user_typed(monkeypatch, tmp_path):
-    import sys
     import types
 
     main = types.ModuleType("__main__")

@@ -1,19 +1,17 @@
-"""What a training run leaves behind (model.keras, vocab.txt, then results.json, each
-written atomically) and the provenance it records: the source commit and the command
-line. Flag-free: the ``train.*`` commands use it, and so can a script or a benchmark."""
+"""Where a run's results came from: the source commit and the command line, as a run's
+results.json and a preset's metadata record them. Flag-free: the ``train.*`` commands use
+it, and so can a script or a benchmark. Importing it runs nothing; git runs when
+:func:`source_version` or :func:`run_source` is called."""
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
 from typing import Any
-
-from tpr_keras.atomic_files import write_file, write_text
 
 
 def source_version(path: str | None = None) -> dict[str, Any] | None:
@@ -98,61 +96,10 @@ def run_command(argv: list[str] | None = None) -> str:
                                          for a in argv[1:])]).strip()
 
 
-#: The code a run trains with: :func:`source_version` when this module was first imported
-#: (the start of a ``train.*`` command), not when it writes results.json, so that a commit
-#: made while a long run trains is not attributed to it.
-SOURCE = source_version()
-
-
-def save_model(export_dir: str, model, save_vocabulary: Callable[[str], None]) -> str:
-    """Writes ``<export_dir>/model.keras`` and ``<export_dir>/vocab.txt``, each atomically
-    (:func:`~tpr_keras.atomic_files.write_file`, kill points ``mid-model`` and
-    ``mid-vocab``); returns the path of ``model.keras``.
-
-    Args:
-        export_dir: The folder (made if missing).
-        model: The trained Keras model.
-        save_vocabulary: Writes the vocabulary to the path it is given.
-    """
-    os.makedirs(export_dir, exist_ok=True)
-    path = write_file(os.path.join(export_dir, "model.keras"), model.save, label="model")
-    write_file(os.path.join(export_dir, "vocab.txt"), save_vocabulary, label="vocab")
-    return path
-
-
-def write_results(model_dir: str, results: dict[str, Any], model) -> str:
-    """Writes ``<model_dir>/results.json`` atomically (kill point ``mid-results``): a
-    run's last file, whose presence says the run finished. Returns its path.
-
-    It holds ``results`` and three keys added here: ``"model_config"``
-    (``model.get_config()``, every architecture option), ``"source"`` (:data:`SOURCE`, the
-    commit the run's code came from) and ``"command"`` (:func:`run_command`, the command
-    line of this process). Values JSON cannot hold are written with ``str``.
-    """
-    os.makedirs(model_dir, exist_ok=True)
-    record = {**results, "model_config": model.get_config(), "source": SOURCE,
-              "command": run_command()}
-    return write_text(os.path.join(model_dir, "results.json"),
-                      json.dumps(record, indent=1, default=str), label="results")
-
-
-def save_run(model_dir: str, export_dir: str | None, results: dict[str, Any], model,
-             save_vocabulary: Callable[[str], None]) -> str:
-    """Writes ``<export_dir>/{model.keras,vocab.txt}`` (:func:`save_model`), then
-    ``<model_dir>/results.json`` (:func:`write_results`), in that order: results last, so
-    a run with results has its model. Call it on the chief only. (The ``train.*``
-    commands write their SavedModel in between: :mod:`train.finish`.)
-
-    Args:
-        model_dir: The run's folder.
-        export_dir: Where the model goes (``None``: ``<model_dir>/export``).
-        results: JSON-able results.
-        model: The trained Keras model.
-        save_vocabulary: Writes the vocabulary to the path it is given.
-
-    Returns:
-        The path of ``model.keras``.
-    """
-    path = save_model(export_dir or os.path.join(model_dir, "export"), model, save_vocabulary)
-    write_results(model_dir, results, model)
-    return path
+@functools.cache
+def run_source() -> dict[str, Any] | None:
+    """The code this process runs: :func:`source_version` of this package the first time
+    it is called, the same record after. A ``train.*`` command calls it at its start, so
+    that a commit made while a long run trains is not attributed to the run's
+    results.json, written at its end."""
+    return source_version()
