@@ -64,15 +64,22 @@ def _flag(command: Command, name: str, default, help: str) -> None:
 
 
 def server_command() -> Command:
-    """The server's flags, defined on a fresh :class:`~serving.command_flags.Command`."""
+    """The server's flags, defined on a fresh :class:`~serving.command_flags.Command`:
+    tensorflow_model_server's (main.cc) and this server's own, grouped by purpose in
+    ``--help``; those it accepts without applying them (:data:`IGNORED`) last."""
     c = Command("python -m serving.server",
                 "TF Serving-compatible gRPC/REST server for SavedModels (flags as "
                 "tensorflow_model_server).",
                 example="python -m serving.server --port=8500 --rest_api_port=8501 "
                         "--model_name=babi --model_base_path=$PWD/exports/babi")
+    for define in (_model_flags, _connection_flags, _batching_flags, _session_flags,
+                   _monitoring_flags, _ignored_flags):
+        define(c)
+    return c
 
-    # tensorflow_model_server's flags (main.cc) and this server's own, grouped by purpose;
-    # those it accepts without applying them (IGNORED) last.
+
+def _model_flags(c: Command) -> None:
+    """The models to serve, how their versions are found, loaded and warmed up."""
     c.group("Models to serve")
     _flag(c, "model_name", "default", "name of the single model")
     _flag(c, "model_base_path", "",
@@ -104,6 +111,10 @@ def server_command() -> Command:
     _flag(c, "enable_signature_method_name_check", False,
           "Classify/Regress/MultiInference: require the signature's method_name "
           "(tensorflow/serving/classify or regress)")
+
+
+def _connection_flags(c: Command) -> None:
+    """The ports, sockets and connection limits of the gRPC and REST front ends."""
     c.group("Ports and connections")
     _flag(c, "port", 8500, "gRPC port (0: a free one)")
     _flag(c, "grpc_socket_path", "", "also serve gRPC on this UNIX socket")
@@ -129,6 +140,10 @@ def server_command() -> Command:
     _flag(c, "ssl_config_file", "", "text SSLConfig: serve gRPC over TLS")
     _flag(c, "enable_grpc_healthcheck_service", False,
           "serve grpc.health.v1.Health (SERVING once every model has a version)")
+
+
+def _batching_flags(c: Command) -> None:
+    """Batching of concurrent requests and the rows of one call."""
     c.group("Batching")
     _flag(c, "enable_batching", False,
           "batch concurrent Predict calls of a signature")
@@ -136,6 +151,10 @@ def server_command() -> Command:
           "TF Serving's text BatchingParameters")
     _flag(c, "max_rows_per_call", DEFAULT_MAX_ROWS,
           "batchable signatures run at most this many rows per call (0: never split)")
+
+
+def _session_flags(c: Command) -> None:
+    """Each session's threads, ConfigProto and GPU memory."""
     c.group("TensorFlow sessions")
     _flag(c, "tensorflow_session_parallelism", 0,
           "threads of both TensorFlow pools where the next two flags are 0 "
@@ -148,6 +167,10 @@ def server_command() -> Command:
           "ops run in parallel (0: TF's default; negative: in the request's thread)")
     _flag(c, "per_process_gpu_memory_fraction", 0.0,
           "GPU memory fraction in each session's ConfigProto (0: TF's default)")
+
+
+def _monitoring_flags(c: Command) -> None:
+    """Metrics, the info file, shutdown, logging and ``--version``."""
     c.group("Monitoring and run control")
     _flag(c, "monitoring_config_file", "",
           "text MonitoringConfig: Prometheus metrics on the REST port")
@@ -158,6 +181,11 @@ def server_command() -> Command:
           "on SIGTERM/SIGINT, wait this long for in-flight requests")
     _flag(c, "verbosity", "INFO", "logging level")
     c.boolean("version", False, "print the version and exit")
+
+
+def _ignored_flags(c: Command) -> None:
+    """tensorflow_model_server's flags this server accepts without applying them
+    (:data:`IGNORED`; :func:`ignored_flags` names those a command line set)."""
     c.group("Accepted for tensorflow_model_server's command lines, not applied here")
     _flag(c, "enable_per_model_batching_parameters", False, "not applied here")
     _flag(c, "num_unload_threads", 0, "not applied here")
@@ -181,7 +209,6 @@ def server_command() -> Command:
     _flag(c, "skip_initialize_tpu", False, "not applied here")
     _flag(c, "enable_serialization_as_tensor_content", False,
           "not applied here")
-    return c
 
 
 def _join_bool_values(argv: list[str], booleans: set[str]) -> list[str]:
