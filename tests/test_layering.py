@@ -18,7 +18,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 #: Every package of the library a user imports.
 LIBRARY = ("tpr_keras", "tpr_keras.layers", "tpr_keras.models", "tpr_keras.training",
-           "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets")
+           "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets", "tpr_keras.evaluation")
 
 #: The library packages that import no Keras. Keras itself imports ``absl.logging`` (and
 #: so ``absl.flags``), and on TensorFlow ``absl.app`` too, so only these can leave absl
@@ -291,7 +291,8 @@ LIBRARY_FLOORS = (
     ("tpr_keras.ops",),  # the TPR algebra
     ("tpr_keras.layers", "tpr_keras.losses"),  # Keras layers; per-example losses
     ("tpr_keras.models",),  # the families, their presets and task models
-    ("tpr_keras.training", "tpr_keras.analysis"),  # the trainers; the papers' analyses
+    ("tpr_keras.training", "tpr_keras.analysis",
+     "tpr_keras.evaluation"),  # the trainers; the papers' analyses; the tables
     ("tpr_keras.testing",),  # the test suite's helpers: nothing in the library uses them
 )
 

@@ -9,7 +9,7 @@ server from ``serving/models.config`` (base paths moved to that folder,
 :mod:`serving.model_server.in_process`), sends every question of the official test files
 (with ``--sample``, the first questions of each, the preset's recorded sample) as raw text
 through the official ``tensorflow-serving-api`` stubs, one Predict request per task / split /
-module (the requests and the recorded accuracies: :mod:`tpr_keras.training.sample_requests`),
+module (the requests and the recorded accuracies: :mod:`tpr_keras.evaluation.sample_requests`),
 and prints the served accuracy beside the one the preset recorded. Exits 1 if any differs by
 more than 0.05 points. ``tests/presets/test_shipped_presets.py`` runs the same pieces on
 every preset's recorded sample.
@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-from tpr_keras.training.sample_requests import (
+from tpr_keras.evaluation.sample_requests import (
     ANSWER_OUTPUT,
     accuracy_rows,
     recorded_accuracy,

@@ -56,7 +56,7 @@ def command():
 def main(args):
     preset = cli.load_flagged_preset(args)
     from tpr_keras.models.task_models import backbone_class
-    from tpr_keras.training import evaluation
+    from tpr_keras import evaluation
 
     meta = preset.metadata
     key = "evaluation_sample" if args.sample else "evaluation"

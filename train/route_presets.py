@@ -83,7 +83,7 @@ def main(args):
 
     from tpr_keras.models.task_models import trained_preset
     from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
-    from tpr_keras.training import evaluation
+    from tpr_keras import evaluation
     from tpr_keras.provenance import run_command, run_source, shareable_command
     from train.outputs import headline, machine_description, write_preset
 

@@ -73,7 +73,7 @@ def main(args):
     import keras
 
     import tpr_keras.models.all_families  # noqa: F401  (registers the model classes for load_model)
-    from tpr_keras.training import evaluation
+    from tpr_keras import evaluation
     from tpr_keras.provenance import shareable_command
 
     with open(os.path.join(args.model_dir, "results.json")) as f:

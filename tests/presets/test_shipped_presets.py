@@ -12,8 +12,8 @@ from serving.model_server.in_process import predict_strings, serve_model_config
 from tpr_keras.models import TaskModel
 from tpr_keras.models.task_models import backbone_class
 from tpr_keras.presets import load_preset, shipped_presets
-from tpr_keras.training import evaluation
-from tpr_keras.training.sample_requests import (
+from tpr_keras import evaluation
+from tpr_keras.evaluation.sample_requests import (
     ANSWER_OUTPUT,
     DATA_FOLDER,
     accuracy_rows,

@@ -45,7 +45,7 @@ def write_preset(path, seed, vocab, modules):
 def test_two_presets_become_one_routed_preset(tiny_math, tmp_path):
     from tpr_keras.models import MathAnswerer, TaskModel
     from tpr_keras.presets import load_preset
-    from tpr_keras.training import evaluation
+    from tpr_keras import evaluation
 
     text = "".join((tiny_math / "train-easy" / "numbers__place_value.txt").read_text())
     vocab = CharVocabulary.build(text)

@@ -36,7 +36,7 @@ def describe_recipe(flag, preset, recipe):
 
 def jax_greedy_accuracy(model, max_length):
     """``batches -> exact match %`` of greedy answers on JAX (whole answer + end symbol,
-    as ``tpr_keras.training.evaluation.greedy_scorer``), one ``jax.jit`` decoder for
+    as ``tpr_keras.evaluation.greedy_scorer``), one ``jax.jit`` decoder for
     every module; the weight-0 filler rows of the batches are left out."""
     import jax
     import numpy as np
@@ -261,7 +261,7 @@ class MathTask(TrainTask):
         if on_jax:
             score = jax_greedy_accuracy(model, max_length)
             return lambda split: score(mathematics.MathBatches(split, batch))
-        from tpr_keras.training.evaluation import greedy_accuracy, greedy_scorer
+        from tpr_keras.evaluation.mathematics import greedy_accuracy, greedy_scorer
 
         scorer = greedy_scorer(model, max_length)
         return lambda split: greedy_accuracy(scorer, mathematics.make_dataset(split, batch))

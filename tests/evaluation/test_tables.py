@@ -7,7 +7,7 @@ import pytest
 from tpr_keras.data import entailment
 from tpr_keras.data.babi import load_babi
 from tpr_keras.models import TPRRNN, PlainEntailmentModel
-from tpr_keras.training import evaluation
+from tpr_keras import evaluation
 
 PAIRS = [("(a&b)", "a", 1), ("a", "(a&b)", 0), ("(a|b)", "(b|a)", 1), ("a", "~a", 0),
          ("(a>b)", "(~b>~a)", 1), ("(c&d)", "(c|d)", 1), ("(c|d)", "(c&d)", 0)]

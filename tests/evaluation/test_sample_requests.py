@@ -1,9 +1,9 @@
-"""tpr_keras.training.sample_requests: a preset's test questions as raw-text requests (one per
+"""tpr_keras.evaluation.sample_requests: a preset's test questions as raw-text requests (one per
 table row), the accuracy each row records, and the scoring of any answerer on them."""
 
 import pytest
 
-from tpr_keras.training.sample_requests import (
+from tpr_keras.evaluation.sample_requests import (
     accuracy_rows,
     recorded_accuracy,
     sample_requests,
