@@ -70,7 +70,7 @@ FALLBACK = [
 
 def load_questions(data_dir):
     try:
-        from tpr_keras.models.babi import join_story
+        from tpr_keras.export.babi_tokenizer import join_story
         from tpr_keras.data import babi
 
         root = babi.find_babi_dir(data_dir, download=False)

@@ -4,12 +4,13 @@
 ``DIR/<model_name>/<next version>/`` (TF Serving's layout: SavedModel, warm-up request,
 ``export_info.json``).
 
-This is the export side of ``serving/``, the one module here that imports ``tpr_keras``
-(the server never imports it). The exporter itself is the bAbI family's
-(:func:`tpr_keras.models.babi.export_babi_model`) and TF Serving's layout is
-:mod:`tpr_keras.models.tf_serving_layout`, so that ``train.babi`` exports without
-importing ``serving``; import the layout's helpers (``next_version``,
-``read_export_info``, ...) from there.
+This is the export side of ``serving/``, the one module here that imports ``tpr_keras``'s
+exporters and models (the server imports of it only the file names,
+:mod:`tpr_keras.export.layout`). The exporter itself is the bAbI family's
+(:func:`tpr_keras.export.babi.export_babi_model`) and TF Serving's layout is written by
+:mod:`tpr_keras.export.versions`, so that ``train.babi`` exports without importing
+``serving``; import the layout's helpers (``next_version``, ``read_export_info``, ...)
+from there.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 from collections.abc import Sequence
 
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
-from tpr_keras.models.babi.babi_exporter import DEFAULT_TOP_K, export_babi_model
+from tpr_keras.export.babi import DEFAULT_TOP_K, export_babi_model
 
 __all__ = ["export_babi_model", "main"]
 

@@ -18,7 +18,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 #: Every package of the library a user imports.
 LIBRARY = ("tpr_keras", "tpr_keras.layers", "tpr_keras.models", "tpr_keras.training",
-           "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets", "tpr_keras.evaluation")
+           "tpr_keras.data", "tpr_keras.ops", "tpr_keras.presets", "tpr_keras.evaluation",
+           "tpr_keras.export")
 
 #: The library packages that import no Keras. Keras itself imports ``absl.logging`` (and
 #: so ``absl.flags``), and on TensorFlow ``absl.app`` too, so only these can leave absl
@@ -292,18 +293,29 @@ LIBRARY_FLOORS = (
     ("tpr_keras.layers", "tpr_keras.losses"),  # Keras layers; per-example losses
     ("tpr_keras.models",),  # the families, their presets and task models
     ("tpr_keras.training", "tpr_keras.analysis",
-     "tpr_keras.evaluation"),  # the trainers; the papers' analyses; the tables
+     "tpr_keras.evaluation",  # the trainers; the papers' analyses; the tables
+     "tpr_keras.export"),  # SavedModel export for TF Serving
     ("tpr_keras.testing",),  # the test suite's helpers: nothing in the library uses them
 )
 
-#: The one drawn exception, a lazy export (never an import statement): ``tpr_keras.layers``
-#: still names the family layers it used to hold (``MemN2NNetwork``, ...), loaded from their
-#: family on first access; importing ``tpr_keras.layers`` imports no family
-#: (tests/models/test_lazy_models.py).
-KEPT_NAMES = {("tpr_keras/layers/__init__.py", "tpr_keras.models")}
+#: The drawn exceptions, names loaded on first use (never an import statement):
+#: ``tpr_keras.layers`` still names the family layers it used to hold (``MemN2NNetwork``,
+#: ...), loaded from their family on first access; importing ``tpr_keras.layers`` imports no
+#: family (tests/models/test_lazy_models.py). A family still names its exporter and in-graph
+#: tokenizer (``tpr_keras.models.babi.export_babi_model``, ...), and its task model's
+#: ``export()`` imports the exporter by name (as Keras' ``Model.export`` imports
+#: ``keras.export``); the models import no TensorFlow
+#: (:func:`test_no_model_module_imports_tensorflow`).
+KEPT_NAMES = {("tpr_keras/layers/__init__.py", "tpr_keras.models")} | {
+    (path, "tpr_keras.export") for path in (
+        "tpr_keras/models/babi/__init__.py", "tpr_keras/models/babi/babi_answerer.py",
+        "tpr_keras/models/entailment/__init__.py",
+        "tpr_keras/models/entailment/entailment_classifier.py",
+        "tpr_keras/models/tp_transformer/__init__.py",
+        "tpr_keras/models/tp_transformer/tp_transformer_answerer.py")}
 
 #: A string that names a module of the library: ``"tpr_keras.models.memn2n"``,
-#: ``"tpr_keras.models.babi.babi_exporter:export_babi_answerer"``.
+#: ``"tpr_keras.export.babi:export_babi_answerer"``.
 _MODULE_NAME = re.compile(r"tpr_keras(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
 
 
@@ -396,3 +408,12 @@ def test_the_floor_scan_refuses_every_import_up_or_across(tmp_path):
         "(tpr_keras.models -> tpr_keras.training)",
         "tpr_keras/presets/files.py: tpr_keras.data (tpr_keras.presets -> tpr_keras.data)",
         "tpr_keras/presets/files.py: tpr_keras.models (tpr_keras.presets -> tpr_keras.models)"]
+
+
+def test_no_model_module_imports_tensorflow():
+    """``tpr_keras.models`` holds backend-neutral Keras models; the SavedModel export and the
+    in-graph tokenizers, TensorFlow's, are ``tpr_keras.export`` (an import inside a function
+    counts: ``_imported_roots`` reads every import statement)."""
+    found = sorted(f"{path}: {root}" for path, root in _imported_roots("tpr_keras/models")
+                   if root == "tensorflow")
+    assert not found, found

@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from serving.client import BabiClient  # noqa: E402
 from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data import babi  # noqa: E402
-from tpr_keras.models.babi import join_story  # noqa: E402
+from tpr_keras.export.babi_tokenizer import join_story  # noqa: E402
 from tpr_keras.provenance import run_command, source_version  # noqa: E402
 
 

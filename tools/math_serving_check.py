@@ -26,7 +26,7 @@ import tpr_keras.models.tp_transformer  # noqa: E402, F401  (registers TPTransfo
 from serving.client import MathClient  # noqa: E402
 from tools.served import model_config, serve  # noqa: E402
 from tpr_keras.data.mathematics import CharVocabulary  # noqa: E402
-from tpr_keras.models.tp_transformer import export_math_model  # noqa: E402
+from tpr_keras.export.tp_transformer import export_math_model  # noqa: E402
 
 
 def main():

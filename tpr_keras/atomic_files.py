@@ -1,6 +1,6 @@
 """Atomic writes of a run's files and folders: the one way this package puts a checkpoint,
 the best weights, ``model.keras``, ``results.json``, a SavedModel version or a preset on
-disk. Standard library only (the exporters in :mod:`tpr_keras.models` and the presets use
+disk. Standard library only (the exporters in :mod:`tpr_keras.export` and the presets use
 it as well as :mod:`tpr_keras.training`); it parses no flags.
 
 Every write goes to a hidden temporary name in the target's own folder

@@ -14,7 +14,7 @@ def lazy_getattr(package, exports):
     importing the package does not import it.
 
     Example:
-    >>> __getattr__ = lazy_getattr(__name__, {"export_babi_model": "babi_exporter"})
+    >>> __getattr__ = lazy_getattr(__name__, {"export_babi_model": "babi"})
     """
 
     def __getattr__(name):

@@ -19,7 +19,8 @@
 
 The front ends and the server binary (:mod:`serving.model_server`) import the core; the core
 imports neither them nor :mod:`serving.client` or ``train``, and of ``tpr_keras`` only
-:mod:`tpr_keras.runtime` (``tests/serving/test_layout_of_package.py``).
+:mod:`tpr_keras.runtime` and the layout's file names, :mod:`tpr_keras.export.layout`
+(``tests/serving/test_layout_of_package.py``).
 """
 
 # First, before any module here imports TensorFlow (tensorflow.core, tensorflow_serving.apis):

@@ -26,7 +26,7 @@ from serving.core.status import (
 )
 
 #: "serving_default": TensorFlow's own constant, the one definition the exporters in
-#: tpr_keras use too (the server imports no model code from tpr_keras).
+#: tpr_keras.export use too (the server imports no model code from tpr_keras).
 DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 
 #: Maps input arrays and the requested output names to output arrays. Runners with a true

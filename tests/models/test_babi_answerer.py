@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data.babi import BABI_TASK_NAMES, parse_babi_file
+from tpr_keras.export.versions import read_export_info
 from tpr_keras.models import BabiAnswerer, BabiPreprocessor
-from tpr_keras.models.tf_serving_layout import read_export_info
 from tpr_keras.models.babi.babi_answerer import top_k_softmax
 from tpr_keras.models.babi.babi_preprocessor import story_text
 from tpr_keras.presets import PresetError, load_preset, shipped_presets

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from tpr_keras.data import babi
 from tpr_keras.data.babi.text import PUNCTUATION, SENTENCE_ENDS, regex_group, tokenize
-from tpr_keras.models.babi import BabiPreprocessor, BabiTokenizer
+from tpr_keras.export.babi_tokenizer import BabiTokenizer
+from tpr_keras.models.babi import BabiPreprocessor
 from tpr_keras.presets import PresetError
 
 TRICKY = [

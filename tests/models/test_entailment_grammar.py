@@ -28,7 +28,7 @@ def test_every_formula_of_the_dataset_is_well_formed(shared_data):
 def test_the_in_graph_check_agrees():
     import tensorflow as tf
 
-    from tpr_keras.models.entailment.entailment_grammar import well_formed
+    from tpr_keras.export.entailment_grammar import well_formed
 
     check = tf.function(well_formed, input_signature=[tf.TensorSpec([None], tf.string)])
     assert check(tf.constant(list(FORMULAS))).numpy().tolist() == list(FORMULAS.values())

@@ -7,8 +7,9 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data import entailment as data
+from tpr_keras.export.entailment_tokenizer import EntailmentTokenizer
 from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-from tpr_keras.models.entailment import EntailmentTokenizer, entailment_layers
+from tpr_keras.models.entailment import entailment_layers
 
 
 def test_paper_sizes_are_section_5_1():

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data import entailment
+from tpr_keras.export.entailment_tokenizer import EntailmentTokenizer
 from tpr_keras.models import EntailmentPreprocessor
-from tpr_keras.models.entailment import EntailmentTokenizer
 from tpr_keras.presets import PresetError, load_preset, sha256_file
 
 FORMULAS = ["(a&b)", " ( p > ~(q) )\t\n", "", "P", "(a∧b)", "((a|b)>c)\x00", "é~(z)"]

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data.mathematics import MAX_QUESTION_LENGTH, CharVocabulary
+from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.layers.tp_attention import TPMultiHeadAttention
 from tpr_keras.models import TPTransformer
-from tpr_keras.models.tp_transformer import MathTokenizer
 
 TEXTS = ["What is 3*4?", "Round 7.6 to the nearest integer."]
 

@@ -6,8 +6,8 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data.mathematics import MAX_QUESTION_LENGTH
+from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import MathPreprocessor
-from tpr_keras.models.tp_transformer import MathTokenizer
 from tpr_keras.presets import PresetError
 
 QUESTIONS = ["What is the hundreds digit of 81379118?", "", "Wh@t is 3 ÷ 4?",

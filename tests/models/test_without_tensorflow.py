@@ -1,7 +1,7 @@
 """The layers, ops and model classes need no TensorFlow: in a process where ``import
 tensorflow`` fails, on Keras' JAX backend, every family builds and answers, and TPRU runs
-its loop; the recipes' "auto" finds the devices. (The exporters and tf.data tokenizers
-next to the models load TensorFlow on first use.)"""
+its loop; the recipes' "auto" finds the devices. (The SavedModel exporters and in-graph
+tokenizers, TensorFlow's, are ``tpr_keras.export``; the families name them lazily.)"""
 
 import os
 import pathlib

@@ -15,7 +15,7 @@ from tensorflow_serving.apis import prediction_service_pb2_grpc
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving.export import export_babi_model
-from tpr_keras.models.babi import join_story
+from tpr_keras.export.babi_tokenizer import join_story
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 from tpr_keras.data import babi

@@ -50,7 +50,7 @@ def rss_mib(pid, field="VmRSS"):
 
 def load_pool(data_dir, limit):
     try:
-        from tpr_keras.models.babi import join_story
+        from tpr_keras.export.babi_tokenizer import join_story
         from tpr_keras.data import babi
 
         root = babi.find_babi_dir(data_dir, download=False)

@@ -14,8 +14,8 @@ from tensorflow.core.protobuf import saved_model_pb2
 from serving.export import export_babi_model
 from tpr_keras.data import babi
 from tpr_keras.data.babi.text import PY_WHITESPACE_EXCEPT_NEWLINE
-from tpr_keras.models.babi import BabiTokenizer, join_story
-from tpr_keras.models.tf_serving_layout import next_version, read_export_info
+from tpr_keras.export.babi_tokenizer import BabiTokenizer, join_story
+from tpr_keras.export.versions import next_version, read_export_info
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
 from tpr_keras.data import entailment
+from tpr_keras.export.entailment import export_entailment_model
 from tpr_keras.models import PlainEntailmentModel
-from tpr_keras.models.entailment import export_entailment_model
 
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("", ""), ("( a | b )", "(b|a)"),
          ("(x&Q!)", "x")]

@@ -6,9 +6,9 @@ import tensorflow as tf
 
 from tests.serving.saved_models import tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.export.tp_transformer import MathServingModule
+from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
-from tpr_keras.models.tp_transformer import MathTokenizer
-from tpr_keras.models.tp_transformer.tp_transformer_exporter import MathServingModule
 
 QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
              "", "Let x = 3. What is x + x?", "ÿ is not in the vocabulary"]

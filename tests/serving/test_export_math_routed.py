@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from tests.serving.saved_models import tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
-from tpr_keras.models.tp_transformer import MathTokenizer
 from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
 
 QUESTIONS = ["Which is bigger: 3 or 7/2?", "What is the tens digit of 2934?",

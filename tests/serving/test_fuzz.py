@@ -99,7 +99,7 @@ def entailment_server(tmp_path_factory):
     import tensorflow as tf
 
     from tpr_keras.models import PlainEntailmentModel
-    from tpr_keras.models.entailment import export_entailment_model
+    from tpr_keras.export.entailment import export_entailment_model
 
     tf.keras.utils.set_random_seed(1)
     base = tmp_path_factory.mktemp("entailment")

@@ -1,7 +1,8 @@
 """serving/'s layout: three sub-packages (core, model_server, client) whose imports go one way,
 no import cycle among serving's modules, no test code in the package, no model or training
-code outside serving/export.py. Read from the source with ``ast``: every import statement
-counts, including those inside functions and ``if TYPE_CHECKING:`` blocks."""
+code outside serving/export.py, and one definition of a version folder's file names. Read
+from the source with ``ast``: every import statement counts, including those inside
+functions and ``if TYPE_CHECKING:`` blocks."""
 
 import ast
 import pathlib
@@ -158,12 +159,69 @@ def test_no_fuzzer_or_other_test_code_inside_serving():
 
 def test_no_training_code_and_model_code_only_in_export(all_imports):
     """Data flows one way, tpr_keras -> serving, and serving never imports train; only the
-    exporter command touches tpr_keras's models (the server serves any SavedModel, and stock
-    TF Serving can replace it). The server imports :mod:`tpr_keras.runtime` alone, for the
-    one TensorFlow start-up filter."""
+    exporter command touches tpr_keras's models and exporters (the server serves any
+    SavedModel, and stock TF Serving can replace it). The server imports of the library
+    :mod:`tpr_keras.runtime`, for the one TensorFlow start-up filter, and
+    :mod:`tpr_keras.export.layout`, the file names of a version folder (their one
+    definition; it imports nothing but ``os``)."""
     for name, modules in all_imports.items():
         tops = {m.split(".")[0] for m in modules}
         assert "train" not in tops and "bench" not in tops and "tests" not in tops, name
         if name != "serving.export":
             library = {m for m in modules if m.split(".")[0] in ("tpr_keras", "keras")}
-            assert library <= {"tpr_keras.runtime"}, (name, library)
+            assert library <= {"tpr_keras.runtime", "tpr_keras.export.layout"}, (name, library)
+
+
+def test_the_layout_the_server_takes_from_the_library_imports_nothing_of_it():
+    """``tpr_keras.export.layout`` and its package import nothing but ``os`` and
+    ``tpr_keras.lazy`` (the package's lazy names), so ``serving.core.layout`` stays free of
+    TensorFlow, Keras and the models."""
+    export = ROOT / "tpr_keras" / "export"
+    layout = imported_modules((export / "layout.py").read_text(encoding="utf-8"),
+                              "tpr_keras.export.layout", False, set())
+    package = imported_modules((export / "__init__.py").read_text(encoding="utf-8"),
+                               "tpr_keras.export", True, set())
+    assert layout == {"os"} and package == {"tpr_keras.lazy"}, (layout, package)
+
+
+#: The file names of a version folder, each defined once, in tpr_keras/export/layout.py.
+LAYOUT_NAMES = ("EXTRA_ASSETS_DIR", "WARMUP_FILE", "WARMUP_PATH", "EXPORT_INFO_FILE")
+
+
+def assigned_names(root):
+    """``{name: [modules that assign it]}`` for each of :data:`LAYOUT_NAMES` assigned (``=``,
+    ``: type =``, ``+=``, ``for``/``with`` targets, anywhere in a module) under ``root``'s
+    ``tpr_keras``, ``serving``, ``train``, ``tools`` and ``bench``."""
+    found = {}
+    for top in ("tpr_keras", "serving", "train", "tools", "bench"):
+        for path in sorted((root / top).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) \
+                        and node.id in LAYOUT_NAMES:
+                    found.setdefault(node.id, []).append(
+                        str(path.relative_to(root).with_suffix("")).replace("/", "."))
+    return found
+
+
+def test_each_layout_name_is_defined_once_in_the_library():
+    """Exporters and server read one definition of each name (strings compare equal
+    whether or not they are one object, so the test reads the sources)."""
+    assert assigned_names(ROOT) == {name: ["tpr_keras.export.layout"] for name in LAYOUT_NAMES}
+
+
+def test_the_definition_scan_sees_a_second_definition(tmp_path):
+    """An assignment anywhere in a module counts (annotated, in a function, under ``if``);
+    an import of the name does not."""
+    files = {"tpr_keras/export/layout.py": 'WARMUP_FILE = "w"\nEXTRA_ASSETS_DIR: str = "a"\n',
+             "serving/core/layout.py": "from tpr_keras.export.layout import WARMUP_FILE\n",
+             "serving/core/warmup.py": 'WARMUP_FILE = "w"\ndef f():\n    WARMUP_PATH = "x"\n',
+             "train/export.py": 'if True:\n    EXPORT_INFO_FILE = "e"\n'}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    for top in ("tools", "bench"):
+        (tmp_path / top).mkdir()
+    assert assigned_names(tmp_path) == {
+        "WARMUP_FILE": ["tpr_keras.export.layout", "serving.core.warmup"],
+        "EXTRA_ASSETS_DIR": ["tpr_keras.export.layout"],
+        "WARMUP_PATH": ["serving.core.warmup"], "EXPORT_INFO_FILE": ["train.export"]}

@@ -16,12 +16,12 @@ import pytest
 import tensorflow as tf
 
 from serving.client import BabiClient, EntailmentClient, MathClient
-from tpr_keras.models.tp_transformer import export_math_model
+from tpr_keras.export.tp_transformer import export_math_model
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.models import (MathAnswerer, MathPreprocessor, MemN2N, PlainEntailmentModel,
                               RoutedTPTransformer, TPTransformer)
-from tpr_keras.models.babi import export_babi_model
-from tpr_keras.models.entailment import export_entailment_model
+from tpr_keras.export.babi import export_babi_model
+from tpr_keras.export.entailment import export_entailment_model
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = REPO / "serving" / "models.config"

@@ -94,14 +94,21 @@ def test_warm_up_runs_each_request_the_iterations_asked_for(version_dir):
 
 
 def test_server_and_exporters_name_the_same_files():
-    """The server's copy of the layout (serving/core/layout.py, which imports no Keras) and
-    the exporters' (tpr_keras/models/tf_serving_layout.py) must not drift apart."""
+    """The server reads the file names the exporters write: ``serving.core.layout`` hands on
+    the objects of ``tpr_keras.export.layout``, their one definition
+    (tests/serving/test_layout_of_package.py), and both sides take TensorFlow's default
+    signature name."""
     from serving.core import layout
-    from tpr_keras.models import tf_serving_layout
+    from serving.core.signature import DEFAULT_SIGNATURE
+    from tpr_keras.export import layout as export_layout
+    from tpr_keras.export import versions
 
-    for name in ("EXTRA_ASSETS_DIR", "WARMUP_FILE", "WARMUP_PATH"):
-        assert getattr(layout, name) == getattr(tf_serving_layout, name), name
-    assert tf_serving_layout.SIGNATURE_KEY == "serving_default"
+    assert layout.__all__ == ["EXPORT_INFO_FILE", "EXTRA_ASSETS_DIR", "WARMUP_FILE",
+                              "WARMUP_PATH"]
+    for name in layout.__all__:
+        assert getattr(layout, name) is getattr(export_layout, name), name
+    assert layout.WARMUP_PATH == "assets.extra/tf_serving_warmup_requests"
+    assert versions.SIGNATURE_KEY == DEFAULT_SIGNATURE == "serving_default"
 
 
 def test_unknown_runtime_is_refused(version_dir):

@@ -20,7 +20,7 @@ import pytest
 from serving.core._tf import tf
 from serving.core.manager import ModelManager
 from tests.serving.server_requests import model_config
-from tpr_keras.models.tf_serving_layout import write_warmup_requests
+from tpr_keras.export.versions import write_warmup_requests
 
 ROWS = 4096  # a 4096 x 256 float32 variable and constant: 4 MiB each
 WORDS = ["mary", "john", "kitchen", "garden"]

@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data import entailment
+from tpr_keras.export.entailment import export_entailment_model
 from tpr_keras.models import PlainEntailmentModel
-from tpr_keras.models.entailment import export_entailment_model
 
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("(a|b)", "(b|a)"),
          ("~~a", "a"), ("(a>b)", "(b>a)")]

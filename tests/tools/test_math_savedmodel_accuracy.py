@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.data.mathematics import CharVocabulary
+from tpr_keras.export.tp_transformer import export_math_model
 from tpr_keras.models import TPTransformer
-from tpr_keras.models.tp_transformer import export_math_model
 
 QUESTIONS = ["What is the tens digit of 2934?", "Round 7.6 to the nearest integer.",
              "Let x = 3. What is x + x?", "What is 2 + 2?", "Is 3 > 4?", "Sort 3, 1, 2."]

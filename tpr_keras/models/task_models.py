@@ -129,9 +129,10 @@ class TaskModel:
 
     task = ""
     preprocessor_class: Any = None
-    #: ``"module:function"`` of the family's exporter, ``f(task_model, export_dir,
-    #: model_name, *, version, **options)``. Imported by name on first export, as the
-    #: packages' lazy names are: it imports TensorFlow, and the task model's own module.
+    #: ``"module:function"`` of the family's exporter in :mod:`tpr_keras.export`,
+    #: ``f(task_model, export_dir, model_name, *, version, **options)``. Imported by name
+    #: on first export (as Keras' ``Model.export`` imports ``keras.export``): the exporter
+    #: imports TensorFlow and the task model's own module, and stands above the models.
     exporter = ""
 
     def __init__(self, backbone: Any, preprocessor: Any) -> None:

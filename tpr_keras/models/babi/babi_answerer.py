@@ -54,7 +54,7 @@ class BabiAnswerer(TaskModel):
     """
 
     task = "babi"
-    exporter = "tpr_keras.models.babi.babi_exporter:export_babi_answerer"
+    exporter = "tpr_keras.export.babi:export_babi_answerer"
     preprocessor_class = BabiPreprocessor
 
     def predict(self, stories: Story | Sequence[Story], questions: str | Sequence[str],
@@ -128,7 +128,7 @@ class BabiAnswerer(TaskModel):
                version: int | None = None, top_k: int = DEFAULT_TOP_K) -> str:
         """Writes the answerer to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
 
-        The SavedModel (:mod:`tpr_keras.models.babi.babi_exporter`: ``serving_default``,
+        The SavedModel (:mod:`tpr_keras.export.babi`: ``serving_default``,
         ``classify``, ``tokenize``) reads the backbone, and the preprocessor's vocabulary,
         ``max_words`` and ``max_story_sentences``, so it answers as :meth:`predict` does.
         Needs TensorFlow.

@@ -1,13 +1,14 @@
-"""Logical entailment (Tang, Smolensky & de Sa, 2018): models, sizes, preprocessor, exporter.
+"""Logical entailment (Tang, Smolensky & de Sa, 2018): models, sizes, preprocessor, task.
 
 * :class:`PlainEntailmentModel`, :class:`BiDAFEntailmentModel` and their layers
   (:mod:`~tpr_keras.models.entailment.entailment_layers`, where
   ``make_recurrent_layer`` lives);
 * the paper's sizes (:data:`PLAIN_PAPER_SIZES`, :data:`BIDAF_PAPER_SIZES`; their §5.1
   training recipe is :mod:`tpr_keras.training.recipes.entailment`'s);
-* :class:`EntailmentTokenizer`: the in-graph tokenizer, built from the same text
+* from :mod:`tpr_keras.export` (TensorFlow's; loaded on first use):
+  :class:`EntailmentTokenizer`, the in-graph tokenizer, built from the same text
   specification as the data's Python ``tokenize`` (:mod:`tpr_keras.data.entailment`);
-* :func:`export_entailment_classifier` (``EntailmentClassifier.export``): the
+  :func:`export_entailment_classifier` (``EntailmentClassifier.export``): the
   string-pair SavedModel in TF Serving's layout; :func:`export_entailment_model`: the
   same for a bare model, through its task model;
 * :class:`EntailmentClassifier`: the task model, formulas in and entailment
@@ -38,14 +39,15 @@ from tpr_keras.models.entailment.entailment_sizes import (  # noqa: F401
     PLAIN_PAPER_SIZES,
 )
 
-# TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
-# so the models load on a machine with Keras and JAX alone.
+# The SavedModel export and in-graph tokenizers are TensorFlow's, in tpr_keras.export; the
+# family keeps their names, loaded on first use (never imported here), so the models load
+# on a machine with Keras and JAX alone.
 _TENSORFLOW_EXPORTS = {
-    "EntailmentServingModule": "entailment_exporter",
-    "export_entailment_classifier": "entailment_exporter",
-    "export_entailment_model": "entailment_exporter",
-    "save_entailment_servable": "entailment_exporter",
-    "EntailmentTokenizer": "entailment_tokenizer",
+    "EntailmentServingModule": "tpr_keras.export.entailment",
+    "export_entailment_classifier": "tpr_keras.export.entailment",
+    "export_entailment_model": "tpr_keras.export.entailment",
+    "save_entailment_servable": "tpr_keras.export.entailment",
+    "EntailmentTokenizer": "tpr_keras.export.entailment_tokenizer",
 }
 
 

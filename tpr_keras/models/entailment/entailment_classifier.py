@@ -35,7 +35,7 @@ class EntailmentClassifier(TaskModel):
     """
 
     task = "entailment"
-    exporter = "tpr_keras.models.entailment.entailment_exporter:export_entailment_classifier"
+    exporter = "tpr_keras.export.entailment:export_entailment_classifier"
     preprocessor_class = EntailmentPreprocessor
 
     def predict(self, premises: str | Sequence[str], hypotheses: str | Sequence[str],
@@ -83,7 +83,7 @@ class EntailmentClassifier(TaskModel):
                version: int | None = None) -> str:
         """Writes the classifier to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
 
-        The SavedModel (:mod:`tpr_keras.models.entailment.entailment_exporter`:
+        The SavedModel (:mod:`tpr_keras.export.entailment`:
         ``serving_default``, ``classify``) reads the backbone and the preprocessor's
         character vocabulary, so it answers as :meth:`predict` does. Needs TensorFlow.
 

@@ -1,4 +1,5 @@
-"""Whether a string is a formula of the entailment models' grammar, in Python and in-graph.
+"""Whether a string is a formula of the entailment models' grammar (its in-graph twin, for
+the SavedModel, is :func:`tpr_keras.export.entailment_grammar.well_formed`).
 
 The grammar of the DeepMind logical entailment dataset (every formula of its splits
 follows it): ``F := v | ~(F) | (F c F)``, a variable ``v`` in ``a``-``z``, a binary
@@ -21,8 +22,10 @@ MAX_DEPTH = 256
 NOT_PATTERN = r"~\([a-z]\)"
 BINARY_PATTERN = r"\([a-z][&|>][a-z]\)"
 VARIABLE_PATTERN = r"[a-z]"
-_IGNORED = "[" + "".join(f"\\x{ord(c):02x}" for c in IGNORED_CHARACTERS) + "]"
-_NOT, _BINARY, _DROP = re.compile(NOT_PATTERN), re.compile(BINARY_PATTERN), re.compile(_IGNORED)
+#: The ignored characters as one class (RE2 and Python ``re``), each written as ``\\xHH``.
+IGNORED_PATTERN = "[" + "".join(f"\\x{ord(c):02x}" for c in IGNORED_CHARACTERS) + "]"
+_NOT, _BINARY = re.compile(NOT_PATTERN), re.compile(BINARY_PATTERN)
+_DROP = re.compile(IGNORED_PATTERN)
 
 
 def is_well_formed(formula: str) -> bool:
@@ -38,22 +41,3 @@ def is_well_formed(formula: str) -> bool:
             break
         text = reduced
     return re.fullmatch(VARIABLE_PATTERN, text) is not None
-
-
-def well_formed(texts):
-    """``string[B]`` -> ``bool[B]``: :func:`is_well_formed` in TensorFlow ops (one
-    ``tf.while_loop`` of regex passes over the batch, stopping when no formula changes)."""
-    import tensorflow as tf
-
-    texts = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace")
-    texts = tf.strings.regex_replace(texts, _IGNORED, "")
-
-    def reduce(text, changed):
-        del changed
-        reduced = tf.strings.regex_replace(
-            tf.strings.regex_replace(text, NOT_PATTERN, "a"), BINARY_PATTERN, "a")
-        return reduced, tf.reduce_any(tf.not_equal(reduced, text))
-
-    texts, _ = tf.while_loop(lambda text, changed: changed, reduce,
-                             (texts, tf.constant(True)), maximum_iterations=MAX_DEPTH)
-    return tf.strings.regex_full_match(texts, VARIABLE_PATTERN)

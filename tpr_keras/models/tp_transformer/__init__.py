@@ -1,5 +1,5 @@
 """TP-Transformer (Schlag et al., 2019) for the Mathematics Dataset: model, sizes,
-preprocessor, exporter.
+preprocessor, task model.
 
 * :class:`TPTransformer`, its layers (:mod:`.tp_transformer_embedding`,
   :mod:`.tp_transformer_layers`) and its decoding (:mod:`.decoding`: greedy with a key/value
@@ -7,11 +7,12 @@ preprocessor, exporter.
   Trainer (:func:`tpr_keras.losses.sequence_cross_entropy`, which stands below the models);
 * §4.1's sizes and CPU sizes (:data:`PAPER_SIZES`; their training recipes are
   :mod:`tpr_keras.training.recipes.tp_transformer`'s);
-* :class:`MathTokenizer`: the in-graph tokenizer, built from the same specification as
-  the data's Python one (``CharVocabulary.encode_question``);
-* :func:`export_math_answerer` (``MathAnswerer.export``): the string-in/string-out
-  SavedModel in TF Serving's layout; :func:`export_math_model`: the same for a bare model
-  and its vocabulary, through their task model;
+* from :mod:`tpr_keras.export` (TensorFlow's; loaded on first use):
+  :class:`MathTokenizer`, the in-graph tokenizer, built from the same specification as
+  the data's Python one (``CharVocabulary.encode_question``); :func:`export_math_answerer`
+  (``MathAnswerer.export``): the string-in/string-out SavedModel in TF Serving's layout;
+  :func:`export_math_model`: the same for a bare model and its vocabulary, through their
+  task model;
 * :class:`RoutedTPTransformer`: several trained TP-Transformers behind one model, each
   question answered by the decoder of its module (one preset from several:
   ``python -m train.route_presets``);
@@ -48,15 +49,16 @@ from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noq
     MathPreprocessor,
 )
 
-# TensorFlow's part (SavedModel export, in-graph tokenizers) is imported on first use,
-# so the models load on a machine with Keras and JAX alone.
+# The SavedModel export and in-graph tokenizers are TensorFlow's, in tpr_keras.export; the
+# family keeps their names, loaded on first use (never imported here), so the models load
+# on a machine with Keras and JAX alone.
 _TENSORFLOW_EXPORTS = {
-    "BEAM_SIGNATURE_KEY": "tp_transformer_exporter",
-    "MathServingModule": "tp_transformer_exporter",
-    "export_math_answerer": "tp_transformer_exporter",
-    "export_math_model": "tp_transformer_exporter",
-    "save_math_servable": "tp_transformer_exporter",
-    "MathTokenizer": "tp_transformer_tokenizer",
+    "BEAM_SIGNATURE_KEY": "tpr_keras.export.tp_transformer",
+    "MathServingModule": "tpr_keras.export.tp_transformer",
+    "export_math_answerer": "tpr_keras.export.tp_transformer",
+    "export_math_model": "tpr_keras.export.tp_transformer",
+    "save_math_servable": "tpr_keras.export.tp_transformer",
+    "MathTokenizer": "tpr_keras.export.tp_transformer_tokenizer",
 }
 
 

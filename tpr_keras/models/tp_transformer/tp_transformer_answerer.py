@@ -57,7 +57,7 @@ class MathAnswerer(TaskModel):
     """
 
     task = "math"
-    exporter = "tpr_keras.models.tp_transformer.tp_transformer_exporter:export_math_answerer"
+    exporter = "tpr_keras.export.tp_transformer:export_math_answerer"
     preprocessor_class = MathPreprocessor
 
     def __init__(self, backbone, preprocessor) -> None:
@@ -134,7 +134,7 @@ class MathAnswerer(TaskModel):
                version: int | None = None, beam_size: int = 4) -> str:
         """Writes the answerer to ``<export_dir>/<model_name>/<version>/`` for TF Serving.
 
-        The SavedModel (:mod:`tpr_keras.models.tp_transformer.tp_transformer_exporter`:
+        The SavedModel (:mod:`tpr_keras.export.tp_transformer`:
         ``serving_default``, greedy as :meth:`predict`, and ``beam``) reads the backbone
         and the preprocessor's vocabulary, question length and module templates. Needs
         TensorFlow.

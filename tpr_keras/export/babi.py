@@ -20,7 +20,7 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
   stories it was trained on (reading more, it answers outside its training). The model
   answers with a word of its vocabulary whatever it is asked; a non-zero count says that
   it did not take in part of the request, however high the score.
-* ``classify`` (:data:`~tpr_keras.models.tf_serving_layout.CLASSIFY_SIGNATURE_KEY`): TF
+* ``classify`` (:data:`~tpr_keras.export.versions.CLASSIFY_SIGNATURE_KEY`): TF
   Serving's Classify API over serialized ``tf.Example`` (input ``inputs``, features
   ``story`` and ``question``, one string each); outputs ``classes`` (the ``k`` candidate
   answers, best first) and ``scores`` (their probabilities): the answer of
@@ -31,7 +31,7 @@ Signatures (the SavedModel that :func:`save_babi_servable` writes):
 
 :func:`export_babi_answerer` (what ``BabiAnswerer.export`` calls) puts that SavedModel
 into TF Serving's layout (a version folder with a warm-up request and
-``export_info.json``, :mod:`tpr_keras.models.tf_serving_layout`);
+``export_info.json``, :mod:`tpr_keras.export.versions`);
 :func:`export_babi_model` does the same for a bare Keras model and its vocabulary,
 through the task model it builds of them.
 """
@@ -47,14 +47,14 @@ import tensorflow as tf
 
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
-from tpr_keras.models.babi.babi_answerer import DEFAULT_TOP_K, BabiAnswerer
-from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor
-from tpr_keras.models.babi.babi_tokenizer import BabiTokenizer
-from tpr_keras.models.tf_serving_layout import (
+from tpr_keras.export.babi_tokenizer import BabiTokenizer
+from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
 )
+from tpr_keras.models.babi.babi_answerer import DEFAULT_TOP_K, BabiAnswerer
+from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor
 
 TOKENIZE_SIGNATURE_KEY = "tokenize"
 VOCAB_ASSET = "vocab.txt"

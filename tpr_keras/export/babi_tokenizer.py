@@ -15,7 +15,7 @@ from tpr_keras.data.babi.text import (
 )
 from tpr_keras.data.babi.truncation import DEFAULT_MAX_STORY_SENTENCES
 from tpr_keras.data.babi.vocabulary import Vocabulary
-from tpr_keras.models.unknown_tokens import join_distinct_rows
+from tpr_keras.export.unknown_tokens import join_distinct_rows
 
 #: The loader's special ids (the in-graph tokenizer gives exactly its ids).
 PAD_ID = Vocabulary.PAD_ID

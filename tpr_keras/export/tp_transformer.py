@@ -21,7 +21,7 @@ answers stitched back in order. Characters are encoded and decoded in the graph
 characters map to ``<unk>``, questions are cut at the preprocessor's ``max_length`` (160
 characters), answers at 30. :func:`export_math_answerer` (what ``MathAnswerer.export``
 calls) puts the SavedModel into TF Serving's layout
-(:mod:`tpr_keras.models.tf_serving_layout`) with a warm-up request, so that the first real
+(:mod:`tpr_keras.export.versions`) with a warm-up request, so that the first real
 request does not pay for building the decoding loop's kernels; :func:`export_math_model`
 does the same for a bare model and its vocabulary, through their task model.
 """
@@ -30,11 +30,11 @@ import tensorflow as tf
 
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
-from tpr_keras.models.tf_serving_layout import SIGNATURE_KEY, export_version
-from tpr_keras.models.unknown_tokens import join_distinct_rows
+from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
+from tpr_keras.export.unknown_tokens import join_distinct_rows
+from tpr_keras.export.versions import SIGNATURE_KEY, export_version
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer, is_routed
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
-from tpr_keras.models.tp_transformer.tp_transformer_tokenizer import MathTokenizer
 
 BEAM_SIGNATURE_KEY = "beam"
 #: The outputs of ``serving_default`` and ``beam`` beside the answer that say what the

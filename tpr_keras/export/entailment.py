@@ -11,7 +11,8 @@ what the model did not take in (:data:`REPORT_OUTPUTS`): ``unknown_characters``
 the pair are outside the formula syntax and which (distinct, premise first,
 space-separated); ``premise_well_formed`` and ``hypothesis_well_formed``
 (``bool[batch]``): whether each is a formula of the grammar (an empty one is not;
-:mod:`~tpr_keras.models.entailment.entailment_grammar`). A malformed pair is answered all
+:mod:`~tpr_keras.models.entailment.entailment_grammar`, checked in-graph by
+:mod:`~tpr_keras.export.entailment_grammar`). A malformed pair is answered all
 the same; its probability means nothing. Signature ``classify``, for TF Serving's Classify
 API: serialized ``tf.Example`` (input ``inputs``; features ``premise`` and ``hypothesis``,
 one string each) -> ``classes`` (``["entails", "does not entail"]`` for every example, in
@@ -20,7 +21,7 @@ ids in the graph (:class:`EntailmentTokenizer`, the same ids as
 ``tpr_keras.data.entailment.tokenize``): whitespace is ignored and any other unknown
 character maps to ``<unk>``, never an error. :func:`export_entailment_classifier` (what
 ``EntailmentClassifier.export`` calls) puts the SavedModel into TF Serving's layout
-(:mod:`tpr_keras.models.tf_serving_layout`); :func:`export_entailment_model` does the same
+(:mod:`tpr_keras.export.versions`); :func:`export_entailment_model` does the same
 for a bare Keras model, through its task model.
 """
 
@@ -30,16 +31,16 @@ import tempfile
 import tensorflow as tf
 
 from tpr_keras.data.entailment import save_vocabulary
-from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
-from tpr_keras.models.entailment.entailment_grammar import well_formed
-from tpr_keras.models.entailment.entailment_preprocessor import EntailmentPreprocessor
-from tpr_keras.models.entailment.entailment_tokenizer import EntailmentTokenizer
-from tpr_keras.models.unknown_tokens import join_distinct_rows
-from tpr_keras.models.tf_serving_layout import (
+from tpr_keras.export.entailment_grammar import well_formed
+from tpr_keras.export.entailment_tokenizer import EntailmentTokenizer
+from tpr_keras.export.unknown_tokens import join_distinct_rows
+from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
 )
+from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
+from tpr_keras.models.entailment.entailment_preprocessor import EntailmentPreprocessor
 
 VOCAB_ASSET = "entailment_vocab.txt"
 #: One request a fresh version answers before it serves (TF Serving's warm-up).

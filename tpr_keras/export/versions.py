@@ -1,30 +1,20 @@
-"""TF Serving's export layout: version folders, the warm-up file, ``export_info.json``.
+"""Writing one servable version in TF Serving's layout (:mod:`tpr_keras.export.layout`):
+the next version number, the warm-up file, ``export_info.json``, an atomic publish.
 
-Every exporter of this package (:mod:`tpr_keras.models.babi`,
-:mod:`tpr_keras.models.entailment`, :mod:`tpr_keras.models.tp_transformer`) writes a SavedModel
-into a version folder laid out as TF Serving expects::
+Every exporter of this package (:mod:`tpr_keras.export.babi`,
+:mod:`tpr_keras.export.entailment`, :mod:`tpr_keras.export.tp_transformer`) writes its
+SavedModel through :func:`export_version`. Versions are positive integers; a new export
+takes the next number. The version folder is written under a hidden temporary name
+(``.export-tmp-*``), synced and renamed into place (:mod:`tpr_keras.atomic_files`), so a
+server polling the folder never sees half an export (:func:`publish_version`), and a
+process killed mid-export leaves only the temporary.
 
-    <export_dir>/<model_name>/<version>/saved_model.pb
-                                        variables/
-                                        assets/...
-                                        assets.extra/tf_serving_warmup_requests
-                                        assets.extra/export_info.json
+Why in the library and not in ``serving/``: the training commands (``train.*``) export at
+the end of a run, and ``train`` must not import ``serving``. The server imports of this
+package only the file names (:mod:`tpr_keras.export.layout`, which imports no TensorFlow).
 
-Versions are positive integers; a new export takes the next number. The version folder
-is written under a hidden temporary name (``.export-tmp-*``), synced and renamed into place
-(:mod:`tpr_keras.atomic_files`), so a server polling the folder never sees half an export
-(:func:`publish_version`), and a process killed mid-export leaves only the temporary.
-
-Why here and not in ``serving/``: the training commands (``train.*``) export at the end of
-a run, and ``train`` must not import ``serving`` (the tree reads data -> ... -> models ->
-training -> train -> serving). The server (``serving/core`` and ``serving/model_server``)
-imports no Keras and no model code (of ``tpr_keras`` only the standard-library
-:mod:`tpr_keras.runtime`), so it keeps its own copy of the two file names it reads (``serving/core/layout.py``); ``tests/serving/test_servable.py`` asserts the
-two copies are equal.
-
-The file names are TF Serving's (``tensorflow_serving/servables/tensorflow/
-saved_model_warmup.cc``); the signature name is TensorFlow's
-``tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY`` (``serving_default``).
+The signature name is TensorFlow's ``tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY``
+(``serving_default``).
 """
 
 from __future__ import annotations
@@ -39,6 +29,7 @@ from typing import Any
 import tensorflow as tf
 
 from tpr_keras.atomic_files import commit_folder, temporary_folder
+from tpr_keras.export.layout import EXPORT_INFO_FILE, EXTRA_ASSETS_DIR, WARMUP_PATH
 
 #: TensorFlow's name of the default signature ("serving_default"), the one every
 #: exporter here uses and the server looks up.
@@ -46,14 +37,6 @@ SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 #: The classification signature of an export (one DT_STRING input ``inputs`` of serialized
 #: ``tf.Example``; outputs ``classes`` and ``scores``), for TF Serving's Classify API.
 CLASSIFY_SIGNATURE_KEY = "classify"
-#: Folder of a version's extra files, which TF Serving keeps out of the SavedModel.
-EXTRA_ASSETS_DIR = "assets.extra"
-#: Name of the warm-up file inside :data:`EXTRA_ASSETS_DIR`.
-WARMUP_FILE = "tf_serving_warmup_requests"
-#: The warm-up file's path relative to the version folder.
-WARMUP_PATH = os.path.join(EXTRA_ASSETS_DIR, WARMUP_FILE)
-#: What an export says about itself (signatures, sizes, versions), in :data:`EXTRA_ASSETS_DIR`.
-EXPORT_INFO_FILE = "export_info.json"
 
 
 def next_version(model_base_path: str | os.PathLike) -> int:
