@@ -295,6 +295,9 @@ LIBRARY_FLOORS = (
     ("tpr_keras.training", "tpr_keras.analysis",
      "tpr_keras.evaluation",  # the trainers; the papers' analyses; the tables
      "tpr_keras.export"),  # SavedModel export for TF Serving
+    ("tpr_keras.backend.tensorflow.trainer",
+     "tpr_keras.backend.jax.trainer"),  # each backend's trainer, on the base Trainer
+    ("tpr_keras.backend.backend_trainer",),  # make_trainer: the running backend's trainer
     ("tpr_keras.testing",),  # the test suite's helpers: nothing in the library uses them
 )
 
@@ -313,6 +316,12 @@ KEPT_NAMES = {("tpr_keras/layers/__init__.py", "tpr_keras.models")} | {
         "tpr_keras/models/entailment/entailment_classifier.py",
         "tpr_keras/models/tp_transformer/__init__.py",
         "tpr_keras/models/tp_transformer/tp_transformer_answerer.py")}
+
+#: ``tpr_keras.training`` still names the backends' trainers (``Trainer``, ``JaxTrainer``,
+#: ``is_chief``, ``make_trainer``), loaded from ``tpr_keras.backend`` on first access
+#: (tests/training/test_trainer_names.py).
+KEPT_NAMES |= {("tpr_keras/training/__init__.py", f"tpr_keras.backend.{module}")
+               for module in ("tensorflow.trainer", "jax.trainer", "backend_trainer")}
 
 #: A string that names a module of the library: ``"tpr_keras.models.memn2n"``,
 #: ``"tpr_keras.export.babi:export_babi_answerer"``.

@@ -153,7 +153,7 @@ def finish_run(task, model, results, on_jax):
 def _is_chief(strategy):
     if strategy is None:
         return True
-    from tpr_keras.training.tensorflow_trainer import is_chief
+    from tpr_keras.backend.tensorflow.trainer import is_chief
 
     return is_chief(strategy)
 

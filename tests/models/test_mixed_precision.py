@@ -25,7 +25,7 @@ from tpr_keras.models import (TPRRNN, MemN2N, PlainEntailmentModel, TPTransforme
                               sequence_compute_fn)
 from tpr_keras.models.dtype_policy import building_under, resolve
 from tpr_keras.training import TrainConfig, binary_classification, sparse_classification
-from tpr_keras.training.trainers import make_trainer
+from tpr_keras.backend.backend_trainer import make_trainer
 
 # Runs on TensorFlow and again under KERAS_BACKEND=jax (the test command's second half).
 pytestmark = pytest.mark.every_backend

@@ -8,7 +8,7 @@ import pytest
 
 from tpr_keras.testing import batch_source
 from tpr_keras.training import TrainConfig, sparse_classification
-from tpr_keras.training.trainers import make_trainer
+from tpr_keras.backend.backend_trainer import make_trainer
 
 LR = 0.05
 

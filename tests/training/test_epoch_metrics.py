@@ -9,7 +9,7 @@ import pytest
 
 from tpr_keras.testing import batch_source
 from tpr_keras.training import EpochMetric, TrainConfig, sparse_classification
-from tpr_keras.training.trainers import make_trainer
+from tpr_keras.backend.backend_trainer import make_trainer
 
 
 def batches():

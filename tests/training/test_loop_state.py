@@ -99,7 +99,7 @@ def test_benchmark_train_step_leaves_the_trainer_untouched(tmp_path):
 
 
 def test_host_only_iterates_the_dataset_itself_without_autotune(tmp_path):
-    from tpr_keras.training.tensorflow_trainer import without_autotune
+    from tpr_keras.backend.tensorflow.trainer import without_autotune
 
     ds = dataset_fn(*make_data())(0)
     one = trainer(tmp_path / "one", tf.distribute.OneDeviceStrategy("/cpu:0"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tpr_keras.training import TrainConfig, sparse_classification
-from tpr_keras.training.trainers import make_trainer
+from tpr_keras.backend.backend_trainer import make_trainer
 
 
 def batches(epoch, poison=False):

@@ -30,7 +30,7 @@ class TPRU(keras.layers.RNN):
     (``keras.ops.scan`` over one time-major tensor of the step inputs, carrying the
     state; every backend, the default off TensorFlow), and on TensorFlow ``"while"``
     (its default) or ``"scan"`` (``tf.scan``), from
-    :mod:`tpr_keras.backend.tensorflow_loops`, imported only on that backend. On
+    :mod:`tpr_keras.backend.tensorflow.tensorflow_loops`, imported only on that backend. On
     TensorFlow Keras' ``scan`` runs one iteration at a time and its gradient cannot be
     compiled by XLA (no trip count), so the TensorFlow default is a ``tf.while_loop``
     that sets one and carries only the state, and the outputs only when
@@ -135,7 +135,7 @@ class TPRU(keras.layers.RNN):
         if keras.backend.backend() != "tensorflow":
             raise ValueError(f"TPRU loop {loop!r} is TensorFlow's; Keras runs on "
                              f"{keras.backend.backend()}: use 'ops' or 'auto'.")
-        from tpr_keras.backend import tensorflow_loops  # TensorFlow is the backend here
+        from tpr_keras.backend.tensorflow import tensorflow_loops  # the backend is TensorFlow
 
         return tensorflow_loops.rnn_loop(*args, scan=loop == "scan")
 
@@ -160,7 +160,8 @@ class TPRU(keras.layers.RNN):
 def _ops_loop(step, f_x, g_x, b0, mask, go_backwards, return_sequences, zero_output_for_mask,
               unroll=False):
     """The recurrence in ``keras.ops.scan`` (any backend), or unrolled in Python over the
-    static length with ``unroll``; the same contract as :func:`tpr_keras.backend.tensorflow_loops.rnn_loop`.
+    static length with ``unroll``; the same contract as
+    :func:`tpr_keras.backend.tensorflow.tensorflow_loops.rnn_loop`.
 
     The per-step inputs travel as one time-major tensor ``[f_x | g_x | mask]`` and the
     carry is the state alone: Keras' TensorFlow ``scan`` reads one ``TensorArray`` per

@@ -12,7 +12,7 @@ class Callback(keras.callbacks.Callback):
     """A callback of the training loop: Keras' protocol, plus the trainer.
 
     The loop sets ``self.trainer`` (the running
-    :class:`~tpr_keras.training.trainer.EpochLoop`) before ``on_train_begin``, and
+    :class:`~tpr_keras.training.trainer.Trainer`) before ``on_train_begin``, and
     ``self.model`` as Keras does.
 
     Example:

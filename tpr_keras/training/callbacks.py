@@ -1,6 +1,6 @@
 """Training behaviours as callbacks of the epoch loop: Keras' callback protocol.
 
-:class:`~tpr_keras.training.trainer.EpochLoop` runs the epochs and the steps, skips a
+:class:`~tpr_keras.training.trainer.Trainer` runs the epochs and the steps, skips a
 non-finite step, validates and checkpoints after every epoch, and resumes. Everything else
 is a callback, called as ``model.fit`` calls Keras callbacks (``keras.callbacks.CallbackList``):
 ``on_train_begin``, ``on_epoch_begin(epoch)``, ``on_train_batch_end(batch, logs)`` after

@@ -1,7 +1,7 @@
-"""What :class:`~tpr_keras.training.trainer.EpochLoop` keeps and asks between steps:
+"""What :class:`~tpr_keras.training.trainer.Trainer` keeps and asks between steps:
 the per-step counters (mirrored in Python during an epoch), the time counters, the learning
 rate's state, evaluation, re-initialisation, checkpoints and the step benchmark. Backend-free;
-a trainer supplies the hooks named in :class:`~tpr_keras.training.trainer.EpochLoop`."""
+a trainer supplies the hooks named in :class:`~tpr_keras.training.trainer.Trainer`."""
 
 import time
 
@@ -13,7 +13,7 @@ from tpr_keras.training.lr_policy import LearningRatePolicy
 
 
 class LoopState:
-    """The state half of :class:`~tpr_keras.training.trainer.EpochLoop` (a mixin)."""
+    """The state half of :class:`~tpr_keras.training.trainer.Trainer` (a mixin)."""
 
     def reinitialize(self):
         """Fresh weights for the model and a zeroed optimizer state."""

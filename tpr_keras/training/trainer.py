@@ -1,14 +1,16 @@
-"""The epochs of a training run, the same for every backend.
+"""The base ``Trainer``: the epochs of a training run, the same for every backend.
 
-:class:`EpochLoop` is what :class:`~tpr_keras.training.tensorflow_trainer.Trainer` (TensorFlow,
-``tf.distribute``) and :class:`~tpr_keras.training.jax_trainer.JaxTrainer` (JAX, one
-jit-compiled step) share: epochs of steps, the rate of each step, skipping a non-finite
-step, validation, the end-of-epoch checkpoints and resume, the history and the console. The
-other behaviours of a run (the learning-rate halving, early stopping, the time budget,
-re-initialising after a NaN in the warm-up, checkpoints inside an epoch, MemN2N's linear
-start) are :mod:`~tpr_keras.training.callbacks`. It imports no backend; a subclass
-supplies the step, the batches and the checkpoint I/O through the hooks at the top of the
-class.
+:class:`Trainer` is what :class:`~tpr_keras.backend.tensorflow.trainer.TensorFlowTrainer`
+(TensorFlow, ``tf.distribute``) and :class:`~tpr_keras.backend.jax.trainer.JAXTrainer`
+(JAX, one jit-compiled step) share, as Keras' backend trainers share
+``keras.src.trainers.trainer.Trainer``: epochs of steps, the rate of each step, skipping a
+non-finite step, validation, the end-of-epoch checkpoints and resume, the history and the
+console. The other behaviours of a run (the learning-rate halving, early stopping, the
+time budget, re-initialising after a NaN in the warm-up, checkpoints inside an epoch,
+MemN2N's linear start) are :mod:`~tpr_keras.training.callbacks`. It imports no backend; a
+subclass supplies the step, the batches and the checkpoint I/O through the hooks at the
+top of the class. (``tpr_keras.training.Trainer`` is the TensorFlow trainer, the name it
+has always had; this class is ``tpr_keras.training.EpochLoop`` there.)
 """
 
 import os
@@ -21,7 +23,7 @@ from tpr_keras.training.callbacks import Callback, default_callbacks
 from tpr_keras.training.loop_state import LoopState
 
 
-class EpochLoop(LoopState):
+class Trainer(LoopState):
     """The backend-neutral part of a trainer (see the module docstring).
 
     A subclass sets ``config`` (a :class:`~tpr_keras.training.config.TrainConfig`),
@@ -103,11 +105,43 @@ class EpochLoop(LoopState):
                 e.g. MemN2N's ``LinearStart`` or Keras' ``CSVLogger``. State they change
                 must live in model or trainer variables so that it is checkpointed.
         """
-        cfg = self.config
+        start_epoch, history_path = self._begin_fit(callbacks, steps_per_epoch)
+        rates = []  # (examples, seconds) of the epochs after the first (tracing) one
+        epoch_walls = []  # wall seconds per epoch of this call, validation included
+        stop = self._should_stop()
+        try:
+            for epoch in range(start_epoch, self.config.epochs):
+                if stop:
+                    break
+                epoch_started = time.monotonic()
+                # examples trained in this call (a resumed epoch counts only its rest)
+                examples, call_seconds = self._fit_epoch(
+                    epoch, train_dataset_fn, valid_dataset, steps_per_epoch, history_path)
+                if epoch > start_epoch and examples:
+                    rates.append((examples, call_seconds))
+                stop = self._should_stop()
+                epoch_walls.append(time.monotonic() - epoch_started)
+                if self.config.verbose:
+                    steps = self._steps_seen or steps_per_epoch
+                    left = None if stop else self._seconds_left(epoch_walls, steps)
+                    print(epoch_line(self.history[-1], self._total_epochs(steps), left),
+                          flush=True)
+        finally:
+            self._sync_state()
+            self._counters = None
+            self._clock = None
+        self._end_fit(rates, valid_dataset)
+        return self.history
+
+    def _begin_fit(self, callbacks, steps_per_epoch):
+        """What :meth:`fit` does before its first epoch: restores the latest checkpoint
+        and the history of the epochs it saved (said on the console), starts the clocks
+        from the checkpoint's seconds, and sets up and begins the callbacks. Returns the
+        first epoch to run and the path of ``history.json``."""
         resumed = self.restore()
         start_epoch = self.state.value("epoch")
         history_path = os.path.join(self.write_dir, "history.json")
-        history = self.history = read_history(history_path, start_epoch) if resumed else []
+        self.history = read_history(history_path, start_epoch) if resumed else []
         if resumed:  # always said: a silent resume is a surprise
             print(
                 f"Resumed from {self.restored_from} at epoch "
@@ -118,72 +152,60 @@ class EpochLoop(LoopState):
         self._clock = {"fit_start": time.perf_counter(),
                        "train_base": self.state.value("train_seconds"),
                        "epoch_start": None, "epoch_base": 0.0}
-        self.callbacks = default_callbacks(cfg) + list(callbacks or ())
+        self.callbacks = default_callbacks(self.config) + list(callbacks or ())
         for callback in self.callbacks:
             if isinstance(callback, Callback):
                 callback.set_trainer(self)
         self.model.stop_training = False
         self._callback_list = keras.callbacks.CallbackList(
-            self.callbacks, model=self.model, epochs=cfg.epochs, steps=steps_per_epoch,
-            verbose=0)
+            self.callbacks, model=self.model, epochs=self.config.epochs,
+            steps=steps_per_epoch, verbose=0)
         self._callback_list.on_train_begin()
-        rates = []  # examples/s of the epochs after the first (tracing) one
         self.stop_reason = None
         # The caller's steps_per_epoch is a hint (bucketed datasets give a few more
         # batches); after one whole epoch the counted number replaces it.
         self._steps_seen = None
-        epoch_walls = []  # wall seconds per epoch of this call, validation included
-        stop = self._should_stop()
-        try:
-            for epoch in range(start_epoch, cfg.epochs):
-                if stop:
-                    break
-                epoch_started = time.monotonic()
-                record = self._train_epoch(
-                    epoch, train_dataset_fn, self._steps_seen or steps_per_epoch)
-                epoch_done = record.pop("epoch_done")
-                # examples trained in this call (a resumed epoch counts only its rest)
-                examples = record.pop("examples")
-                call_seconds = record.pop("call_seconds")
-                if epoch > start_epoch and examples:
-                    rates.append((examples, call_seconds))
-                self._sync_state()  # validation callbacks see the true state
-                logs = {"loss": record["train_loss"], "accuracy": record["train_accuracy"],
-                        "learning_rate": record["learning_rate"]}
-                if valid_dataset is not None:
-                    valid = self.evaluate(valid_dataset)
-                    logs.update(val_loss=valid["loss"], val_accuracy=valid["accuracy"],
-                                val_error_percent=valid["error_percent"])
-                    record.update(
-                        valid_loss=valid["loss"],
-                        valid_error_percent=valid["error_percent"],
-                    )
-                # wall-clock time at the end of the epoch (validation included), so a
-                # curve against wall time can be drawn across restarts
-                record["finished_at"] = time.time()
-                history.append(record)
-                self._callback_list.on_epoch_end(epoch, logs)
-                if epoch_done:
-                    self.state.epoch.assign(epoch + 1)
-                    self.state.epoch_seconds.assign(0.0)
-                    for name in ("step_in_epoch", "epoch_loss_sum",
-                                 "epoch_accuracy_sum", "epoch_steps"):
-                        self._counters[name] = 0
-                # History first (atomically), then the checkpoint: a crash in
-                # between redoes this epoch, and fit() then drops the record.
-                if self.chief:
-                    write_history(history_path, history)
-                self.save_checkpoint()
-                stop = self._should_stop()
-                epoch_walls.append(time.monotonic() - epoch_started)
-                if cfg.verbose:
-                    steps = self._steps_seen or steps_per_epoch
-                    left = None if stop else self._seconds_left(epoch_walls, steps)
-                    print(epoch_line(record, self._total_epochs(steps), left), flush=True)
-        finally:
-            self._sync_state()
-            self._counters = None
-            self._clock = None
+        return start_epoch, history_path
+
+    def _fit_epoch(self, epoch, train_dataset_fn, valid_dataset, steps_per_epoch,
+                   history_path):
+        """One epoch of :meth:`fit`: its steps, the validation, the record appended to the
+        history and the callbacks' ``on_epoch_end``; then, if the epoch ran to its end, the
+        counters of the next; then ``history.json`` (atomically) and the checkpoint, in
+        that order, so that a crash in between redoes this epoch and :meth:`fit` drops its
+        record. Returns the examples trained in this call and their seconds."""
+        record = self._train_epoch(epoch, train_dataset_fn, self._steps_seen or steps_per_epoch)
+        epoch_done = record.pop("epoch_done")
+        examples = record.pop("examples")
+        call_seconds = record.pop("call_seconds")
+        self._sync_state()  # validation callbacks see the true state
+        logs = {"loss": record["train_loss"], "accuracy": record["train_accuracy"],
+                "learning_rate": record["learning_rate"]}
+        if valid_dataset is not None:
+            valid = self.evaluate(valid_dataset)
+            logs.update(val_loss=valid["loss"], val_accuracy=valid["accuracy"],
+                        val_error_percent=valid["error_percent"])
+            record.update(valid_loss=valid["loss"], valid_error_percent=valid["error_percent"])
+        # wall-clock time at the end of the epoch (validation included), so a curve
+        # against wall time can be drawn across restarts
+        record["finished_at"] = time.time()
+        self.history.append(record)
+        self._callback_list.on_epoch_end(epoch, logs)
+        if epoch_done:
+            self.state.epoch.assign(epoch + 1)
+            self.state.epoch_seconds.assign(0.0)
+            for name in ("step_in_epoch", "epoch_loss_sum", "epoch_accuracy_sum",
+                         "epoch_steps"):
+                self._counters[name] = 0
+        if self.chief:
+            write_history(history_path, self.history)
+        self.save_checkpoint()
+        return examples, call_seconds
+
+    def _end_fit(self, rates, valid_dataset):
+        """What :meth:`fit` does after its last epoch: the reason it stopped, the
+        callbacks' ``on_train_end``, the steady-state examples/s (``rates``: the epochs
+        after the first) and, with ``keep_best``, the best weights restored."""
         if self.stop_reason is None:
             self.stop_reason = self._stop_reason()
         self._callback_list.on_train_end()
@@ -191,9 +213,8 @@ class EpochLoop(LoopState):
             self.train_examples_per_second = (
                 sum(e for e, _ in rates) / sum(t for _, t in rates)
             )
-        if valid_dataset is not None and cfg.keep_best:
+        if valid_dataset is not None and self.config.keep_best:
             self.restore_best()
-        return history
 
     def _total_epochs(self, steps_per_epoch):
         """The epochs this run can reach: ``epochs``, or fewer when ``max_steps`` ends it."""

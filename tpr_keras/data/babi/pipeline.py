@@ -155,7 +155,7 @@ def make_dataset(
 
     # No tf.data autotuning: the pipeline has fixed values, and an autotuned
     # iterator's deletion can wait for the autotuner's next wake-up, a stall per
-    # epoch under CPU contention (see tpr_keras.training.tensorflow_trainer.without_autotune).
+    # epoch under CPU contention (see tpr_keras.backend.tensorflow.trainer.without_autotune).
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.map(gather).prefetch(2).with_options(options)

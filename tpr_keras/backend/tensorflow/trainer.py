@@ -1,4 +1,6 @@
-"""One strategy-agnostic custom training loop for every tpr-keras model.
+"""``TensorFlowTrainer``: the training step of every tpr-keras model on TensorFlow, under
+any ``tf.distribute`` strategy (the epochs are the base
+:class:`~tpr_keras.training.trainer.Trainer`'s).
 
 Keras 3 ``Model.fit`` does not run under ``MultiWorkerMirroredStrategy``; this
 loop does, and it behaves identically under the default strategy,
@@ -23,7 +25,7 @@ loop does, and it behaves identically under the default strategy,
   checkpoint I/O :class:`~tpr_keras.training.checkpoints.CheckpointIO` and the
   counters :class:`~tpr_keras.training.trainer_state.TrainerState`: each tested alone.
 * Early stopping on the validation error, ties broken by the validation loss
-  with a ``min_delta_loss`` margin (see :class:`TrainConfig`), with the best
+  with a ``min_delta_loss`` margin (see :class:`~tpr_keras.training.config.TrainConfig`), with the best
   weights kept in ``<model_dir>/best`` and restored at the end; optionally a
   shorter ``patience_at_zero`` once the validation error is 0.
 * Steps run in-graph, ``steps_per_execution`` per compiled call (Keras' option of
@@ -36,9 +38,9 @@ loop does, and it behaves identically under the default strategy,
   CPU replica the dataset is iterated directly (the ``tf.distribute`` input
   pipeline's multi-device iterator cost more than the step on 2 cores).
 * Steady-state throughput: every epoch record holds its training examples/s
-  (iteration and steps, validation excluded); :attr:`Trainer.train_examples_per_second`
+  (iteration and steps, validation excluded); :attr:`TensorFlowTrainer.train_examples_per_second`
   averages the epochs after the first (tracing) and
-  :meth:`Trainer.benchmark_train_step` times the same compiled step on cached
+  :meth:`TensorFlowTrainer.benchmark_train_step` times the same compiled step on cached
   batches, for comparison.
 * Checkpoints of model, optimizer, counters and data position in
   ``<model_dir>/checkpoints``; a restarted run resumes from the latest one
@@ -48,7 +50,7 @@ loop does, and it behaves identically under the default strategy,
   progress bar (``verbose=1``) or plain lines for log files (``verbose=2``: one per
   epoch and one every ``progress_seconds`` inside an epoch), with examples/s and
   the time left.
-* :attr:`Trainer.stop_reason` says why ``fit`` ended; :func:`finished_run` tells a
+* :attr:`TensorFlowTrainer.stop_reason` says why ``fit`` ended; :func:`finished_run` tells a
   command that its run already reached its stop condition (a run cut by the time
   budget or killed is not finished: the same command resumes it).
 """
@@ -58,10 +60,8 @@ import tempfile
 
 import tensorflow as tf
 
+from tpr_keras.training import trainer as base_trainer
 from tpr_keras.training.checkpoints import CheckpointIO
-from tpr_keras.training.config import TrainConfig  # noqa: F401
-from tpr_keras.training.trainer import EpochLoop
-from tpr_keras.training.losses import binary_classification, sparse_classification  # noqa: F401
 from tpr_keras.training.trainer_state import TrainerState
 
 
@@ -95,7 +95,7 @@ def is_chief(strategy):
     )
 
 
-class Trainer(EpochLoop):
+class TensorFlowTrainer(base_trainer.Trainer):
     """Trains a Keras model with a custom loop under any ``tf.distribute`` strategy.
 
     Args:
@@ -103,14 +103,14 @@ class Trainer(EpochLoop):
         optimizer_fn: zero-argument callable returning a Keras optimizer.
         compute_fn: ``(model, features, labels, training) -> {"loss": [B],
             "correct": [B]}`` per-example values.
-        config: a :class:`TrainConfig`.
+        config: a :class:`~tpr_keras.training.config.TrainConfig`.
         model_dir: where checkpoints, TensorBoard logs and ``best`` go; only
             the chief writes there, other workers write to a temporary folder.
         strategy: a ``tf.distribute.Strategy``; default: the default strategy.
 
     Example:
-    >>> trainer = Trainer(model_fn, optimizer_fn, sparse_classification("y"),
-    ...                   TrainConfig(epochs=5), model_dir="/tmp/run")
+    >>> trainer = TensorFlowTrainer(model_fn, optimizer_fn, sparse_classification("y"),
+    ...                             TrainConfig(epochs=5), model_dir="/tmp/run")
     >>> history = trainer.fit(lambda epoch: train_ds, valid_ds)
     """
 

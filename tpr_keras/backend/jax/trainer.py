@@ -1,7 +1,9 @@
-"""The training loop on Keras' JAX backend: one ``jax.jit``-compiled step, no TensorFlow.
+"""``JAXTrainer``: the training step on Keras' JAX backend, one ``jax.jit``-compiled step,
+no TensorFlow.
 
-:class:`JaxTrainer` runs the same epochs as the TensorFlow
-:class:`~tpr_keras.training.tensorflow_trainer.Trainer` (:class:`~tpr_keras.training.trainer.EpochLoop`:
+:class:`JAXTrainer` runs the same epochs as the TensorFlow
+:class:`~tpr_keras.backend.tensorflow.trainer.TensorFlowTrainer` (the base
+:class:`~tpr_keras.training.trainer.Trainer`:
 the learning-rate policy, NaN guard and re-initialisation, validation, early stopping,
 time budget, checkpoints and resume, history) with the step written the JAX way: the
 model runs statelessly on arrays (``keras.StatelessScope``), ``jax.value_and_grad``
@@ -9,7 +11,7 @@ differentiates the summed per-example loss, and ``optimizer.stateless_apply`` up
 The step computes what the TensorFlow step does on one replica — mean loss over the
 batch's real examples, the gradient's global norm, clipping by it, an update skipped
 when the loss or norm is not finite, dynamic loss scaling — and returns its numbers as one
-array; :meth:`JaxTrainer._run_steps` dispatches ``steps_per_execution`` steps before it
+array; :meth:`JAXTrainer._run_steps` dispatches ``steps_per_execution`` steps before it
 waits for their numbers, in one host transfer.
 
 Data parallelism: under a ``keras.distribution.DataParallel`` distribution (set before the
@@ -30,12 +32,12 @@ import os
 import keras
 import numpy as np
 
-from tpr_keras.training.trainer import EpochLoop
+from tpr_keras.training import trainer as base_trainer
 from tpr_keras.training.host_checkpoints import HostCheckpoints
 from tpr_keras.training.trainer_state import TrainerState
 
 
-class JaxTrainer(EpochLoop):
+class JAXTrainer(base_trainer.Trainer):
     """Trains a Keras model on the JAX backend with a jit-compiled step.
 
     Args:
@@ -48,15 +50,15 @@ class JaxTrainer(EpochLoop):
         model_dir: where checkpoints and ``best`` go.
 
     Example:
-    >>> trainer = JaxTrainer(model_fn, optimizer_fn, sparse_classification("answer"),
+    >>> trainer = JAXTrainer(model_fn, optimizer_fn, sparse_classification("answer"),
     ...                      TrainConfig(epochs=5), model_dir="/tmp/run")
     >>> history = trainer.fit(lambda epoch: train_batches.batches(epoch), valid_batches)
     """
 
     def __init__(self, model_fn, optimizer_fn, compute_fn, config, model_dir):
         if keras.backend.backend() != "jax":
-            raise ValueError(f"JaxTrainer needs KERAS_BACKEND=jax; Keras runs on "
-                             f"{keras.backend.backend()!r} (use tpr_keras.training.Trainer).")
+            raise ValueError(f"JAXTrainer needs KERAS_BACKEND=jax; Keras runs on "
+                             f"{keras.backend.backend()!r} (use tpr_keras.backend.tensorflow.trainer.TensorFlowTrainer).")
         self.model_fn = model_fn
         self.optimizer_fn = optimizer_fn
         self.compute_fn = compute_fn
@@ -92,7 +94,7 @@ class JaxTrainer(EpochLoop):
             scale = self.state.value("loss_scale")
             exponent = int(np.round(np.log2(scale)))
             if self.loss_scaling and 2.0 ** exponent != scale:
-                raise ValueError(f"JaxTrainer's loss scale is a power of two, not {scale}.")
+                raise ValueError(f"JAXTrainer's loss scale is a power of two, not {scale}.")
             self._scaling = (np.int32(exponent),
                              np.int32(self.state.value("loss_scale_good_steps")))
         return self._values, self._scaling
