@@ -17,7 +17,7 @@ from tpr_keras import runtime
 
 runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
 
-from train import cli  # noqa: E402
+from train import backend, cli  # noqa: E402
 from train import flags as train_flags  # noqa: E402
 
 #: ``--size``: the paper sizes of TPRRNN.paper_sizes and MemN2N.paper_sizes.
@@ -29,6 +29,16 @@ def command():
     """``python -m train.babi``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
     command = cli.TrainCommand("python -m train.babi", __doc__, EXAMPLE, sizes=SIZES,
                                presets_task="babi")
+    _data_flags(command)
+    _model_flags(command)
+    _training_flags(command)
+    _output_flags(command)
+    train_flags.define_flags(command)
+    return command
+
+
+def _data_flags(command):
+    """The ``Data`` flags: which tasks, where their files are, how stories are read."""
     command.group("Data")
     command.string("task", "1", "bAbI task 1-20, a comma-separated list, or 'all'.")
     command.string("data_dir", None, "Folder holding en-10k/ (or the qa*.txt files); "
@@ -44,6 +54,10 @@ def command():
     command.integer("bucket_width", None,
                     "Batch stories of similar length (buckets of N sentences); 0 = off. "
                     "Default 10 (MemN2N joint_paper: 0, uniform batches as the authors').")
+
+
+def _model_flags(command):
+    """The ``Model`` and ``MemN2N`` flags: which model, its size and options (a flat list, one call per flag, as ``--help`` shows them)."""
     command.group("Model")
     command.enum("model", "tpr_rnn", ["tpr_rnn", "memn2n"],
                  "TPR-RNN (Schlag & Schmidhuber 2018) or the MemN2N baseline "
@@ -93,6 +107,10 @@ def command():
     command.boolean("answer_time_words", None, "MemN2N: the answer softmax also spans the "
                     "memory's time words, as the authors' code (default: the recipe's; "
                     "off, authors_code on).")
+
+
+def _training_flags(command):
+    """The ``Training recipe`` and ``When to stop`` flags (a flat list, one call per flag)."""
     command.group("Training recipe")
     command.enum("recipe", "size", ["size", "authors_code"], "size: the paper's recipe of "
                  "the setting (or the --size's protocol). authors_code: the authors' "
@@ -139,6 +157,10 @@ def command():
                     "cannot fall any more); -1 uses --patience throughout.")
     command.float("target_valid_error", None,
                   "Also stop once the validation error (%) is at or below this.")
+
+
+def _output_flags(command):
+    """The ``Outputs`` and ``Benchmark`` flags."""
     command.group("Outputs")
     command.string("model_dir", "runs/babi", "Checkpoints, TensorBoard logs, results.json.")
     command.string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
@@ -149,12 +171,13 @@ def command():
                     "step alone on cached training batches (--benchmark_seconds) and print it "
                     "next to the loop's steady-state examples/s and their ratio.")
     command.float("benchmark_seconds", 10.0, "Duration of --benchmark_step.")
-    train_flags.define_flags(command)
-    return command
 
 
 def main(args):
-    """Trains as ``args`` (:func:`command`'s parsed flags) say."""
+    """Trains as ``args`` (:func:`command`'s parsed flags) say. The Keras backend starts
+    first; the runner and the task, which import Keras, are imported after it (so
+    ``--help`` starts no TensorFlow, and TensorFlow starts quietly)."""
+    backend.start(args)
     from train.runner import run
     from train.tasks.babi import BabiTask
 

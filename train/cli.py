@@ -8,9 +8,8 @@
 * :func:`run` parses the command line and runs ``main(args)``: an error ends the command
   with one line saying what failed and exit status 1 (2 for a usage error; the
   traceback only with ``--debug`` or ``TPR_KERAS_DEBUG=1``).
-* :func:`import_tensorflow` is :func:`tpr_keras.runtime.import_tensorflow` (TensorFlow
-  imported with its start-up noise filtered out) with the ``--tf_logs`` flag honoured
-  besides ``TPR_KERAS_TF_LOGS=1``.
+* :func:`load_flagged_preset` starts TensorFlow (:mod:`train.backend`, which holds the
+  backend's set-up) and loads ``--preset``.
 
 The command-line half of the project: this package (``train``) parses flags, the library
 (``tpr_keras``) does not.
@@ -22,45 +21,21 @@ import os
 import re
 import sys
 
+from absl import flags as absl_flags
+from absl import logging
+
 from serving.command_flags import Command
 from tpr_keras import runtime
+from tpr_keras.presets import load_preset, preset_files
+from train import backend
+from train.errors import UsageError  # noqa: F401  (cli.UsageError: what commands raise)
 
 DEBUG_ENV = "TPR_KERAS_DEBUG"
-
-
-class UsageError(Exception):
-    """A command line that cannot run as given: one line on stderr, exit status 2."""
 
 
 def debug_enabled(args=None) -> bool:
     """``--debug`` (when ``args`` has it) or ``TPR_KERAS_DEBUG=1``."""
     return runtime.truthy(os.environ.get(DEBUG_ENV)) or bool(getattr(args, "debug", False))
-
-
-def tf_logs_enabled(args=None) -> bool:
-    """``--tf_logs`` (when ``args`` has it) or ``TPR_KERAS_TF_LOGS=1``."""
-    return runtime.tf_logs_enabled() or bool(getattr(args, "tf_logs", False))
-
-
-def quiet_environment(args=None) -> None:
-    """:func:`tpr_keras.runtime.quiet_environment`, ``--tf_logs`` honoured."""
-    runtime.quiet_environment(tf_logs=tf_logs_enabled(args))
-
-
-def import_tensorflow(args=None):
-    """:func:`tpr_keras.runtime.import_tensorflow`, ``--tf_logs`` honoured; a quiet start
-    also caps absl's logging verbosity at WARNING (TensorFlow's INFO lines go through it).
-
-    Returns the ``tensorflow`` module.
-    """
-    tf_logs = tf_logs_enabled(args)
-    tf = runtime.import_tensorflow(tf_logs=tf_logs)
-    if not tf_logs:
-        from absl import logging as absl_logging
-
-        if absl_logging.get_verbosity() > absl_logging.WARNING:
-            absl_logging.set_verbosity(absl_logging.WARNING)
-    return tf
 
 
 # ---------------------------------------------------------------------- commands
@@ -137,8 +112,6 @@ def command_flags(command) -> dict:
 def format_preset_list(command) -> str:
     """What ``--list_presets`` prints: the trained presets of the command's task and its
     paper sizes (the choices of its ``--size`` flag, when it has them)."""
-    from tpr_keras.presets import preset_files
-
     out = ["Trained presets (config + weights + vocabulary; load with <Model>.from_preset, "
            "check with python -m train.evaluate --preset NAME, serve with python -m "
            "train.export --preset NAME):", preset_files.describe_presets(command.presets_task)]
@@ -168,9 +141,7 @@ def load_flagged_preset(args):
     """Starts TensorFlow and loads ``--preset`` (verified); a missing flag is a usage error."""
     if not args.preset:
         raise UsageError("--preset is required (--list_presets names them)")
-    import_tensorflow(args)
-    from tpr_keras.presets import load_preset
-
+    backend.import_tensorflow(args)
     return load_preset(args.preset)
 
 
@@ -181,7 +152,7 @@ def run(command, main, argv=None):
     ``--help`` prints the command's flags and exits 0, and ``--list_presets`` its presets,
     both without TensorFlow. absl's logging is set up as ``absl.app.run`` sets it up (its
     global flags, which no train command defines, are marked parsed; INFO verbosity, which
-    :func:`import_tensorflow` lowers to WARNING unless ``--tf_logs``).
+    :func:`train.backend.import_tensorflow` lowers to WARNING unless ``--tf_logs``).
 
     Args:
         command: Builds the command's :class:`TrainCommand` (a fresh one per call).
@@ -194,14 +165,12 @@ def run(command, main, argv=None):
         sys.stdout.write(format_preset_list(command))
         sys.stdout.flush()
         sys.exit(0)
-    from absl import flags, logging
-
-    if not flags.FLAGS.is_parsed():
-        flags.FLAGS.mark_as_parsed()
+    if not absl_flags.FLAGS.is_parsed():
+        absl_flags.FLAGS.mark_as_parsed()
     logging.use_absl_handler()
-    if flags.FLAGS["verbosity"].using_default_value:  # INFO, as absl.app.run makes it
-        flags.FLAGS.verbosity = 0
-    quiet_environment(args)
+    if absl_flags.FLAGS["verbosity"].using_default_value:  # INFO, as absl.app.run makes it
+        absl_flags.FLAGS.verbosity = 0
+    backend.quiet_environment(args)
     if debug_enabled(args):
         main(args)
         return

@@ -18,7 +18,7 @@ on validate and the five test sets goes to ``<model_dir>/results.json``; the mod
 
 import time
 
-from train import cli
+from train import backend, cli
 from train import flags as train_flags
 
 PROCESS_START = time.time()
@@ -77,7 +77,10 @@ def command():
 
 
 def main(args):
-    """Trains as ``args`` (:func:`command`'s parsed flags) say."""
+    """Trains as ``args`` (:func:`command`'s parsed flags) say. The Keras backend starts
+    first; the runner and the task, which import Keras, are imported after it (so
+    ``--help`` starts no TensorFlow, and TensorFlow starts quietly)."""
+    backend.start(args)
     from train.runner import run
     from train.tasks.entailment import EntailmentTask
 

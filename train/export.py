@@ -18,8 +18,8 @@ model and the Python one are the same object.
 
 import os
 
-from train import cli
-from train.outputs import SAVED_MODEL_LINE
+from train import backend, cli
+from train.tensorflow_export import SAVED_MODEL_LINE
 
 EXAMPLE = "python -m train.export --preset tpr_rnn_babi_all_tasks --export_dir exports"
 
@@ -102,7 +102,7 @@ def command():
 
 def main(args):
     if args.keras_model:
-        cli.import_tensorflow(args)
+        backend.import_tensorflow(args)
         served = export_keras_model(args.keras_model, args.export_dir, args.model_name,
                                     args.version, args.max_story_sentences,
                                     args.keep_sentence_ends)

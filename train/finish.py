@@ -96,7 +96,7 @@ def export_options(task):
 def export_saved_model(task, flags, keras_path, on_jax, model=None):
     """Writes the SavedModel of ``keras_path`` (or of ``model``, loaded from it) beside it;
     returns its version folder, or None where TensorFlow is missing (JAX)."""
-    from train.outputs import export_in_tensorflow
+    from train.tensorflow_export import export_in_tensorflow
 
     export_dir = os.path.dirname(keras_path)
     if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
@@ -118,7 +118,7 @@ def _outputs(flags, keras_path, served):
 
 
 def _served_line(flags, served):
-    from train.outputs import SAVED_MODEL_LINE
+    from train.tensorflow_export import SAVED_MODEL_LINE
 
     return (f"{SAVED_MODEL_LINE}{served} (serve with python -m serving.server "
             f"--model_name={flags.model_name} "

@@ -1,8 +1,10 @@
-"""The flags every ``train.*`` training command shares, and the set-up they drive.
+"""The flags every ``train.*`` training command shares, and the trainer settings they make.
 
 Each command adds them to its own :class:`~serving.command_flags.Command` with
-:func:`define_flags` and calls :func:`setup_backend` first thing in ``main``, so
-``--strategy``, checkpoint frequency and determinism behave the same for every model:
+:func:`define_flags`; :func:`train.runner.run` hands them to
+:func:`train.backend.setup_backend` first and to the trainer through
+:func:`trainer_kwargs`, so ``--strategy``, checkpoint frequency and determinism behave the
+same for every model:
 
     from train import cli
     from train import flags as train_flags
@@ -15,19 +17,16 @@ Each command adds them to its own :class:`~serving.command_flags.Command` with
         return command
 
     def main(args):
-        strategy, replicas = train_flags.setup_backend(args, global_batch=128)
+        strategy, replicas = backend.setup_backend(args, global_batch=128)
         ...
         config = TrainConfig(..., **train_flags.trainer_kwargs(args))
 
 ``args`` is what :meth:`Command.parse` returns (the flags as attributes, ``given`` the
-names the command line set). ``setup`` must run before anything touches TensorFlow
-devices: ``MultiWorkerMirroredStrategy`` can only be created at program start-up.
-Importing this module does not import TensorFlow (``--help`` stays fast).
+names the command line set). Importing this module does not import TensorFlow (``--help``
+stays fast).
 """
 
 import sys
-
-from absl import logging
 
 from tpr_keras.training.distribute import STRATEGIES
 
@@ -114,125 +113,6 @@ def verbose_level(value, stream=None):
         return 1 if stream.isatty() else 2
     except (AttributeError, ValueError):
         return 2
-
-
-def setup(args, global_batch):
-    """Determinism, the strategy, and the global/per-replica batch; returns the strategy.
-
-    Raises :class:`train.cli.UsageError` when ``global_batch`` does not split evenly over
-    the replicas. The split is printed and logged on every worker.
-    """
-    from train import cli
-    from tpr_keras.training.distribute import make_strategy
-
-    tf = cli.import_tensorflow(args)  # quietly: no CUDA probing noise on CPU-only machines
-    if args.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    apply_dtype_policy(args)
-    args.jit_compile = xla_default(args.jit_compile, "jit_compile" in args.given,
-                                   tf.config.list_physical_devices("GPU"))
-    strategy = make_strategy(args.strategy)
-    replicas = strategy.num_replicas_in_sync
-    if global_batch % replicas:
-        raise cli.UsageError(
-            f"--batch_size {global_batch} is the global batch; it is not divisible by "
-            f"{replicas} replicas.")
-    resolver = getattr(strategy, "cluster_resolver", None)
-    task = ""
-    if resolver is not None and resolver.cluster_spec().as_dict():
-        task = f" (this is {resolver.task_type} {resolver.task_id})"
-    line = (f"Strategy {type(strategy).__name__}: {replicas} replica(s){task}; global batch "
-            f"{global_batch} = {global_batch // replicas} per replica.")
-    logging.info(line)
-    print(line)
-    return strategy
-
-
-def setup_jax(args, global_batch):
-    """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
-
-    ``--strategy`` picks a ``tf.distribute`` strategy, which does not exist on JAX: any
-    value but ``auto`` is a usage error that says so. One JAX device trains; the
-    step is always compiled (``--jit_compile`` changes nothing).
-    """
-    from train.cli import UsageError
-
-    if args.strategy != "auto":
-        raise UsageError(
-            f"--strategy {args.strategy} is a tf.distribute strategy and Keras runs on "
-            "JAX (KERAS_BACKEND=jax): leave --strategy out (the JAX trainer is data "
-            "parallel over every JAX device, through keras.distribution), or set "
-            "KERAS_BACKEND=tensorflow to train with tf.distribute.")
-    apply_dtype_policy(args)
-    import jax
-    import keras
-
-    devices = jax.devices()
-    device = devices[0]
-    if len(devices) > 1:
-        if global_batch % len(devices):
-            raise UsageError(
-                f"--batch_size {global_batch} is the global batch; it is not divisible by "
-                f"the {len(devices)} JAX devices.")
-        keras.distribution.set_distribution(keras.distribution.DataParallel(
-            devices=keras.distribution.list_devices()))
-    line = (f"Backend JAX {jax.__version__}: {len(devices)} {device.platform.upper()} "
-            f"device(s) ({device.device_kind}"
-            + (", keras.distribution.DataParallel" if len(devices) > 1 else "")
-            + f"); batch {global_batch}"
-            + (f" = {global_batch // len(devices)} per device." if len(devices) > 1 else "."))
-    logging.info(line)
-    print(line)
-
-
-def setup_backend(args, global_batch):
-    """:func:`setup` on TensorFlow, :func:`setup_jax` on JAX; returns ``(strategy,
-    replicas)``, the strategy None on JAX (replicas: its data-parallel devices)."""
-    if keras_backend() == "jax":
-        setup_jax(args, global_batch)
-        import keras
-
-        distribution = keras.distribution.distribution()
-        return None, len(distribution.device_mesh.devices.flatten()) if distribution else 1
-    strategy = setup(args, global_batch)
-    return strategy, strategy.num_replicas_in_sync
-
-
-def xla_default(jit_compile, given, gpus):
-    """``--jit_compile`` as given, else on where a GPU is: XLA pays most on accelerators
-    (on JAX every step is compiled anyway). On a CPU it stays off unless asked for or a
-    recipe turns it on (``train.entailment``'s): ``results/backends.md`` measures it."""
-    return bool(jit_compile) if given else bool(jit_compile or gpus)
-
-
-def apply_dtype_policy(args):
-    """Makes ``--dtype_policy`` Keras' global policy: the models built next take it (and
-    keep it in their config)."""
-    import keras
-
-    keras.config.set_dtype_policy(args.dtype_policy)
-    if args.dtype_policy != "float32":
-        print(f"Dtype policy {args.dtype_policy}.")
-
-
-def keras_backend():
-    """The Keras backend this process will run, found as Keras finds it
-    (``KERAS_BACKEND``, then ``backend`` in ``$KERAS_HOME/keras.json`` or
-    ``~/.keras/keras.json``, then TensorFlow) without importing Keras, so that
-    TensorFlow is still imported quietly afterwards (``cli.import_tensorflow``)."""
-    import json
-    import os
-
-    if "keras" in sys.modules:
-        return sys.modules["keras"].backend.backend()
-    if os.environ.get("KERAS_BACKEND"):
-        return os.environ["KERAS_BACKEND"]
-    home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-    try:
-        with open(os.path.join(home, "keras.json")) as f:
-            return json.load(f).get("backend", "tensorflow")
-    except (OSError, ValueError):
-        return "tensorflow"
 
 
 def trainer_kwargs(args):

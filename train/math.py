@@ -21,7 +21,7 @@ import time
 
 PROCESS_START = time.time()
 from tpr_keras.training.recipes.tp_transformer import RECIPES  # noqa: E402
-from train import cli  # noqa: E402
+from train import backend, cli  # noqa: E402
 from train import flags as train_flags  # noqa: E402
 
 #: ``--size``: ``auto`` or a size of TPTransformer.paper_sizes (each has its recipe).
@@ -35,6 +35,15 @@ def command():
     """``python -m train.math``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
     command = cli.TrainCommand("python -m train.math", __doc__, EXAMPLE, sizes=SIZES,
                                presets_task="math")
+    _data_flags(command)
+    _training_flags(command)
+    _output_flags(command)
+    train_flags.define_flags(command)
+    return command
+
+
+def _data_flags(command):
+    """The ``Data`` and ``Model`` flags: which modules, where their files are, the model."""
     command.group("Data")
     command.string("modules", "numbers__place_value",
                    "Comma-separated module names or globs (e.g. 'arithmetic__*'), or 'all'.")
@@ -60,6 +69,10 @@ def command():
                    "ones: same size as --size; the questions are read with the preset's "
                    "vocabulary, so --modules may be a subset of its modules. The optimizer "
                    "starts fresh; a resumed run restores its own checkpoint instead.")
+
+
+def _training_flags(command):
+    """The ``Training recipe``, ``When to stop`` and ``Validation`` flags (a flat list, one call per flag, as ``--help`` shows them)."""
     command.group("Training recipe")
     command.enum("recipe", "size", ["size", "authors_code"], "size: the --size's recipe. "
                  "authors_code: the authors' released training step (PyTorch-form Adam, "
@@ -106,6 +119,10 @@ def command():
                    "for every trained module, e.g. a fresh generator sample written by "
                    "experiments/math_heldout_sample.py. Selects --validation_source "
                    "sample_dir; nothing is held out of training.")
+
+
+def _output_flags(command):
+    """The ``Evaluation`` and ``Outputs`` flags."""
     command.group("Evaluation")
     command.integer("eval_batch_size", 256, "Batch size of the greedy evaluation.")
     command.integer("curve_questions", 0, "After every epoch, score the greedy answers to "
@@ -117,12 +134,13 @@ def command():
     command.string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
     command.string("export_dir", None, "Default <model_dir>/export.")
     command.string("model_name", "math", "Served model name.")
-    train_flags.define_flags(command)
-    return command
 
 
 def main(args):
-    """Trains as ``args`` (:func:`command`'s parsed flags) say."""
+    """Trains as ``args`` (:func:`command`'s parsed flags) say. The Keras backend starts
+    first; the runner and the task, which import Keras, are imported after it (so
+    ``--help`` starts no TensorFlow, and TensorFlow starts quietly)."""
+    backend.start(args)
     from train.runner import run
     from train.tasks.math import MathTask
 

@@ -13,12 +13,14 @@ expert continued from the default with ``train.math --init_from`` does). The rou
 default preset's modules (full table and the sample table CI re-checks), and written as one
 preset: both models' weights, the default's vocabulary and templates, and metadata.json
 recording this command and commit and each part's own training record.
+
+``main`` imports Keras and the models after TensorFlow has started quietly
+(:func:`train.cli.import_tensorflow`), so that ``--help`` starts no TensorFlow.
 """
 
-import datetime
 import os
 
-from train import cli
+from train import backend, cli
 
 EXAMPLE = ("python -m train.route_presets --default tp_transformer_math_focus "
            "--expert comparison__pair=DIR --output presets/routed")
@@ -78,14 +80,15 @@ def main(args):
     experts = parse_experts(args.expert)
     if os.path.exists(args.output) and not args.overwrite:
         raise FileExistsError(f"{args.output} already exists; pass --overwrite to replace it")
-    cli.import_tensorflow(args)
+    backend.import_tensorflow(args)
     import keras
 
     from tpr_keras.models.task_models import trained_preset
     from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
     from tpr_keras import evaluation
     from tpr_keras.provenance import run_command, run_source, shareable_command
-    from train.outputs import headline, machine_description, write_preset
+    from train.machine import machine_description
+    from train.preset_writing import headline, write_preset
 
     source = run_source()
     if source is None or (source["dirty"] and not args.allow_dirty):
@@ -117,13 +120,16 @@ def main(args):
     records = {"default": part_record(default)} | {
         m: part_record(part) for m, part in parts.items()}
     trainings = [r["training"] for r in records.values()]
-    metadata = {
-        "task": "math",
-        "model_name": args.model_name or default.metadata.get("model_name", "math"),
-        "description": args.description,
-        "headline": headline("math", table),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "training": {
+    from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET
+
+    assets = {"vocab.txt": default.asset_path("vocab.txt"),
+              TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
+    write_preset(
+        model, args.output, assets, task="math",
+        model_name=args.model_name or default.metadata.get("model_name", "math"),
+        description=args.description, headline=headline("math", table),
+        overwrite=args.overwrite,
+        training={
             "command": shareable_command(run_command()),
             "source": source,
             "seed": {name: t.get("seed") for name, t in zip(records, trainings)},
@@ -133,19 +139,13 @@ def main(args):
             "machine": trainings[0].get("machine") or machine_description(),
             "parts": records,
         },
-        "data": {"files_sha256": evaluation.files_sha256(
+        data={"files_sha256": evaluation.files_sha256(
             *reversed(evaluation.data_files("math", args.data_dir, options)))},
-        "evaluation_options": options,
-        "evaluation": {"table": table},
-        "evaluation_sample": {"limit": args.sample, "table": sample_table},
-        "versions": {"keras": keras.__version__,
-                     "tensorflow": __import__("tensorflow").__version__},
-    }
-    from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET
-
-    assets = {"vocab.txt": default.asset_path("vocab.txt"),
-              TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
-    write_preset(model, args.output, assets, metadata, overwrite=args.overwrite)
+        evaluation_options=options,
+        evaluation={"table": table},
+        evaluation_sample={"limit": args.sample, "table": sample_table},
+        versions={"keras": keras.__version__,
+                  "tensorflow": __import__("tensorflow").__version__})
 
 
 if __name__ == "__main__":

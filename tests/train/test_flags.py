@@ -1,7 +1,7 @@
 """The shared train flags' defaults that depend on the machine."""
 
 from train import flags as train_flags
-from train.flags import xla_default
+from train.backend import xla_default
 
 
 def test_xla_is_on_by_default_on_a_gpu_and_as_given_otherwise():

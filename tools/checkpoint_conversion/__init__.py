@@ -12,7 +12,7 @@ has the commands and what cannot be converted.
 MemN2N MATLAB code (its MemN2N section says how to save one).
 """
 
-import datetime
+from tpr_keras.presets import preset_writer
 
 
 def add_preset_arguments(parser):
@@ -36,18 +36,15 @@ def write_preset(model, vocab, args, *, task, model_kind, source, conversion,
     ``source`` and not evaluated here, the time, the ``serving_options`` if any and the
     ``conversion`` record. Returns the preset's path.
     """
-    metadata = {
-        "task": task, "model_name": args.model_name or task,
-        "description": args.description or (
+    path = preset_writer.write_preset(
+        model, args.output, task=task, model_name=args.model_name or task,
+        description=args.description or (
             f"{model_kind} trained with the authors' code "
             f"({conversion['authors_repository']}), converted"),
-        "headline": f"converted from the authors' {source}; not evaluated here",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        headline=f"converted from the authors' {source}; not evaluated here",
+        assets={"vocab.txt": vocab.save}, overwrite=args.overwrite,
         **({"serving_options": serving_options} if serving_options else {}),
-        "conversion": conversion,
-    }
-    path = model.save_to_preset(args.output, assets={"vocab.txt": vocab.save},
-                                metadata=metadata, overwrite=args.overwrite)
+        conversion=conversion)
     print(f"Preset: {path} ({len(vocab)} tokens, {model.count_params()} parameters)")
     return path
 

@@ -271,12 +271,12 @@ class MathTask(TrainTask):
         interpolate (test-file) questions after every epoch
         (``interpolate_exact_match_percent``); curves only, they choose no epoch."""
         from tpr_keras.training import EpochMetric
-        from train import flags as train_flags
+        from train import backend
 
         count = self.flags.curve_questions
         if not count:
             return []
-        on_jax = train_flags.keras_backend() == "jax"
+        on_jax = backend.keras_backend() == "jax"
         splits = {module: split.head(count) for module, split in self.data.interpolate.items()}
         scorer = None  # one compiled decoder for the run, made at the first epoch's end
 
