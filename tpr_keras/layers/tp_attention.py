@@ -60,11 +60,11 @@ class TPMultiHeadAttention(keras.layers.Layer):
         bias_initializer: initializer of their biases.
         attention_form: how eq. 1's head projections and eq. 4's output map are
             computed, with the same weights and the same values (tested equal):
-            ``"einsum"`` (default) contracts the input with the kernel viewed as
-            ``[d, H, d_k]`` (``[H, d_k, d]`` for ``W_o``); ``"matmul"`` is a
-            ``[B, T, d] x [d, H*d_k]`` matrix product followed by a reshape and
-            transpose (a concatenation of the heads before ``W_o``). It exists so
-            that ``bench/math_bench.py`` (config ``matmul``) can compare the two.
+            ``"matmul"`` (default) projects a stream for all its uses (``q, r, k, v``
+            of a self-attention) in one ``[B·T, d] x [d, n·H·d_k]`` product, then a
+            reshape and transpose (the heads concatenated before ``W_o``); ``"einsum"``
+            contracts the input with each kernel viewed as ``[d, H, d_k]``
+            (``[H, d_k, d]`` for ``W_o``), the form of files saved before the argument.
 
     Call arguments (those of ``keras.layers.MultiHeadAttention``, plus ``return_roles``):
         query: ``[batch, Tq, d_model]``, the querying stream (also the role source).
@@ -115,7 +115,7 @@ class TPMultiHeadAttention(keras.layers.Layer):
         dropout=0.0,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
-        attention_form="einsum",
+        attention_form="matmul",
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -171,10 +171,7 @@ class TPMultiHeadAttention(keras.layers.Layer):
     def _heads(self, x, kernel, bias):
         """Eq. 1 for all heads at once: ``[B, T, d] -> [B, H, T, d_k]``."""
         if self.attention_form == "matmul":
-            y = ops.matmul(x, kernel) + bias
-            shape = ops.shape(y)
-            y = ops.reshape(y, (shape[0], shape[1], self.num_heads, self.key_dim))
-            return ops.transpose(y, (0, 2, 1, 3))
+            return self._fused_heads(x, [(kernel, bias)])[0]
         d_in = kernel.shape[0]
         w = ops.reshape(kernel, (d_in, self.num_heads, self.key_dim))
         b = ops.reshape(bias, (self.num_heads, 1, self.key_dim))
@@ -213,30 +210,88 @@ class TPMultiHeadAttention(keras.layers.Layer):
         Returns:
             ``(output [B, Tq, d_model], weights [B, H, Tq, Tk])``.
         """
-        scores = ops.einsum("bhqd,bhkd->bhqk", q, k) * (1.0 / math.sqrt(self.key_dim))
-        mask = None
+        return self._attend(q * (1.0 / math.sqrt(self.key_dim)), r, k, v, attention_mask,
+                            training)
+
+    def _attend(self, q, r, k, v, attention_mask, training):
+        """:meth:`attend` with the queries already scaled by eq. 3's ``1/sqrt(d_k)``.
+
+        The values of a masked softmax with fewer passes over ``[B, H, Tq, Tk]``: ``q``
+        scaled instead of the scores; the mask added once as a bias of its own shape (0
+        or :func:`mask_value`: ``exp`` of a masked logit underflows to exactly 0 in a row
+        with an allowed key, as after a ``where``); a row with no allowed key zeroed on
+        the ``[B, H, Tq, d_k]`` filler, not on the weights.
+        """
+        scores = ops.einsum("bhqd,bhkd->bhqk", q, k)
+        row_valid = None
         if attention_mask is not None:
             mask = ops.cast(attention_mask, "bool")
             while len(mask.shape) < 4:  # the heads axis (and a missing batch axis)
                 mask = ops.expand_dims(mask, -3)
-            scores = ops.where(mask, scores, ops.cast(mask_value(scores.dtype), scores.dtype))
+            blocked = ops.cast(ops.logical_not(mask), scores.dtype)
+            scores = scores + blocked * ops.cast(mask_value(scores.dtype), scores.dtype)
+            row_valid = ops.cast(ops.any(mask, axis=-1, keepdims=True), scores.dtype)
         weights = softmax(scores, axis=-1)  # eq. 3
-        if mask is not None:
-            # Exactly 0 where masked, also in a row with every key masked (which the
-            # softmax alone spreads evenly), as Keras' masked softmax.
-            weights = ops.where(mask, weights, ops.zeros_like(weights))
         dropped = self.attention_dropout(weights, training=training)
         filler = ops.einsum("bhqk,bhkd->bhqd", dropped, v)  # eq. 2
+        if row_valid is not None:  # exactly 0 in a row with every key masked
+            filler = filler * row_valid
+            weights = weights * row_valid  # the weights returned (unused ones are pruned)
         bound = filler * r if (self.use_role and r is not None) else filler  # eq. 4, ⊙
         return self._output(bound), weights
+
+    def _fused_heads(self, x, projections, scale=None):
+        """Eq. 1 for several projections of one stream in one ``[B·T, d] x [d, n·H·d_k]``
+        product (the ``matmul`` form): one ``[B, H, T, d_k]`` per ``(kernel, bias)``.
+
+        The kernels stay separate weights, concatenated for the product, so the stream is
+        read once and the bias gradients are one row sum. ``scale`` multiplies the first
+        projection (eq. 3's ``1/sqrt(d_k)`` on the queries, exact when it is a power of
+        two, e.g. ``d_k`` 4, 16, 64).
+        """
+        kernels, biases = [k for k, _ in projections], [b for _, b in projections]
+        if scale is not None:
+            kernels[0], biases[0] = kernels[0] * scale, biases[0] * scale
+        count = len(projections)
+        kernel = ops.concatenate(kernels, axis=1) if count > 1 else kernels[0]
+        bias = ops.concatenate(biases, axis=0) if count > 1 else biases[0]
+        shape = ops.shape(x)
+        y = ops.matmul(ops.reshape(x, (-1, x.shape[-1])), kernel) + bias
+        y = ops.reshape(y, (shape[0], shape[1], count, self.num_heads, self.key_dim))
+        return ops.unstack(ops.transpose(y, (2, 0, 3, 1, 4)), count, axis=0)
+
+    def _project_all(self, query, key, value):
+        """``q`` (times ``1/sqrt(d_k)``), ``r`` (or None), ``k``, ``v``; ``matmul``: one
+        product per distinct stream."""
+        scale = 1.0 / math.sqrt(self.key_dim)
+        if self.attention_form != "matmul":
+            q, r = self.project_query(query)
+            return (q * scale, r) + self.project_key_value(key, value)
+        query_side = [(self.query_kernel, self.query_bias)]
+        if self.use_role:
+            query_side.append((self.role_kernel, self.role_bias))
+        key_value = [(self.key_kernel, self.key_bias), (self.value_kernel, self.value_bias)]
+        if key is query and value is query:  # self-attention: q, (r,) k, v at once
+            heads = self._fused_heads(query, query_side + key_value, scale)
+        elif key is value:
+            heads = (self._fused_heads(query, query_side, scale)
+                     + self._fused_heads(key, key_value))
+        else:
+            heads = (self._fused_heads(query, query_side, scale)
+                     + self._fused_heads(key, key_value[:1])
+                     + self._fused_heads(value, key_value[1:]))
+        if not self.use_role:
+            heads = [heads[0], None] + list(heads[1:])
+        return tuple(heads)
 
     def _output(self, bound):
         """Eq. 4's ``Σ_h W_o^h x_h + b_o``: ``[B, H, T, d_k] -> [B, T, d_model]``."""
         if self.attention_form == "matmul":
             shape = ops.shape(bound)
             merged = ops.reshape(ops.transpose(bound, (0, 2, 1, 3)),
-                                 (shape[0], shape[2], self.num_heads * self.key_dim))
-            return ops.matmul(merged, self.output_kernel) + self.output_bias
+                                 (-1, self.num_heads * self.key_dim))
+            out = ops.matmul(merged, self.output_kernel) + self.output_bias
+            return ops.reshape(out, (shape[0], shape[2], self.model_dim))
         w_o = ops.reshape(self.output_kernel, (self.num_heads, self.key_dim, self.model_dim))
         return ops.einsum("bhqd,hdo->bqo", bound, w_o) + self.output_bias
 
@@ -291,9 +346,8 @@ class TPMultiHeadAttention(keras.layers.Layer):
         mask = self.compute_attention_mask(
             query, value, query_mask=query_mask, value_mask=value_mask, key_mask=key_mask,
             attention_mask=attention_mask, use_causal_mask=use_causal_mask)
-        q, r = self.project_query(query)
-        k, v = self.project_key_value(key, value)
-        output, weights = self.attend(q, r, k, v, mask, training=training)
+        q, r, k, v = self._project_all(query, key, value)
+        output, weights = self._attend(q, r, k, v, mask, training)
         if not (return_attention_scores or return_roles):
             return output
         extras = [output]

@@ -83,7 +83,7 @@ class _TransformerLayerBase(keras.layers.Layer):
         norm_placement="code",
         dropout=0.0,
         layer_norm_epsilon=1e-5,
-        attention_form="einsum",
+        attention_form="matmul",
         **kwargs,
     ):
         super().__init__(**kwargs)

@@ -79,9 +79,10 @@ class TPTransformer(PresetMixin, keras.Model):
             characters plus the end symbol: 31).
         vocabulary: optional list of the symbols (id order); stored in the config so
             a saved ``.keras`` file carries its vocabulary.
-        attention_form: ``"einsum"`` (default) or ``"matmul"``: how every attention
+        attention_form: ``"matmul"`` (default) or ``"einsum"``: how every attention
             computes its head projections and output map (same weights, same values;
-            see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`).
+            see :class:`~tpr_keras.layers.tp_attention.TPMultiHeadAttention`); a saved
+            config without it (files from before the argument) means ``"einsum"``.
 
     Sizes (:meth:`from_paper_size`, :data:`PAPER_SIZES`): §4.1's and CPU ones,
     untrained (their recipes: :mod:`tpr_keras.training.recipes`). A trained preset's name
@@ -118,7 +119,7 @@ class TPTransformer(PresetMixin, keras.Model):
         end_id=END_ID,
         max_decode_length=MAX_ANSWER_LENGTH + 1,
         vocabulary=None,
-        attention_form="einsum",
+        attention_form="matmul",
         **kwargs,
     ):
         if vocabulary is not None:
@@ -225,7 +226,7 @@ class TPTransformer(PresetMixin, keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        return cls(**{"attention_form": "einsum", **config})
 
     # ----------------------------------------------------------- analysis
     def encode(self, source, training=False):
