@@ -12,7 +12,7 @@ import types
 
 from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
 from tools.report import (babi, babi_table1, math_curves, math_everyday, math_tables,
-                          modules)
+                          modules, serving_soak)
 from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backends_block,
                                 command_help_block, entailment_bench_block, gpu_block,
                                 math_bench_block, serving_batching_block)
@@ -140,6 +140,7 @@ BLOCKS = {
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
     "serving-batching": serving_batching_block,
+    "serving-soak": serving_soak.markdown,
     **{f"help-{module}": command_help_block(module) for module in TRAIN_COMMANDS},
 }
 
