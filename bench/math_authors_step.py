@@ -20,8 +20,12 @@ reversed every other round:
   --recipe authors_code`` (the same loss, PyTorch-form Adam, clip and initialisation);
 * ``tensorflow_buckets``: the port's TensorFlow step on its own length-bucketed batches
   (``make_dataset``'s boundaries) of the same data;
-* ``tensorflow_matmul``: ``tensorflow`` with the model's ``attention_form="matmul"`` (the
-  attention's projections as one matrix product and a reshape instead of einsums).
+* ``tensorflow_einsum``: ``tensorflow`` with the model's ``attention_form="einsum"`` (the
+  attention's projections as one einsum per kernel; ``tensorflow_matmul`` is the default
+  ``"matmul"`` form: one matrix product per input stream and a reshape);
+* ``tensorflow_grouped`` / ``tensorflow_buckets_grouped``: those batches with the loss's
+  model call on 3 / 2 length-sorted parts of each (``sequence_cross_entropy(
+  length_groups=...)``: the same examples, loss and gradient, less padding computed).
 
 All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
 ``--batch_size`` padded to their longest question and answer, as the authors' torchtext
@@ -55,10 +59,13 @@ import numpy as np
 from bench import math_step_profile, math_steps
 from bench.windows import WindowWorker, serve_windows
 
-#: ``{name: (library, batch set)}``.
-CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same"),
-           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets"),
-           "tensorflow_matmul": ("tensorflow", "same")}
+#: ``{name: (library, batch set, TensorFlow step's attention form, length groups)}``.
+CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "matmul", 1),
+           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets", "matmul", 1),
+           "tensorflow_matmul": ("tensorflow", "same", "matmul", 1),
+           "tensorflow_einsum": ("tensorflow", "same", "einsum", 1),
+           "tensorflow_grouped": ("tensorflow", "same", "matmul", 3),
+           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2)}
 #: The twenty everyday modules of issue 66.
 EVERYDAY_MODULES = (
     "arithmetic__add_or_sub,arithmetic__add_sub_multiple,arithmetic__mul,arithmetic__div,"
@@ -164,7 +171,7 @@ def build_step(spec, library, batches):
 
     step, trainer, data = math_steps.tensorflow_step(
         spec["preset"], spec["vocabulary_size"], folder, batches,
-        "matmul" if spec["config"].endswith("_matmul") else "einsum")
+        *CONFIGS[spec["config"]][2:])
     return step, data, {"parameters": trainer.model.count_params(),
                         "version": tf.__version__}
 
@@ -173,7 +180,7 @@ def worker(spec):
     """One configuration's process: build, warm up over every batch, (profile,) then time
     windows on demand."""
     spec = json.loads(spec)
-    library, batch_set = CONFIGS[spec["config"]]
+    library, batch_set = CONFIGS[spec["config"]][:2]
     step, data, info = build_step(spec, library, load_batches(spec["batches_file"],
                                                                batch_set))
     start = time.perf_counter()

@@ -126,11 +126,13 @@ def counted_torch_flops(step, batch):
     return counter.get_total_flops() / examples
 
 
-def port_parts(preset, vocabulary_size, attention_form="einsum", seed=0):
+def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_groups=1):
     """``(model_fn, optimizer_fn, compute_fn, TrainConfig)`` of ``train.math --size
     preset --recipe authors_code``: PyTorch-form Adam, the batch's token-mean loss, clip
     0.1, PyTorch's default initialisation where their code keeps it; the attention's
-    projections as einsums (the default) or plain matmuls (``attention_form``)."""
+    projections as fused matmuls (the default) or einsums (``attention_form``); the
+    loss's model call on ``length_groups`` length-sorted parts of each batch
+    (:func:`tpr_keras.losses.sequence_cross_entropy`)."""
     import keras
 
     from tpr_keras.models.tp_transformer import TPTransformer, sequence_compute_fn
@@ -151,12 +153,14 @@ def port_parts(preset, vocabulary_size, attention_form="einsum", seed=0):
         return get_optimizer(recipe["optimizer"], recipe["learning_rate"], recipe["beta_1"],
                              recipe["beta_2"], recipe["epsilon"])
 
-    compute = sequence_compute_fn(reduction=recipe["loss_reduction"])
+    compute = sequence_compute_fn(reduction=recipe["loss_reduction"],
+                                  length_groups=length_groups)
     return model_fn, optimizer_fn, compute, TrainConfig(verbose=0,
                                                         clip_norm=recipe["clip_norm"])
 
 
-def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="einsum"):
+def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="matmul",
+                    length_groups=1):
     """The port's TensorFlow ``Trainer`` step (``make_train_function``, one trace for
     every shape). Returns ``(step, trainer, tensor batches)``; ``step(batch)`` ->
     examples."""
@@ -164,7 +168,8 @@ def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="ei
 
     from tpr_keras.training import Trainer
 
-    trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form), folder)
+    trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form,
+                                  length_groups=length_groups), folder)
     tensors = [tf.nest.map_structure(tf.constant, b) for b in batches]
     spec = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), tensors[0])

@@ -17,6 +17,7 @@ whatever the model's dtype policy.
   TP-Transformer's answer; also ``tpr_keras.models.sequence_compute_fn``).
 """
 
+import keras
 from keras import ops
 
 
@@ -59,7 +60,8 @@ def binary_classification(label_key=None):
 SEQUENCE_REDUCTIONS = ("sum", "mean", "batch_token_mean")
 
 
-def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
+def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", length_groups=1,
+                           sort_key="source"):
     """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
 
     Schlag et al. (2019), §4.1: the TP-Transformer is trained with the token
@@ -82,6 +84,16 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
             vocabulary's ``CharVocabulary.PAD_ID`` is 0).
         reduction: ``"sum"``, ``"mean"`` or ``"batch_token_mean"`` (above).
         label_key: the ``labels`` entry holding the ``int32[B, L]`` targets.
+        length_groups: run the model on this many groups of the batch's examples,
+            sorted by the real length of ``features[sort_key]`` (equal counts), each
+            trimmed to its own longest sequences (see :func:`length_grouped_terms`), so
+            that a padded batch spends no products on most of its padding. Every
+            example's loss and match are those of the whole batch's call up to float
+            rounding (padding is masked everywhere), in the batch's order, and
+            ``batch_token_mean`` still divides by the whole batch's tokens, so the
+            gradient is the whole batch's. TensorFlow only (the groups' shapes are
+            known only when the step runs); 1 (default): one call on the whole batch.
+        sort_key: the feature the groups are sorted by (the model's longest input).
 
     Returns:
         ``compute(model, features, labels, training) -> {"loss": float32[B],
@@ -94,21 +106,73 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out"):
         raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
                          f"{reduction!r}.")
 
-    def compute(model, features, labels, training):
+    if int(length_groups) < 1:
+        raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
+
+    def terms(model, features, target, training):
+        """Per example: the summed token loss, the real tokens and the exact match."""
         logits = ops.cast(model(features, training=training), "float32")
-        target = ops.cast(labels[label_key], "int32")
         real = ops.not_equal(target, pad_id)
         weights = ops.cast(real, "float32")
         tokens = ops.sparse_categorical_crossentropy(target, logits, from_logits=True)
-        loss = ops.sum(tokens * weights, axis=-1)
-        if reduction == "mean":
-            loss = loss / ops.maximum(ops.sum(weights, axis=-1), 1.0)
-        elif reduction == "batch_token_mean":
-            examples = ops.cast(ops.shape(weights)[0], "float32")
-            loss = loss * (examples / ops.maximum(ops.sum(weights), 1.0))
         prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
         match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
-        correct = ops.cast(ops.all(match, axis=-1), "float32")
+        return (ops.sum(tokens * weights, axis=-1), ops.sum(weights, axis=-1),
+                ops.cast(ops.all(match, axis=-1), "float32"))
+
+    def compute(model, features, labels, training):
+        target = ops.cast(labels[label_key], "int32")
+        if int(length_groups) > 1:
+            loss, count, correct = length_grouped_terms(
+                lambda f, t: terms(model, f, t, training), features, target,
+                int(length_groups), pad_id, sort_key)
+        else:
+            loss, count, correct = terms(model, features, target, training)
+        if reduction == "mean":
+            loss = loss / ops.maximum(count, 1.0)
+        elif reduction == "batch_token_mean":
+            examples = ops.cast(ops.shape(count)[0], "float32")
+            loss = loss * (examples / ops.maximum(ops.sum(count), 1.0))
         return {"loss": loss, "correct": correct}
 
     return compute
+
+
+def _real_length(ids, pad_id):
+    """Per row: one past the last non-pad position (0 for an all-pad row)."""
+    positions = ops.arange(1, ops.shape(ids)[1] + 1, dtype="int32")
+    return ops.max(ops.where(ops.not_equal(ids, pad_id), positions[None, :], 0), axis=-1)
+
+
+def length_grouped_terms(terms, features, target, groups, pad_id, sort_key):
+    """``terms(features, target)`` (per-example tuples ``[b]``) on ``groups`` parts of the
+    batch, returned in the batch's order.
+
+    The examples are sorted by the real length of ``features[sort_key]`` and cut into
+    ``groups`` runs of equal count (the last takes the remainder); in each, every
+    ``[b, L]`` tensor is cut to the run's longest real sequence: ``features[sort_key]``
+    to its own, the other sequences and ``target`` (the decoder's time axis, which they
+    share) to their common one. Only padding at the end of a sequence is cut, so a
+    model that masks its padding gives each example the values of the whole batch.
+    TensorFlow (a graph of dynamic shapes): the group lengths are known only per batch.
+    """
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError("length_groups > 1 needs the TensorFlow backend (dynamic shapes); "
+                         f"this is {keras.backend.backend()!r}.")
+    sort_lengths = _real_length(features[sort_key], pad_id)
+    order = ops.argsort(sort_lengths)
+    rows = ops.shape(target)[0]
+    parts = []
+    for g in range(groups):
+        take = order[(rows * g) // groups:(rows * (g + 1)) // groups]
+        part = {k: ops.take(v, take, axis=0) for k, v in features.items()}
+        part_target = ops.take(target, take, axis=0)
+        step = ops.max(ops.stack([_real_length(v, pad_id) for k, v in part.items()
+                                  if k != sort_key and len(v.shape) == 2]
+                                 + [_real_length(part_target, pad_id)]))
+        part = {k: v[:, :ops.max(ops.take(sort_lengths, take))] if k == sort_key
+                else v[:, :step] if len(v.shape) == 2 else v for k, v in part.items()}
+        parts.append(terms(part, part_target[:, :step]))
+    back = ops.argsort(order)
+    return tuple(ops.take(ops.concatenate(values, axis=0), back, axis=0)
+                 for values in zip(*parts))

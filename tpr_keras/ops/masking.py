@@ -4,10 +4,12 @@ Every masked softmax and masked max of the package (MemN2N's memory attention, T
 the entailment models' pooling and BiDAF attention) and the TP-Transformer's beam search
 (the score of an impossible continuation) use :func:`mask_value` / :data:`MASK_VALUE`.
 
-The masked positions are *replaced* (``where(mask, x, mask_value)``), never added to, so
-the value only has to lie far below every real logit: ``exp`` of the difference then
-underflows to exactly 0 and masked positions get weight 0; a row with every position
-masked gets equal weights, not NaN. ``-1e9`` does that in ``float32``/``bfloat16``/
+The masked positions are *replaced* (``where(mask, x, mask_value)``), so the value only
+has to lie far below every real logit: ``exp`` of the difference then underflows to
+exactly 0 and masked positions get weight 0; a row with every position masked gets equal
+weights, not NaN. TPMHA adds it instead (a bias of the mask's shape, one pass fewer in
+the backward pass): the same weights in every row with an allowed position, and it
+zeroes the rows without one itself. ``-1e9`` does that in ``float32``/``bfloat16``/
 ``float64``. ``float16`` cannot hold it (it would become ``-inf``, and an all-masked row
 NaN), so it gets ``-3e4``, the value of ``keras.layers.Softmax``. MemN2N used ``-6e4``
 for ``float16`` before the values were merged; the two give the same weights for every

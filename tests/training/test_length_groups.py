@@ -1,0 +1,88 @@
+"""``sequence_cross_entropy(length_groups=...)``: the TP-Transformer's loss on length-sorted
+parts of a padded batch equals the whole batch's, loss, match and every gradient (the
+step computes less padding, not another function)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.fidelity.tolerance import assert_close
+from tpr_keras.losses import sequence_cross_entropy
+from tpr_keras.models import TPTransformer
+
+VOCABULARY = 20
+
+
+def padded_batch(rows, source_length, target_length, seed=0):
+    """Random questions and answers of random lengths, padded at the end (id 0)."""
+    rng = np.random.default_rng(seed)
+    source = np.zeros((rows, source_length), "int32")
+    target_in = np.zeros((rows, target_length), "int32")
+    target_out = np.zeros((rows, target_length), "int32")
+    for i in range(rows):
+        length, answer = rng.integers(3, source_length + 1), rng.integers(1, target_length)
+        source[i, :length] = rng.integers(4, VOCABULARY, length)
+        symbols = rng.integers(4, VOCABULARY, answer)
+        target_in[i, 0], target_in[i, 1:answer + 1] = 2, symbols
+        target_out[i, :answer], target_out[i, answer] = symbols, 3
+    return {"source": source, "target_in": target_in}, {"target_out": target_out}
+
+
+def loss_and_gradients(model, compute, features, labels):
+    @tf.function
+    def run():
+        with tf.GradientTape() as tape:
+            out = compute(model, features, labels, True)
+            loss = tf.reduce_sum(out["loss"])
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    out, grads = run()
+    return {k: v.numpy() for k, v in out.items()}, [g.numpy() for g in grads]
+
+
+@pytest.mark.parametrize("groups,rows", [(3, 24), (2, 7), (3, 2)])
+def test_grouped_loss_and_gradients_equal_the_whole_batch(groups, rows):
+    keras.utils.set_random_seed(0)
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=VOCABULARY)
+    features, labels = padded_batch(rows, 30, 8)
+    whole, whole_grads = loss_and_gradients(
+        model, sequence_cross_entropy(reduction="batch_token_mean"), features, labels)
+    parts, part_grads = loss_and_gradients(
+        model, sequence_cross_entropy(reduction="batch_token_mean", length_groups=groups),
+        features, labels)
+    # Per example (in the batch's order): the same forward pass on fewer pad columns,
+    # whose masked keys add exactly 0; the sums differ in order only. Depth: the longest
+    # reduction on the path, the feed-forward's 256 and the vocabulary's softmax.
+    assert_close("loss", parts["loss"], whole["loss"], depth=256 + VOCABULARY)
+    np.testing.assert_array_equal(parts["correct"], whole["correct"])
+    # A weight's gradient sums over every row and position of the batch (rows · 30) terms
+    # of its sub-layer's gradient scale; some sums cancel (a key bias's gradient is zero
+    # up to rounding), so the magnitude is the sub-layer's largest gradient, as in
+    # tests/fidelity.
+    scale = {}
+    for variable, theirs in zip(model.trainable_variables, whole_grads):
+        group = variable.path.rsplit("/", 1)[0]
+        scale[group] = max(scale.get(group, 0.0), float(np.max(np.abs(theirs))))
+    for variable, ours, theirs in zip(model.trainable_variables, part_grads, whole_grads):
+        assert_close(variable.path, ours, theirs, depth=rows * 30 * 256,
+                     magnitude=scale[variable.path.rsplit("/", 1)[0]])
+
+
+def test_a_wrong_grouping_would_be_seen():
+    """The comparison sees a one-example change: the grouped loss of another batch."""
+    keras.utils.set_random_seed(0)
+    model = TPTransformer.from_paper_size("tiny", vocabulary_size=VOCABULARY)
+    features, labels = padded_batch(24, 30, 8)
+    other = {k: v.copy() for k, v in features.items()}
+    other["source"][5, :3] = [4, 5, 6]
+    compute = sequence_cross_entropy(reduction="batch_token_mean", length_groups=3)
+    a, _ = loss_and_gradients(model, compute, features, labels)
+    b, _ = loss_and_gradients(model, compute, other, labels)
+    with pytest.raises(AssertionError):
+        assert_close("loss", b["loss"], a["loss"], depth=256 + VOCABULARY)
+
+
+def test_bad_group_counts_are_refused():
+    with pytest.raises(ValueError, match="length_groups"):
+        sequence_cross_entropy(length_groups=0)
