@@ -174,13 +174,7 @@ def fetch_archive(
         ChecksumError: At least one URL delivered a file, but none matched.
         DownloadError: No URL could be fetched (e.g. offline).
     """
-    if sha256 is not None:
-        expected, algorithm = sha256, "sha256"
-    elif md5 is not None:
-        expected, algorithm = md5, "md5"
-    else:
-        raise ValueError("fetch_archive needs an expected sha256 or md5 checksum")
-    _as_digest_set(expected)  # Validates that at least one digest is given.
+    expected, algorithm = _expected_digest(sha256, md5)
     urls = [url_or_urls] if isinstance(url_or_urls, str) else list(url_or_urls)
     if not urls:
         raise ValueError("fetch_archive needs at least one URL")
@@ -196,7 +190,27 @@ def fetch_archive(
             _remove(target)  # Corrupted or foreign file: fetch it again.
 
     folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / (fname + ".part")
+    return _download_verified(urls, folder / (fname + ".part"), target, expected,
+                              algorithm, timeout)
+
+
+def _expected_digest(sha256, md5):
+    """``(digests, algorithm)``: ``sha256`` when given, else ``md5``; ValueError when
+    neither names a digest (unverified downloads are refused)."""
+    if sha256 is not None:
+        expected, algorithm = sha256, "sha256"
+    elif md5 is not None:
+        expected, algorithm = md5, "md5"
+    else:
+        raise ValueError("fetch_archive needs an expected sha256 or md5 checksum")
+    _as_digest_set(expected)  # Validates that at least one digest is given.
+    return expected, algorithm
+
+
+def _download_verified(urls, partial, target, expected, algorithm, timeout):
+    """Downloads the first of ``urls`` whose file matches ``expected`` to ``partial``,
+    renames it to ``target`` and returns that path (:func:`fetch_archive`)."""
+    fname = target.name
     failures: list[str] = []
     mismatch = False
     for url in urls:

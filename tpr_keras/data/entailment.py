@@ -342,13 +342,7 @@ def make_dataset(
             shuffle_buffer or max(len(data), 1), seed=seed,
             reshuffle_each_iteration=True,
         )
-    if pad_to is not None:
-        longest = int(max(np.diff(a_splits).max(initial=0), np.diff(b_splits).max(initial=0)))
-        if pad_to == "longest":
-            pad_to = longest
-        if longest > pad_to:
-            raise ValueError(f"pad_to={pad_to} < longest proposition ({longest})")
-    shape = [None, pad_to]
+    shape = [None, _padded_length(pad_to, a_splits, b_splits)]
 
     def _pad(x, y):
         return {k: x[k].to_tensor(PAD_ID, shape=shape) for k in ("a", "b")}, y
@@ -357,24 +351,44 @@ def make_dataset(
         _pad, num_parallel_calls=tf.data.AUTOTUNE
     )
     if augment:
-        if seed is None:
-            def _augment(x, y):
-                pa, pb = permute_variables(x["a"], x["b"])
-                return {"a": pa, "b": pb}, y
-            ds = ds.map(_augment, num_parallel_calls=tf.data.AUTOTUNE)
-        else:
-            seeds = tf.data.Dataset.random(
-                seed=seed, rerandomize_each_iteration=True
-            ).batch(2)
-
-            def _augment_seeded(batch, s):
-                x, y = batch
-                pa, pb = permute_variables(x["a"], x["b"], seed=s)
-                return {"a": pa, "b": pb}, y
-
-            ds = tf.data.Dataset.zip((ds, seeds)).map(
-                _augment_seeded, num_parallel_calls=tf.data.AUTOTUNE
-            )
+        ds = _augmented(ds, seed)
     if prefetch:
         ds = ds.prefetch(tf.data.AUTOTUNE)
     return ds
+
+
+def _padded_length(pad_to, a_splits, b_splits):
+    """:func:`make_dataset`'s ``pad_to`` as a length (``"longest"``: the longest
+    proposition); None stays None. Raises ValueError when a proposition is longer."""
+    if pad_to is None:
+        return None
+    longest = int(max(np.diff(a_splits).max(initial=0), np.diff(b_splits).max(initial=0)))
+    if pad_to == "longest":
+        pad_to = longest
+    if longest > pad_to:
+        raise ValueError(f"pad_to={pad_to} < longest proposition ({longest})")
+    return pad_to
+
+
+def _augmented(ds, seed):
+    """``ds`` with :func:`permute_variables` applied to every batch: a fresh permutation
+    per example and epoch, reproducible from ``seed`` when given."""
+    import tensorflow as tf
+
+    if seed is None:
+        def _augment(x, y):
+            pa, pb = permute_variables(x["a"], x["b"])
+            return {"a": pa, "b": pb}, y
+        return ds.map(_augment, num_parallel_calls=tf.data.AUTOTUNE)
+    seeds = tf.data.Dataset.random(
+        seed=seed, rerandomize_each_iteration=True
+    ).batch(2)
+
+    def _augment_seeded(batch, s):
+        x, y = batch
+        pa, pb = permute_variables(x["a"], x["b"], seed=s)
+        return {"a": pa, "b": pb}, y
+
+    return tf.data.Dataset.zip((ds, seeds)).map(
+        _augment_seeded, num_parallel_calls=tf.data.AUTOTUNE
+    )

@@ -107,7 +107,52 @@ def load_babi(
     task_list = _normalize_tasks(tasks)
     limits = resolve_limits(max_story_sentences, task_list)
     root = find_babi_dir(data_dir, download=download)
+    parts, file_questions, notes = _read_tasks(root, task_list, setting, valid_fraction,
+                                               keep_sentence_ends)
+    sentences, answer_symbols = _sentences_and_answers(parts)
+    if vocab is None:
+        vocab = Vocabulary.build({t for sentence in sentences for t in sentence} | answer_symbols)
+    max_words = max((len(t) for t in sentences), default=1)
 
+    encoded: dict[str, EncodedSplit] = {}
+    split_stats: dict[str, dict[str, Any]] = {}
+    for name, split_parts in parts.items():
+        encoded[name], split_stats[name] = encode_stories(split_parts, vocab, max_words, limits)
+    max_sentences = max(e.max_story_length for e in encoded.values())
+    stats: dict[str, Any] = {
+        "setting": setting,
+        "tasks": task_list,
+        "valid_fraction": valid_fraction,
+        "keep_sentence_ends": keep_sentence_ends,
+        "max_story_sentences": limits,
+        **{key: {n: split_stats[n][key] for n in parts} for key in _SPLIT_STATS},
+        "per_task": _per_task_stats(task_list, parts, split_stats, file_questions, limits),
+        "vocab_size": len(vocab),
+        "max_words": max_words,
+        "max_sentences": max_sentences,
+        "notes": notes,
+    }
+    return BabiData(
+        train=encoded["train"],
+        valid=encoded["valid"],
+        test=encoded["test"],
+        vocab=vocab,
+        max_words=max_words,
+        max_sentences=max_sentences,
+        stats=stats,
+        data_dir=root,
+    )
+
+
+#: The statistics of each split that :func:`load_babi`'s ``stats`` records per split.
+_SPLIT_STATS = ("samples", "truncated", "stories", "sentence_rows", "max_story_length",
+                "max_story_length_raw")
+
+
+def _read_tasks(root, task_list, setting, valid_fraction, keep_sentence_ends):
+    """``(parts, file_questions, notes)``: each split's ``[(task, stories)]`` (the training
+    file split into train and valid, the test file), the questions of each training file,
+    and a note (also warned) per training file short of the setting's questions."""
     parts: dict[str, list[tuple[int, list[Story]]]] = {"train": [], "valid": [], "test": []}
     file_questions: dict[int, int] = {}
     notes: list[str] = []
@@ -125,13 +170,17 @@ def load_babi(
                 f"questions, fewer than the {expected} of setting {setting!r}"
             )
             notes.append(note)
-            warnings.warn(note, stacklevel=2)
+            warnings.warn(note, stacklevel=3)  # at load_babi's caller
         k = split_point([len(s.questions) for s in train_stories], valid_fraction)
         parts["train"].append((task, train_stories[:k]))
         parts["valid"].append((task, train_stories[k:]))
         parts["test"].append((task, parse_stories(test_path, keep_sentence_ends)))
+    return parts, file_questions, notes
 
-    sentences: set[tuple[str, ...]] = set()  # Distinct statements and questions.
+
+def _sentences_and_answers(parts):
+    """The distinct statements and questions (token tuples) and answers of every split."""
+    sentences: set[tuple[str, ...]] = set()
     answer_symbols: set[str] = set()
     for split_parts in parts.values():
         for _, stories in split_parts:
@@ -139,16 +188,11 @@ def load_babi(
                 sentences.update(s.statements)
                 sentences.update(q.tokens for q in s.questions)
                 answer_symbols.update(q.answer for q in s.questions)
-    if vocab is None:
-        vocab = Vocabulary.build({t for sentence in sentences for t in sentence} | answer_symbols)
-    max_words = max((len(t) for t in sentences), default=1)
+    return sentences, answer_symbols
 
-    encoded: dict[str, EncodedSplit] = {}
-    split_stats: dict[str, dict[str, Any]] = {}
-    for name, split_parts in parts.items():
-        encoded[name], split_stats[name] = encode_stories(split_parts, vocab, max_words, limits)
-    max_sentences = max(e.max_story_length for e in encoded.values())
 
+def _per_task_stats(task_list, parts, split_stats, file_questions, limits):
+    """``stats["per_task"]``: each task's name, file size, limit and per-split counts."""
     per_task: dict[int, dict[str, Any]] = {}
     for task in task_list:
 
@@ -164,31 +208,4 @@ def load_babi(
             "stories": {n: get(n, "stories") for n in parts},
             "max_story_length_raw": max(get(n, "max_story_length_raw") for n in parts),
         }
-    stats: dict[str, Any] = {
-        "setting": setting,
-        "tasks": task_list,
-        "valid_fraction": valid_fraction,
-        "keep_sentence_ends": keep_sentence_ends,
-        "max_story_sentences": limits,
-        "samples": {n: split_stats[n]["samples"] for n in parts},
-        "truncated": {n: split_stats[n]["truncated"] for n in parts},
-        "stories": {n: split_stats[n]["stories"] for n in parts},
-        "sentence_rows": {n: split_stats[n]["sentence_rows"] for n in parts},
-        "max_story_length": {n: split_stats[n]["max_story_length"] for n in parts},
-        "max_story_length_raw": {n: split_stats[n]["max_story_length_raw"] for n in parts},
-        "per_task": per_task,
-        "vocab_size": len(vocab),
-        "max_words": max_words,
-        "max_sentences": max_sentences,
-        "notes": notes,
-    }
-    return BabiData(
-        train=encoded["train"],
-        valid=encoded["valid"],
-        test=encoded["test"],
-        vocab=vocab,
-        max_words=max_words,
-        max_sentences=max_sentences,
-        stats=stats,
-        data_dir=root,
-    )
+    return per_task

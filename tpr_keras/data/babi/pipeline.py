@@ -65,14 +65,31 @@ def make_dataset(
 
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    n = len(split)
-    width = split.max_words
-    sentences = tf.constant(split.sentences, dtype=tf.int32)
-    offsets = tf.constant(split.story_offsets, tf.int64)
-    lengths = tf.constant(split.story_lengths, tf.int32)
-    questions = tf.constant(split.questions, tf.int32)
-    answers = tf.constant(split.answers, tf.int32)
-    tasks = tf.constant(split.tasks, tf.int32)
+    ds, repeat = _sample_orders(len(split), shuffle, seed, repeat, bucket_width, epoch)
+    if not bucket_width:
+        if repeat:
+            ds = ds.repeat()
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+    else:
+        if repeat:
+            ds = ds.repeat()  # each repetition reshuffles
+        ds = ds.flat_map(_bucket_batcher(split, batch_size, bucket_width, drop_remainder))
+        if drop_remainder:
+            ds = ds.map(tf.autograph.experimental.do_not_convert(
+                lambda rows: tf.ensure_shape(rows, [batch_size])))
+    # No tf.data autotuning: the pipeline has fixed values, and an autotuned
+    # iterator's deletion can wait for the autotuner's next wake-up, a stall per
+    # epoch under CPU contention (see tpr_keras.backend.tensorflow.trainer.without_autotune).
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return ds.map(_batch_gatherer(split)).prefetch(2).with_options(options)
+
+
+def _sample_orders(n, shuffle, seed, repeat, bucket_width, epoch):
+    """``(dataset, repeat)``: the sample indices of one pass (shuffled as asked), one index
+    per element, or with ``bucket_width`` one element holding the whole pass's order; with
+    ``epoch`` a pass per element already repeating, so ``repeat`` comes back False."""
+    import tensorflow as tf
 
     if epoch is not None and shuffle and n > 1:
         # one element per pass: the order, a stateless function of (seed, epoch + pass)
@@ -86,57 +103,68 @@ def make_dataset(
             return tf.random.experimental.stateless_shuffle(tf.range(n, dtype=tf.int64), key)
 
         orders = passes.map(pass_order)
-        ds = orders if bucket_width else orders.unbatch()
-        repeat = False  # the passes already repeat
-    else:
-        ds = tf.data.Dataset.range(n)
-        if shuffle and n > 1:
-            ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
-        if bucket_width:
-            ds = ds.batch(max(n, 1))  # one element: this pass's order
-    if not bucket_width:
-        if repeat:
-            ds = ds.repeat()
-        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-    else:
-        longest = int(split.story_lengths.max()) if n else 0
-        boundaries = tf.constant(list(range(bucket_width + 1, longest + 1, bucket_width)),
-                                 tf.int32)
-        num_buckets = int(boundaries.shape[0]) + 1
+        return (orders if bucket_width else orders.unbatch()), False  # passes repeat
+    ds = tf.data.Dataset.range(n)
+    if shuffle and n > 1:
+        ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
+    if bucket_width:
+        ds = ds.batch(max(n, 1))  # one element: this pass's order
+    return ds, repeat
 
-        @tf.autograph.experimental.do_not_convert  # plain graph code: no conversion cost
-        def bucket_batches(order):
-            """One pass's ``order`` (int64[n]) as bucketed batches (ragged rows)."""
-            position = tf.range(tf.size(order, out_type=tf.int64))
-            if num_buckets > 1:
-                bucket = tf.searchsorted(boundaries, tf.gather(lengths, order), side="right")
-            else:
-                bucket = tf.zeros_like(order, tf.int32)
-            one_hot = tf.one_hot(bucket, num_buckets, dtype=tf.int64)
-            rank = tf.reduce_sum((tf.cumsum(one_hot, axis=0) - 1) * one_hot, axis=1)
-            # batch key: (bucket, batch within bucket); emitted when its last sample
-            # arrives if full, else after the pass, bucket by bucket
-            per_bucket = (tf.size(order, out_type=tf.int64) + batch_size - 1) // batch_size
-            key = tf.cast(bucket, tf.int64) * per_bucket + rank // batch_size
-            size = tf.math.unsorted_segment_sum(tf.ones_like(key), key, num_buckets * per_bucket)
-            full = tf.gather(size, key) == batch_size
-            last = tf.math.unsorted_segment_max(position, key, num_buckets * per_bucket)
-            total = tf.size(order, out_type=tf.int64)
-            emit = tf.where(full, tf.gather(last, key), total + key)
-            if drop_remainder:
-                order, emit, position = (tf.boolean_mask(t, full) for t in (order, emit, position))
-            sort = tf.argsort(emit * (total + 1) + position, stable=True)
-            _, _, row_lengths = tf.unique_with_counts(tf.gather(emit, sort), out_idx=tf.int64)
-            rows = tf.RaggedTensor.from_row_lengths(tf.gather(order, sort), row_lengths,
-                                                    validate=False)
-            return tf.data.Dataset.from_tensor_slices(rows)
 
-        if repeat:
-            ds = ds.repeat()  # each repetition reshuffles
-        ds = ds.flat_map(bucket_batches)
+def _bucket_batcher(split, batch_size, bucket_width, drop_remainder):
+    """A ``flat_map`` function: one pass's order (int64[n]) as the index rows of its
+    bucketed batches (:func:`make_dataset`'s ``bucket_width``)."""
+    import tensorflow as tf
+
+    lengths = tf.constant(split.story_lengths, tf.int32)
+    longest = int(split.story_lengths.max()) if len(split) else 0
+    boundaries = tf.constant(list(range(bucket_width + 1, longest + 1, bucket_width)),
+                             tf.int32)
+    num_buckets = int(boundaries.shape[0]) + 1
+
+    @tf.autograph.experimental.do_not_convert  # plain graph code: no conversion cost
+    def bucket_batches(order):
+        """One pass's ``order`` (int64[n]) as bucketed batches (ragged rows)."""
+        position = tf.range(tf.size(order, out_type=tf.int64))
+        if num_buckets > 1:
+            bucket = tf.searchsorted(boundaries, tf.gather(lengths, order), side="right")
+        else:
+            bucket = tf.zeros_like(order, tf.int32)
+        one_hot = tf.one_hot(bucket, num_buckets, dtype=tf.int64)
+        rank = tf.reduce_sum((tf.cumsum(one_hot, axis=0) - 1) * one_hot, axis=1)
+        # batch key: (bucket, batch within bucket); emitted when its last sample
+        # arrives if full, else after the pass, bucket by bucket
+        per_bucket = (tf.size(order, out_type=tf.int64) + batch_size - 1) // batch_size
+        key = tf.cast(bucket, tf.int64) * per_bucket + rank // batch_size
+        size = tf.math.unsorted_segment_sum(tf.ones_like(key), key, num_buckets * per_bucket)
+        full = tf.gather(size, key) == batch_size
+        last = tf.math.unsorted_segment_max(position, key, num_buckets * per_bucket)
+        total = tf.size(order, out_type=tf.int64)
+        emit = tf.where(full, tf.gather(last, key), total + key)
         if drop_remainder:
-            ds = ds.map(tf.autograph.experimental.do_not_convert(
-                lambda rows: tf.ensure_shape(rows, [batch_size])))
+            order, emit, position = (tf.boolean_mask(t, full) for t in (order, emit, position))
+        sort = tf.argsort(emit * (total + 1) + position, stable=True)
+        _, _, row_lengths = tf.unique_with_counts(tf.gather(emit, sort), out_idx=tf.int64)
+        rows = tf.RaggedTensor.from_row_lengths(tf.gather(order, sort), row_lengths,
+                                                validate=False)
+        return tf.data.Dataset.from_tensor_slices(rows)
+
+    return bucket_batches
+
+
+def _batch_gatherer(split):
+    """A ``map`` function: a batch's sample indices -> its padded arrays (the stories
+    gathered from the split's shared sentence array, all-zero rows past each story)."""
+    import tensorflow as tf
+
+    width = split.max_words
+    sentences = tf.constant(split.sentences, dtype=tf.int32)
+    offsets = tf.constant(split.story_offsets, tf.int64)
+    lengths = tf.constant(split.story_lengths, tf.int32)
+    questions = tf.constant(split.questions, tf.int32)
+    answers = tf.constant(split.answers, tf.int32)
+    tasks = tf.constant(split.tasks, tf.int32)
 
     @tf.autograph.experimental.do_not_convert
     def gather(index):
@@ -153,9 +181,4 @@ def make_dataset(
         return ({"story": story, "question": question},
                 {"answer": tf.gather(answers, index), "task": tf.gather(tasks, index)})
 
-    # No tf.data autotuning: the pipeline has fixed values, and an autotuned
-    # iterator's deletion can wait for the autotuner's next wake-up, a stall per
-    # epoch under CPU contention (see tpr_keras.backend.tensorflow.trainer.without_autotune).
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return ds.map(gather).prefetch(2).with_options(options)
+    return gather

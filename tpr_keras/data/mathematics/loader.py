@@ -87,7 +87,6 @@ def load_mathematics(
     available = list_modules(root)
     selected = select_modules(modules, available)
     module_names = tuple(sorted(set().union(*selected.values())))
-    index = {m: i for i, m in enumerate(module_names)}
 
     def read(regime, module):
         return parse_mathematics_file(
@@ -97,34 +96,16 @@ def load_mathematics(
             limit_per_file,
         )
 
-    raw_train = []
-    counts: dict[str, dict[str, int]] = {}
-    for module in selected["train"]:
-        for regime in difficulties:
-            if module in available[regime]:
-                q, a = read(regime, module)
-                raw_train.append((module, q, a))
-                counts.setdefault(regime, {})[module] = len(q)
-    raw_eval = {
-        regime: [(m, *read(regime, m)) for m in selected[regime]]
-        for regime in ("interpolate", "extrapolate")
-    }
-    for regime, parts in raw_eval.items():
-        counts[regime] = {m: len(q) for m, q, _ in parts}
+    raw_train, raw_eval, counts = _read_modules(read, available, selected, difficulties)
     if vocab is None:
         vocab = CharVocabulary.build(
             text for _, q, a in raw_train for lines in (q, a) for text in lines
         )
     unknown: dict[str, int] = {}
+    index = {m: i for i, m in enumerate(module_names)}
 
     def encode(regime, parts):
-        out = []
-        for module, q, a in parts:
-            split, n_unknown = encode_texts(q, a, vocab, index[module], module_names)
-            if n_unknown:
-                unknown[f"{regime}/{module}"] = unknown.get(f"{regime}/{module}", 0) + n_unknown
-            out.append((module, split))
-        return out
+        return _encode_modules(regime, parts, vocab, index, module_names, unknown)
 
     train = MathSplit.concatenate([s for _, s in encode("train", raw_train)], module_names)
     evals = {regime: dict(encode(regime, parts)) for regime, parts in raw_eval.items()}
@@ -141,3 +122,36 @@ def load_mathematics(
     return MathData(
         train, evals["interpolate"], evals["extrapolate"], vocab, module_names, root, stats
     )
+
+
+def _read_modules(read, available, selected, difficulties):
+    """``(raw_train, raw_eval, counts)``: the selected modules' ``(module, questions,
+    answers)`` of the training ``difficulties`` merged and of each test regime, and the
+    questions read per regime and module. ``read(regime, module)`` parses one file."""
+    raw_train = []
+    counts: dict[str, dict[str, int]] = {}
+    for module in selected["train"]:
+        for regime in difficulties:
+            if module in available[regime]:
+                q, a = read(regime, module)
+                raw_train.append((module, q, a))
+                counts.setdefault(regime, {})[module] = len(q)
+    raw_eval = {
+        regime: [(m, *read(regime, m)) for m in selected[regime]]
+        for regime in ("interpolate", "extrapolate")
+    }
+    for regime, parts in raw_eval.items():
+        counts[regime] = {m: len(q) for m, q, _ in parts}
+    return raw_train, raw_eval, counts
+
+
+def _encode_modules(regime, parts, vocab, index, module_names, unknown):
+    """``[(module, MathSplit)]`` of ``parts``; unseen characters are counted in
+    ``unknown`` under ``"<regime>/<module>"``."""
+    out = []
+    for module, q, a in parts:
+        split, n_unknown = encode_texts(q, a, vocab, index[module], module_names)
+        if n_unknown:
+            unknown[f"{regime}/{module}"] = unknown.get(f"{regime}/{module}", 0) + n_unknown
+        out.append((module, split))
+    return out

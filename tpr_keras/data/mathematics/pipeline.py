@@ -157,36 +157,11 @@ def make_dataset(
 
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    start, end, pad = CharVocabulary.START_ID, CharVocabulary.END_ID, CharVocabulary.PAD_ID
-    q_ids = tf.constant(split.question_ids)
-    q_splits = tf.constant(split.question_splits, tf.int64)
-    a_ids = tf.constant(split.answer_ids)
-    a_splits = tf.constant(split.answer_splits, tf.int64)
-    modules = tf.constant(split.modules, tf.int32)
+    pad = CharVocabulary.PAD_ID
     check_module_weights(shuffle, balance_modules, module_weights)
-    if draws_balanced(split, shuffle, balance_modules, module_weights):
-        if repeat:
-            raise ValueError("balance_modules draws one pass: build a dataset per pass "
-                             "(with its own seed) instead of repeat=True")
-        ds = tf.data.Dataset.from_tensor_slices(
-            balanced_indices(split.modules, seed, module_weights))
-    elif shuffle and len(split) > 1:
-        ds = tf.data.Dataset.range(len(split))
-        ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
-    else:
-        ds = tf.data.Dataset.range(len(split))
-    if repeat:
-        ds = ds.repeat()
-
-    def example(i):
-        q = tf.cast(q_ids[q_splits[i] : q_splits[i + 1]], tf.int32)
-        a = tf.cast(a_ids[a_splits[i] : a_splits[i + 1]], tf.int32)
-        source = tf.concat([[start], q, [end]], 0) if source_markers else q
-        target_in = tf.concat([[start], a], 0)
-        target_out = tf.concat([a, [end]], 0)
-        return source, target_in, target_out, modules[i]
-
-    ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = _example_order(split, shuffle, seed, repeat, balance_modules, module_weights)
+    ds = ds.map(_example_builder(split, source_markers), num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True)
     padding = (pad, pad, pad, 0)
     if bucket_boundaries:
         boundaries = sorted(int(b) for b in bucket_boundaries)
@@ -207,3 +182,47 @@ def make_dataset(
         )
 
     return ds.map(structure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _example_order(split, shuffle, seed, repeat, balance_modules, module_weights):
+    """The example indices of a pass (:func:`make_dataset`'s order: balanced draws,
+    shuffled, or in order), repeated when ``repeat``."""
+    import tensorflow as tf
+
+    if draws_balanced(split, shuffle, balance_modules, module_weights):
+        if repeat:
+            raise ValueError("balance_modules draws one pass: build a dataset per pass "
+                             "(with its own seed) instead of repeat=True")
+        ds = tf.data.Dataset.from_tensor_slices(
+            balanced_indices(split.modules, seed, module_weights))
+    elif shuffle and len(split) > 1:
+        ds = tf.data.Dataset.range(len(split))
+        ds = ds.shuffle(len(split), seed=seed, reshuffle_each_iteration=True)
+    else:
+        ds = tf.data.Dataset.range(len(split))
+    if repeat:
+        ds = ds.repeat()
+    return ds
+
+
+def _example_builder(split, source_markers):
+    """A ``map`` function: an example's index -> ``(source, target_in, target_out,
+    module)``, cut from the split's concatenated ids."""
+    import tensorflow as tf
+
+    start, end = CharVocabulary.START_ID, CharVocabulary.END_ID
+    q_ids = tf.constant(split.question_ids)
+    q_splits = tf.constant(split.question_splits, tf.int64)
+    a_ids = tf.constant(split.answer_ids)
+    a_splits = tf.constant(split.answer_splits, tf.int64)
+    modules = tf.constant(split.modules, tf.int32)
+
+    def example(i):
+        q = tf.cast(q_ids[q_splits[i] : q_splits[i + 1]], tf.int32)
+        a = tf.cast(a_ids[a_splits[i] : a_splits[i + 1]], tf.int32)
+        source = tf.concat([[start], q, [end]], 0) if source_markers else q
+        target_in = tf.concat([[start], a], 0)
+        target_out = tf.concat([a, [end]], 0)
+        return source, target_in, target_out, modules[i]
+
+    return example
