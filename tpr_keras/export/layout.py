@@ -10,8 +10,8 @@ re-exports these objects) reads::
 
 Imports nothing but :mod:`os`, and ``tpr_keras/export/__init__.py`` imports nothing eagerly,
 so the server takes these names before TensorFlow loads and without the exporters or any
-model code (``tests/serving/test_layout_of_package.py``; ``tests/test_layering.py`` checks
-that no other module of ``tpr_keras`` or ``serving`` assigns them).
+model code; no other module of ``tpr_keras``, ``serving``, ``train``, ``tools`` or ``bench``
+assigns them (both checked by ``tests/serving/test_layout_of_package.py``).
 
 The names are TF Serving's (``tensorflow_serving/servables/tensorflow/
 saved_model_warmup.cc``).
