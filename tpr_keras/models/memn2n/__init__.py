@@ -4,8 +4,8 @@ The layers: :mod:`~tpr_keras.models.memn2n.memn2n_embedding` (position encodings
 one embedding table, §4.1), :mod:`~tpr_keras.models.memn2n.memn2n_hop` (one hop,
 eq. 1, 2, 4) and :mod:`~tpr_keras.models.memn2n.memn2n_network` (K hops, eq. 3,
 weight tying). bAbI text goes in through :mod:`tpr_keras.models.babi` (the
-preprocessor and the exporter that TPR-RNN and MemN2N share: both read the same
-story/question ids).
+preprocessor that TPR-RNN and MemN2N share, as they share the exporter
+:mod:`tpr_keras.export.babi`: both read the same story/question ids).
 """
 
 from tpr_keras.models.memn2n.memn2n_embedding import MemN2NEmbedding  # noqa: F401
