@@ -27,7 +27,8 @@ MAX_MESSAGE_MB = 2047
 TEXT_INPUTS = ("story", "question", "premise", "hypothesis")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def client_command() -> Command:
+    """The client's flags, defined on a fresh :class:`~serving.command_flags.Command`."""
     p = Command("python -m serving.client",
                 "Ask a served bAbI, Mathematics or entailment model: about a story "
                 "(--story and --question), a math question (--question alone), or whether a "
@@ -43,12 +44,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.string("question", None)
     p.string("premise", None, "entailment models: with --hypothesis")
     p.string("hypothesis", None)
+    _input_file_flags(p)
+    _output_flags(p)
+    _connection_flags(p)
+    return p
+
+
+def _input_file_flags(p: Command) -> None:
+    """``--NAME_file`` for each of :data:`TEXT_INPUTS`."""
     p.group("Inputs from files")
     for name in TEXT_INPUTS:
         p.string(f"{name}_file", None,
                  f"read the {name} from this UTF-8 file instead of --{name} (- : standard "
                  "input; trailing newlines are dropped, as $(cat FILE) does; any length up "
                  "to --max_message_mb)")
+
+
+def _output_flags(p: Command) -> None:
+    """What is printed, and when ``--strict`` ends with :data:`WARNED`."""
     p.group("Output (exit status 0: answered, 1: no answer, 2: bad command line, "
             "3: --strict and a warning)")
     p.integer("top_k", None, "bAbI: print this many candidates under the answer (0: the "
@@ -59,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"exit with status {WARNED} (after printing the answer) when the reply carries "
               "any warning: unknown words or characters, dropped input, an empty story or "
               "question, a malformed formula, a question worded as no trained module")
+
+
+def _connection_flags(p: Command) -> None:
+    """The transport, its timeouts and its message size limit."""
     p.group("Connection")
     p.boolean("rest", False, "use TF Serving's REST API")
     p.float("timeout", 30.0, "seconds per request")
@@ -71,18 +88,35 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{MAX_MESSAGE_MB}); python -m serving.server refuses messages over its own "
               "--max_message_bytes (64 MiB by default), tensorflow_model_server over 2 GiB",
               lower_bound=1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m serving.client``: one question, its answer on stdout; the exit status is
+    one of :data:`OK`, :data:`FAILED`, :data:`USAGE` (by ``SystemExit``) or :data:`WARNED`."""
+    p = client_command()
     args = p.parse(argv)
     if args.max_message_mb > MAX_MESSAGE_MB:
         p.error(f"--max_message_mb={args.max_message_mb}: gRPC messages are at most "
                 f"{MAX_MESSAGE_MB} MiB")
     texts = read_inputs(p, args)
+    _check_what_is_asked(p, args, texts)
+    server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
+    try:
+        reply = _ask(args, texts, server)
+    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message, one line
+        print(f"error: {error_line(exc, args, server)}", file=sys.stderr)
+        return FAILED
+    if reply is None:  # another signature's outputs, printed as they came
+        return OK
+    _print_reply(reply, args)
+    warnings = print_warnings(reply)
+    return WARNED if args.strict and warnings else OK
+
+
+def _check_what_is_asked(p: Command, args, texts: dict[str, str | None]) -> None:
+    """A usage error unless the inputs ask one kind of model one thing."""
     story, question = texts["story"], texts["question"]
     premise, hypothesis = texts["premise"], texts["hypothesis"]
-    server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
-    options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
-                   timeout=args.timeout, wait_seconds=args.wait_seconds,
-                   max_message_bytes=min(args.max_message_mb * 2**20, 2**31 - 1),
-                   on_wait=lambda message: print(message, file=sys.stderr, flush=True))
     if (premise is None) != (hypothesis is None) or (question is None and premise is None):
         p.error("give --question (with --story for bAbI), or --premise and --hypothesis "
                 "(or their --*_file flags)")
@@ -91,29 +125,40 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "(entailment) ask different models: give one pair")
     if "top_k" in args.given and (story is None or args.signature_name != "serving_default"):
         p.error("--top_k applies to bAbI models' answers (with --story)")
+
+
+def _ask(args, texts: dict[str, str | None], server: str):
+    """The model's reply (a bAbI, Mathematics or entailment reply); None after printing the
+    outputs of a signature other than ``serving_default`` (e.g. ``tokenize``) as sent."""
+    story, question = texts["story"], texts["question"]
+    premise, hypothesis = texts["premise"], texts["hypothesis"]
+    options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
+                   timeout=args.timeout, wait_seconds=args.wait_seconds,
+                   max_message_bytes=min(args.max_message_mb * 2**20, 2**31 - 1),
+                   on_wait=lambda message: print(message, file=sys.stderr, flush=True))
     name = args.model_name or ("entailment" if premise is not None else
                                "math" if story is None else "babi")
-    try:
-        if args.signature_name != "serving_default":  # e.g. tokenize: its outputs as sent
-            inputs = ({"premise": [premise], "hypothesis": [hypothesis]}
-                      if premise is not None else
-                      {"question": [question]} if story is None else
-                      {"story": [story], "question": [question]})
-            with ServingClient(server, name, **options) as client:
-                outputs, _ = client.predict(inputs)
-            for key in sorted(outputs):
-                print(f"{key}: {json.dumps(outputs[key])}")
-            return OK
-        if premise is not None:
-            with EntailmentClient(server, name, **options) as client:
-                reply = client.entails(premise, hypothesis)
-        elif story is None:
-            reply = solve(question, server, name, **options)
-        else:
-            reply = ask(story, question, server, name, **options)
-    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message, one line
-        print(f"error: {error_line(exc, args, server)}", file=sys.stderr)
-        return FAILED
+    if args.signature_name != "serving_default":
+        inputs = ({"premise": [premise], "hypothesis": [hypothesis]}
+                  if premise is not None else
+                  {"question": [question]} if story is None else
+                  {"story": [story], "question": [question]})
+        with ServingClient(server, name, **options) as client:
+            outputs, _ = client.predict(inputs)
+        for key in sorted(outputs):
+            print(f"{key}: {json.dumps(outputs[key])}")
+        return None
+    if premise is not None:
+        with EntailmentClient(server, name, **options) as client:
+            return client.entails(premise, hypothesis)
+    if story is None:
+        return solve(question, server, name, **options)
+    return ask(story, question, server, name, **options)
+
+
+def _print_reply(reply, args) -> None:
+    """The answer on stdout (``--json``: the whole reply), bAbI's candidates up to
+    ``--top_k`` under it, and a note on stderr when the export returns fewer."""
     if isinstance(reply, Solution):
         if args.json:
             print(json.dumps(reply._asdict()))
@@ -136,8 +181,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if top_k > len(reply.candidates):
             print(f"note: the model returns {len(reply.candidates)} candidates (the k of its "
                   f"export), fewer than --top_k {args.top_k}", file=sys.stderr)
-    warnings = print_warnings(reply)
-    return WARNED if args.strict and warnings else OK
 
 
 def read_inputs(p: Command, args) -> dict[str, str | None]:

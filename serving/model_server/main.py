@@ -12,6 +12,7 @@ import sys
 import threading
 import types
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import serving.core  # noqa: F401  (first: TensorFlow starts with its noise filtered)
 from google.protobuf import text_format
@@ -108,89 +109,111 @@ def _write_info(path: str, info: dict) -> None:
     os.replace(tmp, path)  # readers never see half a file
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.version:
-        print(version_text(), flush=True)
-        return 0
-    logging.basicConfig(level=args.verbosity.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+class _Settings(NamedTuple):
+    """What the flags' files and texts say, read before anything starts."""
+
+    models: list[model_server_config_pb2.ModelConfig]
+    session_config: tf.compat.v1.ConfigProto
+    channel_args: list[tuple[str, int | str]]
+    metrics_path: str | None
+    ssl_config: object | None  # a checked SSLConfig (serving.model_server.tls)
+    batching: BatchingParameters | None
+
+
+def _failed(error: object) -> int:
+    """tensorflow_model_server's one line for a server that cannot start; exit status 1."""
+    print(f"Failed to start server. Error: {error}", file=sys.stderr, flush=True)
+    return 1
+
+
+def _log_flag_notes(args: types.SimpleNamespace) -> None:
+    """One warning naming the flags set that this server does not apply, and a note when
+    ``--model_config_file`` overrides ``--model_base_path``."""
     ignored = ignored_flags(args)
     if ignored:
         log.warning("these tensorflow_model_server flags do not apply to this server and "
                     "are ignored: %s", " ".join(ignored))
     if args.model_config_file and "model_base_path" in args.given:
         log.info("--model_config_file is set: --model_name and --model_base_path are ignored")
+
+
+def _read_settings(args: types.SimpleNamespace) -> _Settings:
+    """Reads every config file and flag text; raises ConfigError naming the flag."""
     try:
-        try:
-            models = _configs_from_args(args)
-        except (OSError, ValueError, text_format.ParseError) as exc:
-            raise ConfigError(f"--model_config_file={args.model_config_file}: {exc}") from None
-        config = session_config(args)
-        channel_args = grpc_channel_arguments(args.grpc_channel_arguments)
-        metrics_path = (read_monitoring_config(args.monitoring_config_file)
-                        if args.monitoring_config_file else None)
-        ssl_config = read_ssl_config(args.ssl_config_file) if args.ssl_config_file else None
-        batching = batching_parameters(args)
-        if batching is not None:
-            log.info("batching enabled: %s", batching)
-    except ConfigError as exc:
-        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
-        return 1
-    if metrics_path and args.rest_api_port == 0:
+        models = _configs_from_args(args)
+    except (OSError, ValueError, text_format.ParseError) as exc:
+        raise ConfigError(f"--model_config_file={args.model_config_file}: {exc}") from None
+    config = session_config(args)
+    channel_args = grpc_channel_arguments(args.grpc_channel_arguments)
+    metrics_path = (read_monitoring_config(args.monitoring_config_file)
+                    if args.monitoring_config_file else None)
+    ssl_config = read_ssl_config(args.ssl_config_file) if args.ssl_config_file else None
+    batching = batching_parameters(args)
+    if batching is not None:
+        log.info("batching enabled: %s", batching)
+    return _Settings(models, config, channel_args, metrics_path, ssl_config, batching)
+
+
+def _apply_process_settings(args: types.SimpleNamespace, settings: _Settings) -> None:
+    """TensorFlow's process-wide thread pools from the session config, and a warning for
+    metrics asked for without a REST port to serve them on."""
+    if settings.metrics_path and args.rest_api_port == 0:
         log.warning("--monitoring_config_file: metrics are served on the REST port, and "
                     "--rest_api_port is 0 (REST off)")
+    config = settings.session_config
     if config.intra_op_parallelism_threads:
         tf.config.threading.set_intra_op_parallelism_threads(config.intra_op_parallelism_threads)
     if config.inter_op_parallelism_threads > 0:
         tf.config.threading.set_inter_op_parallelism_threads(config.inter_op_parallelism_threads)
 
+
+def _stop_on_signals() -> threading.Event:
+    """An event that SIGTERM and SIGINT set."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    return stop
 
-    metrics = Metrics() if metrics_path else None  # before the manager: it counts loads
-    try:
-        manager = ModelManager(
-            models, tags=args.saved_model_tags.split(","), batching=batching,
-            max_num_load_retries=args.max_num_load_retries, runtime=args.servable_runtime,
-            session_config=config, max_rows_per_call=args.max_rows_per_call or None,
-            allow_version_labels_for_unavailable_models=(
-                args.allow_version_labels_for_unavailable_models),
-            num_load_threads=args.num_load_threads or 4,
-            model_warmup=args.enable_model_warmup,
-            warmup_iterations=max(args.num_request_iterations_for_warmup, 1),
-            on_load=metrics.saved_model_load if metrics is not None else None)
-    except ValueError as exc:  # the config's models or version labels
-        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
-        return 1
-    # As tensorflow_model_server: the ports open once every initial model is available.
-    failure = wait_until_available(manager, stop)
-    if failure is not None or stop.is_set():
-        manager.stop()
-        if failure is None:
-            return 0
-        print(f"Failed to start server. Error: {failure}", file=sys.stderr, flush=True)
-        return 1
+
+def _model_manager(args: types.SimpleNamespace, settings: _Settings,
+                   metrics: Metrics | None) -> ModelManager:
+    """The manager of the configured models (it starts loading them); raises ValueError
+    for the config's models or version labels."""
+    return ModelManager(
+        settings.models, tags=args.saved_model_tags.split(","), batching=settings.batching,
+        max_num_load_retries=args.max_num_load_retries, runtime=args.servable_runtime,
+        session_config=settings.session_config,
+        max_rows_per_call=args.max_rows_per_call or None,
+        allow_version_labels_for_unavailable_models=(
+            args.allow_version_labels_for_unavailable_models),
+        num_load_threads=args.num_load_threads or 4,
+        model_warmup=args.enable_model_warmup,
+        warmup_iterations=max(args.num_request_iterations_for_warmup, 1),
+        on_load=metrics.saved_model_load if metrics is not None else None)
+
+
+def _model_server(args: types.SimpleNamespace, settings: _Settings, manager: ModelManager,
+                  metrics: Metrics | None) -> ModelServer:
+    """The started gRPC and REST front ends; raises OSError for a port in use (one line
+    naming the port and its flag)."""
     rest_port = None if args.rest_api_port == 0 else max(args.rest_api_port, 0)
-    try:
-        server = ModelServer(manager, port=args.port, rest_api_port=rest_port,
-                             host=args.bind_address, max_threads=args.grpc_max_threads or None,
-                             rest_api_num_threads=args.rest_api_num_threads or None,
-                             max_message_bytes=args.max_message_bytes,
-                             rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000,
-                             ssl_config=ssl_config, grpc_socket_path=args.grpc_socket_path,
-                             grpc_options=channel_args,
-                             health=args.enable_grpc_healthcheck_service,
-                             metrics_path=metrics_path, metrics=metrics,
-                             cors=args.rest_api_enable_cors_support,
-                             signature_method_name_check=(
-                                 args.enable_signature_method_name_check)).start()
-    except OSError as exc:  # a port in use: one line naming the port and its flag
-        manager.stop()
-        print(f"Failed to start server. Error: {exc}", file=sys.stderr, flush=True)
-        return 1
-    manager.start_polling(args.file_system_poll_wait_seconds)
+    return ModelServer(manager, port=args.port, rest_api_port=rest_port,
+                       host=args.bind_address, max_threads=args.grpc_max_threads or None,
+                       rest_api_num_threads=args.rest_api_num_threads or None,
+                       max_message_bytes=args.max_message_bytes,
+                       rest_api_timeout_s=args.rest_api_timeout_in_ms / 1000,
+                       ssl_config=settings.ssl_config, grpc_socket_path=args.grpc_socket_path,
+                       grpc_options=settings.channel_args,
+                       health=args.enable_grpc_healthcheck_service,
+                       metrics_path=settings.metrics_path, metrics=metrics,
+                       cors=args.rest_api_enable_cors_support,
+                       signature_method_name_check=(
+                           args.enable_signature_method_name_check)).start()
+
+
+def _announce(args: types.SimpleNamespace, server: ModelServer, manager: ModelManager) -> dict:
+    """tensorflow_model_server's lines once serving, and ``--server_info_file``'s first
+    contents (returned: the shutdown adds the statistics to it)."""
     print(f"Running gRPC ModelServer at {args.bind_address}:{server.port} ...", file=sys.stderr,
           flush=True)
     if server.rest_api_port is not None:
@@ -199,7 +222,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Models: {', '.join(manager.model_names)}", file=sys.stderr, flush=True)
     info = {"pid": os.getpid(), "ports": server.ports, "models": manager.model_names}
     _write_info(args.server_info_file, info)
+    return info
 
+
+def _serve_until_stopped(args: types.SimpleNamespace, manager: ModelManager,
+                         stop: threading.Event) -> None:
+    """Waits for ``stop``, re-reading ``--model_config_file`` every
+    ``--model_config_file_poll_wait_seconds`` (> 0) and reloading it when it changed; a
+    config that cannot be read or applied is logged and the old one kept."""
     config_text = None
     if args.model_config_file:
         with open(args.model_config_file, encoding="utf-8") as f:
@@ -216,10 +246,45 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log.info("reloaded %s", args.model_config_file)
             except Exception as exc:  # noqa: BLE001 - keep serving the old config
                 log.error("cannot reload %s: %s", args.model_config_file, exc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m serving.server``: 0 after a clean shutdown (or ``--version``), 1 when the
+    server cannot start (one ``Failed to start server.`` line), 2 for bad flags."""
+    args = parse_args(argv)
+    if args.version:
+        print(version_text(), flush=True)
+        return 0
+    logging.basicConfig(level=args.verbosity.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _log_flag_notes(args)
+    try:
+        settings = _read_settings(args)
+    except ConfigError as exc:
+        return _failed(exc)
+    _apply_process_settings(args, settings)
+    stop = _stop_on_signals()
+    metrics = Metrics() if settings.metrics_path else None  # before the manager: it counts loads
+    try:
+        manager = _model_manager(args, settings, metrics)
+    except ValueError as exc:  # the config's models or version labels
+        return _failed(exc)
+    # As tensorflow_model_server: the ports open once every initial model is available.
+    failure = wait_until_available(manager, stop)
+    if failure is not None or stop.is_set():
+        manager.stop()
+        return 0 if failure is None else _failed(failure)
+    try:
+        server = _model_server(args, settings, manager, metrics)
+    except OSError as exc:  # a port in use: one line naming the port and its flag
+        manager.stop()
+        return _failed(exc)
+    manager.start_polling(args.file_system_poll_wait_seconds)
+    info = _announce(args, server, manager)
+    _serve_until_stopped(args, manager, stop)
     log.info("shutting down: finishing in-flight requests (grace %.1f s)",
              args.shutdown_grace_seconds)
     server.stop(args.shutdown_grace_seconds)
     _write_info(args.server_info_file, {**info, "stats": server.stats()})
     print(f"Shut down; {server.summary()}", file=sys.stderr, flush=True)
     return 0
-
