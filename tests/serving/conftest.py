@@ -140,11 +140,25 @@ def make_model_config():
 
 
 @pytest.fixture(scope="module")
-def server(export_base):
-    manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
-    srv = ModelServer(manager, port=0, rest_api_port=0).start()
-    yield srv
-    srv.stop(grace=2)
+def babi_server(export_base):
+    """Starts an in-process server of the conftest's bAbI export on free loopback ports
+    (gRPC, and REST): ``babi_server(**ModelServer options)``; each one stops at the end of
+    the test module, so a module that needs its own options still starts one server."""
+    servers = []
+
+    def start(**options):
+        manager = ModelManager([model_config("babi", os.path.join(export_base, "babi"))])
+        servers.append(ModelServer(manager, port=0, rest_api_port=0, **options).start())
+        return servers[-1]
+
+    yield start
+    for srv in servers:
+        srv.stop(grace=2)
+
+
+@pytest.fixture(scope="module")
+def server(babi_server):
+    return babi_server()
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,6 @@ import pytest
 from serving import client
 from serving.client import cli
 from serving.client.model_clients import BabiClient, ReplyError, agreeing
-from serving.core.manager import ModelManager
-from serving.model_server.server import ModelServer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 STORY = "Mary went to the kitchen.\nJohn went to the garden."
@@ -31,11 +29,8 @@ LIMIT = 2**20
 
 
 @pytest.fixture(scope="module")
-def small(export_base, make_model_config):
-    manager = ModelManager([make_model_config("babi", os.path.join(export_base, "babi"))])
-    server = ModelServer(manager, port=0, rest_api_port=0, max_message_bytes=LIMIT).start()
-    yield server
-    server.stop(grace=2)
+def small(babi_server):
+    return babi_server(max_message_bytes=LIMIT)
 
 
 def run(capsys, *argv):

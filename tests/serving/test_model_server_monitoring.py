@@ -62,11 +62,9 @@ def test_monitoring_config_file(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def monitored(export_base, make_model_config):
-    manager = ModelManager([make_model_config("babi", os.path.join(export_base, "babi"))])
-    server = ModelServer(manager, port=0, rest_api_port=0, metrics_path=PATH).start()
-    yield server
-    server.stop(grace=1)
+def monitored(babi_server):
+    """A server of its own: the counts below start from zero."""
+    return babi_server(metrics_path=PATH)
 
 
 def scrape(server):
