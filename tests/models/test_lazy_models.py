@@ -73,3 +73,25 @@ def test_shared_layers_import_no_family_and_keep_the_family_names():
         print("ok")
     """)
     assert out.split("\n")[-3] == "[]" and out.split("\n")[-2] == "ok"
+
+
+@pytest.mark.tensorflow_backend  # the exporters import TensorFlow
+def test_the_families_keep_the_names_of_their_exporters_and_tokenizers():
+    """``tpr_keras.models.babi.export_babi_model`` and the other names a family kept are the
+    objects of ``tpr_keras.export``, and each task model's exporter resolves there."""
+    import importlib
+
+    import tpr_keras.export as export
+    from tpr_keras.models import (BabiAnswerer, EntailmentClassifier, MathAnswerer, babi,
+                                  entailment, tp_transformer)
+
+    kept = {name for family in (babi, entailment, tp_transformer)
+            for name in family._TENSORFLOW_EXPORTS}
+    assert {"export_babi_model", "EntailmentTokenizer", "MathTokenizer"} <= kept
+    for family in (babi, entailment, tp_transformer):
+        for name in family._TENSORFLOW_EXPORTS:
+            assert getattr(family, name) is getattr(export, name), (family.__name__, name)
+    for task in (BabiAnswerer, EntailmentClassifier, MathAnswerer):
+        module, _, function = task.exporter.partition(":")
+        assert module.startswith("tpr_keras.export."), task.exporter
+        assert getattr(importlib.import_module(module), function) is getattr(export, function)
