@@ -34,13 +34,10 @@ Stories are the task-1 test stories when ``--data_dir`` finds them, else built-i
 """
 
 import collections
-import json
+import contextlib
 import os
-import queue
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -58,7 +55,11 @@ from tensorflow_serving.apis import (  # noqa: E402
     prediction_service_pb2_grpc,
 )
 
-from bench.serving_report import percentiles, report  # noqa: E402
+from bench.serving_report import print_baselines, report  # noqa: E402
+from serving.model_server.server_process import (  # noqa: E402
+    ServerDidNotStart,
+    start_server_process,
+)
 
 FALLBACK = [
     ("Mary moved to the bathroom.\nJohn went to the hallway.", "Where is Mary?"),
@@ -134,27 +135,18 @@ def pin_this_process(cpus):
             pass
 
 
-def start_server(base, model_name, extra_args, info_file, cpus=None):
-    """Starts the server; its ports come from --server_info_file (ModelServer.ports)."""
-    cmd = [sys.executable, "-m", "serving.server", "--port=0", f"--model_name={model_name}",
-           f"--model_base_path={base}", "--file_system_poll_wait_seconds=0.5",
-           f"--server_info_file={info_file}", *extra_args]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONPATH=REPO),
-                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-    lines = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if os.path.exists(info_file):
-            with open(info_file, encoding="utf-8") as f:
-                return proc, json.load(f)["ports"]["grpc"], lines
-        time.sleep(0.1)
-    proc.kill()
-    log = []
-    while not lines.empty():
-        log.append(lines.get())
-    raise SystemExit("server did not start:\n" + "".join(log)[-3000:])
+def start_server(base, model_name, extra_args, info_file, log, cpus=None):
+    """Starts the server, its output into ``log``; returns it and its gRPC port (from
+    --server_info_file: ModelServer.ports)."""
+    flags = ["--port=0", f"--model_name={model_name}", f"--model_base_path={base}",
+             "--file_system_poll_wait_seconds=0.5", *extra_args]
+    try:
+        proc, info = start_server_process(
+            flags, info_file, log, cwd=REPO,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+    except ServerDidNotStart as exc:
+        raise SystemExit(str(exc)) from None
+    return proc, info["ports"]["grpc"]
 
 
 def make_request(model_name, chunk):
@@ -212,7 +204,7 @@ def thread_settings(server_args):
                                              inter_op_parallelism_threads=values["inter"])
 
 
-def main():
+def command():
     from serving.command_flags import Command
 
     p = Command("python -m bench.serving_bench", __doc__.split("\n")[0])
@@ -230,36 +222,147 @@ def main():
               "server and baselines on the first half of the CPUs, clients on the rest")
     p.string("server_args", "", "extra flags for serving.server")
     p.string("json", None, "also write the numbers to this file")
-    args = p.parse()
+    return p
 
+
+def cpu_halves(pin):
+    """``(server CPUs, client CPUs)``: the two halves of this process's CPUs with ``--pin``,
+    else ``(None, None)``."""
+    if not pin:
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least 2 CPUs")
+    return set(cpus[:len(cpus) // 2]), set(cpus[len(cpus) // 2:])
+
+
+def model_base(args, workdir):
+    """The base path to serve: ``--keras_model`` exported into ``workdir``, or
+    ``--model_base_path`` (with ``--swap``, its latest version copied into ``workdir``:
+    versions are never added to the user's folder)."""
+    if args.keras_model:
+        import keras
+
+        import tpr_keras.models.all_families  # noqa: F401
+        from serving.export import export_babi_model
+
+        model = keras.models.load_model(args.keras_model)
+        export_babi_model(model, os.path.join(os.path.dirname(args.keras_model), "vocab.txt"),
+                          workdir, args.model_name)
+        return os.path.join(workdir, args.model_name)
+    if not args.model_base_path:
+        raise SystemExit("pass --model_base_path or --keras_model")
+    base = args.model_base_path
+    if args.swap:
+        v = latest_version(base)
+        shutil.copytree(os.path.join(base, str(v)), os.path.join(workdir, "m", str(v)))
+        base = os.path.join(workdir, "m")
+    return base
+
+
+class Rounds:
+    """Interleaved rounds: in-process baselines (clients paused), the load phase, and with
+    one client the paced baseline. On a shared machine all phases see the same background
+    load."""
+
+    def __init__(self, args, calls, questions, base, version, server_cpus, client_cpus):
+        self.args, self.calls, self.questions = args, calls, questions
+        self.base, self.version = base, version
+        self.server_cpus, self.client_cpus = server_cpus, client_cpus
+        self.base_times = {"tf2": [], "runtime": []}
+        if args.clients == 1:
+            self.base_times["runtime, paced"] = []
+        self.gaps, self.offset = [], 0
+        self.elapsed, self.swapped_to = 0.0, None
+        self.go, self.stop, self.out = threading.Event(), threading.Event(), []
+        self.threads = []
+
+    def start_clients(self, port):
+        """``--clients`` client threads, connected and warmed up, paused."""
+        args = self.args
+        self.threads = [threading.Thread(target=client_loop,
+                                         args=(port, args.model_name, self.questions,
+                                               args.batch, self.go, self.stop, k * 997,
+                                               self.out))
+                        for k in range(args.clients)]
+        for t in self.threads:
+            t.start()
+        while len(self.out) < args.clients and all(t.is_alive() for t in self.threads):
+            time.sleep(0.1)
+        time.sleep(1.0)  # clients connected and warmed up
+
+    def run(self):
+        """Every round, then the clients stopped."""
+        self.started = time.perf_counter()
+        per_phase = self.args.baseline_seconds / self.args.rounds
+        for r in range(self.args.rounds):
+            self.go.clear()
+            time.sleep(0.05)  # let requests in flight finish
+            for name in ("tf2", "runtime"):
+                self._in_process(name, name, per_phase)
+            client_times, load_start = self._load_phase(r)
+            if self.args.clients != 1:
+                continue
+            # The server's idle time between two requests in this round.
+            round_times = [t for ts, k in zip(client_times, load_start) for t in ts[k:]]
+            round_base = self.base_times["runtime"][-200:]
+            gap = max(0.0, float(np.median(round_times) - np.median(round_base))
+                      if round_times and round_base else 0.0)
+            self.gaps.append(gap)
+            self._in_process("runtime", "runtime, paced", per_phase, gap)
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=120)
+
+    def _in_process(self, call, times, seconds, gap=0.0):
+        """One in-process baseline on the server's CPUs."""
+        pin_this_process(self.server_cpus)
+        self.offset = baseline(self.calls[call], self.questions, self.args.batch, seconds,
+                               self.base_times[times], self.offset, gap)
+        pin_this_process(self.client_cpus)
+
+    def _load_phase(self, r):
+        """The clients send for their share of ``--seconds`` (``--swap``: a new version in
+        the middle round); returns each client's times and where this phase's begin."""
+        args = self.args
+        client_times = [ts for ts, _, _ in self.out]
+        load_start = [len(ts) for ts in client_times]
+        self.go.set()
+        phase = time.perf_counter()
+        if args.swap and r == args.rounds // 2:
+            self.swapped_to = self.version + 1
+            tmp = os.path.join(self.base, f".bench-copy-{self.swapped_to}")
+            shutil.copytree(os.path.join(self.base, str(self.version)), tmp)
+            os.rename(tmp, os.path.join(self.base, str(self.swapped_to)))
+            print(f"round {r + 1}/{args.rounds}, "
+                  f"t={time.perf_counter() - self.started:.1f} s: copied version "
+                  f"{self.version} to {self.swapped_to}")
+        time.sleep(max(0.0, args.seconds / args.rounds - (time.perf_counter() - phase)))
+        self.elapsed += time.perf_counter() - phase
+        self.go.clear()
+        time.sleep(0.05)
+        return client_times, load_start
+
+
+def version_states(port, model_name):
+    """``{version: state name}`` from the server's GetModelStatus."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        req = get_model_status_pb2.GetModelStatusRequest()
+        req.model_spec.name = model_name
+        return {s.version: get_model_status_pb2.ModelVersionStatus.State.Name(s.state)
+                for s in model_service_pb2_grpc.ModelServiceStub(
+                    channel).GetModelStatus(req, timeout=30).model_version_status}
+
+
+def main():
+    args = command().parse()
     server_args = args.server_args.split()
     runtime, session_config = thread_settings(server_args)
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    server_cpus = client_cpus = None
-    if args.pin:
-        if len(cpus) < 2:
-            raise SystemExit("--pin needs at least 2 CPUs")
-        server_cpus, client_cpus = set(cpus[:len(cpus) // 2]), set(cpus[len(cpus) // 2:])
+    server_cpus, client_cpus = cpu_halves(args.pin)
     workdir = tempfile.mkdtemp(prefix="serving-bench-")
-    try:
-        if args.keras_model:
-            import keras
-
-            import tpr_keras.models.all_families  # noqa: F401
-            from serving.export import export_babi_model
-
-            model = keras.models.load_model(args.keras_model)
-            export_babi_model(model, os.path.join(os.path.dirname(args.keras_model), "vocab.txt"),
-                              workdir, args.model_name)
-            base = os.path.join(workdir, args.model_name)
-        elif args.model_base_path:
-            base = args.model_base_path
-            if args.swap:  # never add versions to the user's folder
-                v = latest_version(base)
-                shutil.copytree(os.path.join(base, str(v)), os.path.join(workdir, "m", str(v)))
-                base = os.path.join(workdir, "m")
-        else:
-            raise SystemExit("pass --model_base_path or --keras_model")
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, workdir, ignore_errors=True)
+        base = model_base(args, workdir)
         version = latest_version(base)
         questions, source = load_questions(args.data_dir)
         print(f"model {base}/{version}; {source} stories; batch {args.batch}; "
@@ -271,87 +374,20 @@ def main():
         calls = load_baselines(os.path.join(base, str(version)), questions, args.batch,
                                runtime, session_config)
         info_file = os.path.join(workdir, "server.json")
-        proc, port, lines = start_server(base, args.model_name, server_args, info_file,
-                                         server_cpus)
-        base_times = {"tf2": [], "runtime": []}
-        if args.clients == 1:
-            base_times["runtime, paced"] = []
-        gaps, offset = [], 0
+        log = stack.enter_context(tempfile.TemporaryFile())
+        proc, port = start_server(base, args.model_name, server_args, info_file, log,
+                                  server_cpus)
+        rounds = Rounds(args, calls, questions, base, version, server_cpus, client_cpus)
         try:
-            go, stop, out = threading.Event(), threading.Event(), []
-            threads = [threading.Thread(target=client_loop,
-                                        args=(port, args.model_name, questions, args.batch,
-                                              go, stop, k * 997, out))
-                       for k in range(args.clients)]
-            for t in threads:
-                t.start()
-            while len(out) < args.clients and all(t.is_alive() for t in threads):
-                time.sleep(0.1)
-            time.sleep(1.0)  # clients connected and warmed up
-            # Interleaved rounds: baselines (clients paused), load, paced baseline. On a
-            # shared machine all phases see the same background load.
-            elapsed, swapped_to, started = 0.0, None, time.perf_counter()
-            per_phase = args.baseline_seconds / args.rounds
-            for r in range(args.rounds):
-                go.clear()
-                time.sleep(0.05)  # let requests in flight finish
-                pin_this_process(server_cpus)
-                for name in ("tf2", "runtime"):
-                    offset = baseline(calls[name], questions, args.batch, per_phase,
-                                      base_times[name], offset)
-                pin_this_process(client_cpus)
-                client_times = [ts for ts, _, _ in out]
-                load_start = [len(ts) for ts in client_times]
-                go.set()
-                phase = time.perf_counter()
-                if args.swap and r == args.rounds // 2:
-                    swapped_to = version + 1
-                    tmp = os.path.join(base, f".bench-copy-{swapped_to}")
-                    shutil.copytree(os.path.join(base, str(version)), tmp)
-                    os.rename(tmp, os.path.join(base, str(swapped_to)))
-                    print(f"round {r + 1}/{args.rounds}, "
-                          f"t={time.perf_counter() - started:.1f} s: copied version {version} "
-                          f"to {swapped_to}")
-                time.sleep(max(0.0, args.seconds / args.rounds - (time.perf_counter() - phase)))
-                elapsed += time.perf_counter() - phase
-                go.clear()
-                time.sleep(0.05)
-                if args.clients != 1:
-                    continue
-                # The server's idle time between two requests in this round.
-                round_times = [t for ts, k in zip(client_times, load_start) for t in ts[k:]]
-                round_base = base_times["runtime"][-200:]
-                gap = max(0.0, float(np.median(round_times) - np.median(round_base))
-                          if round_times and round_base else 0.0)
-                gaps.append(gap)
-                pin_this_process(server_cpus)
-                offset = baseline(calls["runtime"], questions, args.batch, per_phase,
-                                  base_times["runtime, paced"], offset, gap)
-                pin_this_process(client_cpus)
-            stop.set()
-            for t in threads:
-                t.join(timeout=120)
-            print("in-process calls (this process, interleaved with the load phases):")
-            for name, ts in base_times.items():
-                b50, b99 = percentiles(ts)
-                extra = (f" (idle before each call: median {np.median(gaps) * 1e3:.3f} ms)"
-                         if "paced" in name else "")
-                print(f"  {name:15s} {len(ts):6d} calls, p50 {b50:.3f} ms, p99 {b99:.3f} ms"
-                      + extra)
-            status = None
-            if args.swap:
-                with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-                    req = get_model_status_pb2.GetModelStatusRequest()
-                    req.model_spec.name = args.model_name
-                    status = {s.version: get_model_status_pb2.ModelVersionStatus.State.Name(
-                        s.state) for s in model_service_pb2_grpc.ModelServiceStub(
-                            channel).GetModelStatus(req, timeout=30).model_version_status}
+            rounds.start_clients(port)
+            rounds.run()
+            print_baselines(rounds.base_times, rounds.gaps)
+            status = version_states(port, args.model_name) if args.swap else None
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-        report(args, out, elapsed, base_times, gaps, status, swapped_to, info_file)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        report(args, rounds.out, rounds.elapsed, rounds.base_times, rounds.gaps, status,
+               rounds.swapped_to, info_file)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,16 @@ def percentiles(times):
     return float(p50), float(p99)
 
 
+def print_baselines(base_times, gaps):
+    """The in-process calls' percentiles (``gaps``: the paced one's idle time per round)."""
+    print("in-process calls (this process, interleaved with the load phases):")
+    for name, ts in base_times.items():
+        b50, b99 = percentiles(ts)
+        extra = (f" (idle before each call: median {np.median(gaps) * 1e3:.3f} ms)"
+                 if "paced" in name else "")
+        print(f"  {name:15s} {len(ts):6d} calls, p50 {b50:.3f} ms, p99 {b99:.3f} ms" + extra)
+
+
 def report(args, out, elapsed, base_times, gaps, status, swapped_to, info_file):
     """Prints the load phase's numbers next to the server's own (``info_file``: its
     ``--server_info_file``, with ``ModelServer.stats()`` at shutdown) and the baselines'

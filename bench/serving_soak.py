@@ -50,6 +50,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from bench import serving_soak_cases as cases  # noqa: E402
 from bench.serving_soak_report import Sampler, checks, report  # noqa: E402
 from bench.serving_soak_versions import KINDS, Churn, newest_version, settle  # noqa: E402
+from serving.model_server.server_process import (  # noqa: E402
+    ServerDidNotStart,
+    start_server_process,
+)
 
 #: Exit status when the run finished but a target was missed.
 CHECK_FAILED = 3
@@ -70,21 +74,14 @@ def start_server(base, model_name, extra_args, workdir):
     """The server subprocess and its ``{"grpc": port, "rest": port}`` (from
     ``--server_info_file``); its log goes to ``workdir/server.log``."""
     info = os.path.join(workdir, "server.json")
-    cmd = [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
-           f"--model_name={model_name}", f"--model_base_path={base}",
-           "--file_system_poll_wait_seconds=1", f"--server_info_file={info}", *extra_args]
-    log = open(os.path.join(workdir, "server.log"), "w", encoding="utf-8")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                            env=dict(os.environ, PYTHONPATH=REPO))
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and proc.poll() is None:
-        if os.path.exists(info):
-            with open(info, encoding="utf-8") as f:
-                return proc, json.load(f)["ports"], info
-        time.sleep(0.2)
-    proc.kill()
-    with open(log.name, encoding="utf-8", errors="replace") as f:
-        raise SystemExit("server did not start:\n" + f.read()[-3000:])
+    flags = ["--port=0", "--rest_api_port=-1", f"--model_name={model_name}",
+             f"--model_base_path={base}", "--file_system_poll_wait_seconds=1", *extra_args]
+    log = open(os.path.join(workdir, "server.log"), "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        proc, started = start_server_process(flags, info, log, cwd=REPO, timeout_s=600)
+    except ServerDidNotStart as exc:
+        raise SystemExit(str(exc)) from None
+    return proc, started["ports"], info
 
 
 def reference_answers(ports, model_name):

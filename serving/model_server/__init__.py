@@ -30,6 +30,8 @@ It knows nothing about tpr-keras: any SavedModel with signatures can be served, 
 * :mod:`serving.model_server.main`: ``main``, which wires them.
 * :mod:`serving.model_server.in_process`: a server inside the calling process over a
   ``models.config``, and string Predict calls to it (the checks of exported models).
+* :mod:`serving.model_server.server_process`: the server as a child process, started and
+  waited for through its ``--server_info_file`` (the benchmarks and the long fuzz run).
 
 Semantics follow TF Serving: an empty signature name means ``serving_default``; an unset
 version means the latest loaded one; NOT_FOUND for an unknown model, version or label;

@@ -24,15 +24,17 @@ cases cost 2 s each instead of 30); other flags are the server's defaults unless
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from serving.model_server.server_process import (  # noqa: E402
+    ServerDidNotStart,
+    start_server_process,
+)
 from tests.serving import fuzz  # noqa: E402
 
 
@@ -62,23 +64,18 @@ def load_pool(data_dir, limit):
 
 
 def start_server(base, name, info_file, server_args):
-    cmd = [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
-           f"--model_name={name}", f"--model_base_path={base}",
-           f"--server_info_file={info_file}", *server_args]
+    """The server subprocess, its ports and its log (a temporary file)."""
+    flags = ["--port=0", "--rest_api_port=-1", f"--model_name={name}",
+             f"--model_base_path={base}", *server_args]
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
-                            env=dict(os.environ, PYTHONPATH=REPO))
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if os.path.exists(info_file):
-            with open(info_file, encoding="utf-8") as f:
-                return proc, json.load(f)["ports"], log
-        time.sleep(0.2)
-    log.seek(0)
-    raise SystemExit(f"server did not start:\n{log.read().decode()[-3000:]}")
+    try:
+        proc, info = start_server_process(flags, info_file, log, cwd=REPO)
+    except ServerDidNotStart as exc:
+        raise SystemExit(str(exc)) from None
+    return proc, info["ports"], log
 
 
-def main(argv=None):
+def command():
     from serving.command_flags import Command
 
     p = Command("python -m tests.serving.serving_fuzz", __doc__.split("\n\n")[0])
@@ -93,24 +90,14 @@ def main(argv=None):
     p.integer("rest_api_timeout_in_ms", 2000)
     p.string("server_args", "", "extra flags for serving.server")
     p.string("json", None, "also write the numbers to this file")
-    args = p.parse(argv)
+    return p
 
-    pool, source = load_pool(args.data_dir, args.pool)
-    workdir = tempfile.mkdtemp(prefix="serving-fuzz-")
-    info_file = os.path.join(workdir, "server.json")
-    server_args = [f"--max_message_bytes={args.max_message_bytes}",
-                   f"--rest_api_timeout_in_ms={args.rest_api_timeout_in_ms}",
-                   *args.server_args.split()]
-    proc, ports, log = start_server(os.path.abspath(args.model_base_path), args.model_name,
-                                    info_file, server_args)
-    print(f"server pid {proc.pid}, ports {ports}, flags {server_args}; {len(pool)} {source} "
-          f"questions; {args.requests} requests from {args.threads} threads, seed {args.seed}")
-    target = fuzz.Target(ports["grpc"], ports["rest"], args.model_name,
-                         max_message_bytes=args.max_message_bytes,
-                         rest_timeout_s=args.rest_api_timeout_in_ms / 1000)
 
+def run_sampled(proc, target, args, pool):
+    """``fuzz.run`` with the server's RSS sampled every 50 ms: the report, the samples
+    ``(requests done, RSS MiB)`` and the RSS before the first request."""
     done = [0]
-    samples = []  # (requests done, RSS MiB)
+    samples = []
     stop = threading.Event()
 
     def sample():
@@ -135,6 +122,41 @@ def main(argv=None):
     finally:
         stop.set()
         sampler.join()
+    return report, samples, start_rss
+
+
+def rss_summary(samples, n, start_rss, hwm):
+    """The RSS numbers: at start, peak, mean over the first and last 10 % of the ``n``
+    requests; and the last / first ratio."""
+    tenth = max(1, n // 10)
+    first = [r for d, r in samples if d < tenth]
+    last = [r for d, r in samples if d >= n - tenth]
+    peak = hwm if hwm is not None else max((r for _, r in samples), default=float("nan"))
+    rss = {"start_mib": start_rss, "peak_mib": peak,
+           "first_10pct_mean_mib": sum(first) / len(first) if first else None,
+           "last_10pct_mean_mib": sum(last) / len(last) if last else None}
+    ratio = (rss["last_10pct_mean_mib"] / rss["first_10pct_mean_mib"]
+             if first and last else float("nan"))
+    return rss, ratio
+
+
+def main(argv=None):
+    args = command().parse(argv)
+    pool, source = load_pool(args.data_dir, args.pool)
+    workdir = tempfile.mkdtemp(prefix="serving-fuzz-")
+    info_file = os.path.join(workdir, "server.json")
+    server_args = [f"--max_message_bytes={args.max_message_bytes}",
+                   f"--rest_api_timeout_in_ms={args.rest_api_timeout_in_ms}",
+                   *args.server_args.split()]
+    proc, ports, log = start_server(os.path.abspath(args.model_base_path), args.model_name,
+                                    info_file, server_args)
+    print(f"server pid {proc.pid}, ports {ports}, flags {server_args}; {len(pool)} {source} "
+          f"questions; {args.requests} requests from {args.threads} threads, seed {args.seed}")
+    target = fuzz.Target(ports["grpc"], ports["rest"], args.model_name,
+                         max_message_bytes=args.max_message_bytes,
+                         rest_timeout_s=args.rest_api_timeout_in_ms / 1000)
+
+    report, samples, start_rss = run_sampled(proc, target, args, pool)
     alive = proc.poll() is None
     hwm = rss_mib(proc.pid, "VmHWM")  # peak RSS, between our samples too
     still_answers = False
@@ -159,15 +181,8 @@ def main(argv=None):
         for s, n in statuses.items():
             totals[s] = totals.get(s, 0) + n
     n = len(report.results)
-    tenth = max(1, n // 10)
-    first = [r for d, r in samples if d < tenth]
-    last = [r for d, r in samples if d >= n - tenth]
-    peak = hwm if hwm is not None else max((r for _, r in samples), default=float("nan"))
-    rss = {"start_mib": start_rss, "peak_mib": peak,
-           "first_10pct_mean_mib": sum(first) / len(first) if first else None,
-           "last_10pct_mean_mib": sum(last) / len(last) if last else None}
-    ratio = (rss["last_10pct_mean_mib"] / rss["first_10pct_mean_mib"]
-             if first and last else float("nan"))
+    rss, ratio = rss_summary(samples, n, start_rss, hwm)
+    peak = rss["peak_mib"]
     failures = report.failures
     print(f"\n{n} requests in {report.seconds:.1f} s ({n / report.seconds:.0f}/s), "
           f"{len(table)} categories; statuses: {dict(sorted(totals.items()))}")
