@@ -11,12 +11,10 @@ and written with the validation errors and timings to
 
 import time
 
+#: When the command started: a run's wall time counts from here (the clock, read first).
 PROCESS_START = time.time()
 
-from tpr_keras import runtime
-
-runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
-
+from tpr_keras import runtime  # noqa: E402
 from train import backend, cli  # noqa: E402
 from train import flags as train_flags  # noqa: E402
 
@@ -177,6 +175,7 @@ def main(args):
     """Trains as ``args`` (:func:`command`'s parsed flags) say. The Keras backend starts
     first; the runner and the task, which import Keras, are imported after it (so
     ``--help`` starts no TensorFlow, and TensorFlow starts quietly)."""
+    runtime.limit_malloc_arenas()  # before TensorFlow starts its threads
     backend.start(args)
     from train.runner import run
     from train.tasks.babi import BabiTask

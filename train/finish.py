@@ -27,7 +27,15 @@ import io
 import json
 import os
 
+import keras
+
 from tpr_keras.atomic_files import kill_point, remove_temporaries, write_text
+from tpr_keras.run_outputs import save_model, write_results
+from tpr_keras.training import make_trainer
+from tpr_keras.training.checkpoints import finished_run
+from tpr_keras.training.early_stopping import STOP_REASONS
+from train.export import export_keras_model
+from train.tensorflow_export import export_in_tensorflow, SAVED_MODEL_LINE
 
 #: What lets a finished run continue, by the reason it stopped.
 CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
@@ -96,16 +104,12 @@ def export_options(task):
 def export_saved_model(task, flags, keras_path, on_jax, model=None):
     """Writes the SavedModel of ``keras_path`` (or of ``model``, loaded from it) beside it;
     returns its version folder, or None where TensorFlow is missing (JAX)."""
-    from train.tensorflow_export import export_in_tensorflow
-
     export_dir = os.path.dirname(keras_path)
     if on_jax:  # the SavedModel is TensorFlow's: written by a TensorFlow process
         return export_in_tensorflow(keras_path, export_dir, flags.model_name,
                                     **export_options(task))
     if model is not None:
         return task.export(model, export_dir)
-    from train.export import export_keras_model  # reads the vocab.txt beside the file
-
     return export_keras_model(keras_path, export_dir, flags.model_name,
                               **export_options(task))
 
@@ -118,8 +122,6 @@ def _outputs(flags, keras_path, served):
 
 
 def _served_line(flags, served):
-    from train.tensorflow_export import SAVED_MODEL_LINE
-
     return (f"{SAVED_MODEL_LINE}{served} (serve with python -m serving.server "
             f"--model_name={flags.model_name} "
             f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
@@ -129,10 +131,6 @@ def finish_run(task, model, results, on_jax):
     """Writes a trained run's products on the chief, in the protocol's order (the module
     docstring): ``model.keras`` and ``vocab.txt``, the SavedModel, ``results.json``;
     prints where they are."""
-    import keras
-
-    from tpr_keras.run_outputs import save_model, write_results
-
     flags = task.flags
     removed = remove_stale(flags)
     if removed:
@@ -163,8 +161,6 @@ def _rebuild_model(task, config, on_jax):
     where the run kept them (as ``fit`` ends). Built on the chief alone, outside the run's
     strategy (checkpoints are keyed by variable path; no other worker takes part).
     Returns ``(model, "best weights" or "last checkpoint")``."""
-    from tpr_keras.training import make_trainer
-
     with contextlib.redirect_stdout(io.StringIO()):  # the data lines the run printed
         task.load_data()
     trainer = make_trainer(task.model_fn, task.optimizer_fn, task.compute_fn(on_jax), config,
@@ -186,8 +182,6 @@ def _repair(task, config, results, on_jax):
     rebuilt = not (os.path.isfile(keras_path)
                    and os.path.isfile(os.path.join(export_dir_of(flags), "vocab.txt")))
     if rebuilt:
-        from tpr_keras.run_outputs import save_model
-
         model, source = _rebuild_model(task, config, on_jax)
         save_model(export_dir_of(flags), model, task.save_vocabulary)
         notes.append(f"rebuilt {keras_path} and vocab.txt from the {source}")
@@ -210,9 +204,6 @@ def finish_again(task, config, strategy, on_jax):
     checkpoint's step, which reached a stop condition); first, on the chief, makes what
     the run lacks (:func:`_repair`). A run stopped by ``--max_train_minutes`` or killed is
     not finished: the command then resumes it."""
-    from tpr_keras.training.checkpoints import finished_run
-    from tpr_keras.training.early_stopping import STOP_REASONS
-
     flags = task.flags
     done = finished_run(flags.model_dir, config)
     if done is None:

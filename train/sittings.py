@@ -31,6 +31,8 @@ import os
 import shutil
 
 from tpr_keras.atomic_files import recover_folder, write_folder
+from tpr_keras.training.checkpoints import read_checkpoint_state
+from tpr_keras.training.host_checkpoints import read_host_checkpoint_state
 
 SITTINGS_FILE = "sittings.json"
 #: The run's files that travel besides the checkpoint and the best weights.
@@ -201,9 +203,6 @@ def sitting_record(source, machine, command, start_step, end_step, wall_seconds,
 def checkpoint_step(model_dir):
     """The step of the latest checkpoint in ``model_dir`` (0 without one): where a process
     that resumes the run starts."""
-    from tpr_keras.training.checkpoints import read_checkpoint_state
-    from tpr_keras.training.host_checkpoints import read_host_checkpoint_state
-
     state = read_checkpoint_state(model_dir) or read_host_checkpoint_state(model_dir)
     return state["global_step"] if state else 0
 

@@ -2,13 +2,21 @@
 (Sukhbaatar et al., 2015) on bAbI, one task or several jointly, scored by the test error
 per task (Table 1)."""
 
+import keras
+from absl import logging
+
+from tpr_keras.data import babi
+from tpr_keras.models import BabiAnswerer, BabiPreprocessor, MemN2N, TPRRNN
+from tpr_keras.training import get_optimizer, sparse_classification, TrainConfig
+from tpr_keras.training.callbacks import LinearStart
+from tpr_keras.training.optimizers import authors_nadam
+from tpr_keras.training.recipes import recipe, RECIPES
+from train.cli import UsageError
 from train.runner import TrainTask
 
 
 def parse_tasks(value):
     """``--task``: ``"all"``, or a tuple of task numbers 1-20."""
-    from train.cli import UsageError
-
     if value == "all":
         return "all"
     tasks = tuple(int(t) for t in value.split(","))
@@ -26,10 +34,6 @@ class BabiTask(TrainTask):
     recipe's."""
 
     def resolve_recipe(self):
-        from tpr_keras.models import TPRRNN, MemN2N
-        from train.cli import UsageError
-        from tpr_keras.training.recipes import RECIPES, recipe
-
         flags = self.flags
         self.tasks = parse_tasks(flags.task)
         self.joint = joint = self.tasks == "all" or len(self.tasks) > 1
@@ -59,8 +63,6 @@ class BabiTask(TrainTask):
         return default if value is None else value
 
     def train_config(self, trainer_kwargs):
-        from tpr_keras.training import TrainConfig
-
         flags, hp = self.flags, self.hp
         # MemN2N's per-matrix clipping: the trainer's (a recipe with a matrix_norm: after
         # the summed loss, matrices grouped as the authors') or Keras SGD's clipnorm.
@@ -96,8 +98,6 @@ class BabiTask(TrainTask):
         return limit
 
     def load_data(self):
-        from tpr_keras.data import babi
-
         flags = self.flags
         self.data = data = babi.load_babi(
             flags.data_dir, tasks=self.tasks, setting=flags.setting,
@@ -110,8 +110,6 @@ class BabiTask(TrainTask):
               f"{self.truncated}.")
 
     def model_fn(self):
-        from tpr_keras.models import TPRRNN, MemN2N
-
         flags, data = self.flags, self.data
         if self.memn2n:
             return MemN2N.from_paper_size(
@@ -132,10 +130,6 @@ class BabiTask(TrainTask):
             implementation=flags.implementation, pad_row=self.option("pad_row", "zero"))
 
     def optimizer_fn(self):
-        import keras
-
-        from tpr_keras.training import get_optimizer
-
         hp = self.hp
         if hp["optimizer"] == "sgd":
             # Per-matrix clipping (Keras clipnorm clips each gradient on its own),
@@ -145,21 +139,15 @@ class BabiTask(TrainTask):
             return keras.optimizers.SGD(hp["learning_rate"], clipnorm=clip)
         if (hp["optimizer"] == "nesterov_adam"
                 and self.option("beta_power_start") == "glorot_uniform"):
-            from tpr_keras.training.optimizers import authors_nadam
-
             return authors_nadam(hp["learning_rate"], hp["beta_1"], hp["beta_2"],
                                  hp.get("epsilon") or 1e-8, seed=self.flags.seed)
         return get_optimizer(hp["optimizer"], hp["learning_rate"], hp["beta_1"], hp["beta_2"],
                              hp.get("epsilon"))
 
     def compute_fn(self, on_jax):
-        from tpr_keras.training import sparse_classification
-
         return sparse_classification("answer")
 
     def describe_model(self, trainer):
-        from absl import logging
-
         flags = self.flags
         trainer.model.summary(print_fn=lambda line, **_: logging.info(line))
         if self.memn2n and flags.linear_start:
@@ -178,15 +166,11 @@ class BabiTask(TrainTask):
                   f"{trainer.model.count_params():,} parameters.")
 
     def callbacks(self):
-        from tpr_keras.training.callbacks import LinearStart
-
         if not self.memn2n:
             return []
         return [LinearStart(epochs=self.option("linear_start_epochs"))]
 
     def training_data(self, trainer, on_jax):
-        from tpr_keras.data import babi
-
         flags, data, batch = self.flags, self.data, self.hp["batch_size"]
         eval_batch = max(batch, 256)
         bucket_width = self.option("bucket_width", 10) or None
@@ -261,8 +245,6 @@ class BabiTask(TrainTask):
     def train_error(self, trainer, on_jax):
         """The final weights' error on the training split (inference: no random noise),
         per task and over all its questions."""
-        from tpr_keras.data import babi
-
         split, batch = self.data.train, max(self.hp["batch_size"], 256)
         dataset = (babi.NumpyBatches(split, batch, bucket_width=self.bucket_width) if on_jax
                    else babi.make_dataset(split, batch, shuffle=False,
@@ -300,8 +282,6 @@ class BabiTask(TrainTask):
     def export(self, model, export_dir):
         # String-in/string-out SavedModel for TF Serving, through the task model that
         # answers in Python (the run has no preset folder yet: it is built in memory).
-        from tpr_keras.models import BabiAnswerer, BabiPreprocessor
-
         preprocessor = BabiPreprocessor(self.data.vocab, model.max_words, self._story_limit(),
                                         self.keep_sentence_ends())
         return BabiAnswerer(model, preprocessor).export(export_dir, self.flags.model_name)

@@ -2,6 +2,17 @@
 or LSTM/GRU) on the logical entailment data, plain or BiDAF (§5.1-5.2), scored by the
 accuracy on validate and the five test sets (Table 1)."""
 
+from tpr_keras.data import entailment
+from tpr_keras.data.entailment_batches import EntailmentBatches
+from tpr_keras.models import (
+    BiDAFEntailmentModel,
+    EntailmentClassifier,
+    EntailmentPreprocessor,
+    PlainEntailmentModel,
+)
+from tpr_keras.training import binary_classification, get_optimizer, TrainConfig
+from tpr_keras.training.recipes import recipe
+from tpr_keras.training.recipes.entailment import resolve_recipe
 from train.runner import TrainTask
 
 #: Flags that override the size's training recipe when given.
@@ -28,10 +39,6 @@ class EntailmentTask(TrainTask):
     recipe); ``--recipe`` runs it as published or under the CPU time budget."""
 
     def resolve_recipe(self):
-        from tpr_keras.models import BiDAFEntailmentModel, PlainEntailmentModel
-        from tpr_keras.training.recipes import recipe
-        from tpr_keras.training.recipes.entailment import resolve_recipe
-
         flags = self.flags
         self.model_class = PlainEntailmentModel if flags.arch == "plain" else BiDAFEntailmentModel
         self.preset = f"{flags.arch}_{flags.cell}"
@@ -50,8 +57,6 @@ class EntailmentTask(TrainTask):
         return hp["batch_size"]
 
     def train_config(self, trainer_kwargs):
-        from tpr_keras.training import TrainConfig
-
         hp = self.hp
         return TrainConfig(
             learning_rate=hp["learning_rate"], epochs=hp["epochs"], max_steps=self.flags.steps,
@@ -64,8 +69,6 @@ class EntailmentTask(TrainTask):
             results.get("accuracy_percent", {}).get("validate", float("nan")))
 
     def load_data(self):
-        from tpr_keras.data import entailment
-
         limit = self.flags.train_limit
         train = entailment.load_entailment_split("train", self.flags.data_dir)
         if limit:
@@ -84,13 +87,9 @@ class EntailmentTask(TrainTask):
             features=flags.features, embedding_init=flags.embedding_init, seed=flags.seed)
 
     def optimizer_fn(self):
-        from tpr_keras.training import get_optimizer
-
         return get_optimizer(self.hp["optimizer"], self.hp["learning_rate"])
 
     def compute_fn(self, on_jax):
-        from tpr_keras.training import binary_classification
-
         return binary_classification("label" if on_jax else None)
 
     def describe_model(self, trainer):
@@ -102,12 +101,8 @@ class EntailmentTask(TrainTask):
               + f": {self.parameters:,} parameters ({self.trainable:,} trainable).")
 
     def training_data(self, trainer, on_jax):
-        from tpr_keras.data import entailment
-
         flags, hp, train = self.flags, self.hp, self.train
         if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
-            from tpr_keras.data.entailment_batches import EntailmentBatches
-
             train_fn = EntailmentBatches(train, hp["batch_size"], shuffle=True,
                                          augment=hp["augment"], seed=flags.seed).batches
             self.eval_ds = {k: EntailmentBatches(v, 256) for k, v in self.evals.items()}
@@ -143,13 +138,9 @@ class EntailmentTask(TrainTask):
                             "roles": model.num_roles, "pooling": model.pooling}
 
     def save_vocabulary(self, path):
-        from tpr_keras.data import entailment
-
         entailment.save_vocabulary(path)
 
     def export(self, model, export_dir):
         # Through the task model that answers in Python, built in memory.
-        from tpr_keras.models import EntailmentClassifier, EntailmentPreprocessor
-
         return EntailmentClassifier(model, EntailmentPreprocessor()).export(
             export_dir, self.flags.model_name)

@@ -5,6 +5,17 @@ interpolate and extrapolate (Table 1)."""
 import os
 from types import MappingProxyType
 
+import numpy as np
+
+from tpr_keras.data import mathematics
+from tpr_keras.data.mathematics import find_mathematics_dir, TRAIN_DIFFICULTIES
+from tpr_keras.models import MathAnswerer
+from tpr_keras.models.tp_transformer import MathPreprocessor, sequence_compute_fn, TPTransformer
+from tpr_keras.presets.preset_files import load_preset, sha256_file
+from tpr_keras.training import EpochMetric, get_optimizer, TrainConfig
+from tpr_keras.training.recipes.tp_transformer import resolve_size
+from tpr_keras.training.torch_init import torch_linear_init
+from train import backend
 from train.runner import TrainTask
 from train.tasks.math_validation import check_resumed_run, split_validation
 from train.tasks.math_validation import describe as describe_validation
@@ -39,8 +50,6 @@ def jax_greedy_accuracy(model, max_length):
     as ``tpr_keras.evaluation.greedy_scorer``), one ``jax.jit`` decoder for
     every module; the weight-0 filler rows of the batches are left out."""
     import jax
-    import numpy as np
-
     decode = jax.jit(lambda source: model.greedy_decode(source, max_length=max_length)[0])
 
     def accuracy(batches):
@@ -88,8 +97,6 @@ def parse_module_weights(text, module_names):
 
 def preset_vocabulary(preset):
     """The ``CharVocabulary`` of the trained math preset ``preset`` (a name or a folder)."""
-    from tpr_keras.models.tp_transformer import MathPreprocessor
-
     return MathPreprocessor.from_preset(preset).vocabulary
 
 
@@ -101,8 +108,6 @@ def load_initial_weights(model, preset):
         Where the weights came from, for ``results.json``: the preset's name, its weights
         file's SHA-256, and its own training command, commit and results file.
     """
-    from tpr_keras.presets.preset_files import load_preset, sha256_file
-
     loaded = load_preset(preset)
     if loaded.class_name != "TPTransformer":
         raise ValueError(f"--init_from {preset}: a {loaded.class_name} preset; a run "
@@ -134,8 +139,6 @@ class MathTask(TrainTask):
     recipe = MappingProxyType({})
 
     def resolve_recipe(self):
-        from tpr_keras.training.recipes.tp_transformer import resolve_size
-
         flags = self.flags
         self.preset, recipe = resolve_size(
             flags.size, use_role=flags.model == "tp_transformer",
@@ -150,8 +153,6 @@ class MathTask(TrainTask):
         return flags.batch_size
 
     def train_config(self, trainer_kwargs):
-        from tpr_keras.training import TrainConfig
-
         flags = self.flags
         return TrainConfig(
             learning_rate=flags.learning_rate, epochs=flags.epochs, max_steps=flags.steps,
@@ -165,8 +166,6 @@ class MathTask(TrainTask):
             results.get("summary", {}).get("interpolate", {}).get("mean", float("nan")))
 
     def load_data(self):
-        from tpr_keras.data import mathematics
-
         flags = self.flags
         modules = flags.modules if flags.modules == "all" else tuple(flags.modules.split(","))
         # A run that continues a preset reads with the preset's vocabulary, so that it
@@ -193,16 +192,12 @@ class MathTask(TrainTask):
 
     def data_files(self):
         """The training files of the run's modules (the data a carried run must keep)."""
-        from tpr_keras.data.mathematics import TRAIN_DIFFICULTIES, find_mathematics_dir
-
         root = find_mathematics_dir(self.flags.data_dir, download=False)
         paths = (os.path.join(root, difficulty, f"{module}.txt")
                  for module in self.data.module_names for difficulty in TRAIN_DIFFICULTIES)
         return [path for path in paths if os.path.exists(path)]
 
     def model_fn(self):
-        from tpr_keras.models.tp_transformer import TPTransformer
-
         model = TPTransformer.from_paper_size(self.preset, vocabulary_size=len(self.data.vocab),
                                               vocabulary=self.data.vocab.tokens,
                                               use_role=self.flags.model == "tp_transformer")
@@ -210,21 +205,15 @@ class MathTask(TrainTask):
         if self.flags.init_from:
             self.init_record = load_initial_weights(model, self.flags.init_from)
         elif self.recipe.get("torch_default_init"):
-            from tpr_keras.training.torch_init import torch_linear_init
-
             torch_linear_init(model, self.recipe["torch_default_init"], seed=self.flags.seed)
         return model
 
     def optimizer_fn(self):
-        from tpr_keras.training import get_optimizer
-
         flags = self.flags
         return get_optimizer(self.recipe.get("optimizer", "adam"), flags.learning_rate,
                              flags.beta_1, flags.beta_2, self.recipe.get("epsilon"))
 
     def compute_fn(self, on_jax):
-        from tpr_keras.models.tp_transformer import sequence_compute_fn
-
         return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"))
 
     def describe_model(self, trainer):
@@ -232,8 +221,6 @@ class MathTask(TrainTask):
               "parameters.")
 
     def training_data(self, trainer, on_jax):
-        from tpr_keras.data import mathematics
-
         flags, data = self.flags, self.data
         if on_jax:  # numpy batches of a few fixed shapes: JAX compiles once per shape
             train_fn = mathematics.MathBatches(data.train, flags.batch_size, shuffle=True,
@@ -255,8 +242,6 @@ class MathTask(TrainTask):
 
     def _accuracy(self, model, on_jax):
         """``split -> exact match %`` of the greedy answers."""
-        from tpr_keras.data import mathematics
-
         batch, max_length = self.flags.eval_batch_size, model.max_decode_length
         if on_jax:
             score = jax_greedy_accuracy(model, max_length)
@@ -270,9 +255,6 @@ class MathTask(TrainTask):
         """With ``--curve_questions N``: the exact match % of each module's first N
         interpolate (test-file) questions after every epoch
         (``interpolate_exact_match_percent``); curves only, they choose no epoch."""
-        from tpr_keras.training import EpochMetric
-        from train import backend
-
         count = self.flags.curve_questions
         if not count:
             return []
@@ -328,7 +310,5 @@ class MathTask(TrainTask):
 
     def export(self, model, export_dir):
         # Through the task model that answers in Python, built in memory.
-        from tpr_keras.models import MathAnswerer, MathPreprocessor
-
         return MathAnswerer(model, MathPreprocessor(self.data.vocab)).export(
             export_dir, self.flags.model_name)
