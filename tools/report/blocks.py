@@ -12,7 +12,7 @@ import types
 
 from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
 from tools.report import (babi, babi_table1, math_curves, math_everyday, math_tables,
-                          modules, serving_soak)
+                          modules, serving_soak, test_times)
 from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backends_block,
                                 command_help_block, entailment_bench_block, gpu_block,
                                 math_bench_block, serving_batching_block)
@@ -141,6 +141,7 @@ BLOCKS = {
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
+    "tests-times": test_times.markdown,
     **{f"help-{module}": command_help_block(module) for module in TRAIN_COMMANDS},
 }
 
