@@ -29,7 +29,8 @@ setup(
         "protobuf>=5",
     ],
     extras_require={
-        "test": ["pytest>=8"],
+        # pytest-xdist: the test command runs the suite on every core (-n auto)
+        "test": ["pytest>=8", "pytest-xdist>=3.5"],
         # the papers' figures (tpr_keras.analysis): plots and hierarchical clustering
         "analysis": ["matplotlib>=3.8", "scipy>=1.11"],
         # Keras' JAX backend on the CPU, for the tests that run a model there
