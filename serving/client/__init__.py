@@ -33,7 +33,10 @@ A Mathematics Dataset model (``train.math``) is asked with :class:`MathClient`::
 
 ``Solution.module`` names the trained module whose wording the question has; ``""`` (a
 question outside them) and a non-zero ``Solution.unknown_characters`` make the command
-print a warning, as unknown words do for bAbI.
+print a warning, as unknown words do for bAbI. An export of a preset that claims modules
+(those it scored >= 90 % on on a fresh generator sample) also says per answer whether the
+question's module is claimed (``Solution.claimed``; False: a warning, so ``--strict``
+exits 3), and ``MathClient.coverage()`` (``--coverage``) returns what it claims.
 
 The parts: :mod:`serving.client.serving_client` (Predict calls over gRPC or REST),
 :mod:`serving.client.model_clients` (one client per model family),
@@ -45,6 +48,7 @@ from serving.client.cli import main
 from serving.client.model_clients import (
     Answer,
     BabiClient,
+    Coverage,
     Entailment,
     EntailmentClient,
     MathClient,
@@ -54,5 +58,5 @@ from serving.client.model_clients import (
 )
 from serving.client.serving_client import ServerNotReady, ServingClient
 
-__all__ = ["Answer", "BabiClient", "Entailment", "EntailmentClient", "MathClient",
+__all__ = ["Answer", "BabiClient", "Coverage", "Entailment", "EntailmentClient", "MathClient",
            "ServerNotReady", "ServingClient", "Solution", "ask", "main", "solve"]

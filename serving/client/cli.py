@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from serving.client.model_clients import EntailmentClient, Solution, ask, solve
+from serving.client.model_clients import EntailmentClient, MathClient, Solution, ask, solve
 from serving.client.serving_client import ServerNotReady, ServingClient
 from serving.command_flags import Command
 
@@ -44,6 +44,10 @@ def client_command() -> Command:
     p.string("question", None)
     p.string("premise", None, "entailment models: with --hypothesis")
     p.string("hypothesis", None)
+    p.boolean("coverage", False,
+              "Mathematics: print the modules the served model claims, each with its exact "
+              "match % on the fresh generator sample of the claim (its 'coverage' "
+              "signature), instead of asking a question")
     _input_file_flags(p)
     _output_flags(p)
     _connection_flags(p)
@@ -98,9 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_message_mb > MAX_MESSAGE_MB:
         p.error(f"--max_message_mb={args.max_message_mb}: gRPC messages are at most "
                 f"{MAX_MESSAGE_MB} MiB")
+    server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
+    if args.coverage:
+        return _print_coverage(p, args, server)
     texts = read_inputs(p, args)
     _check_what_is_asked(p, args, texts)
-    server = args.server or ("localhost:8501" if args.rest else "localhost:8500")
     try:
         reply = _ask(args, texts, server)
     except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message, one line
@@ -111,6 +117,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_reply(reply, args)
     warnings = print_warnings(reply)
     return WARNED if args.strict and warnings else OK
+
+
+def _options(args) -> dict:
+    """The :class:`ServingClient` options the flags give."""
+    return dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
+                timeout=args.timeout, wait_seconds=args.wait_seconds,
+                max_message_bytes=min(args.max_message_mb * 2**20, 2**31 - 1),
+                on_wait=lambda message: print(message, file=sys.stderr, flush=True))
+
+
+def _print_coverage(p: Command, args, server: str) -> int:
+    """``--coverage``: a header, then one ``module: score %`` line per claimed module
+    (``--json``: ``{"claims": {module: score}, "threshold_percent": t}``); :data:`FAILED`
+    when the model claims nothing."""
+    asked = [f"--{name}" for name in ("story", "question", "premise", "hypothesis")
+             if getattr(args, name) is not None or getattr(args, f"{name}_file") is not None]
+    if asked:
+        p.error(f"--coverage asks the model what it claims, not a question: drop "
+                f"{', '.join(asked)}")
+    try:
+        with MathClient(server, args.model_name or "math", **_options(args)) as client:
+            coverage = client.coverage()
+    except Exception as exc:  # noqa: BLE001 - a CLI prints the server's message, one line
+        print(f"error: {error_line(exc, args, server)} (a model without a 'coverage' "
+              "signature claims no module: an export of a preset without claims)",
+              file=sys.stderr)
+        return FAILED
+    if args.json:
+        print(json.dumps({"claims": coverage.modules,
+                          "threshold_percent": coverage.threshold_percent}))
+        return OK
+    print(f"modules claimed (exact match >= {coverage.threshold_percent:g} % on a fresh "
+          "generator sample):")
+    for module, score in coverage.modules.items():
+        print(f"  {module}: {score:g} %")
+    return OK
 
 
 def _check_what_is_asked(p: Command, args, texts: dict[str, str | None]) -> None:
@@ -132,10 +174,7 @@ def _ask(args, texts: dict[str, str | None], server: str):
     outputs of a signature other than ``serving_default`` (e.g. ``tokenize``) as sent."""
     story, question = texts["story"], texts["question"]
     premise, hypothesis = texts["premise"], texts["hypothesis"]
-    options = dict(rest=args.rest, version=args.version, signature_name=args.signature_name,
-                   timeout=args.timeout, wait_seconds=args.wait_seconds,
-                   max_message_bytes=min(args.max_message_mb * 2**20, 2**31 - 1),
-                   on_wait=lambda message: print(message, file=sys.stderr, flush=True))
+    options = _options(args)
     name = args.model_name or ("entailment" if premise is not None else
                                "math" if story is None else "babi")
     if args.signature_name != "serving_default":

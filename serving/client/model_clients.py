@@ -131,6 +131,10 @@ class Solution(NamedTuple):
     #: past the length the model reads (not read).
     question_characters: int | None = None
     dropped_characters: int | None = None
+    #: Whether the question's module is one the model claims (scored >= its claim's
+    #: threshold on a fresh sample; False for ``module == ""`` too; None: an export of a
+    #: preset without claims). ``--strict`` acts on it through :meth:`warnings`.
+    claimed: bool | None = None
 
     def warnings(self) -> list[str]:
         """What the model did not take in, one sentence each (none: it read it all)."""
@@ -142,6 +146,11 @@ class Solution(NamedTuple):
             out.append("the question is worded as none of the modules the model was trained "
                        "on; it answered all the same, so the answer (whatever its log_prob) "
                        "may not mean anything.")
+        elif self.claimed is False:
+            out.append(f"the question is worded as {self.module}, a module the model was "
+                       "trained on but does not claim (it scored below its claim's threshold "
+                       "on a fresh sample; python -m serving.client --coverage lists what it "
+                       "claims), so the answer may well be wrong.")
         if self.dropped_characters:
             out.append(f"the question has {self.question_characters} characters and the "
                        f"model reads only the first "
@@ -179,6 +188,19 @@ class BabiClient(ServingClient):
             a.unknown_words, a.unknown_tokens, words=True)))) for a in answers]
 
 
+#: The signature of a math export whose outputs are the claimed modules' scores, and the
+#: output beside them that holds the score a module needed.
+COVERAGE_SIGNATURE, THRESHOLD_OUTPUT = "coverage", "threshold_percent"
+
+
+class Coverage(NamedTuple):
+    """What a served math model claims: ``{module: exact match %}`` on the fresh generator
+    sample of the claim, and the exact match % a module needed to be claimed."""
+
+    modules: dict[str, float]
+    threshold_percent: float
+
+
 class MathClient(ServingClient):
     """Client of a served Mathematics model (``question`` -> ``answer``, ``log_prob``)."""
 
@@ -199,6 +221,25 @@ class MathClient(ServingClient):
                      for a, lp, extra in zip(out["answer"], out["log_prob"], report)]
         return [s._replace(**dict(zip(("unknown_characters", "unknown_tokens"), agreeing(
             s.unknown_characters, s.unknown_tokens)))) for s in solutions]
+
+    def coverage(self) -> Coverage:
+        """The modules the served model claims, with their scores on the fresh generator
+        sample of its claim and the score a module needed (its ``coverage`` signature, no
+        inputs).
+
+        Raises:
+            grpc.RpcError, RuntimeError: as :meth:`predict`; INVALID_ARGUMENT when the model
+                has no ``coverage`` signature (an export of a preset that claims nothing).
+        """
+        asked, self.signature_name = self.signature_name, COVERAGE_SIGNATURE
+        try:
+            out, _ = self.predict({})
+        finally:
+            self.signature_name = asked
+        scores = {name: float(value[0] if isinstance(value, list) else value)
+                  for name, value in sorted(out.items())}
+        threshold = scores.pop(THRESHOLD_OUTPUT)
+        return Coverage(scores, threshold)
 
 
 def ask(story: str, question: str, server: str = "localhost:8500", model_name: str = "babi",

@@ -17,7 +17,8 @@ from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backe
                                 command_help_block, entailment_bench_block, gpu_block,
                                 math_bench_block, serving_batching_block)
 from tools.report.common import load_json as _load
-from tools.report.presets import (preset_block, preset_modules_block, presets_block,
+from tools.report.presets import (preset_block, preset_claims_block, preset_modules_block,
+                                  presets_block,
                                   presets_served_block)
 from tpr_keras.presets import TRAINED_PRESET_NAMES
 
@@ -108,6 +109,7 @@ BLOCKS = {
     "backends-babi-task1": backends_babi_task1_block,
     "presets": presets_block,
     "presets-served": presets_served_block,
+    "preset-claims": preset_claims_block,
     "preset-modules-tp_transformer_math_routed": preset_modules_block(
         "tp_transformer_math_routed"),
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},

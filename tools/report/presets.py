@@ -193,6 +193,26 @@ def preset_modules_block(name):
     return block
 
 
+def preset_claims_block(root):
+    """Every shipped math preset's ``claims`` (its metadata.json): the modules it claims, with
+    their exact match on the fresh generator sample, and those it was trained on but does
+    not claim."""
+    folder = os.path.join(root, "tpr_keras", "presets")
+    lines = ["| preset | module | fresh-sample exact match | claimed |", "|---|---|---:|---|"]
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name, "metadata.json")
+        claims = _load(os.path.dirname(path), "metadata.json").get("claims") if (
+            os.path.isfile(path)) else None
+        if claims is None:
+            continue
+        threshold = claims["threshold_percent"]
+        rows = [(m, s, "yes") for m, s in claims["modules"].items()] + [
+            (m, s, f"no (< {threshold:g} %)") for m, s in claims["not_claimed"].items()]
+        for module, score, claimed in sorted(rows, key=lambda row: (-row[1], row[0])):
+            lines.append(f"| `{name}` | `{module}` | {score:.2f} % | {claimed} |")
+    return "\n".join(lines)
+
+
 def presets_served_block(root):
     """Every committed ``tools.preset_serving_check --json`` run: the presets' test sets
     answered over gRPC, against the accuracy each preset records."""

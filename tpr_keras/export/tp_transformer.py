@@ -13,8 +13,15 @@ answered all the same), ``dropped_characters`` (``int32[batch]``: characters pas
 ``max_length`` the model reads, not read) and, when the preprocessor has its trained
 modules' templates, ``module`` (``tf.string[batch]``: the trained module whose wording the
 question has, or ``""``: a question the model was not trained on, answered all the same;
-the rule: :mod:`tpr_keras.data.mathematics.templates`). ``beam`` does the same with beam
-search. A routed backbone (``RoutedTPTransformer``) answers each question by its module's
+the rule: :mod:`tpr_keras.data.mathematics.templates`); for an answerer with
+``claims`` (the modules its preset claims, :mod:`tpr_keras.presets.module_claims`),
+``claimed`` (``bool[batch]``: whether the question's module is one of them; False for
+``""``). ``beam`` does the same with beam search. Signature ``coverage`` (with claims
+only): no inputs -> one ``float32`` scalar per claimed module, named after it: its exact
+match % on the fresh generator sample the claim was measured on, and
+``threshold_percent``, the score a module needed; so ``GetModelMetadata`` lists the
+claimed modules and one ``Predict`` returns their scores (two outputs at least: TF
+Serving's REST API names the outputs of a signature only when there are several). A routed backbone (``RoutedTPTransformer``) answers each question by its module's
 decoder: the batch is partitioned by route, each part decoded by its decoder, and the
 answers stitched back in order. Characters are encoded and decoded in the graph
 (:class:`MathTokenizer`, the ids of ``CharVocabulary.encode_question``): unknown
@@ -37,6 +44,9 @@ from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 
 BEAM_SIGNATURE_KEY = "beam"
+COVERAGE_SIGNATURE_KEY = "coverage"
+#: The ``coverage`` output beside the claimed modules: the exact match % they needed.
+THRESHOLD_OUTPUT = "threshold_percent"
 #: The outputs of ``serving_default`` and ``beam`` beside the answer that say what the
 #: model did not take in, with their dtypes (each ``[batch]``; and ``module``, with
 #: templates).
@@ -77,6 +87,7 @@ class MathServingModule(tf.Module):
                                                                 tf.string)),
                 default_value="")
         modules = self.modules
+        claimed = self._claims(answerer.claims, answerer.claim_threshold)
         routed = is_routed(model)
         decoders = model.decoders() if routed else [model]
         if routed:
@@ -112,6 +123,8 @@ class MathServingModule(tf.Module):
                       "dropped_characters": tf.maximum(length - question_length, 0)}
             if modules is not None:
                 result["module"] = module_of(question)
+                if claimed is not None:
+                    result["claimed"] = claimed.lookup(result["module"])
             return result
 
         def serve(question):
@@ -133,15 +146,47 @@ class MathServingModule(tf.Module):
                     for v in f.get_concrete_function().variables}
         self.captured_variables = list(captured.values())
 
+    def _claims(self, claims, threshold):
+        """The ``module -> claimed`` table and the ``coverage`` function of ``claims``
+        (``{module: exact match %}``, each at least ``threshold``), or None for an answerer
+        without claims."""
+        self.claimed, self.coverage = None, None
+        if claims is None:
+            return None
+        names = sorted(claims)
+        self.claimed = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+            tf.constant(names or [""], tf.string),
+            tf.constant([True] * len(names) or [False], tf.bool)), default_value=False)
+        scores = {m: float(claims[m]) for m in names} | {THRESHOLD_OUTPUT: float(threshold)}
+        if not names:  # claims nothing: every answer's ``claimed`` is False
+            return self.claimed
+        self.coverage = tf.function(
+            lambda: {m: tf.constant(score, tf.float32) for m, score in scores.items()},
+            input_signature=[], autograph=False)
+        return self.claimed
+
+    def signatures(self):
+        """The SavedModel's signatures: ``serving_default``, ``beam`` and, with claims,
+        ``coverage``."""
+        signatures = {SIGNATURE_KEY: self.serve.get_concrete_function(),
+                      BEAM_SIGNATURE_KEY: self.beam.get_concrete_function()}
+        if self.coverage is not None:
+            signatures[COVERAGE_SIGNATURE_KEY] = self.coverage.get_concrete_function()
+        return signatures
+
 
 def save_math_servable(answerer, path, beam_size=4):
     """Saves ``answerer`` (a :class:`MathAnswerer`) as a string-in/string-out SavedModel at
     ``path``; returns its description (for ``export_info.json``)."""
     module = MathServingModule(answerer, beam_size)
-    tf.saved_model.save(module, str(path), signatures={
-        SIGNATURE_KEY: module.serve.get_concrete_function(),
-        BEAM_SIGNATURE_KEY: module.beam.get_concrete_function()})
+    tf.saved_model.save(module, str(path), signatures=module.signatures())
     preprocessor = answerer.preprocessor
+    claims = answerer.claims
+    with_module = {} if preprocessor.templates is None else {"module": "string[batch]"}
+    if claims is not None:
+        with_module["claimed"] = "bool[batch]"
+    coverage = {} if not claims else {COVERAGE_SIGNATURE_KEY: {
+        "inputs": {}, "outputs": {m: "float32[]" for m in [*sorted(claims), THRESHOLD_OUTPUT]}}}
     return {"format": "tpr-keras/math-serving/1",
             "model_class": type(answerer.backbone).__name__,
             "routed_modules": list(getattr(answerer.backbone, "expert_modules", [])),
@@ -152,8 +197,8 @@ def save_math_servable(answerer, path, beam_size=4):
             "signatures": {key: {"inputs": {"question": "string[batch]"}, "outputs": {
                 "answer": "string[batch]", "log_prob": "float32[batch]",
                 **{name: f"{kind}[batch]" for name, kind in REPORT_OUTPUTS.items()},
-                **({} if preprocessor.templates is None else {"module": "string[batch]"})}}
-                for key in (SIGNATURE_KEY, BEAM_SIGNATURE_KEY)},
+                **with_module}} for key in (SIGNATURE_KEY, BEAM_SIGNATURE_KEY)} | coverage,
+            "claims": claims, "claim_threshold_percent": answerer.claim_threshold,
             "max_answer_length": MAX_ANSWER_LENGTH, "beam_size": beam_size}
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tpr_keras.atomic_files import write_folder
+from tpr_keras.presets.module_claims import describe_claims
 
 #: The layout version :func:`save_preset` writes; :func:`load_preset` reads this and older.
 FORMAT_VERSION = 1
@@ -88,6 +89,9 @@ def describe_presets(task: str | None = None) -> str:
         meta = _read_json(os.path.join(path, METADATA_FILE))
         lines.append(f"{name}  ({meta.get('class_name')}, {meta.get('task')}): "
                      f"{meta.get('headline', '')}\n    {meta.get('description', '')}")
+        claims = describe_claims(meta)
+        if claims:
+            lines.append(f"    {claims}")
     return "\n".join(lines) if lines else "(no trained preset shipped for this task)"
 
 

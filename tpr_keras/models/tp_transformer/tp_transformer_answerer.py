@@ -11,6 +11,7 @@ from keras import ops
 from tpr_keras.data.mathematics.parsing import MAX_ANSWER_LENGTH
 from tpr_keras.models.task_models import TaskModel, check_texts
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
+from tpr_keras.presets.module_claims import DEFAULT_THRESHOLD, claimed_scores
 
 
 def is_routed(backbone) -> bool:
@@ -43,10 +44,19 @@ class MathAnswerer(TaskModel):
     questions, :mod:`tpr_keras.data.mathematics.templates`, which also states the rule's
     limits); a preprocessor without templates gives no ``module``.
 
+    A preset that claims modules (its ``metadata.json``'s ``claims``: those it scored
+    >= 90 % exact match on on a fresh generator sample, :mod:`tpr_keras.presets.module_claims`)
+    gives an answerer whose :attr:`claims` are their scores; then :meth:`predict` (and the
+    served model) also says per question whether its module is one of them (``claimed``).
+
     Args:
         backbone: The trained ``TPTransformer`` or ``RoutedTPTransformer`` (which needs a
             preprocessor with templates).
         preprocessor: Its :class:`MathPreprocessor`.
+        claims: ``{module: exact match %}`` of the modules the model claims, or None
+            (it claims nothing; no ``claimed`` output). Needs the preprocessor's templates,
+            and every claimed module among them.
+        claim_threshold: The exact match % a module needed to be claimed.
 
     Example:
     >>> answerer = MathAnswerer.from_preset("tp_transformer_math_focus")
@@ -60,12 +70,37 @@ class MathAnswerer(TaskModel):
     exporter = "tpr_keras.export.tp_transformer:export_math_answerer"
     preprocessor_class = MathPreprocessor
 
-    def __init__(self, backbone, preprocessor) -> None:
+    def __init__(self, backbone, preprocessor, claims=None,
+                 claim_threshold=DEFAULT_THRESHOLD) -> None:
         if is_routed(backbone) and preprocessor.templates is None:
             raise ValueError("a RoutedTPTransformer answers each question by the decoder of "
                              "its module: its preprocessor needs the module templates "
                              "(the preset's assets/modules.json)")
         super().__init__(backbone, preprocessor)
+        #: ``{module: exact match %}`` the model claims, or None (no claim).
+        self.claims = None if claims is None else self._checked(claims)
+        self.claim_threshold = float(claim_threshold)
+
+    def _checked(self, claims):
+        """``claims`` as ``{str: float}``, each module one the templates recognise."""
+        templates = self.preprocessor.templates
+        trained = [] if templates is None else templates.modules
+        unknown = sorted(set(claims) - set(trained))
+        if unknown:
+            raise ValueError(f"claimed module(s) {', '.join(unknown)} are not among the "
+                             "modules whose wording the preprocessor recognises (its "
+                             f"templates: {', '.join(trained) or 'none'})")
+        return {str(m): float(score) for m, score in claims.items()}
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **overrides):
+        """:meth:`TaskModel.from_preset`, with the preset's :attr:`claims` (if any)."""
+        model = super().from_preset(preset, load_weights=load_weights, **overrides)
+        claims = claimed_scores(model.preset.metadata)
+        model.claims = None if claims is None else model._checked(claims)
+        if claims is not None:
+            model.claim_threshold = float(model.preset.metadata["claims"]["threshold_percent"])
+        return model
 
     def predict(self, questions: str | Sequence[str], max_length: int = DEFAULT_MAX_LENGTH,
                 batch_size: int = 64) -> dict[str, np.ndarray]:
@@ -88,7 +123,9 @@ class MathAnswerer(TaskModel):
             those past the preprocessor's ``max_length``, not read); and ``module``
             (``str[B]``): the trained module whose wording the question has, ``""``
             when none (then the model was not trained on such questions; no ``module``
-            key when the preprocessor has no templates).
+            key when the preprocessor has no templates); with :attr:`claims`,
+            ``claimed`` (``bool[B]``): whether that module is one the model claims
+            (False for ``""`` too).
 
         Raises:
             ValueError: no question, one that is not a string, or ``max_length < 1``.
@@ -113,6 +150,8 @@ class MathAnswerer(TaskModel):
                **self.preprocessor.report(questions)}
         if modules is not None:
             out["module"] = np.asarray(modules, dtype=str)
+            if self.claims is not None:
+                out["claimed"] = np.asarray([m in self.claims for m in modules], dtype=bool)
         return out
 
     def _decoder_rows(self, count, modules):
