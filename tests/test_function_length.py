@@ -11,14 +11,7 @@ PACKAGES = ("tpr_keras", "train", "serving")
 LIMIT = 80
 
 #: ``"<file>:<qualified name>"`` -> why it may stay longer than :data:`LIMIT` lines.
-LONG_FUNCTIONS = {
-    "tpr_keras/models/tp_transformer/decoding.py:beam_search":
-        "one loop over the beams' shared state (scores, finished rows, tokens); not yet "
-        "split into named steps",
-    "tpr_keras/models/tp_transformer/tp_transformer_model.py:TPTransformer.__init__":
-        "stores the paper's whole configuration and builds the encoder and decoder stacks; "
-        "not yet split into named steps",
-}
+LONG_FUNCTIONS = {}
 
 
 def long_functions(root=REPO, packages=PACKAGES, limit=LIMIT):

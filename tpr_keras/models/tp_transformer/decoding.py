@@ -144,20 +144,35 @@ def beam_search(model, source, beam_size=4, max_length=None, alpha=0.6, return_a
     if not 1 <= beams <= model.vocabulary_size:
         raise ValueError(f"beam_size must be in [1, {model.vocabulary_size}]; got {beam_size}.")
     length = int(max_length or model.max_decode_length)
-    vocab = model.vocabulary_size
     alpha = float(alpha)
     source = ops.convert_to_tensor(source, "int32")
     batch = ops.shape(source)[0]
     kv, valid = model._decoder_state(source, repeats=beams)
+    step = _beam_step(model, batch, beams, length, alpha, kv, valid)
+
+    def cond(t, tokens, seqs, scores, lengths, finished, caches):
+        return ops.logical_and(t < length, ops.logical_not(ops.all(finished)))
+
+    initial = _beam_initial_state(model, batch, beams, length)
+    _, _, seqs, scores, lengths, _, _ = ops.while_loop(cond, step, initial,
+                                                       maximum_iterations=length)
+    seqs, scores = _best_first(seqs, scores, lengths, alpha, beams)
+    if return_all:
+        return seqs, scores
+    return seqs[:, 0], scores[:, 0]
+
+
+def _beam_step(model, batch, beams, length, alpha, kv, valid):
+    """The loop body of :func:`beam_search`: one decoder step for all ``B * K``
+    hypotheses, then the ``K`` best extensions of each row (scores, lengths, symbols,
+    finished flags and caches reordered to the beams they extend)."""
+    vocab = model.vocabulary_size
     steps = ops.arange(length, dtype="int32")
     pad_only = ops.where(ops.equal(ops.arange(vocab), model.pad_id), 0.0, MASK_VALUE)  # [V]
 
     def pick_rows(x, index):  # x: [B * K, ...] -> reordered by index [B, K].
         grouped = ops.reshape(x, (-1, beams, *x.shape[1:]))
         return ops.reshape(take_rows(grouped, index), (-1, *x.shape[1:]))
-
-    def cond(t, tokens, seqs, scores, lengths, finished, caches):
-        return ops.logical_and(t < length, ops.logical_not(ops.all(finished)))
 
     def body(t, tokens, seqs, scores, lengths, finished, caches):
         log_probs, caches = model._step_log_probs(tokens, t, caches, kv, valid)
@@ -179,23 +194,31 @@ def beam_search(model, source, beam_size=4, max_length=None, alpha=0.6, return_a
         caches = [pick_rows(c, origin) for c in caches]
         return t + 1, ops.reshape(symbol, (-1,)), seqs, scores, lengths, finished, caches
 
+    return body
+
+
+def _beam_initial_state(model, batch, beams, length):
+    """The loop state of :func:`beam_search` at ``t = 0``: ``(t, tokens, seqs, scores,
+    lengths, finished, caches)``; only beam 0 of each row is live (the others score
+    ``MASK_VALUE``, so the first step does not pick the same symbol ``K`` times)."""
     first = ops.concatenate([ops.zeros((1,)), ops.full((beams - 1,), MASK_VALUE)], axis=0)
-    initial = (
+    return (
         ops.convert_to_tensor(0, "int32"),
         ops.full((batch * beams,), model.start_id, "int32"),
         ops.full((batch, beams, length), model.pad_id, "int32"),
-        ops.tile(first[None, :], (batch, 1)),  # only beam 0 is live at t = 0
+        ops.tile(first[None, :], (batch, 1)),
         ops.zeros((batch, beams), "int32"),
         ops.zeros((batch, beams), "bool"),
         model._zero_caches(batch * beams, length),
     )
-    _, _, seqs, scores, lengths, _, _ = ops.while_loop(cond, body, initial,
-                                                       maximum_iterations=length)
+
+
+def _best_first(seqs, scores, lengths, alpha, beams):
+    """The final hypotheses ``[B, K, L]`` and raw scores ``[B, K]`` sorted by
+    length-normalised score, best first."""
     normalised = scores / length_penalty(lengths, alpha)
     _, order = ops.top_k(normalised, beams)
     order = ops.cast(order, "int32")
     seqs = take_rows(seqs, order)
     scores = take_rows(scores[:, :, None], order)[..., 0]
-    if return_all:
-        return seqs, scores
-    return seqs[:, 0], scores[:, 0]
+    return seqs, scores

@@ -122,20 +122,11 @@ class TPTransformer(PresetMixin, keras.Model):
         attention_form="matmul",
         **kwargs,
     ):
-        if vocabulary is not None:
-            vocabulary = [str(t) for t in vocabulary]
-            if len(vocabulary) != int(vocabulary_size):
-                raise ValueError(
-                    f"vocabulary has {len(vocabulary)} symbols but vocabulary_size="
-                    f"{vocabulary_size}."
-                )
-        # Mixed precision: everything in the policy's dtype; the attention softmax and
-        # the layer norms compute in float32 (ops.masking.softmax, ScalarLayerNorm).
-        with building_under(kwargs.pop("dtype", None)) as policy:
-            embedding = TPTransformerEmbedding(
-                vocabulary_size, model_dim, multiplicative_embedding, dropout, name="embedding"
-            )
-            layer_args = dict(
+        vocabulary = _checked_vocabulary(vocabulary, vocabulary_size)
+        policy, embedding, encoder_layers, decoder_layers = _build_cells(
+            kwargs.pop("dtype", None), vocabulary_size, model_dim, multiplicative_embedding,
+            num_encoder_layers, num_decoder_layers, dropout,
+            layer_args=dict(
                 num_heads=num_heads,
                 feed_forward_dim=feed_forward_dim,
                 use_role=use_role,
@@ -143,29 +134,10 @@ class TPTransformer(PresetMixin, keras.Model):
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
                 attention_form=attention_form,
-            )
-            encoder_layers = [
-                TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
-                for i in range(num_encoder_layers)
-            ]
-            decoder_layers = [
-                TPTransformerDecoderLayer(**layer_args, name=f"decoder_{i}")
-                for i in range(num_decoder_layers)
-            ]
-
-        source = keras.Input((None,), dtype="int32", name="source")
-        target_in = keras.Input((None,), dtype="int32", name="target_in")
-        source_valid = ops.not_equal(source, pad_id)
-        x = embedding(source)
-        for layer in encoder_layers:
-            x = layer(x, source_valid)
-        y = embedding(target_in)
-        for layer in decoder_layers:
-            y = layer(y, x, source_valid)
-        logits = embedding(y, reverse=True)
-        super().__init__(
-            inputs={"source": source, "target_in": target_in}, outputs=logits, **kwargs
+            ),
         )
+        inputs, logits = _wire(embedding, encoder_layers, decoder_layers, pad_id)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.dtype_policy_name = policy
         self.vocabulary_size = int(vocabulary_size)
         self.model_dim = int(model_dim)
@@ -311,3 +283,54 @@ class TPTransformer(PresetMixin, keras.Model):
         """
         return decoding.beam_search(self, source, beam_size=beam_size, max_length=max_length,
                                     alpha=alpha, return_all=return_all)
+
+
+def _checked_vocabulary(vocabulary, vocabulary_size):
+    """``vocabulary`` as a list of strings (``None`` stays ``None``); it must hold
+    ``vocabulary_size`` symbols."""
+    if vocabulary is None:
+        return None
+    vocabulary = [str(t) for t in vocabulary]
+    if len(vocabulary) != int(vocabulary_size):
+        raise ValueError(
+            f"vocabulary has {len(vocabulary)} symbols but vocabulary_size={vocabulary_size}."
+        )
+    return vocabulary
+
+
+def _build_cells(dtype, vocabulary_size, model_dim, multiplicative_embedding,
+                 num_encoder_layers, num_decoder_layers, dropout, layer_args):
+    """The shared embedding, then the encoder cells and the decoder cells (in that order,
+    named ``embedding``, ``encoder_<i>``, ``decoder_<i>``), all built under the dtype
+    policy ``dtype``. Mixed precision: everything in the policy's dtype; the attention
+    softmax and the layer norms compute in float32 (ops.masking.softmax,
+    ScalarLayerNorm). Returns ``(policy name, embedding, encoder cells, decoder cells)``."""
+    with building_under(dtype) as policy:
+        embedding = TPTransformerEmbedding(
+            vocabulary_size, model_dim, multiplicative_embedding, dropout, name="embedding"
+        )
+        encoder_layers = [
+            TPTransformerEncoderLayer(**layer_args, name=f"encoder_{i}")
+            for i in range(num_encoder_layers)
+        ]
+        decoder_layers = [
+            TPTransformerDecoderLayer(**layer_args, name=f"decoder_{i}")
+            for i in range(num_decoder_layers)
+        ]
+    return policy, embedding, encoder_layers, decoder_layers
+
+
+def _wire(embedding, encoder_layers, decoder_layers, pad_id):
+    """The functional graph for teacher forcing: ``({"source", "target_in"} inputs,
+    logits)``; the source's ``pad_id`` positions are masked in every attention over it."""
+    source = keras.Input((None,), dtype="int32", name="source")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
+    source_valid = ops.not_equal(source, pad_id)
+    x = embedding(source)
+    for layer in encoder_layers:
+        x = layer(x, source_valid)
+    y = embedding(target_in)
+    for layer in decoder_layers:
+        y = layer(y, x, source_valid)
+    logits = embedding(y, reverse=True)
+    return {"source": source, "target_in": target_in}, logits
