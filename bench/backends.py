@@ -179,7 +179,8 @@ def start_worker(family, backend, dtype, batch_size):
     return worker
 
 
-def main():
+def parse_flags():
+    """The command's flags: ``(parser, args)``."""
     from serving.command_flags import Command
 
     parser = Command("python -m bench.backends", __doc__.split("\n\n")[0])
@@ -194,10 +195,12 @@ def main():
     parser.integer("repeats", 3)
     parser.string("json", None)
     parser.string("worker", None, "internal: set by the parent process")
-    args = parser.parse()
-    if args.worker:
-        return worker(args.worker)
+    return parser, parser.parse()
 
+
+def checked_choices(parser, args):
+    """``(families, batch sizes, backends, policies)`` of the flags; an unknown name is a
+    usage error."""
     families = args.families.split(",")
     unknown = set(families) - set(FAMILIES)
     if unknown:
@@ -214,7 +217,12 @@ def main():
         if set(given) - set(valid):
             parser.error(f"unknown --{flag} {sorted(set(given) - set(valid))}; choose from "
                          f"{list(valid)}")
-    baseline = tuple((args.baseline or f"{backends[0]}:{policies[0]}").split(":"))
+    return families, batches, backends, policies
+
+
+def run_windows(families, batches, backends, policies, args):
+    """Per family, one worker per backend and policy, ``--repeats`` interleaved rounds of
+    one window each: every window's result."""
     windows = []
     for family in families:
         workers = [start_worker(family, backend, dtype, batches[family])
@@ -231,6 +239,12 @@ def main():
         finally:
             for w in workers:
                 w.close()
+    return windows
+
+
+def summary_rows(families, backends, policies, windows, baseline):
+    """Per family, backend and policy: median rates, peak memory and the median time per
+    example relative to ``baseline`` in the same round (printed as a table too)."""
     print(f"\n{'family':14s} {'backend':10s} {'policy':15s} {'examples/s':>10s} "
           f"{'tokens/s':>9s} {'peak MB':>8s}  time/example vs {':'.join(baseline)}")
     rows = []
@@ -254,6 +268,17 @@ def main():
                 rows.append(row)
                 print(f"{family:14s} {backend:10s} {dtype:15s} {rate:10.1f} "
                       f"{tokens:9.0f} {row['peak_memory_mb']:8.0f}  {ratio:.2f}x")
+    return rows
+
+
+def main():
+    parser, args = parse_flags()
+    if args.worker:
+        return worker(args.worker)
+    families, batches, backends, policies = checked_choices(parser, args)
+    baseline = tuple((args.baseline or f"{backends[0]}:{policies[0]}").split(":"))
+    windows = run_windows(families, batches, backends, policies, args)
+    rows = summary_rows(families, backends, policies, windows, baseline)
     if args.json:
         import platform
 

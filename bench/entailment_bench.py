@@ -198,7 +198,8 @@ def start_worker(cell, args):
     return WindowWorker(command, cell)
 
 
-def main():
+def parse_flags():
+    """The command's flags."""
     from serving.command_flags import Command
 
     parser = Command("python -m bench.entailment_bench", __doc__.split("\n\n")[0])
@@ -222,7 +223,72 @@ def main():
     parser.string("data_dir", None)
     parser.string("json", None)
     parser.string("worker", None, "internal: set by the parent process")  # one subprocess
-    args = parser.parse()
+    return parser.parse()
+
+
+def run_rounds(cells, args, runs):
+    """Start one worker per cell (one after the other, so that warm-ups do not compete),
+    then ``--repeats`` rounds of one window per cell; each window's result goes to
+    ``runs``."""
+    workers = []
+    try:
+        for cell in cells:
+            workers.append(start_worker(cell, args))
+            print(f"{cell:10s} ready: params {workers[-1].info['parameters']:8,d}, warm-up "
+                  f"{workers[-1].info['warmup_seconds']:5.1f} s "
+                  f"({workers[-1].info['source']})", flush=True)
+        for round_ in range(args.repeats):
+            for worker in workers:  # only one worker runs at a time; the others wait
+                result = worker.window(args.seconds)
+                result["round"] = round_
+                runs.append(result)
+                print(f"round {round_ + 1}  {worker.label:10s} train "
+                      f"{result['train_pairs_per_second']:7.0f} pairs/s  peak RSS "
+                      f"{result['peak_rss_mb']:5.0f} MB", flush=True)
+    finally:
+        for worker in workers:
+            worker.close()
+
+
+def summarise(cells, runs_all, reference):
+    """Per cell: median, min and max pairs/s, median peak RSS, parameters, and (with the
+    reference among the cells) time per pair relative to it, same round."""
+    summary = {}
+    for cell in cells:
+        runs = [r for r in runs_all if r["cell"] == cell]
+        rates = [r["train_pairs_per_second"] for r in runs]
+        summary[cell] = {"median_pairs_per_second": median(rates), "min_pairs_per_second":
+                         min(rates), "max_pairs_per_second": max(rates),
+                         "median_peak_rss_mb": median([r["peak_rss_mb"] for r in runs]),
+                         "parameters": runs[0]["parameters"]}
+        if reference in cells:  # time per pair relative to the reference, same round
+            reference_rates = {r["round"]: r["train_pairs_per_second"] for r in runs_all
+                               if r["cell"] == reference}
+            ratios = [reference_rates[r["round"]] / r["train_pairs_per_second"] for r in runs]
+            summary[cell].update(time_ratio_to_reference_median=median(ratios),
+                                 time_ratio_to_reference_min=min(ratios),
+                                 time_ratio_to_reference_max=max(ratios))
+    return summary
+
+
+def print_summary(summary, reference, cells):
+    """The summary as a table."""
+    print(f"\n{'cell':10s} {'pairs/s median':>14s} {'(min-max)':>13s} {'peak RSS MB':>11s}"
+          + (f"   time/pair vs {reference}, median (min-max)"
+             if reference in cells else ""))
+    for cell, row in summary.items():
+        line = (f"{cell:10s} {row['median_pairs_per_second']:14.0f} "
+                f"{row['min_pairs_per_second']:6.0f}-{row['max_pairs_per_second']:<6.0f} "
+                f"{row['median_peak_rss_mb']:11.0f}")
+        if reference in cells:
+            line += (f"   {row['time_ratio_to_reference_median']:.2f}x "
+                     f"({row['time_ratio_to_reference_min']:.2f}-"
+                     f"{row['time_ratio_to_reference_max']:.2f})")
+        print(line)
+
+
+def main():
+    args = parse_flags()
     if args.worker:
         print("RESULT " + json.dumps(run_one(args)))
         return
@@ -241,53 +307,10 @@ def main():
                "seconds": args.seconds, "repeats": args.repeats, "cpus": os.cpu_count(),
                "tensorflow": tf.__version__, "command": " ".join(sys.argv),
                "load_average_start": os.getloadavg(), "runs": []}
-    workers = []
-    try:
-        for cell in cells:  # one after the other, so that warm-ups do not compete
-            workers.append(start_worker(cell, args))
-            print(f"{cell:10s} ready: params {workers[-1].info['parameters']:8,d}, warm-up "
-                  f"{workers[-1].info['warmup_seconds']:5.1f} s "
-                  f"({workers[-1].info['source']})", flush=True)
-        for round_ in range(args.repeats):
-            for worker in workers:  # only one worker runs at a time; the others wait
-                result = worker.window(args.seconds)
-                result["round"] = round_
-                results["runs"].append(result)
-                print(f"round {round_ + 1}  {worker.label:10s} train "
-                      f"{result['train_pairs_per_second']:7.0f} pairs/s  peak RSS "
-                      f"{result['peak_rss_mb']:5.0f} MB", flush=True)
-    finally:
-        for worker in workers:
-            worker.close()
+    run_rounds(cells, args, results["runs"])
     results["load_average_end"] = os.getloadavg()
-    summary = {}
-    for cell in cells:
-        runs = [r for r in results["runs"] if r["cell"] == cell]
-        rates = [r["train_pairs_per_second"] for r in runs]
-        summary[cell] = {"median_pairs_per_second": median(rates), "min_pairs_per_second":
-                         min(rates), "max_pairs_per_second": max(rates),
-                         "median_peak_rss_mb": median([r["peak_rss_mb"] for r in runs]),
-                         "parameters": runs[0]["parameters"]}
-        if args.reference in cells:  # time per pair relative to the reference, same round
-            reference = {r["round"]: r["train_pairs_per_second"] for r in results["runs"]
-                         if r["cell"] == args.reference}
-            ratios = [reference[r["round"]] / r["train_pairs_per_second"] for r in runs]
-            summary[cell].update(time_ratio_to_reference_median=median(ratios),
-                                 time_ratio_to_reference_min=min(ratios),
-                                 time_ratio_to_reference_max=max(ratios))
-    results["summary"] = summary
-    print(f"\n{'cell':10s} {'pairs/s median':>14s} {'(min-max)':>13s} {'peak RSS MB':>11s}"
-          + (f"   time/pair vs {args.reference}, median (min-max)"
-             if args.reference in cells else ""))
-    for cell, row in summary.items():
-        line = (f"{cell:10s} {row['median_pairs_per_second']:14.0f} "
-                f"{row['min_pairs_per_second']:6.0f}-{row['max_pairs_per_second']:<6.0f} "
-                f"{row['median_peak_rss_mb']:11.0f}")
-        if args.reference in cells:
-            line += (f"   {row['time_ratio_to_reference_median']:.2f}x "
-                     f"({row['time_ratio_to_reference_min']:.2f}-"
-                     f"{row['time_ratio_to_reference_max']:.2f})")
-        print(line)
+    results["summary"] = summary = summarise(cells, results["runs"], args.reference)
+    print_summary(summary, args.reference, cells)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -209,7 +209,8 @@ def decode_rates(data, module, preset, decode_batch, seconds):
     return rows
 
 
-def main():
+def parse_flags():
+    """The command's flags: ``(parser, args, names)``, ``names`` the configurations."""
     from serving.command_flags import Command
 
     parser = Command("python -m bench.math_bench", __doc__.split("\n\n")[0])
@@ -237,7 +238,11 @@ def main():
     unknown = [n for n in names if n not in CONFIGS]
     if unknown:
         parser.error(f"unknown configs {unknown}; choose from {sorted(CONFIGS)}")
+    return parser, args, names
 
+
+def load_data(args):
+    """The data, its cached batches and the results' header (printed too)."""
     modules = "all" if args.modules == "all" else tuple(args.modules.split(","))
     data = mathematics.load_mathematics(args.data_dir, modules=modules,
                                         limit_per_file=args.limit_per_file, download=False)
@@ -253,9 +258,15 @@ def main():
                "tensorflow": tf.__version__, "load_average_start": load,
                "mean_padded_source_length": padded, "seconds": args.seconds,
                "repeats": args.repeats, "configs": {}}
+    return data, batches, results
+
+
+def warm_up(names, data, batches, args):
+    """Build each configuration and run it over its batches (trace / compile every shape),
+    then one untimed pass each: ``(steps, rss)``, ``rss`` holding the warm-up seconds."""
     use_role = args.model == "tp_transformer"
     steps, rss = {}, {}
-    for name in names:  # build and warm up (trace / compile every shape) each config
+    for name in names:
         peak_rss_reset()
         steps[name] = build_config(name, data, batches, args.preset, use_role)
         step, forward, forward_backward, config_batches = steps[name]
@@ -271,16 +282,28 @@ def main():
         step, _, _, config_batches = steps[name]
         for features, labels in config_batches[:4]:
             step(features, labels)
+    return steps, rss
+
+
+def timed_rounds(names, steps, rss, args):
+    """``--repeats`` round-robin rounds, the order alternating: ``{name: [(examples/s,
+    tokens/s), ...]}``; each configuration's peak RSS goes into ``rss``."""
     rounds = {name: [] for name in names}
     for r in range(args.repeats):
-        for name in (names if r % 2 == 0 else names[::-1]):  # alternate the order
+        for name in (names if r % 2 == 0 else names[::-1]):
             step, _, _, config_batches = steps[name]
             peak_rss_reset()
             rounds[name].append(timed(step, config_batches, args.seconds))
             rss[name]["peak_rss_mib"] = max(rss[name].get("peak_rss_mib", 0), peak_rss_mib())
+    return rounds
+
+
+def config_rows(names, rounds, rss):
+    """Each configuration's medians and ratios to the first one, printed as a table."""
     base = names[0]
     print(f"\n{'config':13s} {'examples/s':>11s} {'tokens/s':>9s} {'vs ' + base:>12s} "
           f"{'peak RSS MiB':>13s} {'warm-up s':>9s}")
+    rows = {}
     for name in names:
         ratios = [a[0] / b[0] for a, b in zip(rounds[name], rounds[base])]
         row = {
@@ -296,29 +319,44 @@ def main():
             "ratio_to_baseline_rounds": ratios,
             **rss[name],
         }
-        results["configs"][name] = row
+        rows[name] = row
         print(f"{name:13s} {row['examples_per_second']:11.0f} {row['tokens_per_second']:9.0f} "
               f"{row['ratio_to_baseline']:11.3f}x {row['peak_rss_mib']:13.0f} "
               f"{row['warmup_seconds']:9.1f}   rounds "
               + " ".join(f"{x:.3f}" for x in ratios))
+    return rows
+
+
+def profile_step(name, steps, args):
+    """Milliseconds per step of configuration ``name``: forward, backward, clipping and
+    optimizer (printed too)."""
+    step, forward, forward_backward, config_batches = steps[name]
+    parts = {"forward": forward, "forward_backward": forward_backward, "step": step}
+    times = {k: [] for k in parts}
+    for _ in range(args.repeats):
+        for key, fn in parts.items():
+            times[key].append(1000.0 / timed(fn, config_batches, args.seconds)[0]
+                              * args.batch_size)
+    ms = {k: statistics.median(v) for k, v in times.items()}
+    profile = {"forward_ms": ms["forward"],
+               "backward_ms": ms["forward_backward"] - ms["forward"],
+               "clip_and_optimizer_ms": ms["step"] - ms["forward_backward"],
+               "step_ms": ms["step"]}
+    print(f"\nprofile ({name}), ms per step of {args.batch_size}: " + ", ".join(
+        f"{k[:-3]} {v:.1f}" for k, v in profile.items()))
+    return {"config": name, **profile}
+
+
+def main():
+    parser, args, names = parse_flags()
+    data, batches, results = load_data(args)
+    steps, rss = warm_up(names, data, batches, args)
+    rounds = timed_rounds(names, steps, rss, args)
+    results["configs"].update(config_rows(names, rounds, rss))
     if args.profile:
-        step, forward, forward_backward, config_batches = steps[names[0]]
-        if forward is None:
+        if steps[names[0]][1] is None:
             parser.error("--profile needs a first configuration other than 'trainer'")
-        parts = {"forward": forward, "forward_backward": forward_backward, "step": step}
-        times = {k: [] for k in parts}
-        for _ in range(args.repeats):
-            for key, fn in parts.items():
-                times[key].append(1000.0 / timed(fn, config_batches, args.seconds)[0]
-                                  * args.batch_size)
-        ms = {k: statistics.median(v) for k, v in times.items()}
-        profile = {"forward_ms": ms["forward"],
-                   "backward_ms": ms["forward_backward"] - ms["forward"],
-                   "clip_and_optimizer_ms": ms["step"] - ms["forward_backward"],
-                   "step_ms": ms["step"]}
-        results["profile"] = {"config": names[0], **profile}
-        print(f"\nprofile ({names[0]}), ms per step of {args.batch_size}: " + ", ".join(
-            f"{k[:-3]} {v:.1f}" for k, v in profile.items()))
+        results["profile"] = profile_step(names[0], steps, args)
     if args.decode:
         results["decode"] = decode_rates(data, data.module_names[0], args.preset, args.decode_batch,
                                          args.seconds)

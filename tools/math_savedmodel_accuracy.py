@@ -99,7 +99,8 @@ def compare(measured, reported, tolerance):
     return rows
 
 
-def main(argv=None):
+def parse_flags(argv=None):
+    """The command's flags: ``(parser, args)``."""
     from serving.command_flags import Command
 
     parser = Command("python -m tools.math_savedmodel_accuracy", __doc__.split("\n\n")[0])
@@ -116,19 +117,12 @@ def main(argv=None):
                    "standard error (default: the number scored here)")
     parser.float("tolerance", 3.0, "points of difference allowed per module (with --reported)")
     parser.string("json", None)
-    args = parser.parse(argv)
-    try:
-        files = module_files(args.questions)
-        pairs = {module: read_pairs(path, args.limit) for module, path in files.items()}
-    except (OSError, ValueError) as error:
-        parser.error(str(error))
-    reported = {}
-    if args.reported:
-        with open(args.reported, encoding="utf-8") as f:
-            reported = reported_accuracy(json.load(f))
-    serve = tf.saved_model.load(args.saved_model).signatures["serving_default"]
-    first = next(iter(pairs.values()))[0]
-    serve(question=tf.constant(first[:1]))  # warm-up outside the timing
+    return parser, parser.parse(argv)
+
+
+def score_modules(serve, pairs, files, args):
+    """Each module's questions through ``serve``: ``({module: its scores and first wrong
+    answers}, seconds spent answering)``."""
     modules, seconds = {}, 0.0
     for module, (questions, answers) in pairs.items():
         start = time.perf_counter()
@@ -141,9 +135,12 @@ def main(argv=None):
                            "wrong": [{"question": questions[i], "answer": got[i],
                                       "expected": answers[i]}
                                      for i in np.flatnonzero(~correct)[: args.show]]}
-    measured = {m: (r["correct"], r["questions"], args.reported_questions or r["questions"])
-                for m, r in modules.items()}
-    rows = compare(measured, reported, args.tolerance) if args.reported else {}
+    return modules, seconds
+
+
+def print_modules(modules, rows, args):
+    """One line per module (with its comparison to the reported accuracy, if any), which
+    also joins the comparison to the module's scores; a single file's wrong answers."""
     width = max(len(m) for m in modules)
     for module, r in modules.items():
         line = (f"{module:<{width}}  {r['correct']:>6} / {r['questions']:<6} exact = "
@@ -161,6 +158,27 @@ def main(argv=None):
             for w in r["wrong"]:
                 print(f"  wrong: {w['question']!r} -> {w['answer']!r} "
                       f"(expected {w['expected']!r})")
+
+
+def main(argv=None):
+    parser, args = parse_flags(argv)
+    try:
+        files = module_files(args.questions)
+        pairs = {module: read_pairs(path, args.limit) for module, path in files.items()}
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    reported = {}
+    if args.reported:
+        with open(args.reported, encoding="utf-8") as f:
+            reported = reported_accuracy(json.load(f))
+    serve = tf.saved_model.load(args.saved_model).signatures["serving_default"]
+    first = next(iter(pairs.values()))[0]
+    serve(question=tf.constant(first[:1]))  # warm-up outside the timing
+    modules, seconds = score_modules(serve, pairs, files, args)
+    measured = {m: (r["correct"], r["questions"], args.reported_questions or r["questions"])
+                for m, r in modules.items()}
+    rows = compare(measured, reported, args.tolerance) if args.reported else {}
+    print_modules(modules, rows, args)
     total = sum(r["questions"] for r in modules.values())
     correct = sum(r["correct"] for r in modules.values())
     result = {"saved_model": args.saved_model, "questions_path": args.questions,

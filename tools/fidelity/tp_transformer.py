@@ -176,6 +176,53 @@ def hook_activations(model, layers, store):
     return handles
 
 
+def train_steps(model, encoded, loss_of, args, arrays):
+    """Their training step (utils/trainer.py: BasicSeq2SeqTrainer.train) on the fixed
+    batches ``encoded``: each step's batch, and the losses and gradient norms, go into
+    ``arrays``. Returns ``(optimizer, losses)``."""
+    import torch
+
+    optimizer = torch.optim.Adam(params=model.parameters(), lr=args.learning_rate,
+                                 betas=(args.beta1, args.beta2))
+    model.train()
+    losses, norms = [], []
+    for step, (source, target) in enumerate(encoded):
+        arrays[f"train/source/{step:02d}"] = source
+        arrays[f"train/target/{step:02d}"] = target
+        optimizer.zero_grad()
+        _, loss = loss_of(source, target)
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(
+            parameters=model.parameters(), max_norm=args.max_abs_grad_norm)))
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    arrays["train/loss"] = np.asarray(losses, np.float32)
+    arrays["train/grad_norm"] = np.asarray(norms, np.float32)
+    return optimizer, losses
+
+
+def fixture_metadata(args, root, torch, itos, modules, names):
+    """The fixture's ``metadata.json``: their code, the sizes, the optimizer and the data."""
+    return {
+        "module": "tools.fidelity.tp_transformer",
+        "authors_repository": "https://github.com/ischlag/TP-Transformer",
+        "authors_commit": common.authors_commit(root, args.authors_commit),
+        "authors_file": "models/tp-transformer.py (build_transformer)",
+        "torch_version": torch.__version__,
+        "sizes": {"vocabulary": len(itos), "hidden": args.hidden, "heads": args.heads,
+                  "filter": args.filter, "layers": args.layers},
+        "seed": args.seed, "steps": args.steps,
+        "optimizer": {"name": "torch.optim.Adam", "learning_rate": args.learning_rate,
+                      "betas": [args.beta1, args.beta2], "eps": 1e-8,
+                      "clip_grad_norm": args.max_abs_grad_norm,
+                      "loss": "CrossEntropyLoss(ignore_index=<pad>), token mean"},
+        "data": {"folder": "train-easy", "modules": modules,
+                 "batch_rule": "batch b = pair b of each module file"},
+        "vocabulary": itos, "ids": {"unk": UNK, "pad": PAD, "sos": SOS, "eos": EOS},
+        "parameters": len(names),
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     import torch
@@ -222,43 +269,9 @@ def main(argv=None):
         arrays["greedy/ids"] = model.greedy_inference(
             torch.from_numpy(source), SOS, EOS, args.greedy_length, "cpu").numpy()
 
-    # Their training step (utils/trainer.py: BasicSeq2SeqTrainer.train) on fixed batches.
-    optimizer = torch.optim.Adam(params=model.parameters(), lr=args.learning_rate,
-                                 betas=(args.beta1, args.beta2))
-    model.train()
-    losses, norms = [], []
-    for step, (source, target) in enumerate(encoded):
-        arrays[f"train/source/{step:02d}"] = source
-        arrays[f"train/target/{step:02d}"] = target
-        optimizer.zero_grad()
-        _, loss = loss_of(source, target)
-        loss.backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(
-            parameters=model.parameters(), max_norm=args.max_abs_grad_norm)))
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    arrays["train/loss"] = np.asarray(losses, np.float32)
-    arrays["train/grad_norm"] = np.asarray(norms, np.float32)
+    optimizer, losses = train_steps(model, encoded, loss_of, args, arrays)
     arrays.update({f"final/{k}": v for k, v in mapped(model, names, lambda p: p).items()})
-
-    metadata = {
-        "module": "tools.fidelity.tp_transformer",
-        "authors_repository": "https://github.com/ischlag/TP-Transformer",
-        "authors_commit": common.authors_commit(root, args.authors_commit),
-        "authors_file": "models/tp-transformer.py (build_transformer)",
-        "torch_version": torch.__version__,
-        "sizes": {"vocabulary": len(itos), "hidden": args.hidden, "heads": args.heads,
-                  "filter": args.filter, "layers": args.layers},
-        "seed": args.seed, "steps": args.steps,
-        "optimizer": {"name": "torch.optim.Adam", "learning_rate": args.learning_rate,
-                      "betas": [args.beta1, args.beta2], "eps": 1e-8,
-                      "clip_grad_norm": args.max_abs_grad_norm,
-                      "loss": "CrossEntropyLoss(ignore_index=<pad>), token mean"},
-        "data": {"folder": "train-easy", "modules": modules,
-                 "batch_rule": "batch b = pair b of each module file"},
-        "vocabulary": itos, "ids": {"unk": UNK, "pad": PAD, "sos": SOS, "eos": EOS},
-        "parameters": len(names),
-    }
+    metadata = fixture_metadata(args, root, torch, itos, modules, names)
     size = common.write_fixture(args.out, arrays, metadata)
     if args.checkpoint_out:
         write_checkpoint_fixture(

@@ -200,6 +200,34 @@ def write_checkpoint_fixture(args, g, feed, batches, cache, metadata):
     return common.write_fixture(f"{stem}_logits.npz", arrays, metadata)
 
 
+def fixture_metadata(args, g, story, files, mapped, names):
+    """The fixture's ``metadata.json``: their code, the sizes, the optimizer and the data."""
+    c = g.c
+    return {
+        "module": "tools.fidelity.tpr_rnn",
+        "authors_repository": "https://github.com/ischlag/TPR-RNN",
+        "authors_commit": common.authors_commit(args.authors_code, args.authors_commit),
+        "authors_file": "tpr_rnn_graph.py (with lib.py, preprocessor/reader.py)",
+        "tensorflow_version": sys.modules["tensorflow"].__version__,
+        "sizes": {"vocabulary": int(c.vocab_size), "symbol": int(c.symbol_size),
+                  "entity": int(c.entity_size), "role": int(c.role_size),
+                  "hidden": int(c.hidden_size), "max_words": int(story.shape[2]),
+                  "max_sentences": int(story.shape[1])},
+        "layer_norm_epsilon": 1e-7, "init_limit": args.init_limit, "seed": args.seed,
+        "steps": args.steps,
+        "optimizer": {"name": "NadamOptimizer (AdamOptimizer, use_nesterov=True)",
+                      "learning_rate": float(c.learning_rate * c.warm_up_factor),
+                      "betas": [float(c.beta1), float(c.beta2)], "epsilon": 1e-8,
+                      "clip_global_norm": float(c.max_gradient_norm),
+                      "loss": "mean sparse softmax cross-entropy over the batch"},
+        "data": {"task": args.task, "files": files, "stories": args.stories,
+                 "batch": args.batch, "batch_rule": "batch b = questions b*batch.. of train"},
+        "word2id": {w: int(i) for w, i in g.word2id.items()},
+        "pad_row_zeroed": True, "parameters": len(mapped),
+        "unmapped": sorted(n for n, p in names.items() if p is None),
+    }
+
+
 def main(argv=None):
     args = parse_args(argv)
     if os.environ.get("PYTHONHASHSEED") != "0":  # their vocabulary is a set's order
@@ -269,29 +297,7 @@ def main(argv=None):
     arrays["train/grad_norm"] = np.asarray(norms, np.float32)
     arrays.update(values("final"))
 
-    metadata = {
-        "module": "tools.fidelity.tpr_rnn",
-        "authors_repository": "https://github.com/ischlag/TPR-RNN",
-        "authors_commit": common.authors_commit(args.authors_code, args.authors_commit),
-        "authors_file": "tpr_rnn_graph.py (with lib.py, preprocessor/reader.py)",
-        "tensorflow_version": sys.modules["tensorflow"].__version__,
-        "sizes": {"vocabulary": int(c.vocab_size), "symbol": int(c.symbol_size),
-                  "entity": int(c.entity_size), "role": int(c.role_size),
-                  "hidden": int(c.hidden_size), "max_words": int(story.shape[2]),
-                  "max_sentences": int(story.shape[1])},
-        "layer_norm_epsilon": 1e-7, "init_limit": args.init_limit, "seed": args.seed,
-        "steps": args.steps,
-        "optimizer": {"name": "NadamOptimizer (AdamOptimizer, use_nesterov=True)",
-                      "learning_rate": float(c.learning_rate * c.warm_up_factor),
-                      "betas": [float(c.beta1), float(c.beta2)], "epsilon": 1e-8,
-                      "clip_global_norm": float(c.max_gradient_norm),
-                      "loss": "mean sparse softmax cross-entropy over the batch"},
-        "data": {"task": args.task, "files": files, "stories": args.stories,
-                 "batch": args.batch, "batch_rule": "batch b = questions b*batch.. of train"},
-        "word2id": {w: int(i) for w, i in g.word2id.items()},
-        "pad_row_zeroed": True, "parameters": len(mapped),
-        "unmapped": sorted(n for n, p in names.items() if p is None),
-    }
+    metadata = fixture_metadata(args, g, story, files, mapped, names)
     size = common.write_fixture(args.out, arrays, metadata)
     if args.checkpoint_out:
         write_checkpoint_fixture(args, g, feed, batches, cache, metadata)
