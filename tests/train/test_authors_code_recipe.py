@@ -1,5 +1,5 @@
 """``--recipe authors_code`` of ``train.math`` and ``train.babi`` builds the authors'
-training step (docs/training.md; its 20-step trajectories: tests/fidelity/)."""
+training step (docs/authors_code.md; its 20-step trajectories: tests/fidelity/)."""
 
 import io
 import json

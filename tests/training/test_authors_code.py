@@ -1,6 +1,6 @@
 """The ``authors_code`` recipes' pieces: PyTorch-form Adam, the TPR-RNN reference's
 optimizer start, the token-mean loss and PyTorch's ``nn.Linear`` initialisation
-(docs/training.md). Their 20-step trajectories against the authors' code:
+(docs/authors_code.md). Their 20-step trajectories against the authors' code:
 tests/fidelity/."""
 
 import keras

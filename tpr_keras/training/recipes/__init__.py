@@ -15,7 +15,7 @@ RECIPES = {"tpr_rnn": tpr_rnn.RECIPES, "memn2n": memn2n.RECIPES,
            "entailment": entailment.RECIPES, "tp_transformer": tp_transformer.RECIPES}
 #: ``{family: recipe}``: the training step of the authors' released code, for every
 #: size of the families whose reference code the port is compared with
-#: (docs/fidelity.md; what each still leaves different: docs/training.md).
+#: (docs/fidelity.md; what each still leaves different: docs/authors_code.md).
 AUTHORS_CODE = {"tpr_rnn": tpr_rnn.AUTHORS_CODE_RECIPE,
                 "tp_transformer": tp_transformer.AUTHORS_CODE_RECIPE,
                 "memn2n": memn2n.AUTHORS_CODE_RECIPE}

@@ -42,7 +42,7 @@ JOINT_PAPER_RECIPE = MappingProxyType(dict(
 #: clipping norm (``pad_gradient=True``) and an answer softmax over the words and the
 #: time words (``answer_time_words=True``). What it still leaves different (their
 #: sampling with replacement, their ``min(50, longest story)`` memory slots, ...):
-#: docs/training.md.
+#: docs/authors_code.md.
 AUTHORS_CODE_RECIPE = MappingProxyType(dict(
     JOINT_PAPER_RECIPE, sentence_encoding="position_code", mask_empty_memories=False,
     pad_gradient=True, answer_time_words=True))

@@ -42,7 +42,7 @@ TORCH_DEFAULT_INIT = ("*_attention/*", "*/feed_forward/*/bias", "embedding/multi
 #: clip of 0.1 cuts in their units; batch 128 (the paper: 1,024); their 5,000,000
 #: steps; the initialisation above; plain shuffled batches over all examples
 #: (``bucket_boundaries=None``, ``balance_modules=False``). What it still leaves
-#: different: docs/training.md.
+#: different: docs/authors_code.md.
 AUTHORS_CODE_RECIPE = MappingProxyType(dict(
     learning_rate=1e-4, beta_1=0.9, beta_2=0.995, clip_norm=0.1, batch_size=128,
     steps=5_000_000, epochs=1_000_000, max_train_minutes=None,

@@ -36,7 +36,7 @@ RECIPES = MappingProxyType({
 #: 3, as their code); batches not grouped by story
 #: length (``bucket_width=0``); the pad word a trained embedding row that enters every
 #: sentence and question sum (``pad_row="trained"``, the model's option). What it still
-#: leaves different (their batch order, output classes, NaN updates): docs/training.md.
+#: leaves different (their batch order, output classes, NaN updates): docs/authors_code.md.
 AUTHORS_CODE_RECIPE = MappingProxyType(dict(
     ALL_TASKS_RECIPE, optimizer="nesterov_adam", epsilon=1e-8, batch_size=32,
     warmup_steps=51, halve_lr_below=None, beta_power_start="glorot_uniform",
