@@ -23,7 +23,7 @@ Configurations (``--configs``; the first is the baseline):
 * ``jit_bucketed`` / ``jit_fixed``: ``jit_compile=True`` (XLA) on bucketed / fixed-shape
   batches (XLA compiles once per distinct shape).
 * ``trainer_jit`` / ``trainer_jit_fixed``: the Trainer's step with the forward pass and
-  loss XLA-compiled (``sequence_compute_fn(jit_compile=True)``; gradients of a compiled
+  loss XLA-compiled (``tf.function(sequence_compute_fn(), jit_compile=True)``; gradients of a compiled
   function are compiled too; clipping and Adam are not), bucketed / fixed-shape batches.
 * ``matmul``: the model built with ``attention_form="matmul"``: the attention's head
   projections (eq. 1) and output map (eq. 4) as a ``[B, T, d] x [d, H*d_k]`` matrix
@@ -166,7 +166,9 @@ def build_config(name, data, batches, preset, use_role):
         return TPTransformer.from_paper_size(preset, vocabulary_size=len(data.vocab),
                                              use_role=use_role, attention_form=attention_form)
 
-    compute = sequence_compute_fn(jit_compile=jit == "compute")
+    compute = sequence_compute_fn()
+    if jit == "compute":  # the forward pass and loss XLA-compiled inside the step
+        compute = tf.function(compute, jit_compile=True)
     if use_trainer:
         trainer = Trainer(build, lambda: get_optimizer("adam", 1e-3, 0.9, 0.995), compute,
                           TrainConfig(verbose=0, clip_norm=0.1), tempfile.mkdtemp())
