@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from serving.model_server.in_process import predict_strings, serve_model_config
-from tpr_keras.models import TaskModel
+from tests.serving.shared_exports import preset_export
 from tpr_keras.models.task_models import backbone_class
 from tpr_keras.presets import load_preset, shipped_presets
 from tpr_keras import evaluation
@@ -68,11 +68,13 @@ def served(tmp_path_factory):
     if not PRESETS:
         pytest.skip("no trained preset is shipped")
     root = tmp_path_factory.mktemp("repo")
+    (root / "exports").mkdir()
     served_names = {}
     for name in PRESETS:
-        task_model = TaskModel.from_preset(name)
-        task_model.export(root / "exports")
-        served_names[task_model.served_name] = name
+        # made once per test run, shared with tests/serving/test_partial_inputs.py
+        version, served_name = preset_export(tmp_path_factory, name)
+        os.symlink(version.parent, root / "exports" / served_name)
+        served_names[served_name] = name
     with serve_model_config(MODELS_CONFIG, root, sorted(served_names)) as stub:
         yield stub, served_names
 

@@ -1,4 +1,17 @@
-"""Helpers of the export tests: a SavedModel run the way TF Serving's C++ server runs it."""
+"""Helpers of the export tests: a SavedModel run the way TF Serving's C++ server runs it,
+and one loaded once per process."""
+
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def load(path):
+    """``tf.saved_model.load(path)``, once per test process and path: loading a decoder's
+    SavedModel takes seconds, and the tests only call its signatures, which keep no state
+    between calls."""
+    import tensorflow as tf
+
+    return tf.saved_model.load(str(path))
 
 
 def tf1_session_outputs(path, output, **inputs):

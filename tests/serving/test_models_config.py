@@ -1,11 +1,11 @@
 """The checked-in serving/models.config: one ``python -m serving.server`` process serves the
 bAbI (TPR-RNN and MemN2N), math (routed, and its default decoder alone as math_focus) and
-entailment models, and each answers through serving.client."""
+entailment models, exported from the shipped presets as its comments say, and each answers
+through serving.client."""
 
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,44 +16,46 @@ import pytest
 import tensorflow as tf
 
 from serving.client import BabiClient, EntailmentClient, MathClient
-from tpr_keras.export.tp_transformer import export_math_model
-from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
-from tpr_keras.models import (MathAnswerer, MathPreprocessor, MemN2N, PlainEntailmentModel,
-                              RoutedTPTransformer, TPTransformer)
-from tpr_keras.export.babi import export_babi_model
-from tpr_keras.export.entailment import export_entailment_model
+from tests.serving.saved_models import load
+from tests.serving.shared_exports import preset_export
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = REPO / "serving" / "models.config"
 QUESTIONS = ["What is the tens digit of 2934?", "Let x = 3. What is x + x?"]
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)")]
+#: The shipped preset each served model of serving/models.config is exported from.
+PRESETS = {"babi": "tpr_rnn_babi_all_tasks", "memn2n": "memn2n_babi_all_tasks",
+           "math": "tp_transformer_math_routed", "math_focus": "tp_transformer_math_focus",
+           "entailment": "tpru32_entailment"}
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, export_base, task1):
-    """A folder laid out as ``python -m train.export --preset ...`` leaves the repository root."""
+def runs(tmp_path_factory):
+    """A folder laid out as ``python -m train.export --preset ...`` leaves the repository
+    root: the shipped presets' exports (made once per test run, shared with tests/presets)."""
     root = tmp_path_factory.mktemp("repo")
-    shutil.copytree(os.path.join(export_base, "babi"), root / "exports/babi")
-    tf.keras.utils.set_random_seed(2)
-    memn2n = MemN2N.from_paper_size("single_task", vocabulary_size=len(task1.vocab),
-                                max_words=task1.max_words)
-    export_babi_model(memn2n, task1.vocab, root / "exports", "memn2n")
-    vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
-    tf.keras.utils.set_random_seed(0)
-    math_model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                           vocabulary=vocab.tokens)
-    export_math_model(math_model, vocab, root / "exports", "math_focus")
-    tf.keras.utils.set_random_seed(3)
-    expert = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                           vocabulary=vocab.tokens)
-    routed = RoutedTPTransformer(math_model, {"numbers__place_value": expert})
-    templates = ModuleTemplates({"numbers__place_value": ["What is the tens digit of N?"]})
-    MathAnswerer(routed, MathPreprocessor(vocab, templates=templates)).export(
-        root / "exports", "math")
-    tf.keras.utils.set_random_seed(1)
-    entailment = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
-    export_entailment_model(entailment, root / "exports")
+    (root / "exports").mkdir()
+    for name, preset in PRESETS.items():
+        version, served_name = preset_export(tmp_path_factory, preset)
+        assert served_name == name
+        os.symlink(version.parent, root / "exports" / name)
     return root
+
+
+def in_process_outputs(runs, task1):
+    """Each model's outputs on the test's inputs, from its SavedModel called in this
+    process: ``{model name: outputs}``."""
+    want = {}
+    for name in ("babi", "memn2n"):
+        want[name] = load(runs / f"exports/{name}/1").signatures["serving_default"](
+            story=tf.constant(task1.stories[:3]), question=tf.constant(task1.questions[:3]))
+    for name in ("math", "math_focus"):
+        want[name] = load(runs / f"exports/{name}/1").signatures["serving_default"](
+            question=tf.constant(QUESTIONS))
+    want["entailment"] = load(runs / "exports/entailment/1").signatures["serving_default"](
+        premise=tf.constant([p for p, _ in PAIRS]),
+        hypothesis=tf.constant([h for _, h in PAIRS]))
+    return want
 
 
 def test_one_server_answers_stories_math_and_entailment(runs, task1):
@@ -65,6 +67,9 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         cwd=runs, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
+        # Each model's answers must equal its SavedModel called in this process: computed
+        # while the server starts.
+        want = in_process_outputs(runs, task1)
         deadline = time.monotonic() + 240
         while not info.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -74,36 +79,28 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         grpc_at = f"127.0.0.1:{started['ports']['grpc']}"
         rest_at = f"127.0.0.1:{started['ports']['rest']}"
 
-        # Each model's answers equal its SavedModel called in this process.
         first = {}
         for name in ("babi", "memn2n"):
-            saved = tf.saved_model.load(str(runs / f"exports/{name}/1"))
-            want = saved.signatures["serving_default"](
-                story=tf.constant(task1.stories[:3]), question=tf.constant(task1.questions[:3]))
             with BabiClient(grpc_at, name) as client:
                 answers = client.ask_batch(task1.stories[:3], task1.questions[:3])
-            assert [a.answer for a in answers] == [a.decode() for a in want["answer"].numpy()]
+            assert [a.answer for a in answers] == [
+                a.decode() for a in want[name]["answer"].numpy()]
             first[name] = answers[0].answer
         rest = BabiClient(rest_at, "babi", rest=True).ask(task1.stories[0], task1.questions[0])
         assert rest.answer == first["babi"]
 
         for name in ("math", "math_focus"):
-            math = tf.saved_model.load(str(runs / f"exports/{name}/1"))
-            want = math.signatures["serving_default"](question=tf.constant(QUESTIONS))
             with MathClient(grpc_at, name) as client:
                 solutions = client.solve_batch(QUESTIONS)
-            assert [s.answer for s in solutions] == [a.decode() for a in want["answer"].numpy()]
+            assert [s.answer for s in solutions] == [
+                a.decode() for a in want[name]["answer"].numpy()]
             np.testing.assert_allclose([s.log_prob for s in solutions],
-                                       want["log_prob"].numpy(), rtol=1e-5)
+                                       want[name]["log_prob"].numpy(), rtol=1e-5)
 
-        entail = tf.saved_model.load(str(runs / "exports/entailment/1"))
-        want = entail.signatures["serving_default"](
-            premise=tf.constant([p for p, _ in PAIRS]),
-            hypothesis=tf.constant([h for _, h in PAIRS]))
         with EntailmentClient(grpc_at, "entailment") as client:
             verdicts = client.entails_batch([p for p, _ in PAIRS], [h for _, h in PAIRS])
         np.testing.assert_allclose([v.probability for v in verdicts],
-                                   want["probability"].numpy(), rtol=1e-5)
+                                   want["entailment"]["probability"].numpy(), rtol=1e-5)
         assert all(v.version == 1 for v in verdicts)
     finally:
         if proc.poll() is None:

@@ -18,14 +18,9 @@ from serving.client.model_clients import BabiClient, EntailmentClient, MathClien
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 from tests.serving import fuzz
+from tests.serving.shared_exports import preset_export
 from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.models import (
-    BabiAnswerer,
-    EntailmentClassifier,
-    MathAnswerer,
-    MathPreprocessor,
-    TPTransformer,
-)
+from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 
 LONG_STORY = " ".join(f"Mary moved to the {'kitchen' if i % 2 else 'garden'}."
                       for i in range(299)) + " John went to the hallway."
@@ -34,9 +29,10 @@ LONG_STORY = " ".join(f"Mary moved to the {'kitchen' if i % 2 else 'garden'}."
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, make_model_config):
     base = tmp_path_factory.mktemp("partial")
-    BabiAnswerer.from_preset("memn2n_babi_all_tasks").export(base, "memn2n")
-    BabiAnswerer.from_preset("tpr_rnn_babi_all_tasks").export(base, "tpr_rnn")
-    EntailmentClassifier.from_preset("tpru32_entailment").export(base, "entailment")
+    # The presets' exports (TaskModel.from_preset(name).export), shared with tests/presets.
+    presets = {name: preset_export(tmp_path_factory, preset)[0].parent for name, preset in (
+        ("memn2n", "memn2n_babi_all_tasks"), ("tpr_rnn", "tpr_rnn_babi_all_tasks"),
+        ("entailment", "tpru32_entailment"))}
     vocab = CharVocabulary.build("What is 2 plus 3?0123456789")
     tf.keras.utils.set_random_seed(0)
     math_model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
@@ -47,7 +43,7 @@ def served(tmp_path_factory, make_model_config):
                            input_signature=[tf.TensorSpec([None], tf.string, name="x")])
     tf.saved_model.save(broken, str(base / "broken" / "1"),
                         signatures={"serving_default": broken.f.get_concrete_function()})
-    configs = [make_model_config(name, base / name)
+    configs = [make_model_config(name, presets.get(name, base / name))
                for name in ("memn2n", "tpr_rnn", "entailment", "math", "broken")]
     server = ModelServer(ModelManager(configs), port=0, rest_api_port=0).start()
     yield server
