@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -30,17 +31,26 @@ def _inputs(seed=0):
             "question": rng.integers(0, 20, (3, 6)).astype("int32")}
 
 
-@pytest.fixture
-def trained(tmp_path):
-    """A small TPR-RNN with non-initial weights, saved as a preset with a vocabulary."""
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A small TPR-RNN with non-initial weights, saved as a preset with a vocabulary (once:
+    the tests read the model and get a copy of the folder)."""
     model = TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)
     rng = np.random.default_rng(1)
     model.set_weights([rng.normal(size=w.shape).astype("float32") * 0.1
                        for w in model.get_weights()])
     vocab = Vocabulary(["<pad>", "<unk>"] + [f"w{i}" for i in range(18)])
-    path = model.save_to_preset(tmp_path / "mine", assets={"vocab.txt": vocab.save},
+    path = model.save_to_preset(tmp_path_factory.mktemp("saved") / "mine",
+                                assets={"vocab.txt": vocab.save},
                                 metadata={"task": "babi", "seed": 7})
     return model, vocab, path
+
+
+@pytest.fixture
+def trained(saved, tmp_path):
+    """:func:`saved` with its folder copied to ``tmp_path / "mine"`` (tests change it)."""
+    model, vocab, path = saved
+    return model, vocab, str(shutil.copytree(path, tmp_path / "mine"))
 
 
 def test_round_trip_gives_the_same_outputs_config_and_assets(trained):

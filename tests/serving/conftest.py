@@ -19,7 +19,8 @@ from tpr_keras.export.babi_tokenizer import join_story
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
 from tpr_keras.data import babi
-from tpr_keras.models import TPRRNN
+from tpr_keras.export.entailment import export_entailment_model
+from tpr_keras.models import TPRRNN, PlainEntailmentModel
 
 PEOPLE = ["mary", "john", "sandra", "daniel"]
 PLACES = ["kitchen", "garden", "office", "hallway", "bathroom", "bedroom"]
@@ -126,6 +127,15 @@ def export_base(tmp_path_factory, model, task1):
 @pytest.fixture(scope="session")
 def version_dir(export_base):
     return os.path.join(export_base, "babi", "1")
+
+
+@pytest.fixture(scope="session")
+def entailment_export(tmp_path_factory):
+    """An untrained entailment model (TPR cell, 8 units) and its export (read-only):
+    ``(model, <base>/entailment/1)``."""
+    keras.utils.set_random_seed(1)
+    model = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
+    return model, export_entailment_model(model, tmp_path_factory.mktemp("entailment"))
 
 
 def model_config(name, base_path, **kwargs):

@@ -8,19 +8,17 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2, prediction_service_pb2_grpc
 
+from tests.serving.saved_models import load
 from tpr_keras.data import entailment
-from tpr_keras.export.entailment import export_entailment_model
-from tpr_keras.models import PlainEntailmentModel
 
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("", ""), ("( a | b )", "(b|a)"),
          ("(x&Q!)", "x")]
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    tf.keras.utils.set_random_seed(1)
-    model = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
-    return model, export_entailment_model(model, tmp_path_factory.mktemp("export"))
+def exported(entailment_export):
+    """The untrained entailment model and its export (tests/serving/tiny_exports.py)."""
+    return entailment_export
 
 
 def keras_probability(model, pairs):
@@ -36,7 +34,7 @@ def keras_probability(model, pairs):
 def test_signature_equals_keras_and_loads_in_tf1(exported):
     model, path = exported
     assert path.endswith(os.path.join("entailment", "1"))
-    out = tf.saved_model.load(path).signatures["serving_default"](
+    out = load(path).signatures["serving_default"](
         premise=tf.constant([p for p, _ in PAIRS]), hypothesis=tf.constant([h for _, h in PAIRS]))
     expected = keras_probability(model, PAIRS)
     np.testing.assert_allclose(out["probability"].numpy(), expected, rtol=1e-5, atol=1e-6)
@@ -98,5 +96,5 @@ def test_export_carries_a_warm_up_request_the_signature_accepts(exported):
     request = prediction_log_pb2.PredictionLog.FromString(records[0].numpy()).predict_log.request
     assert set(request.inputs) == {"premise", "hypothesis"}
     inputs = {k: tf.constant(tf.make_ndarray(v)) for k, v in request.inputs.items()}
-    out = tf.saved_model.load(path).signatures["serving_default"](**inputs)
+    out = load(path).signatures["serving_default"](**inputs)
     assert out["probability"].shape == (1,)

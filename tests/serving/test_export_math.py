@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.serving.saved_models import tf1_session_outputs
+from tests.serving.saved_models import load, tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.export.tp_transformer import MathServingModule
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
@@ -56,7 +56,7 @@ def test_without_templates_the_served_model_reports_no_module(exported):
 
 def test_signature_answers_equal_keras_greedy(exported):
     model, vocab, path = exported
-    served = tf.saved_model.load(path)
+    served = load(path)
     out = served.signatures["serving_default"](question=tf.constant(QUESTIONS))
     ids = MathTokenizer(vocab).encode(tf.constant(QUESTIONS), 160)
     expected_ids, expected_log_prob = model.greedy_decode(ids, max_length=31)
@@ -82,7 +82,7 @@ def test_tf1_session_and_saved_model_cli_answer_like_keras(exported, tmp_path):
     import sys
 
     _, _, path = exported
-    expected = tf.saved_model.load(path).signatures["serving_default"](
+    expected = load(path).signatures["serving_default"](
         question=tf.constant(QUESTIONS))["answer"].numpy()
     answers = tf1_session_outputs(path, "answer", question=QUESTIONS)
     assert list(answers) == list(expected)
@@ -111,7 +111,7 @@ def test_served_next_to_babi_and_solved_over_grpc_and_rest(exported, export_base
                                                    model_platform="tensorflow")
                for name, base in (("math", os.path.dirname(path)),
                                   ("babi", os.path.join(export_base, "babi")))]
-    expected = tf.saved_model.load(path).signatures["serving_default"](
+    expected = load(path).signatures["serving_default"](
         question=tf.constant(QUESTIONS))
     server = ModelServer(ModelManager(configs), port=0, rest_api_port=0).start()
     try:
@@ -168,5 +168,5 @@ def test_export_carries_a_warm_up_request_the_signature_accepts(exported):
     request = prediction_log_pb2.PredictionLog.FromString(records[0].numpy()).predict_log.request
     assert request.model_spec.name == "math" and set(request.inputs) == {"question"}
     question = tf.make_ndarray(request.inputs["question"])
-    out = tf.saved_model.load(path).signatures["serving_default"](question=tf.constant(question))
+    out = load(path).signatures["serving_default"](question=tf.constant(question))
     assert out["answer"].shape == (1,)

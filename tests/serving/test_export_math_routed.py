@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.serving.saved_models import tf1_session_outputs
+from tests.serving.saved_models import load, tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
@@ -37,7 +37,7 @@ def exported(tmp_path_factory):
 
 def test_served_answers_are_the_routed_answerers(exported):
     answerer, parts, vocab, path = exported
-    served = tf.saved_model.load(path).signatures
+    served = load(path).signatures
     expected = answerer.predict(QUESTIONS)
     for questions, rows in ((QUESTIONS, slice(None)), (QUESTIONS[1:2], slice(1, 2)),
                             (QUESTIONS[2:3], slice(2, 3))):  # mixed; one route only
@@ -57,6 +57,6 @@ def test_served_answers_are_the_routed_answerers(exported):
 
 def test_tf1_session_answers_like_the_saved_model(exported):
     _, _, _, path = exported
-    expected = tf.saved_model.load(path).signatures["serving_default"](
+    expected = load(path).signatures["serving_default"](
         question=tf.constant(QUESTIONS))["answer"].numpy()
     assert list(tf1_session_outputs(path, "answer", question=QUESTIONS)) == list(expected)

@@ -95,17 +95,10 @@ def test_partial_inputs_are_answered_and_reported(fuzz_server):
 
 
 @pytest.fixture(scope="module")
-def entailment_server(tmp_path_factory):
-    import tensorflow as tf
-
-    from tpr_keras.models import PlainEntailmentModel
-    from tpr_keras.export.entailment import export_entailment_model
-
-    tf.keras.utils.set_random_seed(1)
-    base = tmp_path_factory.mktemp("entailment")
-    export_entailment_model(PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1),
-                            base)
-    manager = ModelManager([model_config("entailment", base / "entailment")])
+def entailment_server(entailment_export):
+    """The untrained entailment export of tests/serving/tiny_exports.py, served."""
+    _, path = entailment_export
+    manager = ModelManager([model_config("entailment", os.path.dirname(path))])
     server = ModelServer(manager, port=0, rest_api_port=0, max_message_bytes=MAX_BYTES,
                          rest_api_timeout_s=READ_TIMEOUT_S).start()
     yield server
