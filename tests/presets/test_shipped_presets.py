@@ -71,7 +71,8 @@ def served(tmp_path_factory):
     (root / "exports").mkdir()
     served_names = {}
     for name in PRESETS:
-        # made once per test run, shared with tests/serving/test_partial_inputs.py
+        # made once per test run, shared with tests/serving (test_partial_inputs.py,
+        # test_models_config.py)
         version, served_name = preset_export(tmp_path_factory, name)
         os.symlink(version.parent, root / "exports" / served_name)
         served_names[served_name] = name
