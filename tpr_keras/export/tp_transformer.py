@@ -17,7 +17,7 @@ the rule: :mod:`tpr_keras.data.mathematics.templates`); for an answerer with
 ``claims`` (the modules its preset claims, :mod:`tpr_keras.presets.module_claims`),
 ``claimed`` (``bool[batch]``: whether the question's module is one of them; False for
 ``""``). ``beam`` does the same with beam search. Signature ``coverage`` (with claims
-only): no inputs -> one ``float32`` scalar per claimed module, named after it: its exact
+only): no inputs -> one ``float64`` scalar per claimed module, named after it: its exact
 match % on the fresh generator sample the claim was measured on, and
 ``threshold_percent``, the score a module needed; so ``GetModelMetadata`` lists the
 claimed modules and one ``Predict`` returns their scores (two outputs at least: TF
@@ -161,7 +161,7 @@ class MathServingModule(tf.Module):
         if not names:  # claims nothing: every answer's ``claimed`` is False
             return self.claimed
         self.coverage = tf.function(
-            lambda: {m: tf.constant(score, tf.float32) for m, score in scores.items()},
+            lambda: {m: tf.constant(score, tf.float64) for m, score in scores.items()},
             input_signature=[], autograph=False)
         return self.claimed
 
@@ -186,7 +186,7 @@ def save_math_servable(answerer, path, beam_size=4):
     if claims is not None:
         with_module["claimed"] = "bool[batch]"
     coverage = {} if not claims else {COVERAGE_SIGNATURE_KEY: {
-        "inputs": {}, "outputs": {m: "float32[]" for m in [*sorted(claims), THRESHOLD_OUTPUT]}}}
+        "inputs": {}, "outputs": {m: "float64[]" for m in [*sorted(claims), THRESHOLD_OUTPUT]}}}
     return {"format": "tpr-keras/math-serving/1",
             "model_class": type(answerer.backbone).__name__,
             "routed_modules": list(getattr(answerer.backbone, "expert_modules", [])),
