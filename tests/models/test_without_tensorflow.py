@@ -1,7 +1,11 @@
 """The layers, ops and model classes need no TensorFlow: in a process where ``import
 tensorflow`` fails, on Keras' JAX backend, every family builds and answers, and TPRU runs
 its loop; the recipes' "auto" finds the devices. (The SavedModel exporters and in-graph
-tokenizers, TensorFlow's, are ``tpr_keras.export``; the families name them lazily.)"""
+tokenizers, TensorFlow's, are ``tpr_keras.export``; the families name them lazily.)
+
+Each family answers in one call compiled by ``jax.jit``: eagerly, JAX compiles every op of
+the model on its own, which takes far longer here; the eager forward passes on JAX are the
+``every_backend`` tests'."""
 
 import os
 import pathlib
@@ -19,6 +23,7 @@ WITHOUT_TENSORFLOW = textwrap.dedent("""
     import os, sys
     sys.modules["tensorflow"] = None  # any import of tensorflow now raises ImportError
     os.environ["KERAS_BACKEND"] = "jax"
+    import jax
     import numpy as np
     from keras import ops
     import tpr_keras.layers, tpr_keras.ops  # noqa: F401
@@ -30,13 +35,19 @@ WITHOUT_TENSORFLOW = textwrap.dedent("""
     pair = {"a": rng.integers(1, 40, size=(2, 7)).astype("int32"),
             "b": rng.integers(1, 40, size=(2, 5)).astype("int32")}
     source = rng.integers(4, 40, size=(2, 9)).astype("int32")
+
+    def answer(model, inputs):  # the model builds in its constructor
+        assert model.built and model.weights
+        return jax.jit(lambda x: model(x))(inputs)
+
     shapes = {
-        "TPRRNN": TPRRNN.from_paper_size("single_task", vocabulary_size=20, max_words=6)(babi),
-        "MemN2N": MemN2N(vocabulary_size=20, max_words=6, embedding_dim=8)(babi),
-        "PlainEntailmentModel": PlainEntailmentModel(
-            vocabulary_size=40, units=8, cell="tpru", num_roles=4, seed=0)(pair),
-        "TPTransformer": TPTransformer.from_paper_size("tiny", vocabulary_size=40)(
-            {"source": source, "target_in": source[:, :4]}),
+        "TPRRNN": answer(TPRRNN.from_paper_size("single_task", vocabulary_size=20,
+                                                max_words=6), babi),
+        "MemN2N": answer(MemN2N(vocabulary_size=20, max_words=6, embedding_dim=8), babi),
+        "PlainEntailmentModel": answer(PlainEntailmentModel(
+            vocabulary_size=40, units=8, cell="tpru", num_roles=4, seed=0), pair),
+        "TPTransformer": answer(TPTransformer.from_paper_size("tiny", vocabulary_size=40),
+                                {"source": source, "target_in": source[:, :4]}),
     }
     # The recipes' "auto" reads the devices from JAX, not TensorFlow.
     from tpr_keras.training.recipes.entailment import resolve_recipe
