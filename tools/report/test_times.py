@@ -20,9 +20,11 @@ def markdown(root):
                f"--json {RECORD}`.", ""]
     for half in record["halves"]:
         counts = ", ".join(f"{n:,} {kind}" for kind, n in half["counts"].items())
-        lines += [f"**{half['name']}**: {half['seconds'] / 60:.1f} min ({counts}).", "",
-                  "| folder | tests | minutes | share |", "|---|---:|---:|---:|"]
         total = sum(f["seconds"] for f in half["folders"].values()) or 1.0
+        lines += [f"**{half['name']}**: {half['seconds'] / 60:.1f} min of wall time "
+                  f"({counts}); its tests' own times add up to {total / 60:.1f} min (the "
+                  "workers run test files side by side).", "",
+                  "| folder | tests | test minutes | share |", "|---|---:|---:|---:|"]
         for name, folder in half["folders"].items():
             lines.append(f"| `{name}` | {folder['tests']:,} | {folder['seconds'] / 60:.1f} | "
                          f"{100 * folder['seconds'] / total:.0f} % |")
