@@ -23,13 +23,11 @@ def run_train(args, cwd, **environ):
 
 
 @pytest.mark.slow
-def test_train_evaluate_export_and_resume(tiny_babi, tmp_path):
-    model_dir = tmp_path / "run"
-    args = ["--task", "1", "--data_dir", str(tiny_babi), "--model_dir", str(model_dir),
-            "--epochs", "2", "--batch_size", "16", "--warmup_steps", "5",
-            "--download=false", "--verbose", "0"]
-    done = run_train(args, tmp_path, TF_NUM_INTRAOP_THREADS="1")
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_train_evaluate_and_export(tiny_babi_run):
+    """The shared tiny run (2 epochs, one intra-op thread): its results, its table and its
+    export. Its reruns, the finished one and the one resumed with more epochs, are
+    tests/train/test_cli.py's."""
+    model_dir = tiny_babi_run.model_dir
     results = json.loads((model_dir / "results.json").read_text())
     assert set(results["test_error_percent"]) == {"1"}
     assert 0.0 <= results["test_error_percent"]["1"] <= 100.0
@@ -41,19 +39,13 @@ def test_train_evaluate_export_and_resume(tiny_babi, tmp_path):
     assert results["machine"]["cpus"] == os.cpu_count()
     assert results["machine"]["intra_op_threads"] == 1
     assert f"{os.cpu_count()} cores" in results["machine"]["description"]
-    assert "task | valid error % | test error %" in done.stdout
+    assert "task | valid error % | test error %" in tiny_babi_run.stdout
     # The export loads and answers with a word of the vocabulary.
     model = keras.models.load_model(model_dir / "export" / "model.keras")
     vocab = (model_dir / "export" / "vocab.txt").read_text().splitlines()
     assert vocab[:2] == ["<pad>", "<unk>"] and len(vocab) == model.vocabulary_size
     logits = model({"story": np.ones((1, 3, 6), "int32"), "question": np.ones((1, 6), "int32")})
     assert logits.shape == (1, 17)
-    # Restarting with more epochs resumes from the checkpoint instead of starting over.
-    again = run_train([*args[:6], "--epochs", "3", *args[8:]], tmp_path)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "Resumed from" in again.stdout
-    results = json.loads((model_dir / "results.json").read_text())
-    assert results["steps"] == 3 * 17 and [h["epoch"] for h in results["history"]] == [1, 2, 3]
 
 
 def test_offline_without_data_says_what_to_pass(tmp_path):

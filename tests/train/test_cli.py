@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -83,48 +84,50 @@ def test_usage_error_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_logs_to_a_file_and_rerunning_a_finished_command(tiny_babi, tmp_path):
-    model_dir = tmp_path / "run"
-    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi), "--model_dir",
-            str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false"]
-    # stdout is a pipe here, as when redirected to a file: plain lines, not a bar.
-    first = python([*base, "--epochs", "2"], tmp_path)
-    assert first.returncode == 0, first.stderr[-3000:]
+def test_logs_to_a_file_and_rerunning_a_finished_command(tiny_babi_run, tmp_path):
+    """The shared tiny run, started as from a user's shell with stdout a pipe (as when
+    redirected to a file): plain lines, not a bar. Then, on a copy of it, the same command
+    again, and again with a larger --epochs."""
+    first = tiny_babi_run
     assert "\x08" not in first.stdout and "\x1b[" not in first.stdout
     assert "epoch 1/2:" in first.stdout and "ex/s" in first.stdout
     assert len(first.stdout) < 3000, first.stdout
     # No TensorFlow start-up noise (CUDA probing on a CPU-only machine, at error severity).
     assert not re.search(r"^[EWF]\d{4} |cudart_stub|absl::InitializeLog", first.stderr, re.M), \
         first.stderr
-    results = json.loads((model_dir / "results.json").read_text())
+    results = json.loads((first.model_dir / "results.json").read_text())
     assert results["stopped"] == "epochs" and results["epochs"] == 2
+    model_dir = tmp_path / "run"
+    shutil.copytree(first.model_dir, model_dir)
     versions = sorted(os.listdir(model_dir / "export" / "babi"))
+    args = list(first.args)
+    assert args[args.index("--epochs") + 1] == "2"
+    dirs = ["--data_dir", str(first.data_dir), "--model_dir", str(model_dir)]
 
-    again = python([*base, "--epochs", "2"], tmp_path)
+    again = python(["-m", "train.babi", *args, *dirs], tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Already trained: 2 epochs, test error" in again.stdout
     assert "a larger --epochs" in again.stdout and "Resumed" not in again.stdout
     assert sorted(os.listdir(model_dir / "export" / "babi")) == versions  # no new export
 
-    more = python([*base, "--epochs", "3"], tmp_path)
+    args[args.index("--epochs") + 1] = "3"
+    more = python(["-m", "train.babi", *args, *dirs], tmp_path)
     assert more.returncode == 0, more.stderr[-3000:]
+    # Restarting with more epochs resumes from the checkpoint instead of starting over.
     assert "Resumed from" in more.stdout and "Already trained" not in more.stdout
-    assert json.loads((model_dir / "results.json").read_text())["epochs"] == 3
+    results = json.loads((model_dir / "results.json").read_text())
+    assert results["epochs"] == 3
+    assert results["steps"] == 3 * 17 and [h["epoch"] for h in results["history"]] == [1, 2, 3]
 
 
 @pytest.mark.slow
-def test_a_run_cut_by_the_time_budget_resumes(tiny_babi, tmp_path):
-    model_dir = tmp_path / "run"
-    base = ["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi), "--model_dir",
-            str(model_dir), "--batch_size", "16", "--warmup_steps", "5", "--download=false",
-            "--epochs", "2", "--verbose", "2"]
-    cut = python([*base, "--max_train_minutes", "0.00001"], tmp_path)
-    assert cut.returncode == 0, cut.stderr[-3000:]
-    assert "Time budget" in cut.stdout
-    results = json.loads((model_dir / "results.json").read_text())
+def test_a_run_cut_by_the_time_budget_resumes(tiny_babi_cut_run):
+    """The shared cut run: cut by ``--max_train_minutes``, then the same command without it
+    resumes it to its end."""
+    assert "Time budget" in tiny_babi_cut_run.cut_stdout
+    results = tiny_babi_cut_run.cut_results
     assert results["stopped"] == "time_budget" and results["steps"] < 2 * 17
-    rerun = python(base, tmp_path)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "Resumed from" in rerun.stdout and "Already trained" not in rerun.stdout
-    results = json.loads((model_dir / "results.json").read_text())
+    rerun = tiny_babi_cut_run.stdout
+    assert "Resumed from" in rerun and "Already trained" not in rerun
+    results = json.loads((tiny_babi_cut_run.model_dir / "results.json").read_text())
     assert results["stopped"] == "epochs" and results["steps"] == 2 * 17

@@ -23,17 +23,15 @@ import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN for load_model)
 from tpr_keras.atomic_files import KILL_AT_ENV
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-# 2 epochs of 17 steps; a checkpoint at each epoch's end only, so the second is the last.
-ARGS = ["--task", "1", "--epochs", "2", "--batch_size", "16", "--warmup_steps", "2",
-        "--download=false", "--verbose", "0", "--seed", "1"]
 TIMEOUT = 600
 
 
 @pytest.fixture
-def start(tiny_babi):
-    """``start(model_dir, kill_at=None) -> Popen``: ``python -m train.babi`` on the tiny
-    task (one thread), killed by itself at ``kill_at``; every process still running when
-    the test ends is killed (by its pid)."""
+def start(tiny_babi_run):
+    """``start(model_dir, kill_at=None) -> Popen``: ``python -m train.babi`` with the flags
+    and data of the shared tiny run (2 epochs of 17 steps; a checkpoint at each epoch's end
+    only, so the second is the last; one thread), killed by itself at ``kill_at``; every
+    process still running when the test ends is killed (by its pid)."""
     started = []
 
     def launch(model_dir, kill_at=None):
@@ -42,9 +40,9 @@ def start(tiny_babi):
         if kill_at:
             env[KILL_AT_ENV] = kill_at
         started.append(subprocess.Popen(
-            [sys.executable, "-m", "train.babi", *ARGS, "--data_dir", str(tiny_babi),
-             "--model_dir", str(model_dir)], env=env, cwd=REPO, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True))
+            [sys.executable, "-m", "train.babi", *tiny_babi_run.args, "--verbose", "0",
+             "--data_dir", str(tiny_babi_run.data_dir), "--model_dir", str(model_dir)],
+            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         return started[-1]
 
     yield launch
@@ -87,18 +85,16 @@ def hidden(folder):
 
 @pytest.mark.slow
 def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
-        start, tmp_path):
+        start, tiny_babi_run, tmp_path):
     """One run killed at three points in turn and rerun each time; beside it (a second
-    lane, one thread each, for the time) the unbroken run, then a copy of it that lost its
-    SavedModel and then its model.keras, rerun each time."""
-    run, unbroken, repaired = tmp_path / "run", tmp_path / "unbroken", tmp_path / "repaired"
-    reference = start(unbroken)
+    lane, one thread each, for the time) a copy of the unbroken run (the shared one) that
+    lost its SavedModel and then its model.keras, rerun each time."""
+    run, unbroken, repaired = tmp_path / "run", tiny_babi_run.model_dir, tmp_path / "repaired"
     # Mid-checkpoint: the last checkpoint is written but not yet in place.
     wait(start(run, kill_at="mid-checkpoint:2"), -9)
     assert 'model_checkpoint_path: "ckpt-17"' in (run / "checkpoints" / "checkpoint").read_text()
     assert [n.split("-tmp-")[0] for n in hidden(run / "checkpoints")] == [".ckpt-34"]
     assert not (run / "results.json").exists() and not (run / "export").exists()
-    wait(reference)
     arrays = saved_arrays(served_version(unbroken))
     lose_export(unbroken, repaired)
 

@@ -14,40 +14,42 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["tp_transformer", "transformer"])
-def test_train_math_results_and_export(tiny_math, tmp_path, model):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-    # The Transformer run leaves --size at its default, auto: tiny on this CPU.
-    # (one module: its weight draws the plain balanced pass; the flag is recorded)
-    preset = (["--size", "tiny", "--module_weights", "numbers__place_value=2",
-               "--curve_questions", "16"] if model == "tp_transformer" else [])
-    done = subprocess.run(
-        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model", model,
-         *preset, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
-         "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
-        env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text())
+def test_train_math_results_and_export(tiny_math, tmp_path, model, request):
+    if model == "tp_transformer":  # the shared run: --size tiny, module weights, a curve
+        run = request.getfixturevalue("tiny_math_run")
+        stdout, model_dir, data_dir = run.stdout, run.model_dir, run.data_dir
+    else:  # --size left at its default, auto: tiny on this CPU
+        env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+                   CUDA_VISIBLE_DEVICES="")
+        done = subprocess.run(
+            [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model",
+             model, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
+             "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
+            env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        stdout, model_dir, data_dir = done.stdout, tmp_path, tiny_math
+    results = json.loads((model_dir / "results.json").read_text())
     assert list(results["interpolate_accuracy_percent"]) == ["numbers__place_value"]
     assert list(results["extrapolate_accuracy_percent"]) == ["numbers__place_value_big"]
     # 16 interpolate questions: accuracy is a multiple of 6.25 %.
     assert results["interpolate_accuracy_percent"]["numbers__place_value"] % 6.25 == 0
     assert results["steps"] == 6
     assert results["summary"]["interpolate"]["modules"] == 1
-    assert (tmp_path / "export" / "math" / "1" / "saved_model.pb").exists()
-    assert "interpolate |       1 |" in done.stdout
+    assert (model_dir / "export" / "math" / "1" / "saved_model.pb").exists()
+    assert "interpolate |       1 |" in stdout
     # Flags override the recipe; the rest of it (β2, clip) comes from the tiny preset.
     config = results["config"]
     assert (config["preset"], config["batch_size"], config["learning_rate"]) == ("tiny", 32, 3e-3)
     assert (config["steps"], config["beta_2"], config["clip_norm"]) == (6, 0.995, 0.1)
     if model == "transformer":
         assert config["preset_flag"] == "auto"
-        assert "Size auto -> tiny (no GPU" in done.stdout
+        assert "Size auto -> tiny (no GPU" in stdout
     else:
-        assert "Size tiny: Adam lr 0.003" in done.stdout
+        assert "Size tiny: Adam lr 0.003" in stdout
+        # (one module: its weight draws the plain balanced pass; the flag is recorded)
         assert config["module_weights"] == "numbers__place_value=2"
         assert_curve_matches_the_final_score(results)
-        assert_the_kept_epoch_was_chosen_on_held_out_questions(results, tmp_path, tiny_math)
+        assert_the_kept_epoch_was_chosen_on_held_out_questions(results, model_dir, data_dir)
 
 
 def kept_epoch(history):
@@ -134,10 +136,12 @@ def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, t
 
 
 @pytest.mark.slow
-def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(tiny_math, tmp_path):
+def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(
+        tiny_math_run, tmp_path, command_in_process):
     """``--init_from`` a preset, then ``train.save_preset``: the new preset's metadata names
     the parent's weights (SHA-256), its training command and commit, and the commit at
-    which the name meant that parent."""
+    which the name meant that parent. The parent is the shared tiny run; save_preset runs
+    in this process."""
     from tpr_keras.presets.preset_files import sha256_file
 
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
@@ -148,15 +152,19 @@ def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(tiny_m
                               text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
 
-    common = ["--data_dir", str(tiny_math), "--model", "tp_transformer", "--size", "tiny",
+    data_dir = tiny_math_run.data_dir
+    common = ["--data_dir", str(data_dir), "--model", "tp_transformer", "--size", "tiny",
               "--batch_size", "32", "--download=false", "--verbose", "0"]
     metadata = {}
-    for name, extra in [("a", []), ("b", ["--init_from", str(tmp_path / "preset-a")])]:
-        python("train.math", *common, "--steps", "3", *extra,
-               "--model_dir", str(tmp_path / f"run-{name}"))
-        python("train.save_preset", "--model_dir", str(tmp_path / f"run-{name}"), "--output",
-               str(tmp_path / f"preset-{name}"), "--data_dir", str(tiny_math), "--sample", "4",
-               "--allow_dirty", "--results_json", f"results/math/{name}/results.json")
+    for name, model_dir in [("a", tiny_math_run.model_dir), ("b", tmp_path / "run-b")]:
+        if name == "b":
+            python("train.math", *common, "--steps", "3", "--init_from",
+                   str(tmp_path / "preset-a"), "--model_dir", str(model_dir))
+        saved = command_in_process("train.save_preset", [
+            "--model_dir", model_dir, "--output", tmp_path / f"preset-{name}", "--data_dir",
+            data_dir, "--sample", "4", "--allow_dirty", "--results_json",
+            f"results/math/{name}/results.json"])
+        assert saved.returncode == 0, saved.stdout[-2000:] + saved.stderr[-3000:]
         metadata[name] = json.loads((tmp_path / f"preset-{name}" / "metadata.json").read_text())
     a, b = metadata["a"]["training"], metadata["b"]["training"]
     assert "parent" not in a and "--init_from" in b["command"]

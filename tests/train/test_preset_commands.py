@@ -1,10 +1,13 @@
 """A run becomes a preset (train.save_preset), is re-checked (train.evaluate) and served
-(train.export), end to end on a tiny bAbI task; and the commands' errors on bad presets."""
+(train.export), end to end on a tiny bAbI task; and the commands' errors on bad presets.
+The commands run in this process (``command_in_process``: their own ``cli.run``), but the
+export, whose test reads its process's logging."""
 
 import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -22,29 +25,33 @@ def python(args, cwd):
 
 
 @pytest.fixture(scope="module")
-def tiny_preset(tiny_babi, tmp_path_factory):
-    """A 2-epoch task-1 run on tiny data, saved as a preset. It drops ``. ? !`` from the
-    text (``--keep_sentence_ends=false``, MemN2N joint_paper's reading), so that the preset,
+def tiny_babi(tiny_babi_cut_run):
+    """The tiny task-1 folder the preset's run trained on."""
+    return tiny_babi_cut_run.data_dir
+
+
+@pytest.fixture(scope="module")
+def tiny_preset(tiny_babi_cut_run, tiny_babi, tmp_path_factory, command_in_process):
+    """A 2-epoch task-1 run on tiny data (the shared run that its time budget cut and a
+    rerun finished), saved as a preset. It drops ``. ? !`` from the text
+    (``--keep_sentence_ends=false``, MemN2N joint_paper's reading), so that the preset,
     its re-check and its export are seen to read text as the run did; the shipped presets
     check the default reading."""
     work = tmp_path_factory.mktemp("preset")
-    run = python(["-m", "train.babi", "--task", "1", "--data_dir", str(tiny_babi),
-                  "--model_dir", str(work / "run"), "--batch_size", "16", "--epochs", "2",
-                  "--warmup_steps", "5", "--keep_sentence_ends=false", "--download=false",
-                  "--verbose", "0"], work)
-    assert run.returncode == 0, run.stderr[-3000:]
+    shutil.copytree(tiny_babi_cut_run.model_dir, work / "run")
     results = json.loads((work / "run" / "results.json").read_text())
     assert results["command"].startswith("python -m train.babi --task 1 ")
-    saved = python(["-m", "train.save_preset", "--model_dir", str(work / "run"), "--output",
-                    str(work / "preset"), "--data_dir", str(tiny_babi), "--sample", "7",
-                    "--description", "tiny test run", "--allow_dirty"], work)
+    saved = command_in_process("train.save_preset", [
+        "--model_dir", work / "run", "--output", work / "preset", "--data_dir", tiny_babi,
+        "--sample", "7", "--description", "tiny test run", "--allow_dirty"])
     assert saved.returncode == 0, saved.stderr[-3000:]
     assert "Recomputed the run's table (1 number(s)): all within 0.05 points." in saved.stdout
     return work, results
 
 
 @pytest.mark.slow
-def test_a_run_from_a_dirty_tree_is_refused_as_a_preset(tiny_preset, tiny_babi, tmp_path):
+def test_a_run_from_a_dirty_tree_is_refused_as_a_preset(tiny_preset, tiny_babi, tmp_path,
+                                                        command_in_process):
     work, results = tiny_preset
     run = tmp_path / "run"
     (run / "export").mkdir(parents=True)
@@ -52,8 +59,8 @@ def test_a_run_from_a_dirty_tree_is_refused_as_a_preset(tiny_preset, tiny_babi, 
         (run / "export" / name).write_bytes((work / "run" / "export" / name).read_bytes())
     (run / "results.json").write_text(json.dumps(
         dict(results, source={"commit": "0123456789" * 4, "dirty": True})))
-    saved = python(["-m", "train.save_preset", "--model_dir", str(run), "--output",
-                    str(tmp_path / "preset"), "--data_dir", str(tiny_babi)], tmp_path)
+    saved = command_in_process("train.save_preset", [
+        "--model_dir", run, "--output", tmp_path / "preset", "--data_dir", tiny_babi])
     assert saved.returncode != 0
     assert "uncommitted changes (commit 0123456, dirty)" in saved.stderr
     assert not (tmp_path / "preset").exists()
@@ -93,12 +100,13 @@ def test_preset_records_the_run_and_its_tables(tiny_preset, tiny_babi):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", [False, True])
-def test_evaluate_reproduces_the_recorded_table(tiny_preset, tiny_babi, sample):
+def test_evaluate_reproduces_the_recorded_table(tiny_preset, tiny_babi, sample,
+                                                command_in_process):
     work, _ = tiny_preset
     out = work / f"evaluate-{sample}.json"
-    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
-                   str(tiny_babi), "--download=false", "--json", str(out)]
-                  + (["--sample"] if sample else []), work)
+    done = command_in_process("train.evaluate", [
+        "--preset", work / "preset", "--data_dir", tiny_babi, "--download=false", "--json",
+        out] + (["--sample"] if sample else []))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "All 3 numbers agree with the recorded table within 0.05 points." in done.stdout
     report = json.loads(out.read_text())
@@ -107,7 +115,8 @@ def test_evaluate_reproduces_the_recorded_table(tiny_preset, tiny_babi, sample):
 
 
 @pytest.mark.slow
-def test_evaluate_fails_when_a_number_moves(tiny_preset, tiny_babi, tmp_path):
+def test_evaluate_fails_when_a_number_moves(tiny_preset, tiny_babi, tmp_path,
+                                            command_in_process):
     work, _ = tiny_preset
     # The same weights, but a recorded table that says something else: exit 1, row named.
     copy = tmp_path / "preset"
@@ -115,35 +124,36 @@ def test_evaluate_fails_when_a_number_moves(tiny_preset, tiny_babi, tmp_path):
     meta = json.loads((copy / "metadata.json").read_text())
     meta["evaluation"]["table"]["test_error_percent"]["1"] += 0.5
     (copy / "metadata.json").write_text(json.dumps(meta))
-    done = python(["-m", "train.evaluate", "--preset", str(copy), "--data_dir",
-                   str(tiny_babi), "--download=false"], work)
+    done = command_in_process("train.evaluate", [
+        "--preset", copy, "--data_dir", tiny_babi, "--download=false"])
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "task 1 test error %" in done.stdout and "<- differs by more than 0.05" in done.stdout
 
 
 @pytest.mark.slow
 def test_evaluate_warns_when_the_test_files_are_not_the_recorded_ones(tiny_preset, tiny_babi,
-                                                                     tmp_path):
+                                                                     tmp_path,
+                                                                     command_in_process):
     work, _ = tiny_preset
     data = tmp_path / "babi"
     subprocess.run(["cp", "-r", str(tiny_babi), str(data)], check=True)
     test_file = data / "en-10k" / "qa1_single-supporting-fact_test.txt"
     lines = test_file.read_text().splitlines(keepends=True)
     test_file.write_text("".join(lines[:-9]))  # the last story's three questions are gone
-    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
-                   str(data), "--download=false"], work)
+    done = command_in_process("train.evaluate", [
+        "--preset", work / "preset", "--data_dir", data, "--download=false"])
     assert "warning: 1 data file(s) under" in done.stdout
     assert "qa1_single-supporting-fact_test.txt" in done.stdout
 
 
 @pytest.mark.slow
-def test_evaluate_names_a_missing_test_file(tiny_preset, tmp_path):
+def test_evaluate_names_a_missing_test_file(tiny_preset, tmp_path, command_in_process):
     work, _ = tiny_preset
     empty = tmp_path / "en-10k"
     empty.mkdir()
     (empty / "qa1_single-supporting-fact_train.txt").write_text("")
-    done = python(["-m", "train.evaluate", "--preset", str(work / "preset"), "--data_dir",
-                   str(tmp_path), "--download=false"], work)
+    done = command_in_process("train.evaluate", [
+        "--preset", work / "preset", "--data_dir", tmp_path, "--download=false"])
     assert done.returncode == 1
     assert "qa1_*_test.txt" in done.stderr and "Traceback" not in done.stderr
 
@@ -175,26 +185,27 @@ def test_export_writes_the_tf_serving_layout(tiny_preset, tmp_path):
     assert loud.returncode == 0 and info.search(loud.stderr)
 
 
-def test_bad_presets_are_one_error_and_write_nothing(tmp_path):
-    unknown = python(["-m", "train.export", "--preset", "nope", "--export_dir",
-                      str(tmp_path / "exports")], tmp_path)
+def test_bad_presets_are_one_error_and_write_nothing(tmp_path, command_in_process):
+    unknown = command_in_process("train.export", [
+        "--preset", "nope", "--export_dir", tmp_path / "exports"])
     assert unknown.returncode == 1
     assert "Unknown preset 'nope'. Trained presets:" in unknown.stderr
     assert not (tmp_path / "exports").exists()
-    missing = python(["-m", "train.evaluate"], tmp_path)
+    missing = command_in_process("train.evaluate", [])
     assert missing.returncode == 2 and "--preset is required" in missing.stderr
 
 
 @pytest.mark.slow
-def test_a_damaged_preset_is_refused_by_both_commands(tiny_preset, tiny_babi, tmp_path):
+def test_a_damaged_preset_is_refused_by_both_commands(tiny_preset, tiny_babi, tmp_path,
+                                                       command_in_process):
     work, _ = tiny_preset
     copy = tmp_path / "preset"
     subprocess.run(["cp", "-r", str(work / "preset"), str(copy)], check=True)
     weights = copy / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:1000])
-    for args in (["-m", "train.evaluate", "--data_dir", str(tiny_babi)],
-                 ["-m", "train.export", "--export_dir", str(tmp_path / "exports")]):
-        done = python([*args, "--preset", str(copy)], tmp_path)
+    for module, args in (("train.evaluate", ["--data_dir", tiny_babi]),
+                         ("train.export", ["--export_dir", tmp_path / "exports"])):
+        done = command_in_process(module, [*args, "--preset", copy])
         assert done.returncode == 1
         assert f"{weights}: SHA-256" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "exports").exists()

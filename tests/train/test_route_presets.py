@@ -42,7 +42,7 @@ def write_preset(path, seed, vocab, modules):
 
 
 @pytest.mark.slow
-def test_two_presets_become_one_routed_preset(tiny_math, tmp_path):
+def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_process):
     from tpr_keras.models import MathAnswerer, TaskModel
     from tpr_keras.presets import load_preset
     from tpr_keras import evaluation
@@ -83,8 +83,11 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path):
     assert sorted(meta["files"]) == ["assets/modules.json", "assets/vocab.txt", "config.json",
                                      "model.weights.h5"]
     # An expert for a module the default does not serve, or was not trained on, is refused.
-    done = route("--expert", f"comparison__pair={tmp_path / 'expert'}",
-                 "--output", str(tmp_path / "other"))
+    # (in this process: the command line it records is the first call's)
+    done = command_in_process("train.route_presets", [
+        "--default", tmp_path / "default", "--data_dir", tiny_math, "--sample", "4",
+        "--allow_dirty", "--expert", f"comparison__pair={tmp_path / 'expert'}", "--output",
+        tmp_path / "other"])
     assert done.returncode != 0 and "not a module of default" in done.stderr
     assert not (tmp_path / "other").exists()
     json.loads((tmp_path / "routed" / "metadata.json").read_text())

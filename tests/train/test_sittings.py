@@ -3,7 +3,6 @@ its state into a folder meant to be committed, and a fresh clone resumes from it
 
 import json
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
@@ -13,7 +12,6 @@ import pytest
 
 from train import sittings
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def fake_run(model_dir, step, history=("epoch 1",)):
@@ -126,18 +124,13 @@ def test_data_fingerprint_names_files_from_their_common_folder(tmp_path):
     assert fingerprint["train-easy/m.txt"] != fingerprint["train-hard/m.txt"]
 
 
-def train_math(data_dir, model_dir, steps, sitting_dir=None):
-    """A tiny deterministic ``train.math`` run (a checkpoint every 2 steps)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-    extra = ["--sitting_dir", str(sitting_dir)] if sitting_dir else []
+def train_math(run, model_dir, steps, sitting_dir):
+    """A sitting of ``train.math`` with the flags of the shared run ``run``
+    (:func:`tiny_math_run`: deterministic, a checkpoint every 2 steps)."""
     done = subprocess.run(
-        [sys.executable, "-m", "train.math", "--data_dir", str(data_dir), "--size", "tiny",
-         "--steps", str(steps), "--epochs", "100", "--batch_size", "32",
-         "--checkpoint_every_steps", "2", "--steps_per_execution", "1", "--deterministic",
-         "--validation_questions", "4", "--model_dir", str(model_dir), "--download=false",
-         "--verbose", "0", *extra],
-        env=env, capture_output=True, text=True, timeout=600)
+        [sys.executable, "-m", "train.math", *run.args, "--steps", str(steps), "--data_dir",
+         str(run.data_dir), "--model_dir", str(model_dir), "--sitting_dir", str(sitting_dir)],
+        env=run.env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -154,21 +147,20 @@ def checkpoint_arrays(model_dir):
 
 
 @pytest.mark.slow
-def test_a_fresh_clone_resumes_a_committed_sitting_exactly(tiny_math, tmp_path):
+def test_a_fresh_clone_resumes_a_committed_sitting_exactly(tiny_math_run, tmp_path):
     """Sitting 1 stops mid-epoch (3 steps of 32 from 114 questions); only its sitting
     folder travels to a new place (a fresh clone: no model_dir, no data position kept
     anywhere else); sitting 2 trains to step 6 there, and its weights, Adam slots and
-    counters equal those of one unbroken 6-step run, bit for bit."""
-    train_math(tiny_math, tmp_path / "unbroken", 6)
-    out = train_math(tiny_math, tmp_path / "machine1" / "run", 3,
+    counters equal those of one unbroken 6-step run (the shared one), bit for bit."""
+    out = train_math(tiny_math_run, tmp_path / "machine1" / "run", 3,
                      tmp_path / "machine1" / "sitting")
     assert "Sitting 1 packed into" in out
     shutil.copytree(tmp_path / "machine1" / "sitting", tmp_path / "machine2" / "sitting")
     shutil.rmtree(tmp_path / "machine1")
-    out = train_math(tiny_math, tmp_path / "machine2" / "run", 6,
+    out = train_math(tiny_math_run, tmp_path / "machine2" / "run", 6,
                      tmp_path / "machine2" / "sitting")
     assert "Sitting 2 of the run" in out and "resuming at step 3" in out
-    unbroken = checkpoint_arrays(tmp_path / "unbroken")
+    unbroken = checkpoint_arrays(tiny_math_run.model_dir)
     resumed = checkpoint_arrays(tmp_path / "machine2" / "run")
     assert sorted(unbroken) == sorted(resumed)
     assert any("optimizer_variables" in name for name in unbroken)
