@@ -1,10 +1,12 @@
 """Fixtures shared by the entry-point tests.
 
-A tiny bAbI run and a tiny math run (:func:`tiny_babi_run`, :func:`tiny_math_run`) are
-trained once per test session and read by the tests of several files: each training
+Three tiny runs (:func:`tiny_babi_run`, :func:`tiny_babi_cut_run`, :func:`tiny_math_run`)
+are trained once per test session and read by the tests of several files: each training
 process costs its TensorFlow start, the training step's tracing and a SavedModel export,
 so the tests that only read, serve, copy or continue a run share one. A test that changes
-a run copies its folder first (``shutil.copytree``).
+a run copies its folder first (``shutil.copytree``). The commands that train nothing run
+in the test process (:func:`command_in_process`) where their own process is not what a
+test looks at.
 """
 
 import contextlib
@@ -25,14 +27,18 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+def write_babi_data(root, babi_task1_writer):
+    """A bAbI folder with a 100-story task-1 training file and a 20-story test file."""
+    (root / "en-10k").mkdir(parents=True)
+    babi_task1_writer(root / "en-10k" / "qa1_single-supporting-fact_train.txt", 100, 0)
+    babi_task1_writer(root / "en-10k" / "qa1_single-supporting-fact_test.txt", 20, 1)
+    return root
+
+
 @pytest.fixture(scope="module")
 def tiny_babi(tmp_path_factory, babi_task1_writer):
     """A bAbI folder with a 100-story task-1 training file and a 20-story test file."""
-    root = tmp_path_factory.mktemp("babi") / "en-10k"
-    root.mkdir()
-    babi_task1_writer(root / "qa1_single-supporting-fact_train.txt", 100, 0)
-    babi_task1_writer(root / "qa1_single-supporting-fact_test.txt", 20, 1)
-    return root.parent
+    return write_babi_data(tmp_path_factory.mktemp("babi"), babi_task1_writer)
 
 
 def write_module(path, n, seed, digits):
@@ -136,6 +142,7 @@ def recorded_run(folder, args, env):
 
 
 def keep_output(folder, done):
+    """Keeps the output of the command that made a shared run (:func:`recorded_run`)."""
     (folder / "stdout.txt").write_text(done.stdout)
     (folder / "stderr.txt").write_text(done.stderr)
 
@@ -166,13 +173,10 @@ def tiny_babi_run(tmp_path_factory, babi_task1_writer):
     env = quiet_by_default_env(TF_NUM_INTRAOP_THREADS="1")
 
     def build(folder):
-        data = folder / "babi" / "en-10k"
-        data.mkdir(parents=True)
-        babi_task1_writer(data / "qa1_single-supporting-fact_train.txt", 100, 0)
-        babi_task1_writer(data / "qa1_single-supporting-fact_test.txt", 20, 1)
+        data = write_babi_data(folder / "babi", babi_task1_writer)
         keep_output(folder, run_command(
-            ["train.babi", *BABI_RUN_ARGS, "--data_dir", data.parent, "--model_dir",
-             folder / "run"], folder, env))
+            ["train.babi", *BABI_RUN_ARGS, "--data_dir", data, "--model_dir", folder / "run"],
+            folder, env))
 
     folder = shared_folder(tmp_path_factory, "babi-run", build)
     return types.SimpleNamespace(**vars(recorded_run(folder, BABI_RUN_ARGS, env)),
@@ -222,11 +226,8 @@ def tiny_babi_cut_run(tmp_path_factory, babi_task1_writer):
     env = quiet_by_default_env()
 
     def build(folder):
-        data = folder / "babi" / "en-10k"
-        data.mkdir(parents=True)
-        babi_task1_writer(data / "qa1_single-supporting-fact_train.txt", 100, 0)
-        babi_task1_writer(data / "qa1_single-supporting-fact_test.txt", 20, 1)
-        command = ["train.babi", *CUT_RUN_ARGS, "--data_dir", data.parent, "--model_dir",
+        data = write_babi_data(folder / "babi", babi_task1_writer)
+        command = ["train.babi", *CUT_RUN_ARGS, "--data_dir", data, "--model_dir",
                    folder / "run"]
         cut = run_command([*command, "--max_train_minutes", "0.00001"], folder, env)
         (folder / "cut-stdout.txt").write_text(cut.stdout)
