@@ -10,7 +10,6 @@ test looks at.
 """
 
 import contextlib
-import fcntl
 import importlib
 import io
 import json
@@ -23,6 +22,8 @@ import types
 
 import numpy as np
 import pytest
+
+from tests.once_per_run import once_per_run
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -106,23 +107,12 @@ def command_in_process():
 
 
 def shared_folder(tmp_path_factory, name, build):
-    """A folder made once per test session by ``build(folder)``: under pytest-xdist, once
-    across the workers (the first to ask builds it under a file lock, the others wait
-    for it; a build that failed is tried again by the next)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        folder = tmp_path_factory.mktemp(name)
-        build(folder)
-        return folder
-    root = tmp_path_factory.getbasetemp().parent / "shared-runs"  # this session's, all workers
-    root.mkdir(exist_ok=True)
-    folder, done = root / name, root / f"{name}.done"
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir()
-            build(folder)
-            done.touch()
+    """A folder made once per test run by ``build(folder)``, across the xdist workers
+    (:func:`tests.once_per_run.once_per_run`)."""
+    def make(folder):
+        build(folder)  # the runs' results are files in the folder: nothing to return
+
+    folder, _ = once_per_run(tmp_path_factory, name, make)
     return folder
 
 
