@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 
-if __name__ == "__main__":  # --help before TensorFlow loads
-    from serving.model_server.flags import exit_on_help
+if __name__ == "__main__":  # --help and a bad command line end before TensorFlow loads
+    from serving.model_server.flags import exit_before_tensorflow
 
-    exit_on_help(sys.argv[1:])
+    exit_before_tensorflow(sys.argv[1:])
 
 from serving.core.batching import Batcher, BatchingParameters
 from serving.core.manager import ModelManager

@@ -2,9 +2,9 @@
 
 import sys
 
-from serving.model_server.flags import exit_on_help
+from serving.model_server.flags import exit_before_tensorflow
 
-exit_on_help(sys.argv[1:])  # before TensorFlow loads
+exit_before_tensorflow(sys.argv[1:])  # --help, bad flags: before TensorFlow loads
 
 from serving.model_server.main import main  # noqa: E402
 

@@ -241,12 +241,14 @@ def parse_args(argv: Sequence[str] | None) -> types.SimpleNamespace:
     return args
 
 
-def exit_on_help(argv: Sequence[str]) -> None:
-    """Prints ``--help`` and exits 0 when ``argv`` asks for it: before anything imports
-    TensorFlow, so that it takes a fraction of a second."""
+def exit_before_tensorflow(argv: Sequence[str]) -> None:
+    """Prints ``--help`` and exits 0 when ``argv`` asks for it, and ends a bad command line
+    with its one-line error and exit status 2 (:func:`parse_args`): before anything imports
+    TensorFlow, so that either takes a fraction of a second."""
     argv = list(argv)
     if any(arg in _HELP for arg in (argv[:argv.index("--")] if "--" in argv else argv)):
         server_command().parse(["--help"])
+    parse_args(argv)
 
 
 def ignored_flags(args: types.SimpleNamespace) -> list[str]:
