@@ -296,7 +296,11 @@ def test_causal_and_padding_masks_together():
     valid = ids > 0
     expected = attention(x, x, attention_mask=np.tril(np.ones((5, 5), bool))[None]
                          & valid[:, :, None] & valid[:, None, :])
-    np.testing.assert_array_equal(testing.numpy(hidden(ids)), testing.numpy(expected))
+    # The same products through the model's masks and through one explicit mask: equal up
+    # to float32 rounding (JAX's CPU kernels may round a sum differently for another buffer).
+    expected = testing.numpy(expected)
+    np.testing.assert_allclose(testing.numpy(hidden(ids)), expected, rtol=0,
+                               atol=tolerance(8, 5, 8, 8, scale=np.abs(expected).max()))
     _, weights = attention(x, x, query_mask=valid, value_mask=valid, use_causal_mask=True,
                            return_attention_scores=True)
     weights = testing.numpy(weights)[0]
