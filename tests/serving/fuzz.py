@@ -81,6 +81,27 @@ class Case:
 
 
 @dataclasses.dataclass
+class CaseMaker:
+    """What every family of a transport's cases builds on: the category, its random source,
+    the target, the story pool and the case's pairs (``fuzz_grpc``, ``fuzz_rest``)."""
+
+    category: str
+    rng: random.Random
+    t: Target
+    pool: list
+    pairs: list
+
+    def first_case(self, families) -> Case:
+        """The case of the first family (``family(self) -> Case | None``) that makes one of
+        :attr:`category`."""
+        for family in families:
+            case = family(self)
+            if case is not None:
+                return case
+        raise AssertionError(self.category)
+
+
+@dataclasses.dataclass
 class Result:
     category: str
     transport: str

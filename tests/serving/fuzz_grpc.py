@@ -5,7 +5,6 @@ the status TF Serving gives for it. Used by :func:`tests.serving.fuzz.make_case`
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from tensorflow.core.framework import tensor_pb2, types_pb2
@@ -19,6 +18,7 @@ from tensorflow_serving.apis import (
 from tests.serving.fuzz import (
     OK,
     Case,
+    CaseMaker,
     G,
     Target,
     _answers,
@@ -34,25 +34,13 @@ PARSED_ANYHOW = frozenset({OK, G.INVALID_ARGUMENT.name, G.NOT_FOUND.name,
 
 def grpc_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case:
     """The case of a gRPC ``category`` (``pairs``: its stories and questions, from ``pool``)."""
-    cases = _Cases(category, rng, t, pool, pairs)
-    for family in (_valid_and_odd_bytes, _malformed_tensors, _malformed_fields, _unknown_names,
-                   _other_calls):
-        case = family(cases)
-        if case is not None:
-            return case
-    raise AssertionError(category)
+    return _Cases(category, rng, t, pool, pairs).first_case(
+        (_valid_and_odd_bytes, _malformed_tensors, _malformed_fields, _unknown_names,
+         _other_calls))
 
 
-@dataclasses.dataclass
-class _Cases:
-    """What every family of cases builds on: the category, its random source, the target,
-    the story pool and the case's pairs."""
-
-    category: str
-    rng: random.Random
-    t: Target
-    pool: list
-    pairs: list
+class _Cases(CaseMaker):
+    """:class:`~tests.serving.fuzz.CaseMaker` with this transport's request helpers."""
 
     def pr(self, **kw) -> predict_pb2.PredictRequest:
         """A valid Predict request of :attr:`pairs` (to be spoiled)."""

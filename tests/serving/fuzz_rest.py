@@ -7,11 +7,10 @@ Used by :func:`tests.serving.fuzz.make_case`."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import random
 
-from tests.serving.fuzz import Case, Target, http_post, http_raw
+from tests.serving.fuzz import Case, CaseMaker, Target, http_post, http_raw
 
 
 BAD = frozenset({"http:400"})
@@ -19,24 +18,12 @@ BAD = frozenset({"http:400"})
 
 def rest_case(category: str, rng: random.Random, t: Target, pool, pairs) -> Case:
     """The case of a REST ``category`` (``pairs``: its stories and questions, from ``pool``)."""
-    cases = _Cases(category, rng, t, pool, pairs)
-    for family in (_valid_and_bad_json, _bad_values, _paths_and_headers, _raw_requests):
-        case = family(cases)
-        if case is not None:
-            return case
-    raise AssertionError(category)
+    return _Cases(category, rng, t, pool, pairs).first_case(
+        (_valid_and_bad_json, _bad_values, _paths_and_headers, _raw_requests))
 
 
-@dataclasses.dataclass
-class _Cases:
-    """What every family of cases builds on: the category, its random source, the target,
-    the story pool and the case's pairs."""
-
-    category: str
-    rng: random.Random
-    t: Target
-    pool: list
-    pairs: list
+class _Cases(CaseMaker):
+    """:class:`~tests.serving.fuzz.CaseMaker` with this transport's request helpers."""
 
     @property
     def path(self) -> str:
