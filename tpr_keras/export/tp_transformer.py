@@ -21,7 +21,8 @@ only): no inputs -> one ``float64`` scalar per claimed module, named after it: i
 match % on the fresh generator sample the claim was measured on, and
 ``threshold_percent``, the score a module needed; so ``GetModelMetadata`` lists the
 claimed modules and one ``Predict`` returns their scores (two outputs at least: TF
-Serving's REST API names the outputs of a signature only when there are several). A routed backbone (``RoutedTPTransformer``) answers each question by its module's
+Serving's REST API names the outputs of a signature only when there are several).
+A routed backbone (``RoutedTPTransformer``) answers each question by its module's
 decoder: the batch is partitioned by route, each part decoded by its decoder, and the
 answers stitched back in order. Characters are encoded and decoded in the graph
 (:class:`MathTokenizer`, the ids of ``CharVocabulary.encode_question``): unknown
@@ -157,9 +158,9 @@ class MathServingModule(tf.Module):
         self.claimed = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
             tf.constant(names or [""], tf.string),
             tf.constant([True] * len(names) or [False], tf.bool)), default_value=False)
-        scores = {m: float(claims[m]) for m in names} | {THRESHOLD_OUTPUT: float(threshold)}
-        if not names:  # claims nothing: every answer's ``claimed`` is False
+        if not names:  # claims nothing: every answer's ``claimed`` is False, no coverage
             return self.claimed
+        scores = {m: float(claims[m]) for m in names} | {THRESHOLD_OUTPUT: float(threshold)}
         self.coverage = tf.function(
             lambda: {m: tf.constant(score, tf.float64) for m, score in scores.items()},
             input_signature=[], autograph=False)
