@@ -99,7 +99,7 @@ def setup_jax(args, global_batch):
     """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
 
     ``--strategy`` picks a ``tf.distribute`` strategy, which does not exist on JAX: any
-    value but ``auto`` is a usage error that says so. The is always compiled (``--jit_compile`` changes nothing).
+    value but ``auto`` is a usage error that says so. The step is always compiled (``--jit_compile`` changes nothing).
     """
     if args.strategy != "auto":
         raise UsageError(

@@ -108,3 +108,42 @@ def test_init_from_a_routed_preset_is_refused_by_name(tmp_path):
                           metadata={"task": "math"})
     with pytest.raises(ValueError, match="RoutedTPTransformer preset; .*training.parts"):
         load_initial_weights(tiny(vocab), str(tmp_path / "routed"))
+
+
+def test_length_groups_split_the_training_steps_model_call(monkeypatch):
+    """``--length_groups N``: the step's loss calls the model on N length-sorted parts of
+    the batch, each cut to its own longest question and answer (the loss and gradient
+    equal the whole batch's: tests/training/test_length_groups.py); refused on JAX."""
+    import keras
+    import train.math
+    from train import backend
+    from train.errors import UsageError
+
+    def task(*argv):
+        task = MathTask(train.math.command().parse(["--size", "tiny", *argv]))
+        task.resolve_recipe()
+        return task
+
+    calls = []
+
+    def model(features, training):  # logits of the right shape; records what it was given
+        calls.append({k: tuple(v.shape) for k, v in features.items()})
+        return keras.ops.zeros(tuple(features["target_in"].shape) + (5,))
+
+    source = np.zeros((6, 9), "int32")
+    target = np.zeros((6, 4), "int32")
+    for row, (question, answer) in enumerate([(9, 4), (2, 1), (3, 2), (8, 3), (1, 1), (4, 2)]):
+        source[row, :question], target[row, :answer] = 4, 4
+    features, labels = {"source": source, "target_in": target}, {"target_out": target}
+    out = task("--length_groups", "3").compute_fn(False)(model, features, labels, True)
+    assert calls == [{"source": (2, 2), "target_in": (2, 1)},
+                             {"source": (2, 4), "target_in": (2, 2)},
+                             {"source": (2, 9), "target_in": (2, 4)}]
+    assert tuple(out["loss"].shape) == (6,)
+    calls.clear()
+    task().compute_fn(False)(model, features, labels, True)
+    assert calls == [{"source": (6, 9), "target_in": (6, 4)}]
+    monkeypatch.setattr(backend, "keras_backend", lambda: "jax")
+    with pytest.raises(UsageError, match="--length_groups 2 needs TensorFlow"):
+        task("--length_groups", "2")
+    assert task().flags.length_groups == 1  # the default runs on JAX

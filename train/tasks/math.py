@@ -16,6 +16,7 @@ from tpr_keras.training import EpochMetric, get_optimizer, TrainConfig
 from tpr_keras.training.recipes.tp_transformer import resolve_size
 from tpr_keras.training.torch_init import torch_linear_init
 from train import backend
+from train.errors import UsageError
 from train.runner import TrainTask
 from train.tasks.math_validation import check_resumed_run, split_validation
 from train.tasks.math_validation import describe as describe_validation
@@ -149,6 +150,11 @@ class MathTask(TrainTask):
             setattr(flags, key, recipe[key])
         if "balance_modules" in recipe:
             flags.balance_modules = recipe["balance_modules"]
+        if flags.length_groups > 1 and backend.keras_backend() == "jax":
+            # The groups' shapes are known only as the step runs.
+            raise UsageError(f"--length_groups {flags.length_groups} needs TensorFlow's "
+                             "dynamic shapes and Keras runs on JAX (KERAS_BACKEND=jax), which "
+                             "compiles one step per batch shape: leave --length_groups out")
         print(describe_recipe(flags.size, self.preset, recipe))
         return flags.batch_size
 
@@ -214,7 +220,8 @@ class MathTask(TrainTask):
                              flags.beta_1, flags.beta_2, self.recipe.get("epsilon"))
 
     def compute_fn(self, on_jax):
-        return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"))
+        return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"),
+                                   length_groups=self.flags.length_groups)
 
     def describe_model(self, trainer):
         print(f"{self.flags.model} ({self.preset}): {trainer.model.count_params():,} "
