@@ -24,8 +24,8 @@ reversed every other round:
   attention's projections as one einsum per kernel; ``tensorflow_matmul`` is the default
   ``"matmul"`` form: one matrix product per input stream and a reshape);
 * ``tensorflow_grouped`` / ``tensorflow_buckets_grouped``: those batches with the loss's
-  model call on 3 / 2 length-sorted parts of each (``sequence_cross_entropy(
-  length_groups=...)``: the same examples, loss and gradient, less padding computed).
+  model call on 3 / 2 (``..._groupedN``: N) length-sorted parts of each (``train.math
+  --length_groups N``: the same examples, loss and gradient, less padding computed).
 
 All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
 ``--batch_size`` padded to their longest question and answer, as the authors' torchtext
@@ -59,13 +59,6 @@ import numpy as np
 from bench import math_step_profile, math_steps
 from bench.windows import WindowWorker, serve_windows
 
-#: ``{name: (library, batch set, TensorFlow step's attention form, length groups)}``.
-CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "matmul", 1),
-           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets", "matmul", 1),
-           "tensorflow_matmul": ("tensorflow", "same", "matmul", 1),
-           "tensorflow_einsum": ("tensorflow", "same", "einsum", 1),
-           "tensorflow_grouped": ("tensorflow", "same", "matmul", 3),
-           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2)}
 #: The twenty everyday modules of issue 66.
 EVERYDAY_MODULES = (
     "arithmetic__add_or_sub,arithmetic__add_sub_multiple,arithmetic__mul,arithmetic__div,"
@@ -82,7 +75,7 @@ KEYS = ("source", "target_in", "target_out", "module")
 
 def skip_reason(config, checkout):
     """Why ``config`` cannot run here (None when it can)."""
-    library = CONFIGS[config][0]
+    library = math_steps.config_entry(config)[0]
     if library == "torch":
         if not checkout:
             return "no --authors_checkout given"
@@ -171,7 +164,7 @@ def build_step(spec, library, batches):
 
     step, trainer, data = math_steps.tensorflow_step(
         spec["preset"], spec["vocabulary_size"], folder, batches,
-        *CONFIGS[spec["config"]][2:])
+        *math_steps.config_entry(spec["config"])[2:])
     return step, data, {"parameters": trainer.model.count_params(),
                         "version": tf.__version__}
 
@@ -180,7 +173,7 @@ def worker(spec):
     """One configuration's process: build, warm up over every batch, (profile,) then time
     windows on demand."""
     spec = json.loads(spec)
-    library, batch_set = CONFIGS[spec["config"]][:2]
+    library, batch_set = math_steps.config_entry(spec["config"])[:2]
     step, data, info = build_step(spec, library, load_batches(spec["batches_file"],
                                                                batch_set))
     start = time.perf_counter()
@@ -214,7 +207,7 @@ def worker(spec):
 
 def start_worker(config, spec):
     env = dict(os.environ, **ONE_THREAD)
-    library = CONFIGS[config][0]
+    library = math_steps.config_entry(config)[0]
     if library != "torch":
         env["KERAS_BACKEND"] = library
     if library == "jax":
@@ -230,7 +223,7 @@ def summarize(infos, windows, baseline, counts, peaks):
     rows = {}
     for name, info in infos.items():
         mine = [w for w in windows if w["config"] == name]
-        count = counts[CONFIGS[name][1]]
+        count = counts[math_steps.config_entry(name)[1]]
         row = dict(info)
         row.update(flops_per_example=count["flops_per_example"],
                    useful_flops_per_example=count["useful_flops_per_example"],
@@ -294,7 +287,8 @@ def parse_flags():
     parser.integer("limit_per_file", 200)
     parser.string("preset", "tiny", "a TP-Transformer size")
     parser.string("configs", "authors,tensorflow,tensorflow_buckets",
-                  f"from {','.join(CONFIGS)}; jax compiles once per batch shape (minutes)")
+                  f"from {','.join(math_steps.CONFIGS)}, tensorflow[_buckets]_groupedN; jax "
+                  "compiles once per batch shape (minutes)")
     parser.string("authors_checkout", None,
                   "work tree of github.com/ischlag/TP-Transformer (else authors is skipped)")
     parser.integer("batch_size", 128)
@@ -307,9 +301,9 @@ def parse_flags():
     parser.string("worker", None, "internal: set by the parent process")
     args = parser.parse()
     names = args.configs.split(",")
-    unknown = [n for n in names if n not in CONFIGS]
+    unknown = [n for n in names if math_steps.config_entry(n) is None]
     if unknown:
-        parser.error(f"unknown configs {unknown}; choose from {list(CONFIGS)}")
+        parser.error(f"unknown configs {unknown}; see --help")
     return args, names
 
 

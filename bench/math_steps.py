@@ -11,6 +11,7 @@ Each builder imports its framework when called: a worker process chooses its Ker
 import argparse
 import importlib.util
 import os
+import re
 import sys
 import time
 
@@ -21,6 +22,25 @@ import numpy as np
 #: characters keep the port's ids: the step's cost does not depend on which is which.
 AUTHORS_PAD = 1
 AUTHORS_MODEL = os.path.join("models", "tp-transformer.py")
+
+#: ``{name: (library, batch set, TensorFlow step's attention form, length groups)}``.
+CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "matmul", 1),
+           "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets", "matmul", 1),
+           "tensorflow_matmul": ("tensorflow", "same", "matmul", 1),
+           "tensorflow_einsum": ("tensorflow", "same", "einsum", 1),
+           "tensorflow_grouped": ("tensorflow", "same", "matmul", 3),
+           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2)}
+#: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups.
+_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)$")
+
+
+def config_entry(name):
+    """``CONFIGS[name]``, or a grouped TensorFlow configuration's entry; None if unknown."""
+    grouped = _GROUPED.match(name)
+    if name in CONFIGS or not grouped or int(grouped.group(2)) < 1:
+        return CONFIGS.get(name)
+    return ("tensorflow", "buckets" if grouped.group(1) else "same", "matmul",
+            int(grouped.group(2)))
 
 
 def matmul_flops(sizes, vocabulary_size, source_length, target_length):

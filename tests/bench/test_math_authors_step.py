@@ -128,6 +128,15 @@ def test_profile_parts_and_self_times():
         ("a", 5), ("b", 3), ("c", 2), ("d", 1)]
 
 
+def test_grouped_configurations_name_their_group_count():
+    assert math_steps.config_entry("tensorflow_grouped") == ("tensorflow", "same", "matmul", 3)
+    assert math_steps.config_entry("tensorflow_grouped6") == ("tensorflow", "same", "matmul", 6)
+    assert math_steps.config_entry("tensorflow_buckets_grouped4") == (
+        "tensorflow", "buckets", "matmul", 4)
+    for name in ("tensorflow_grouped0", "torch_grouped2", "tensorflow_groupedx", "jaxx"):
+        assert math_steps.config_entry(name) is None
+
+
 def test_skip_reasons(tmp_path, monkeypatch):
     assert math_authors_step.skip_reason("authors", None) == "no --authors_checkout given"
     assert "holds no models/tp-transformer.py" in math_authors_step.skip_reason(
