@@ -60,8 +60,13 @@ def binary_classification(label_key=None):
 SEQUENCE_REDUCTIONS = ("sum", "mean", "batch_token_mean")
 
 
+#: How :func:`length_grouped_terms` cuts a sorted batch: where the fewest padded positions
+#: of the sort key remain, or into runs of equal count.
+GROUP_CUTS = ("padding", "equal")
+
+
 def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", length_groups=1,
-                           sort_key="source"):
+                           sort_key="source", group_cuts="padding"):
     """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
 
     Schlag et al. (2019), §4.1: the TP-Transformer is trained with the token
@@ -85,8 +90,8 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
         reduction: ``"sum"``, ``"mean"`` or ``"batch_token_mean"`` (above).
         label_key: the ``labels`` entry holding the ``int32[B, L]`` targets.
         length_groups: run the model on this many groups of the batch's examples,
-            sorted by the real length of ``features[sort_key]`` (equal counts), each
-            trimmed to its own longest sequences (see :func:`length_grouped_terms`), so
+            sorted by the real length of ``features[sort_key]``, each trimmed to its own
+            longest sequences (see :func:`length_grouped_terms`), so
             that a padded batch spends no products on most of its padding. Every
             example's loss and match are those of the whole batch's call up to float
             rounding (padding is masked everywhere), in the batch's order, and
@@ -94,6 +99,9 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
             gradient is the whole batch's. TensorFlow only (the groups' shapes are
             known only when the step runs); 1 (default): one call on the whole batch.
         sort_key: the feature the groups are sorted by (the model's longest input).
+        group_cuts: ``"padding"`` (default): the cuts that leave the fewest padded
+            positions of ``features[sort_key]`` (:func:`padding_cuts`); ``"equal"``:
+            groups of equal count.
 
     Returns:
         ``compute(model, features, labels, training) -> {"loss": float32[B],
@@ -108,6 +116,8 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
 
     if int(length_groups) < 1:
         raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
+    if group_cuts not in GROUP_CUTS:
+        raise ValueError(f"group_cuts must be one of {GROUP_CUTS}; got {group_cuts!r}.")
 
     def terms(model, features, target, training):
         """Per example: the summed token loss, the real tokens and the exact match."""
@@ -125,7 +135,7 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
         if int(length_groups) > 1:
             loss, count, correct = length_grouped_terms(
                 lambda f, t: terms(model, f, t, training), features, target,
-                int(length_groups), pad_id, sort_key)
+                int(length_groups), pad_id, sort_key, group_cuts)
         else:
             loss, count, correct = terms(model, features, target, training)
         if reduction == "mean":
@@ -144,12 +154,37 @@ def _real_length(ids, pad_id):
     return ops.max(ops.where(ops.not_equal(ids, pad_id), positions[None, :], 0), axis=-1)
 
 
-def length_grouped_terms(terms, features, target, groups, pad_id, sort_key):
+def padding_cuts(sorted_lengths, groups):
+    """Where to cut ascending lengths into ``groups`` runs (some maybe empty) so that
+    padding each run to its longest leaves the fewest padded positions: the cut points
+    ``[c_0 = 0, c_1, ..., c_groups = n]`` (scalar tensors) minimising
+    ``sum_g (c_{g+1} - c_g) * sorted_lengths[c_{g+1} - 1]``, by dynamic programming over
+    the ``(n + 1)^2`` runs ``[i, j)`` (a few thousand numbers for a batch of 128)."""
+    ends = ops.arange(ops.shape(sorted_lengths)[0] + 1, dtype="int32")
+    longest = ops.concatenate([ops.zeros((1,), "int32"), ops.cast(sorted_lengths, "int32")])
+    size = ends[None, :] - ends[:, None]  # [i, j]: the run [i, j)
+    cost = ops.where(size >= 0, ops.cast(size * longest[None, :], "float32"), float("inf"))
+    best = ops.where(ends == 0, 0.0, float("inf"))  # no run yet: only the empty prefix
+    choices = []
+    for _ in range(groups):
+        total = best[:, None] + cost
+        choices.append(ops.cast(ops.argmin(total, axis=0), "int32"))  # best i per end j
+        best = ops.min(total, axis=0)
+    cuts = [ends[-1]]
+    for choice in reversed(choices):
+        cuts.append(ops.take(choice, cuts[-1]))
+    return cuts[::-1]
+
+
+def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
+                         group_cuts="padding"):
     """``terms(features, target)`` (per-example tuples ``[b]``) on ``groups`` parts of the
     batch, returned in the batch's order.
 
     The examples are sorted by the real length of ``features[sort_key]`` and cut into
-    ``groups`` runs of equal count (the last takes the remainder); in each, every
+    ``groups`` runs, where :func:`padding_cuts` finds the fewest padded positions
+    (``group_cuts="padding"``) or of equal count (``"equal"``, the last takes the
+    remainder); in each, every
     ``[b, L]`` tensor is cut to the run's longest real sequence: ``features[sort_key]``
     to its own, the other sequences and ``target`` (the decoder's time axis, which they
     share) to their common one. Only padding at the end of a sequence is cut, so a
@@ -162,9 +197,13 @@ def length_grouped_terms(terms, features, target, groups, pad_id, sort_key):
     sort_lengths = _real_length(features[sort_key], pad_id)
     order = ops.argsort(sort_lengths)
     rows = ops.shape(target)[0]
+    if group_cuts == "padding":
+        cuts = padding_cuts(ops.take(sort_lengths, order), groups)
+    else:
+        cuts = [(rows * g) // groups for g in range(groups + 1)]
     parts = []
     for g in range(groups):
-        take = order[(rows * g) // groups:(rows * (g + 1)) // groups]
+        take = order[cuts[g]:cuts[g + 1]]
         part = {k: ops.take(v, take, axis=0) for k, v in features.items()}
         part_target = ops.take(target, take, axis=0)
         step = ops.max(ops.stack([_real_length(v, pad_id) for k, v in part.items()

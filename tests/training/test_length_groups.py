@@ -2,13 +2,15 @@
 parts of a padded batch equals the whole batch's, loss, match and every gradient (the
 step computes less padding, not another function)."""
 
+import itertools
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.fidelity.tolerance import assert_close
-from tpr_keras.losses import sequence_cross_entropy
+from tpr_keras.losses import padding_cuts, sequence_cross_entropy
 from tpr_keras.models import TPTransformer
 
 VOCABULARY = 20
@@ -41,16 +43,17 @@ def loss_and_gradients(model, compute, features, labels):
     return {k: v.numpy() for k, v in out.items()}, [g.numpy() for g in grads]
 
 
-@pytest.mark.parametrize("groups,rows", [(3, 24), (2, 7), (3, 2)])
-def test_grouped_loss_and_gradients_equal_the_whole_batch(groups, rows):
+@pytest.mark.parametrize("groups,rows,cuts", [(3, 24, "padding"), (3, 24, "equal"),
+                                               (2, 7, "padding"), (3, 2, "equal")])
+def test_grouped_loss_and_gradients_equal_the_whole_batch(groups, rows, cuts):
     keras.utils.set_random_seed(0)
     model = TPTransformer.from_paper_size("tiny", vocabulary_size=VOCABULARY)
     features, labels = padded_batch(rows, 30, 8)
     whole, whole_grads = loss_and_gradients(
         model, sequence_cross_entropy(reduction="batch_token_mean"), features, labels)
     parts, part_grads = loss_and_gradients(
-        model, sequence_cross_entropy(reduction="batch_token_mean", length_groups=groups),
-        features, labels)
+        model, sequence_cross_entropy(reduction="batch_token_mean", length_groups=groups,
+                                      group_cuts=cuts), features, labels)
     # Per example (in the batch's order): the same forward pass on fewer pad columns,
     # whose masked keys add exactly 0; the sums differ in order only. Depth: the longest
     # reduction on the path, the feed-forward's 256 and the vocabulary's softmax.
@@ -86,3 +89,29 @@ def test_a_wrong_grouping_would_be_seen():
 def test_bad_group_counts_are_refused():
     with pytest.raises(ValueError, match="length_groups"):
         sequence_cross_entropy(length_groups=0)
+    with pytest.raises(ValueError, match="group_cuts must be one of"):
+        sequence_cross_entropy(length_groups=2, group_cuts="middle")
+
+
+def padded_positions(lengths, cuts):
+    return sum((b - a) * lengths[b - 1] for a, b in zip(cuts, cuts[1:]) if b > a)
+
+
+def fewest_padded_positions(lengths, groups):
+    """Every way to cut ``lengths`` into ``groups`` runs, tried."""
+    n = len(lengths)
+    return min(padded_positions(lengths, (0, *inner, n))
+               for inner in itertools.combinations_with_replacement(range(n + 1), groups - 1))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_padding_cuts_leave_the_fewest_padded_positions(seed):
+    rng = np.random.default_rng(seed)
+    lengths = np.sort(rng.integers(1, 60, 9)).astype("int32")
+    for groups in (1, 2, 3, 4):
+        cuts = [int(c) for c in padding_cuts(tf.constant(lengths), groups)]
+        assert cuts[0] == 0 and cuts[-1] == 9 and cuts == sorted(cuts), cuts
+        assert padded_positions(lengths, cuts) == fewest_padded_positions(lengths, groups)
+    # lengths of two kinds: the cut falls between them, whatever the counts
+    lengths = np.array([5] * 7 + [50] * 2, "int32")
+    assert [int(c) for c in padding_cuts(tf.constant(lengths), 2)] == [0, 7, 9]
