@@ -86,11 +86,11 @@ def _training_flags(command):
     command.float("beta_2", None, "Adam β2." + _RECIPE + " (0.995).")
     command.float("clip_norm", None, "Global-norm gradient clipping (0 disables)." + _RECIPE +
                   " (0.1).")
-    command.integer("length_groups", 1, "Run the training step's model call on N parts of "
-                    "each batch, its questions sorted by length and each part cut to its own "
-                    "longest question and answer: the same loss and gradient with fewer "
-                    "padded positions computed (1: the whole batch at once). TensorFlow only.",
-                    lower_bound=1)
+    command.integer("length_groups", 1, "Run the training step's model call on up to N "
+                    "parts of each batch: its questions sorted by length, cut where the "
+                    "fewest padded positions remain, each part padded only to its own longest "
+                    "question and answer. The same loss and gradient, less padding computed "
+                    "(1: the whole batch at once). TensorFlow only.", lower_bound=1)
     command.integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
     command.float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
     command.integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "
