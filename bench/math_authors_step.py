@@ -24,8 +24,9 @@ reversed every other round:
   attention's projections as one einsum per kernel; ``tensorflow_matmul`` is the default
   ``"matmul"`` form: one matrix product per input stream and a reshape);
 * ``tensorflow_grouped`` / ``tensorflow_buckets_grouped``: those batches with the loss's
-  model call on 3 / 2 (``..._groupedN``: N) length-sorted parts of each (``train.math
-  --length_groups N``: the same examples, loss and gradient, less padding computed).
+  model call on 3 / 2 length-sorted parts of equal count; ``..._groupedN``: N parts cut
+  where the least padding remains (``train.math --length_groups N``), ``..._groupedN_equal``
+  N of equal count: the same examples, loss and gradient, less padding computed.
 
 All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
 ``--batch_size`` padded to their longest question and answer, as the authors' torchtext

@@ -23,15 +23,16 @@ import numpy as np
 AUTHORS_PAD = 1
 AUTHORS_MODEL = os.path.join("models", "tp-transformer.py")
 
-#: ``{name: (library, batch set, TensorFlow step's attention form, length groups)}``.
+#: ``{name: (library, batch set, TensorFlow step's attention form, length groups[, cuts])}``.
 CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "matmul", 1),
            "jax": ("jax", "same"), "tensorflow_buckets": ("tensorflow", "buckets", "matmul", 1),
            "tensorflow_matmul": ("tensorflow", "same", "matmul", 1),
            "tensorflow_einsum": ("tensorflow", "same", "einsum", 1),
-           "tensorflow_grouped": ("tensorflow", "same", "matmul", 3),
-           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2)}
-#: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups.
-_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)$")
+           "tensorflow_grouped": ("tensorflow", "same", "matmul", 3, "equal"),
+           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2, "equal")}
+#: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups, cut where
+#: the fewest padded positions remain (``..._equal``: of equal counts).
+_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(_equal)?$")
 
 
 def config_entry(name):
@@ -40,7 +41,7 @@ def config_entry(name):
     if name in CONFIGS or not grouped or int(grouped.group(2)) < 1:
         return CONFIGS.get(name)
     return ("tensorflow", "buckets" if grouped.group(1) else "same", "matmul",
-            int(grouped.group(2)))
+            int(grouped.group(2)), "equal" if grouped.group(3) else "padding")
 
 
 def matmul_flops(sizes, vocabulary_size, source_length, target_length):
@@ -146,7 +147,8 @@ def counted_torch_flops(step, batch):
     return counter.get_total_flops() / examples
 
 
-def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_groups=1):
+def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_groups=1,
+               group_cuts="padding"):
     """``(model_fn, optimizer_fn, compute_fn, TrainConfig)`` of ``train.math --size
     preset --recipe authors_code``: PyTorch-form Adam, the batch's token-mean loss, clip
     0.1, PyTorch's default initialisation where their code keeps it; the attention's
@@ -174,13 +176,13 @@ def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_
                              recipe["beta_2"], recipe["epsilon"])
 
     compute = sequence_compute_fn(reduction=recipe["loss_reduction"],
-                                  length_groups=length_groups)
+                                  length_groups=length_groups, group_cuts=group_cuts)
     return model_fn, optimizer_fn, compute, TrainConfig(verbose=0,
                                                         clip_norm=recipe["clip_norm"])
 
 
 def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="matmul",
-                    length_groups=1):
+                    length_groups=1, group_cuts="padding"):
     """The port's TensorFlow ``Trainer`` step (``make_train_function``, one trace for
     every shape). Returns ``(step, trainer, tensor batches)``; ``step(batch)`` ->
     examples."""
@@ -189,7 +191,7 @@ def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="ma
     from tpr_keras.training import Trainer
 
     trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form,
-                                  length_groups=length_groups), folder)
+                                  length_groups=length_groups, group_cuts=group_cuts), folder)
     tensors = [tf.nest.map_structure(tf.constant, b) for b in batches]
     spec = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), tensors[0])

@@ -130,9 +130,10 @@ def test_profile_parts_and_self_times():
 
 def test_grouped_configurations_name_their_group_count():
     assert math_steps.config_entry("tensorflow_grouped") == ("tensorflow", "same", "matmul", 3)
-    assert math_steps.config_entry("tensorflow_grouped6") == ("tensorflow", "same", "matmul", 6)
-    assert math_steps.config_entry("tensorflow_buckets_grouped4") == (
-        "tensorflow", "buckets", "matmul", 4)
+    assert math_steps.config_entry("tensorflow_grouped6") == (
+        "tensorflow", "same", "matmul", 6, "padding")
+    assert math_steps.config_entry("tensorflow_buckets_grouped4_equal") == (
+        "tensorflow", "buckets", "matmul", 4, "equal")
     for name in ("tensorflow_grouped0", "torch_grouped2", "tensorflow_groupedx", "jaxx"):
         assert math_steps.config_entry(name) is None
 
