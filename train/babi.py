@@ -164,6 +164,7 @@ def _output_flags(command):
     command.string("export_dir", None, "Where the trained model goes (default <model_dir>/export).")
     command.string("model_name", "babi", "Served model name: the SavedModel goes to "
                    "<export_dir>/<model_name>/<next version>/ (TF Serving's layout).")
+    train_flags.define_saved_model_flag(command)
     command.group("Benchmark")
     command.boolean("benchmark_step", False, "After training, also time the compiled training "
                     "step alone on cached training batches (--benchmark_seconds) and print it "

@@ -72,6 +72,7 @@ def command():
     command.string("export_dir", None, "Default <model_dir>/export.")
     command.string("model_name", "entailment", "Served model name: the SavedModel goes to "
                    "<export_dir>/<model_name>/<next version>/.")
+    train_flags.define_saved_model_flag(command)
     train_flags.define_flags(command)
     return command
 

@@ -8,15 +8,17 @@ A run's products are written in this order, each atomically
    CheckpointIO`, or the JAX trainer's numpy files);
 2. ``<export_dir>/model.keras`` and ``vocab.txt`` (the best weights);
 3. the SavedModel, ``<export_dir>/<model_name>/<version>/``, exported from ``model.keras``
-   (on JAX by a TensorFlow ``train.export`` process);
-4. ``<model_dir>/results.json``, last, naming what 2 and 3 wrote under ``"outputs"``.
+   (on JAX by a TensorFlow ``train.export`` process); not with ``--nosaved_model``;
+4. ``<model_dir>/results.json``, last, naming what 2 and 3 wrote under ``"outputs"``
+   (``"saved_model": null`` where no SavedModel was written).
 
 So ``results.json`` means finished: a run killed anywhere before it is resumed by the same
 command, which trains no step already checkpointed, evaluates and finishes again. A rerun
 on a run that has ``results.json`` (:func:`finish_again`) trains nothing: it deletes the
 temporaries a killed write left, rebuilds ``model.keras`` from the best weights if it is
 missing, exports again if the run's SavedModel is missing or incomplete (no
-``saved_model.pb`` or ``variables/``), and says what it did in one line.
+``saved_model.pb`` or ``variables/``; not with ``--nosaved_model``, which leaves a run
+without one as it is), and says what it did in one line.
 
 Testing hook: ``TPR_KERAS_TEST_KILL_AT`` (:func:`tpr_keras.atomic_files.kill_point`)
 names where a test kills the process; this module adds ``before-results``.
@@ -26,6 +28,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 
 import keras
 
@@ -35,12 +38,18 @@ from tpr_keras.training import make_trainer
 from tpr_keras.training.checkpoints import finished_run
 from tpr_keras.training.early_stopping import STOP_REASONS
 from train.export import export_keras_model
-from train.tensorflow_export import export_in_tensorflow, SAVED_MODEL_LINE
+from train.tensorflow_export import export_command, export_in_tensorflow, SAVED_MODEL_LINE
 
 #: What lets a finished run continue, by the reason it stopped.
 CONTINUE_HINT = {"epochs": "a larger --epochs", "steps": "a larger --steps",
                  "early_stopping": "a larger --patience",
                  "target_error": "a lower target error"}
+
+
+def wants_saved_model(flags):
+    """``--saved_model``: True unless the command line turned it off (a flags object
+    without it, as a tool or test may build, exports)."""
+    return getattr(flags, "saved_model", True)
 
 
 def export_dir_of(flags):
@@ -127,25 +136,37 @@ def _served_line(flags, served):
             f"--model_base_path={os.path.abspath(os.path.dirname(served))})")
 
 
+def _no_saved_model_line(task, flags, keras_path):
+    """What ``--nosaved_model`` left out, and the command that writes it."""
+    command = export_command(keras_path, export_dir_of(flags), flags.model_name,
+                             **export_options(task))
+    return (f"No SavedModel (--nosaved_model); to serve the model, write it with: "
+            f"python {shlex.join(command[1:])}")
+
+
 def finish_run(task, model, results, on_jax):
     """Writes a trained run's products on the chief, in the protocol's order (the module
-    docstring): ``model.keras`` and ``vocab.txt``, the SavedModel, ``results.json``;
-    prints where they are."""
+    docstring): ``model.keras`` and ``vocab.txt``, the SavedModel (unless
+    ``--nosaved_model``), ``results.json``; prints where they are."""
     flags = task.flags
     removed = remove_stale(flags)
     if removed:
         note = _stale_note(removed, flags.model_dir)
         print(note[0].upper() + note[1:] + ".", flush=True)
     saved = save_model(export_dir_of(flags), model, task.save_vocabulary)
-    # From the saved file, so that no strategy variables end up in the SavedModel.
-    served = export_saved_model(task, flags, saved, on_jax,
-                                None if on_jax else keras.models.load_model(saved))
+    served = None
+    if wants_saved_model(flags):
+        # From the saved file, so that no strategy variables end up in the SavedModel.
+        served = export_saved_model(task, flags, saved, on_jax,
+                                    None if on_jax else keras.models.load_model(saved))
     results["outputs"] = _outputs(flags, saved, served)
     kill_point("before-results")
     write_results(flags.model_dir, results, model)
     print(f"Results: {os.path.join(flags.model_dir, 'results.json')}; model: {saved}")
     if served:
         print(_served_line(flags, served))
+    elif not wants_saved_model(flags):
+        print(_no_saved_model_line(task, flags, saved))
 
 
 def _is_chief(strategy):
@@ -171,8 +192,9 @@ def _rebuild_model(task, config, on_jax):
 
 
 def _repair(task, config, results, on_jax):
-    """Makes what a finished run lacks; returns ``(notes, served)``: what it did (empty
-    when nothing was missing) and the SavedModel's version folder."""
+    """Makes what a finished run lacks (but a SavedModel under ``--nosaved_model``);
+    returns ``(notes, served)``: what it did (empty when nothing was missing) and the
+    SavedModel's version folder (None: none)."""
     flags = task.flags
     notes = []
     removed = remove_stale(flags)
@@ -186,10 +208,13 @@ def _repair(task, config, results, on_jax):
         save_model(export_dir_of(flags), model, task.save_vocabulary)
         notes.append(f"rebuilt {keras_path} and vocab.txt from the {source}")
     served = recorded_export(flags, results)
-    if served is None:
+    if served is None and wants_saved_model(flags):
         served = export_saved_model(task, flags, keras_path, on_jax)
         notes.append(f"exported the missing SavedModel {served} from model.keras" if served
                      else "no SavedModel: TensorFlow is not installed here")
+    elif served is None and (results.get("outputs") or {}).get("saved_model"):
+        notes.append(f"the SavedModel {results['outputs']['saved_model']} it named is "
+                     "missing and --nosaved_model exports none")
     outputs = _outputs(flags, keras_path, served)
     if results.get("outputs") != outputs:  # results.json names what the run has now
         path = os.path.join(flags.model_dir, "results.json")
@@ -216,8 +241,10 @@ def finish_again(task, config, strategy, on_jax):
         notes, served = _repair(task, config, results, on_jax)
         if notes:
             line += "; its outputs were incomplete: " + "; ".join(notes)
-        else:
+        elif served:
             line += f"; model and SavedModel {served} in place, nothing written"
+        else:  # --nosaved_model and none recorded: nothing is missing
+            line += "; model in place, no SavedModel (--nosaved_model), nothing written"
     print(f"{line}. Use a new --model_dir, or {CONTINUE_HINT[reason]} to continue.",
           flush=True)
     return True

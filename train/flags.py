@@ -104,6 +104,19 @@ def define_flags(command):
         "scores) and its paper sizes, then exit without starting TensorFlow.")
 
 
+def define_saved_model_flag(command):
+    """Adds ``--[no]saved_model`` to ``command``'s current group (each training command's
+    ``Outputs``, beside ``--export_dir`` and ``--model_name``)."""
+    command.boolean(
+        "saved_model", True,
+        "Write the TF Serving SavedModel <export_dir>/<model_name>/<version>/ at the end "
+        "of the run (and on a rerun of a finished run that lacks it). Off: none is "
+        "written and results.json names none; model.keras and vocab.txt still are, and "
+        "python -m train.export --keras_model <export_dir>/model.keras --export_dir "
+        "<export_dir> --model_name <model_name> writes it later (the run prints the "
+        "command with the run's own options).")
+
+
 def verbose_level(value, stream=None):
     """``--verbose`` as 0, 1 or 2: ``auto`` is 1 (progress bar) on a terminal, else 2."""
     if str(value) != "auto":

@@ -139,6 +139,7 @@ def _output_flags(command):
     command.string("model_dir", "runs/math", "Checkpoints, TensorBoard logs, results.json.")
     command.string("export_dir", None, "Default <model_dir>/export.")
     command.string("model_name", "math", "Served model name.")
+    train_flags.define_saved_model_flag(command)
 
 
 def main(args):

@@ -108,9 +108,10 @@ class TrainTask:
 
 def run(task, process_start):
     """Trains ``task`` as its command's flags say; writes the ``.keras`` model, the
-    SavedModel and ``results.json`` (:func:`train.finish.finish_run`); on a finished run,
-    makes only what it lacks (:func:`train.finish.finish_again`). ``process_start``:
-    ``time.time()`` when the command started (for the wall time it reports)."""
+    SavedModel (unless ``--nosaved_model``) and ``results.json``
+    (:func:`train.finish.finish_run`); on a finished run, makes only what it lacks
+    (:func:`train.finish.finish_again`). ``process_start``: ``time.time()`` when the
+    command started (for the wall time it reports)."""
     flags = task.flags
     on_jax = backend.start(flags)  # the command has started it already: returns at once
     source = run_source()  # the commit this run trains from: taken at its start

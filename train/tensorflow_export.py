@@ -18,6 +18,16 @@ from typing import Any
 SAVED_MODEL_LINE = "SavedModel for TF Serving: "
 
 
+def export_command(keras_path: str, export_dir: str, model_name: str,
+                   **options: Any) -> list[str]:
+    """``[python, -m, train.export, --keras_model, keras_path, ...]``: the command that
+    writes the SavedModel of a run's ``model.keras`` (``options``: more ``train.export``
+    flags, as in :func:`export_in_tensorflow`)."""
+    command = [sys.executable, "-m", "train.export", "--keras_model", keras_path,
+               "--export_dir", export_dir, "--model_name", model_name]
+    return command + [f"--{name}={value}" for name, value in options.items()]
+
+
 def export_in_tensorflow(keras_path: str, export_dir: str, model_name: str,
                          **options: Any) -> str | None:
     """Writes the SavedModel of a run trained on another backend, in a TensorFlow process.
@@ -34,9 +44,7 @@ def export_in_tensorflow(keras_path: str, export_dir: str, model_name: str,
         **options: more ``train.export`` flags (bAbI: ``max_story_sentences``, 0 for
             no limit).
     """
-    command = [sys.executable, "-m", "train.export", "--keras_model", keras_path,
-               "--export_dir", export_dir, "--model_name", model_name]
-    command += [f"--{name}={value}" for name, value in options.items()]
+    command = export_command(keras_path, export_dir, model_name, **options)
     if importlib.util.find_spec("tensorflow") is None:
         print("TensorFlow is not installed here, so no SavedModel was written; where it "
               f"is: KERAS_BACKEND=tensorflow python {shlex.join(command[1:])}")

@@ -4,9 +4,10 @@ Three tiny runs (:func:`tiny_babi_run`, :func:`tiny_babi_cut_run`, :func:`tiny_m
 are trained once per test session and read by the tests of several files: each training
 process costs its TensorFlow start, the training step's tracing and a SavedModel export,
 so the tests that only read, serve, copy or continue a run share one. A test that changes
-a run copies its folder first (``shutil.copytree``). The commands that train nothing run
-in the test process (:func:`command_in_process`) where their own process is not what a
-test looks at.
+a run copies its folder first (``shutil.copytree``). A run whose SavedModel no test reads
+is trained with ``--nosaved_model`` (the cut run; the tests' own runs likewise). The
+commands that train nothing run in the test process (:func:`command_in_process`) where
+their own process is not what a test looks at.
 """
 
 import contextlib
@@ -157,7 +158,9 @@ def quiet_by_default_env(**extra):
 def tiny_babi_run(tmp_path_factory, babi_task1_writer):
     """``python -m train.babi`` trained once on a tiny task-1 folder (100 training stories,
     20 test ones: the data of :func:`tiny_babi`), as a user's shell starts it with stdout
-    a pipe (``--verbose`` auto: plain lines) and one intra-op thread. Fields: ``model_dir``
+    a pipe (``--verbose`` auto: plain lines) and one intra-op thread. It writes its
+    SavedModel: tests/train/test_finish.py compares its variables with repaired runs',
+    and tests/train/test_cli.py checks that a rerun adds no version. Fields: ``model_dir``
     (read it, or copy it to change it), ``data_dir``, ``args`` (without ``--data_dir`` and
     ``--model_dir``), ``env``, the first run's ``stdout`` and ``stderr``."""
     env = quiet_by_default_env(TF_NUM_INTRAOP_THREADS="1")
@@ -186,7 +189,8 @@ MATH_RUN_ARGS = ["--model", "tp_transformer", "--size", "tiny", "--module_weight
 def tiny_math_run(tmp_path_factory):
     """``python -m train.math`` (:data:`MATH_RUN_ARGS`, ``--steps 6``) trained once on a
     copy of :func:`tiny_math`'s data. Fields as :func:`tiny_babi_run`'s (``args`` without
-    ``--steps``)."""
+    ``--steps``). It writes its SavedModel (tests/train/test_math.py checks it is there);
+    the runs that continue it pass ``--nosaved_model``."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="")
 
@@ -202,9 +206,12 @@ def tiny_math_run(tmp_path_factory):
 
 
 #: The shared bAbI run cut by its time budget: 2 epochs of 17 steps, and text read without
-#: ". ? !" (``--keep_sentence_ends=false``, MemN2N joint_paper's reading).
+#: ". ? !" (``--keep_sentence_ends=false``, MemN2N joint_paper's reading). No SavedModel:
+#: its readers (a preset is made from its model.keras; train.export exports the preset)
+#: serve none of its own, and tests/train/test_finish.py checks what such a run leaves.
 CUT_RUN_ARGS = ["--task", "1", "--batch_size", "16", "--epochs", "2", "--warmup_steps", "5",
-                "--keep_sentence_ends=false", "--download=false", "--verbose", "2"]
+                "--keep_sentence_ends=false", "--download=false", "--verbose", "2",
+                "--nosaved_model"]
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 COMMANDS = ("babi", "math", "entailment")
 SHARED = ("strategy", "checkpoint_every_steps", "max_train_minutes", "deterministic",
-          "verbose", "debug", "tf_logs")
+          "verbose", "debug", "tf_logs", "saved_model")
 
 
 def python(args, cwd, **env):

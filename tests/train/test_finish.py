@@ -4,12 +4,14 @@ Real ``python -m train.babi`` processes on a tiny task are killed with SIGKILL a
 points of the finish (``TPR_KERAS_TEST_KILL_AT``, :func:`tpr_keras.atomic_files.kill_point`)
 and the same command is run again: the run then ends servable, its SavedModel holding the
 weights of an unbroken run. A finished run that lacks its model and SavedModel (as runs
-finished before results.json came last can) gets them back from a rerun, without training.
+finished before results.json came last can) gets them back from a rerun, without training;
+one trained with ``--nosaved_model`` gets its SavedModel only from a rerun without it.
 """
 
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
@@ -126,6 +128,62 @@ def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
     assert saved_arrays(served_version(run)) == arrays
     assert json.loads((run / "results.json").read_text())["test_error_percent"] == \
         json.loads((unbroken / "results.json").read_text())["test_error_percent"]
+
+
+@pytest.mark.slow
+def test_a_run_without_a_saved_model_gets_one_only_from_a_rerun_that_asks(
+        tiny_babi_cut_run, tmp_path):
+    """The shared cut run trained with ``--nosaved_model`` (both its processes): its
+    model.keras and vocab.txt, results.json naming no SavedModel, no ``export/babi/``, and
+    in place of the "serve with" line the train.export command that writes it. A copy rerun
+    with the flag trains and exports nothing and says nothing was missing; rerun without
+    it (the default), it exports the missing SavedModel from model.keras."""
+    from train import export
+
+    cut = tiny_babi_cut_run
+    assert "--nosaved_model" in cut.args
+    finished = json.loads((cut.model_dir / "results.json").read_text())
+    for stdout, results in [(cut.cut_stdout, cut.cut_results), (cut.stdout, finished)]:
+        assert results["outputs"] == {"model": os.path.join("export", "model.keras"),
+                                      "vocab": os.path.join("export", "vocab.txt"),
+                                      "saved_model": None}
+        assert "SavedModel for TF Serving" not in stdout and "serve with" not in stdout
+        lines = [line for line in stdout.splitlines() if line.startswith("No SavedModel")]
+        assert len(lines) == 1, stdout
+        prefix = "No SavedModel (--nosaved_model); to serve the model, write it with: python "
+        assert lines[0].startswith(prefix + "-m train.export "), lines[0]
+        flags = export.command().parse(shlex.split(lines[0][len(prefix):])[2:])
+        assert (flags.keras_model, flags.export_dir, flags.model_name) == (
+            str(cut.model_dir / "export" / "model.keras"), str(cut.model_dir / "export"), "babi")
+        assert (flags.max_story_sentences, flags.keep_sentence_ends) == (70, False)
+    assert sorted(os.listdir(cut.model_dir / "export")) == ["model.keras", "vocab.txt"]
+
+    run = tmp_path / "run"
+    shutil.copytree(cut.model_dir, run)
+    line = trained_nothing(rerun(cut, run, cut.args), run)
+    assert line.endswith("in " + str(run / "results.json") + "; model in place, no SavedModel "
+                         "(--nosaved_model), nothing written. Use a new --model_dir, or a "
+                         "larger --epochs to continue."), line
+    assert sorted(os.listdir(run / "export")) == ["model.keras", "vocab.txt"]
+    assert json.loads((run / "results.json").read_text())["outputs"]["saved_model"] is None
+
+    line = trained_nothing(rerun(cut, run, [a for a in cut.args if a != "--nosaved_model"]),
+                           run)
+    assert "its outputs were incomplete: exported the missing SavedModel " in line, line
+    assert served_version(run) == run / "export" / "babi" / "1"
+    assert json.loads((run / "results.json").read_text())["outputs"]["saved_model"] == \
+        os.path.join("export", "babi", "1")
+
+
+def rerun(shared, model_dir, args):
+    """The stdout of ``python -m train.babi`` with ``args`` and the data and environment of
+    the shared run ``shared``, on ``model_dir``; asserts it succeeded."""
+    done = subprocess.run(
+        [sys.executable, "-m", "train.babi", *args, "--data_dir", str(shared.data_dir),
+         "--model_dir", str(model_dir)],
+        env=shared.env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done.stdout
 
 
 def lose_export(unbroken, run):
