@@ -16,11 +16,13 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run(command, args, cwd):
+    """``python -m <command> <args>``, without a SavedModel (the tests read the config
+    and model.keras)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                CUDA_VISIBLE_DEVICES="")
     return subprocess.run([sys.executable, "-m", command, *args, "--download=false",
-                           "--verbose", "0"], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+                           "--verbose", "0", "--nosaved_model"], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
 
 
 def saved_weights(model_dir):

@@ -159,7 +159,8 @@ def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(
     for name, model_dir in [("a", tiny_math_run.model_dir), ("b", tmp_path / "run-b")]:
         if name == "b":
             python("train.math", *common, "--steps", "3", "--init_from",
-                   str(tmp_path / "preset-a"), "--model_dir", str(model_dir))
+                   str(tmp_path / "preset-a"), "--model_dir", str(model_dir),
+                   "--nosaved_model")  # a preset is made from model.keras
         saved = command_in_process("train.save_preset", [
             "--model_dir", model_dir, "--output", tmp_path / f"preset-{name}", "--data_dir",
             data_dir, "--sample", "4", "--allow_dirty", "--results_json",

@@ -23,7 +23,7 @@ from tpr_keras.training import Trainer, TrainConfig, get_optimizer, sparse_class
 # (mid-epoch 2) with checkpoints at 10, 17 (end of epoch 1), 20 and 25.
 ARGS = ["--task", "1", "--download=false", "--batch_size", "16", "--warmup_steps", "5",
         "--epochs", "2", "--steps", "25", "--checkpoint_every_steps", "10", "--seed", "3",
-        "--verbose", "2", "--strategy", "multi_worker"]
+        "--verbose", "2", "--strategy", "multi_worker", "--nosaved_model"]  # no export read
 TIMEOUT = 300
 
 
