@@ -38,6 +38,19 @@ def test_sittings_then_a_row_per_module(tmp_path):
     assert lines[9] == "| `a__x` | 50.0 | 90.5 | 89.9 | 9,000 |"
     assert lines[10] == "| `b__y` | 91.0 | 95.0 | 96.0 | 4,500 |"
     assert lines[11] == "| **modules ≥ 90 %** | 1 | 2 | **1 of 2** | |"
+    assert "Command (every sitting): `python -m train.math --size tiny" in lines[13]
+
+
+def test_the_command_note_names_what_earlier_sittings_gave_otherwise():
+    latest = "python -m train.math --size tiny --max_train_minutes 95 --seed 0"
+    result = {"command": latest, "sittings": [
+        {"command": "python -m train.math --size tiny --max_train_minutes 80 --seed 0"},
+        {"command": "python -m train.math --size tiny --max_train_minutes 80"},
+        {"command": latest}]}
+    assert math_everyday.command_note(result) == (
+        "the latest sitting; earlier ones had `--max_train_minutes 80`")
+    result["sittings"] = [{"command": latest}, {}]
+    assert math_everyday.command_note(result) == "every sitting"
 
 
 def test_no_run_yet(tmp_path):

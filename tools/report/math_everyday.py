@@ -64,6 +64,20 @@ def curves_table(result):
     return lines
 
 
+def command_note(result):
+    """``every sitting``, or which flags the earlier sittings' commands gave otherwise."""
+    def flags(command):
+        return dict(token.partition(" ")[::2] for token in f" {command}".split(" --")[1:])
+
+    latest = flags(result["command"])
+    differ = sorted({f"--{name} {value}".strip()
+                     for s in result.get("sittings", []) for name, value in
+                     flags(s.get("command", result["command"])).items() if latest.get(name) != value})
+    if not differ:
+        return "every sitting"
+    return "the latest sitting; earlier ones had " + ", ".join(f"`{d}`" for d in differ)
+
+
 def everyday_markdown(root):
     """The ``math-everyday`` block."""
     runs = everyday_runs(root)
@@ -84,6 +98,6 @@ def everyday_markdown(root):
         out += [f"Each column: after the epoch ending at that step, exact match % of the "
                 f"first {sizes} interpolate questions of the module (they choose no epoch); "
                 f"final: all interpolate questions, with the kept (best held-out "
-                f"validation) weights. Command (every sitting): "
+                f"validation) weights. Command ({command_note(r)}): "
                 f"`{portable_command(r['command'])}`", ""]
     return "\n".join(out).rstrip()
