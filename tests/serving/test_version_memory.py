@@ -8,10 +8,11 @@ in reference cycles, which :mod:`serving.core.memory` collects), the process's R
 by far less per version than the graph a version would leave behind, and descriptors and
 threads come back to where they were.
 
-The objects the test process held before the test are frozen (:func:`gc.freeze`) while it
-runs: the full collection each poll runs then walks only what the test made (the versions'
-graphs among them), not every object of TensorFlow, Keras and the earlier tests, which made
-each of the 21 collections cost a second or more.
+The objects the test process holds when the test starts are frozen (:func:`gc.freeze`, as
+tests/conftest.py freezes what it holds after collection): the full collection each poll
+runs then walks only what the test made (the versions' graphs among them), not every object
+the earlier tests of the process left too, which made each of the 21 collections cost a
+second or more.
 """
 
 import gc
@@ -97,12 +98,11 @@ def run(manager, words=WORDS):
 
 @pytest.fixture
 def frozen_heap():
-    """What the process held before the test, out of the collector's sight while it runs
-    (none of it is garbage the test's versions leave)."""
+    """What the process holds before the test, out of the collector's sight from then on
+    (none of it is garbage the test's versions leave); it stays frozen, as the suite's
+    conftest leaves what it froze."""
     gc.collect()
     gc.freeze()
-    yield
-    gc.unfreeze()
 
 
 def test_unloaded_versions_leave_nothing_that_grows(tmp_path, template, frozen_heap):
