@@ -18,6 +18,7 @@ from serving.export import export_babi_model
 from tpr_keras.export.babi_tokenizer import join_story
 from serving.core.manager import ModelManager
 from serving.model_server.server import ModelServer
+from tests.once_per_run import once_per_run
 from tpr_keras.data import babi
 from tpr_keras.export.entailment import export_entailment_model
 from tpr_keras.models import TPRRNN, PlainEntailmentModel
@@ -118,10 +119,17 @@ def keras_answers(task1, model):
 
 
 @pytest.fixture(scope="session")
-def export_base(tmp_path_factory, model, task1):
-    base = tmp_path_factory.mktemp("export")
-    export_babi_model(model, task1.vocab, base, "babi")
-    return base
+def export_base(tmp_path_factory, request):
+    """The conftest model's export, ``<base>/babi/1`` (read-only): made once per test run
+    (:func:`tests.once_per_run.once_per_run`; the model is deterministic, so every test
+    process would export the same), the model built only by the process that makes it."""
+
+    def make(folder):
+        model, task1 = request.getfixturevalue("model"), request.getfixturevalue("task1")
+        export_babi_model(model, task1.vocab, folder, "babi")
+        return {}
+
+    return once_per_run(tmp_path_factory, "babi-export", make)[0]
 
 
 @pytest.fixture(scope="session")
