@@ -49,7 +49,7 @@ def test_layout_and_no_pyfunc(exported):
 def test_without_templates_the_served_model_reports_no_module(exported):
     model, vocab, _ = exported
     module = MathServingModule(MathAnswerer(model, MathPreprocessor(vocab)))
-    outputs = module.serve.get_concrete_function().structured_outputs
+    outputs = module.serve.structured_outputs
     assert set(outputs) == {"answer", "log_prob", "unknown_characters", "unknown_tokens",
                             "question_characters", "dropped_characters"}
 

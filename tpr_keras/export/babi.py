@@ -52,6 +52,7 @@ from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
+    traced_once,
 )
 from tpr_keras.models.babi.babi_answerer import DEFAULT_TOP_K, BabiAnswerer
 from tpr_keras.models.babi.babi_preprocessor import BabiPreprocessor
@@ -82,11 +83,10 @@ class BabiServingModule(tf.Module):
         top_k: scored candidate answers returned (at most the vocabulary's size).
 
     Attributes:
-        serve: ``tf.function(story, question)`` -> ``{"answer", "scores", "candidates"}``
-            and :data:`REPORT_OUTPUTS`.
-        tokenize: ``tf.function(story, question)`` -> ``{"story_ids", "question_ids"}``.
-        classify: ``tf.function(inputs)`` (serialized ``tf.Example``) -> ``{"classes",
-            "scores"}``.
+        serve: ``(story, question)`` -> ``{"answer", "scores", "candidates"}`` and
+            :data:`REPORT_OUTPUTS` (concrete functions: :func:`traced_once`).
+        tokenize: ``(story, question)`` -> ``{"story_ids", "question_ids"}``.
+        classify: ``(inputs)`` (serialized ``tf.Example``) -> ``{"classes", "scores"}``.
     """
 
     def __init__(self, answerer: BabiAnswerer, vocab_file: str,
@@ -133,15 +133,14 @@ class BabiServingModule(tf.Module):
 
         specs = [tf.TensorSpec([None], tf.string, name="story"),
                  tf.TensorSpec([None], tf.string, name="question")]
-        self.serve = tf.function(serve, input_signature=specs)
-        self.tokenize = tf.function(tokenize, input_signature=specs)
-        self.classify = tf.function(
-            classify, input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        self.serve = traced_once(serve, specs)
+        self.tokenize = traced_once(tokenize, specs)
+        self.classify = traced_once(classify, [tf.TensorSpec([None], tf.string, name="inputs")])
         # Track the tf.Variables the traced graph reads, not the Keras model or its
         # keras.Variable wrappers: those are saved as separate copies, and the TF1 loader
         # (the path TF Serving takes) would restore the copies while the graph reads
         # uninitialised originals. Keras' own ExportArchive does the same.
-        self.captured_variables = list(self.serve.get_concrete_function().variables)
+        self.captured_variables = list(self.serve.variables)
 
 
 def vocabulary_tokens(vocabulary: Any) -> list[str]:
@@ -227,9 +226,8 @@ def save_babi_servable(answerer: BabiAnswerer, path: str | os.PathLike,
         module = BabiServingModule(answerer, vocab_file, top_k=top_k)
         tf.saved_model.save(
             module, os.fspath(path),
-            signatures={SIGNATURE_KEY: module.serve.get_concrete_function(),
-                        TOKENIZE_SIGNATURE_KEY: module.tokenize.get_concrete_function(),
-                        CLASSIFY_SIGNATURE_KEY: module.classify.get_concrete_function()})
+            signatures={SIGNATURE_KEY: module.serve, TOKENIZE_SIGNATURE_KEY: module.tokenize,
+                        CLASSIFY_SIGNATURE_KEY: module.classify})
     return {
         "format": "tpr-keras/babi-serving/1",
         "signatures": {

@@ -38,6 +38,7 @@ from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
+    traced_once,
 )
 from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
 from tpr_keras.models.entailment.entailment_preprocessor import EntailmentPreprocessor
@@ -93,10 +94,9 @@ class EntailmentServingModule(tf.Module):
 
         spec = [tf.TensorSpec([None], tf.string, name="premise"),
                 tf.TensorSpec([None], tf.string, name="hypothesis")]
-        self.serve = tf.function(serve, input_signature=spec)
-        self.classify = tf.function(
-            classify, input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-        self.captured_variables = list(self.serve.get_concrete_function().variables)
+        self.serve = traced_once(serve, spec)
+        self.classify = traced_once(classify, [tf.TensorSpec([None], tf.string, name="inputs")])
+        self.captured_variables = list(self.serve.variables)
 
 
 def save_entailment_servable(classifier, path):
@@ -107,8 +107,7 @@ def save_entailment_servable(classifier, path):
         save_vocabulary(vocab_file, classifier.preprocessor.vocabulary)
         module = EntailmentServingModule(classifier, vocab_file)
         tf.saved_model.save(module, os.fspath(path), signatures={
-            SIGNATURE_KEY: module.serve.get_concrete_function(),
-            CLASSIFY_SIGNATURE_KEY: module.classify.get_concrete_function()})
+            SIGNATURE_KEY: module.serve, CLASSIFY_SIGNATURE_KEY: module.classify})
     return {"format": "tpr-keras/entailment-serving/1",
             "model_class": type(classifier.backbone).__name__,
             "signatures": {SIGNATURE_KEY: {

@@ -40,7 +40,7 @@ from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.export.unknown_tokens import join_distinct_rows
-from tpr_keras.export.versions import SIGNATURE_KEY, export_version
+from tpr_keras.export.versions import SIGNATURE_KEY, export_version, traced_once
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer, is_routed
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 
@@ -141,10 +141,9 @@ class MathServingModule(tf.Module):
             return answered(question, ids, out, log_prob)
 
         # The decoders' loops are keras.ops.while_loop already: no autograph.
-        self.serve = tf.function(serve, input_signature=spec, autograph=False)
-        self.beam = tf.function(beam, input_signature=spec, autograph=False)
-        captured = {id(v): v for f in (self.serve, self.beam)
-                    for v in f.get_concrete_function().variables}
+        self.serve = traced_once(serve, spec, autograph=False)
+        self.beam = traced_once(beam, spec, autograph=False)
+        captured = {id(v): v for f in (self.serve, self.beam) for v in f.variables}
         self.captured_variables = list(captured.values())
 
     def _claims(self, claims, threshold):
@@ -161,18 +160,17 @@ class MathServingModule(tf.Module):
         if not names:  # claims nothing: every answer's ``claimed`` is False, no coverage
             return self.claimed
         scores = {m: float(claims[m]) for m in names} | {THRESHOLD_OUTPUT: float(threshold)}
-        self.coverage = tf.function(
-            lambda: {m: tf.constant(score, tf.float64) for m, score in scores.items()},
-            input_signature=[], autograph=False)
+        self.coverage = traced_once(
+            lambda: {m: tf.constant(score, tf.float64) for m, score in scores.items()}, [],
+            autograph=False)
         return self.claimed
 
     def signatures(self):
         """The SavedModel's signatures: ``serving_default``, ``beam`` and, with claims,
         ``coverage``."""
-        signatures = {SIGNATURE_KEY: self.serve.get_concrete_function(),
-                      BEAM_SIGNATURE_KEY: self.beam.get_concrete_function()}
+        signatures = {SIGNATURE_KEY: self.serve, BEAM_SIGNATURE_KEY: self.beam}
         if self.coverage is not None:
-            signatures[COVERAGE_SIGNATURE_KEY] = self.coverage.get_concrete_function()
+            signatures[COVERAGE_SIGNATURE_KEY] = self.coverage
         return signatures
 
 

@@ -39,6 +39,17 @@ SIGNATURE_KEY = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
 CLASSIFY_SIGNATURE_KEY = "classify"
 
 
+def traced_once(fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
+                autograph: bool = True) -> Any:
+    """``fn`` traced for ``input_signature``: the concrete function an exporter keeps as an
+    attribute of the module it saves and passes as its signature. A ``tf.function``
+    attribute would be traced again by ``tf.saved_model.save``, which traces in a context of
+    its own (a cache key of its own): the export took twice the tracing, and the SavedModel
+    held every function twice, loading twice as many."""
+    return tf.function(fn, input_signature=input_signature,
+                       autograph=autograph).get_concrete_function()
+
+
 def next_version(model_base_path: str | os.PathLike) -> int:
     """1 + the largest integer version folder under ``model_base_path`` (1 if none)."""
     try:
