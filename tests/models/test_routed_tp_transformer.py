@@ -21,10 +21,14 @@ ROUTES = [1, 0, 1, 0]  # comparison__pair -> the expert; the rest -> the default
 VOCAB = CharVocabulary.build("".join(QUESTIONS) + "0123456789TrueFalse")
 
 
-def tiny(seed, vocab=VOCAB, **overrides):
+def tiny(seed, vocab=VOCAB):
+    """A ``tiny`` TP-Transformer with one encoder and one decoder layer: routing picks
+    whole decoders, whatever their depth, and the test decodes six batches eagerly (each
+    layer's ops per step)."""
     keras.utils.set_random_seed(seed)
     return TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                         vocabulary=vocab.tokens, **overrides)
+                                         vocabulary=vocab.tokens, num_encoder_layers=1,
+                                         num_decoder_layers=1)
 
 
 @pytest.fixture(scope="module")
