@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.serving import saved_models
+from tests.serving.shared_exports import preset_export
 from tpr_keras.models import MathAnswerer, MathPreprocessor
 from tpr_keras.presets import load_preset
 
@@ -110,10 +112,13 @@ def test_it_scores_the_recorded_sample_of_every_module(answerer, shared_data):
 
 @pytest.mark.slow
 @pytest.mark.tensorflow_backend  # the exporter traces the model into a TF graph
-def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path):
-    path = answerer.export(tmp_path)
-    assert path == str(tmp_path / answerer.preset.metadata["model_name"] / "1")
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+def test_python_and_the_exported_saved_model_answer_alike(answerer, tmp_path_factory):
+    # The preset's export, ``MathAnswerer.from_preset(...).export(folder)``, made once per
+    # test run and shared with the serving tests: <folder>/<its model_name>/1.
+    path, served_name = preset_export(tmp_path_factory, "tp_transformer_math_focus")
+    assert (path.parent.name, path.name) == (answerer.preset.metadata["model_name"], "1")
+    assert served_name == answerer.served_name
+    serve = saved_models.load(path).signatures["serving_default"]
     questions = (list(QUESTIONS) + ["What is -526 plus 62558774?", "Wh@t is 2 ÷ 4?"]
                  + OUTSIDE + PARTIAL_QUESTIONS)
     served = serve(question=tf.constant(questions))

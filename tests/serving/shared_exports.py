@@ -2,7 +2,8 @@
 (:func:`tests.once_per_run.once_per_run`: the first test process that asks makes it, the
 others wait and read it; a test that changes a base path copies it first).
 
-Used by ``tests/serving`` and ``tests/presets`` (the shipped presets' exports).
+Used by ``tests/serving``, ``tests/presets`` and ``tests/models`` (the shipped presets'
+exports).
 """
 
 import os
