@@ -23,10 +23,11 @@ ROUTES = [1, 0, 1, 0, 1]
 def exported(tmp_path_factory):
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789TrueFalse")
 
-    def tiny(seed):
+    def tiny(seed):  # one layer each: routing picks whole decoders, whatever their depth
         tf.keras.utils.set_random_seed(seed)
         return TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                             vocabulary=vocab.tokens)
+                                             vocabulary=vocab.tokens, num_encoder_layers=1,
+                                             num_decoder_layers=1)
 
     parts = [tiny(1), tiny(2)]
     routed = RoutedTPTransformer(parts[0], {"comparison__pair": parts[1]})

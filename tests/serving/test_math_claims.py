@@ -36,8 +36,10 @@ CLAIMED = [True, False, False]
 def answerer(claims):
     vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789")
     tf.keras.utils.set_random_seed(3)
+    # One layer: the claims are the answerer's and the module table's, whatever its depth.
     model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                          vocabulary=vocab.tokens)
+                                          vocabulary=vocab.tokens, num_encoder_layers=1,
+                                          num_decoder_layers=1)
     return MathAnswerer(model, MathPreprocessor(vocab, templates=TEMPLATES), claims)
 
 

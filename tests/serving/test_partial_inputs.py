@@ -35,8 +35,10 @@ def served(tmp_path_factory, make_model_config):
         ("entailment", "tpru32_entailment"))}
     vocab = CharVocabulary.build("What is 2 plus 3?0123456789")
     tf.keras.utils.set_random_seed(0)
+    # One layer: a reply reports what the question held, whatever the model's depth.
     math_model = TPTransformer.from_paper_size("tiny", vocabulary_size=len(vocab),
-                                               vocabulary=vocab.tokens)
+                                               vocabulary=vocab.tokens, num_encoder_layers=1,
+                                               num_decoder_layers=1)
     MathAnswerer(math_model, MathPreprocessor(vocab, max_length=40)).export(base, "math")
     broken = tf.Module()  # a signature whose kernel refuses some inputs
     broken.f = tf.function(lambda x: {"y": tf.strings.to_number(x)},
