@@ -140,10 +140,16 @@ def version_dir(export_base):
 @pytest.fixture(scope="session")
 def entailment_export(tmp_path_factory):
     """An untrained entailment model (TPR cell, 8 units) and its export (read-only):
-    ``(model, <base>/entailment/1)``."""
+    ``(model, <base>/entailment/1)``. The model is seeded, so every test process builds the
+    same one; the export is made once per test run (:func:`tests.once_per_run.once_per_run`)."""
     keras.utils.set_random_seed(1)
     model = PlainEntailmentModel(units=8, cell="tpru", num_roles=4, seed=1)
-    return model, export_entailment_model(model, tmp_path_factory.mktemp("entailment"))
+
+    def make(folder):
+        return {"path": os.path.relpath(export_entailment_model(model, folder), folder)}
+
+    folder, made = once_per_run(tmp_path_factory, "entailment-export", make)
+    return model, str(folder / made["path"])
 
 
 def model_config(name, base_path, **kwargs):

@@ -17,7 +17,7 @@ PAIRS = [("(a&b)", "a"), ("a", "(a&b)"), ("(p>q)", "(~q>~p)"), ("", ""), ("( a |
 
 @pytest.fixture(scope="module")
 def exported(entailment_export):
-    """The untrained entailment model and its export (tests/serving/tiny_exports.py)."""
+    """The untrained entailment model and its export (tests/serving/conftest.py)."""
     return entailment_export
 
 

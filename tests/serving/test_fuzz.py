@@ -96,7 +96,7 @@ def test_partial_inputs_are_answered_and_reported(fuzz_server):
 
 @pytest.fixture(scope="module")
 def entailment_server(entailment_export):
-    """The untrained entailment export of tests/serving/tiny_exports.py, served."""
+    """The untrained entailment export of tests/serving/conftest.py, served."""
     _, path = entailment_export
     manager = ModelManager([model_config("entailment", os.path.dirname(path))])
     server = ModelServer(manager, port=0, rest_api_port=0, max_message_bytes=MAX_BYTES,
