@@ -286,12 +286,16 @@ def _tf2_half_plus(path, b):
 def half_plus_base(tmp_path_factory):
     """A model base folder with TF Serving's test models, each in version folder 00000123:
     ``half_plus_two`` and ``half_plus_three`` (TF1 graph exports) and ``half_plus_two_tf2``
-    (a TF2 ``tf.function`` export; its predict input is named ``x`` too)."""
-    base = tmp_path_factory.mktemp("tf_serving_testdata")
-    _tf1_half_plus(base / "half_plus_two" / "00000123", 2.0, [
-        "regress_x_to_y", "regress_x_to_y2", "regress_x2_to_y3", "classify_x_to_y",
-        "serving_default"])
-    _tf1_half_plus(base / "half_plus_three" / "00000123", 3.0,
-                   ["serving_default", "tensorflow/serving/regress"])
-    _tf2_half_plus(base / "half_plus_two_tf2" / "00000123", 2.0)
-    return base
+    (a TF2 ``tf.function`` export; its predict input is named ``x`` too). Read-only, made
+    once per test run (:func:`tests.once_per_run.once_per_run`)."""
+
+    def make(base):
+        _tf1_half_plus(base / "half_plus_two" / "00000123", 2.0, [
+            "regress_x_to_y", "regress_x_to_y2", "regress_x2_to_y3", "classify_x_to_y",
+            "serving_default"])
+        _tf1_half_plus(base / "half_plus_three" / "00000123", 3.0,
+                       ["serving_default", "tensorflow/serving/regress"])
+        _tf2_half_plus(base / "half_plus_two_tf2" / "00000123", 2.0)
+        return {}
+
+    return once_per_run(tmp_path_factory, "tf_serving_testdata", make)[0]
