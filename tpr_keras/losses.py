@@ -110,14 +110,7 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     Example:
     >>> compute = sequence_cross_entropy(reduction="mean")
     """
-    if reduction not in SEQUENCE_REDUCTIONS:
-        raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
-                         f"{reduction!r}.")
-
-    if int(length_groups) < 1:
-        raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
-    if group_cuts not in GROUP_CUTS:
-        raise ValueError(f"group_cuts must be one of {GROUP_CUTS}; got {group_cuts!r}.")
+    _check_sequence_options(reduction, length_groups, group_cuts)
 
     def terms(model, features, target, training):
         """Per example: the summed token loss, the real tokens and the exact match."""
@@ -146,6 +139,17 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
         return {"loss": loss, "correct": correct}
 
     return compute
+
+
+def _check_sequence_options(reduction, length_groups, group_cuts):
+    """A ValueError naming the first of :func:`sequence_cross_entropy`'s options out of range."""
+    if reduction not in SEQUENCE_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
+                         f"{reduction!r}.")
+    if int(length_groups) < 1:
+        raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
+    if group_cuts not in GROUP_CUTS:
+        raise ValueError(f"group_cuts must be one of {GROUP_CUTS}; got {group_cuts!r}.")
 
 
 def _real_length(ids, pad_id):
