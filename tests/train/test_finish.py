@@ -5,7 +5,9 @@ points of the finish (``TPR_KERAS_TEST_KILL_AT``, :func:`tpr_keras.atomic_files.
 and the same command is run again: the run then ends servable, its SavedModel holding the
 weights of an unbroken run. A finished run that lacks its model and SavedModel (as runs
 finished before results.json came last can) gets them back from a rerun, without training;
-one trained with ``--nosaved_model`` gets its SavedModel only from a rerun without it.
+one trained with ``--nosaved_model`` gets its SavedModel only from a rerun without it. The
+reruns of finished runs, which train nothing and are not killed, run in the test process
+(``command_in_process``: the command's own ``cli.run``).
 """
 
 import json
@@ -26,6 +28,22 @@ from tpr_keras.atomic_files import KILL_AT_ENV
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT = 600
+
+
+@pytest.fixture
+def rerun(command_in_process):
+    """``rerun(shared, model_dir, args=None) -> stdout``: ``python -m train.babi`` with
+    ``args`` (default the shared run's, ``--verbose 0``) and the data of the shared run
+    ``shared``, on ``model_dir``, in this process; asserts it succeeded."""
+
+    def run(shared, model_dir, args=None):
+        args = [*shared.args, "--verbose", "0"] if args is None else args
+        done = command_in_process("train.babi", [
+            *args, "--data_dir", shared.data_dir, "--model_dir", model_dir])
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done.stdout
+
+    return run
 
 
 @pytest.fixture
@@ -87,10 +105,11 @@ def hidden(folder):
 
 @pytest.mark.slow
 def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
-        start, tiny_babi_run, tmp_path):
+        start, rerun, tiny_babi_run, tmp_path):
     """One run killed at three points in turn and rerun each time; beside it (a second
-    lane, one thread each, for the time) a copy of the unbroken run (the shared one) that
-    lost its SavedModel and then its model.keras, rerun each time."""
+    lane, for the time: in this process while the killed run's process works) a copy of
+    the unbroken run (the shared one) that lost its SavedModel and then its model.keras,
+    rerun each time."""
     run, unbroken, repaired = tmp_path / "run", tiny_babi_run.model_dir, tmp_path / "repaired"
     # Mid-checkpoint: the last checkpoint is written but not yet in place.
     wait(start(run, kill_at="mid-checkpoint:2"), -9)
@@ -101,9 +120,9 @@ def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
     lose_export(unbroken, repaired)
 
     # Mid-export: the rerun trains epoch 2 again and is killed before the SavedModel's rename.
-    rerun = start(run, kill_at="mid-export")
-    check_export_repaired(wait(start(repaired)), repaired, arrays)
-    out = wait(rerun, -9)
+    killed = start(run, kill_at="mid-export")
+    check_export_repaired(rerun(tiny_babi_run, repaired), repaired, arrays)
+    out = wait(killed, -9)
     assert "Resumed from" in out and "at epoch 2, step 17" in out
     assert hidden(run / "checkpoints") == []  # the stale checkpoint temporary is gone
     assert (run / "export" / "model.keras").is_file()
@@ -111,20 +130,20 @@ def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
     assert not [p for p in (run / "export" / "babi").iterdir() if p.name.isdigit()]
 
     # Between the model (and SavedModel) and the results: results.json comes last.
-    rerun = start(run, kill_at="before-results")
+    killed = start(run, kill_at="before-results")
     (repaired / "export" / "model.keras").unlink()
-    check_model_repaired(wait(start(repaired)), repaired, unbroken)
-    out = wait(rerun, -9)
+    check_model_repaired(rerun(tiny_babi_run, repaired), repaired, unbroken)
+    out = wait(killed, -9)
     assert "Removed 1 stale temporary of an interrupted run (export/babi/.export-tmp-" in out
     assert "Resumed from" in out and "at epoch 3, step 34" in out
     assert hidden(run / "export" / "babi") == []
     assert (run / "export" / "babi" / "1" / "saved_model.pb").is_file()
     assert not (run / "results.json").exists()  # so the run is not finished yet
 
-    rerun = start(run)
-    out = wait(start(repaired))  # now complete: nothing to do
+    finishing = start(run)
+    out = rerun(tiny_babi_run, repaired)  # now complete: nothing to do
     assert "model and SavedModel " in out and "in place, nothing written" in out
-    assert "SavedModel for TF Serving: " in wait(rerun)
+    assert "SavedModel for TF Serving: " in wait(finishing)
     assert saved_arrays(served_version(run)) == arrays
     assert json.loads((run / "results.json").read_text())["test_error_percent"] == \
         json.loads((unbroken / "results.json").read_text())["test_error_percent"]
@@ -132,7 +151,7 @@ def test_killed_at_each_point_of_the_finish_the_rerun_ends_servable_as_unbroken(
 
 @pytest.mark.slow
 def test_a_run_without_a_saved_model_gets_one_only_from_a_rerun_that_asks(
-        tiny_babi_cut_run, tmp_path):
+        tiny_babi_cut_run, rerun, tmp_path):
     """The shared cut run trained with ``--nosaved_model`` (both its processes): its
     model.keras and vocab.txt, results.json naming no SavedModel, no ``export/babi/``, and
     in place of the "serve with" line the train.export command that writes it. A copy rerun
@@ -173,17 +192,6 @@ def test_a_run_without_a_saved_model_gets_one_only_from_a_rerun_that_asks(
     assert served_version(run) == run / "export" / "babi" / "1"
     assert json.loads((run / "results.json").read_text())["outputs"]["saved_model"] == \
         os.path.join("export", "babi", "1")
-
-
-def rerun(shared, model_dir, args):
-    """The stdout of ``python -m train.babi`` with ``args`` and the data and environment of
-    the shared run ``shared``, on ``model_dir``; asserts it succeeded."""
-    done = subprocess.run(
-        [sys.executable, "-m", "train.babi", *args, "--data_dir", str(shared.data_dir),
-         "--model_dir", str(model_dir)],
-        env=shared.env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return done.stdout
 
 
 def lose_export(unbroken, run):
