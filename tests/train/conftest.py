@@ -90,8 +90,11 @@ def command_in_process():
     ``python -m <module> <argv>`` does, run in this process through the same
     :func:`train.cli.run` (its flags, its one-line errors and exit status), stdout and
     stderr captured. For the commands that train nothing (``train.evaluate``,
-    ``train.export``, ``train.save_preset``), whose own start-up (TensorFlow's import) is
-    most of a subprocess's time; the tests of a process's logging start one."""
+    ``train.export``, ``train.save_preset``, a rerun of a finished run), whose own start-up
+    (TensorFlow's import) is most of a subprocess's time, and for the short training runs
+    whose outputs, not their process, a test checks; the tests of a process's logging, of
+    a kill, and of a resume start one (a process that built a Nadam before keys Nadam's
+    unnamed variable ``variable_1``, not the ``variable`` of the checkpoint)."""
     from train import cli
 
     def run(module, argv):

@@ -3,26 +3,18 @@ training step (docs/authors_code.md; its 20-step trajectories: tests/fidelity/).
 
 import io
 import json
-import os
-import pathlib
-import subprocess
-import sys
 import zipfile
 
 import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 
-
-def run(command, args, cwd):
+def run(command_in_process, command, args):
     """``python -m <command> <args>``, without a SavedModel (the tests read the config
-    and model.keras)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", command, *args, "--download=false",
-                           "--verbose", "0", "--nosaved_model"], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    and model.keras), in this process (``command_in_process``: the command's own
+    ``cli.run``; what the run prints and writes is checked, not its process)."""
+    return command_in_process(command, [*args, "--download=false", "--verbose", "0",
+                                        "--nosaved_model"])
 
 
 def saved_weights(model_dir):
@@ -38,10 +30,10 @@ def saved_weights(model_dir):
 
 
 @pytest.mark.slow
-def test_train_math_authors_code(tiny_math, tmp_path):
-    done = run("train.math", ["--data_dir", str(tiny_math), "--size", "tiny", "--recipe",
-                              "authors_code", "--steps", "2", "--batch_size", "32",
-                              "--model_dir", str(tmp_path)], tmp_path)
+def test_train_math_authors_code(tiny_math, tmp_path, command_in_process):
+    done = run(command_in_process, "train.math", [
+        "--data_dir", tiny_math, "--size", "tiny", "--recipe", "authors_code", "--steps", "2",
+        "--batch_size", "32", "--model_dir", tmp_path])
     assert done.returncode == 0, done.stderr[-3000:]
     config = json.loads((tmp_path / "results.json").read_text())["config"]
     assert (config["recipe"], config["learning_rate"], config["beta_2"], config["clip_norm"],
@@ -54,12 +46,12 @@ def test_train_math_authors_code(tiny_math, tmp_path):
     assert attention and max(attention) <= 1 / 8 + 1e-3 and min(attention) > 0.05
 
 
-def _train_babi_authors_code(data_dir, model_dir, *flags):
+def _train_babi_authors_code(command_in_process, data_dir, model_dir, *flags):
     """Two steps of ``train.babi --recipe authors_code`` on task 1; the run's config and
     the exported model's config."""
-    done = run("train.babi", ["--task", "1", "--data_dir", str(data_dir), "--recipe",
-                              "authors_code", "--steps", "2", "--epochs", "1", *flags,
-                              "--model_dir", str(model_dir)], model_dir)
+    done = run(command_in_process, "train.babi", [
+        "--task", "1", "--data_dir", data_dir, "--recipe", "authors_code", "--steps", "2",
+        "--epochs", "1", *flags, "--model_dir", model_dir])
     assert done.returncode == 0, done.stderr[-3000:]
     config = json.loads((model_dir / "results.json").read_text())["config"]
     model = json.loads(zipfile.ZipFile(model_dir / "export" / "model.keras").read("config.json"))
@@ -67,8 +59,9 @@ def _train_babi_authors_code(data_dir, model_dir, *flags):
 
 
 @pytest.mark.slow
-def test_train_babi_authors_code(tiny_babi, tmp_path):
-    config, model = _train_babi_authors_code(tiny_babi, tmp_path, "--size", "all_tasks_authors")
+def test_train_babi_authors_code(tiny_babi, tmp_path, command_in_process):
+    config, model = _train_babi_authors_code(command_in_process, tiny_babi, tmp_path, "--size",
+                                             "all_tasks_authors")
     assert (config["optimizer"], config["batch_size"], config["warmup_steps"],
             config["halve_lr_below"], config["pad_row"], config["beta_power_start"]) == (
         "nesterov_adam", 32, 51, None, "trained", "glorot_uniform")
@@ -76,15 +69,16 @@ def test_train_babi_authors_code(tiny_babi, tmp_path):
     # The two step differences have their own flags, which win over the recipe.
     (tmp_path / "switched").mkdir()
     config, model = _train_babi_authors_code(
-        tiny_babi, tmp_path / "switched", "--size", "all_tasks_authors", "--pad_row", "zero",
+        command_in_process, tiny_babi, tmp_path / "switched", "--size", "all_tasks_authors", "--pad_row", "zero",
         "--beta_power_start", "beta")
     assert (config["pad_row"], config["beta_power_start"]) == ("zero", "beta")
     assert model["pad_row"] == "zero"
 
 
 @pytest.mark.slow
-def test_train_babi_memn2n_authors_code(tiny_babi, tmp_path):
-    config, model = _train_babi_authors_code(tiny_babi, tmp_path, "--model", "memn2n")
+def test_train_babi_memn2n_authors_code(tiny_babi, tmp_path, command_in_process):
+    config, model = _train_babi_authors_code(command_in_process, tiny_babi, tmp_path, "--model",
+                                             "memn2n")
     assert (config["optimizer"], config["learning_rate"], config["loss_reduction"],
             config["matrix_norm"], config["clip_norm"], config["answer_time_words"]) == (
         "sgd", 0.005, "sum", "spectral", 40.0, True)
