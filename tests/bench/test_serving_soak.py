@@ -1,32 +1,37 @@
 """bench.serving_soak: a short soak against a real server subprocess, with version churn,
 writes its JSON; every valid request is answered as the reference, every malformed one with
-its expected status, and the newest good version serves at the end."""
+its expected status, and the newest good version serves at the end. The soak serves the
+preset's export made once per test run (``--model_base_path``: tests/serving/shared_exports.py,
+``TaskModel.from_preset(name).export`` as ``python -m train.export --preset`` writes it,
+which tests/train/test_preset_commands.py runs), not one of its own; the bench itself runs in
+the test process (its ``main``), its server in a process of its own."""
 
 import json
-import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+from bench import serving_soak
+from tests.serving.shared_exports import preset_export
 
 
-def run(args, timeout=900):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-m", "bench.serving_soak", *args], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=timeout)
+def run(args):
+    """``python -m bench.serving_soak <args>``'s exit status, run in this process."""
+    try:
+        return serving_soak.main(args)
+    except SystemExit as exit_:
+        return exit_.code
 
 
 @pytest.mark.slow
-def test_a_short_soak_answers_every_valid_request(tmp_path):
+def test_a_short_soak_answers_every_valid_request(tmp_path, tmp_path_factory, capsys):
     out = tmp_path / "soak.json"
-    done = run(["--minutes", "0.25", "--clients", "2", "--churn_seconds", "3",
+    version, _ = preset_export(tmp_path_factory, "tpr_rnn_babi_all_tasks")  # the default
+    code = run(["--model_base_path", str(version.parent), "--minutes", "0.25", "--clients", "2",
+                "--churn_seconds", "3",
                 "--kinds", "good,corrupt,empty_variables,missing_assets,good",
                 "--keep_versions", "2", "--sample_seconds", "0.5", "--json", str(out)])
     # 0: every check passed; 3: one failed (a few seconds are too short to judge memory)
-    assert done.returncode in (0, 3), done.stderr[-3000:]
+    assert code in (0, 3), capsys.readouterr().err[-3000:]
     soak = json.loads(out.read_text())
     assert {"requests", "versions", "memory", "checks", "passed", "samples",
             "examples_per_second", "warmup_seconds", "server_stats"} <= set(soak)
@@ -45,13 +50,13 @@ def test_a_short_soak_answers_every_valid_request(tmp_path):
                                    "no_unexpected_malformed", "newest_good_served",
                                    "rss_flat", "fds_flat", "threads_flat"}
     assert soak["passed"] == all(soak["checks"].values())
-    assert (done.returncode == 0) == soak["passed"]
+    assert (code == 0) == soak["passed"]
     samples = soak["samples"]
     assert len(samples) >= 10
     assert all(s["rss_mib"] > 100 and s["fds"] > 3 and s["threads"] > 1 for s in samples)
     assert soak["memory"]["peak_rss_mib"] >= max(s["rss_mib"] for s in samples)
 
 
-def test_unknown_version_kinds_are_usage_errors():
-    done = run(["--kinds", "good,half_written"], timeout=300)
-    assert done.returncode == 2 and "unknown ['half_written']" in done.stderr
+def test_unknown_version_kinds_are_usage_errors(capsys):
+    code = run(["--kinds", "good,half_written"])
+    assert code == 2 and "unknown ['half_written']" in capsys.readouterr().err
