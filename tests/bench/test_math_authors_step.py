@@ -1,11 +1,10 @@
 """bench.math_authors_step: the port's step timed beside the authors' on the same batches,
 their FLOPs counted, the authors' half skipped without a checkout or PyTorch and run on a
-stand-in checkout where PyTorch is installed."""
+stand-in checkout where PyTorch is installed. The bench's coordinator runs in the test
+process, its one-threaded workers in processes of their own."""
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
@@ -68,18 +67,21 @@ def write_data(root):
     return root
 
 
-def run(args, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+def run(args, tmp_path, monkeypatch, capsys):
+    """bench.math_authors_step's coordinator in this process (its ``main``, on its command
+    line), its workers in processes of their own: ``(the JSON it wrote, its stdout)``."""
     out = tmp_path / "step.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.math_authors_step", "--data_dir",
-         str(write_data(tmp_path / "mathematics")), "--modules", "all",
-         "--batch_size", "8", "--batches", "2",
-         "--limit_per_file", "48", "--seconds", "0.2", "--repeats", "2",
-         "--matmul_seconds", "0.02", "--json", str(out), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    return json.loads(out.read_text()), done.stdout
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # the workers' bench is this checkout's
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.setattr(sys, "argv", [
+        "bench/math_authors_step.py", "--data_dir", str(write_data(tmp_path / "mathematics")),
+        "--modules", "all", "--batch_size", "8", "--batches", "2", "--limit_per_file", "48",
+        "--seconds", "0.2", "--repeats", "2", "--matmul_seconds", "0.02", "--json", str(out),
+        *args])
+    code = math_authors_step.main()
+    stdout = capsys.readouterr().out
+    assert code == 0, stdout[-2000:]
+    return json.loads(out.read_text()), stdout
 
 
 def test_matmul_flops_counts_every_product_of_a_step():
@@ -154,10 +156,10 @@ def test_skip_reasons(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_port_half_side_by_side_without_a_checkout(tmp_path):
+def test_port_half_side_by_side_without_a_checkout(tmp_path, monkeypatch, capsys):
     bench, stdout = run(["--configs", "authors,tensorflow,tensorflow_buckets",
                          "--authors_checkout", str(tmp_path / "absent"),
-                         "--profile_steps", "1"], tmp_path)
+                         "--profile_steps", "1"], tmp_path, monkeypatch, capsys)
     assert bench["skipped"] == {"authors": f"{tmp_path / 'absent'} holds no "
                                            "models/tp-transformer.py"}
     assert "authors: skipped" in stdout
@@ -189,7 +191,7 @@ def test_port_half_side_by_side_without_a_checkout(tmp_path):
 
 
 @pytest.mark.slow
-def test_authors_half_on_a_stand_in_checkout(tmp_path):
+def test_authors_half_on_a_stand_in_checkout(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
     checkout = tmp_path / "checkout"
     for path, text in (("models/tp-transformer.py", FAKE_MODEL), ("utils/lib.py", FAKE_LIB),
@@ -197,7 +199,7 @@ def test_authors_half_on_a_stand_in_checkout(tmp_path):
         (checkout / path).parent.mkdir(parents=True, exist_ok=True)
         (checkout / path).write_text(text)
     bench, _ = run(["--configs", "authors", "--authors_checkout", str(checkout),
-                    "--profile_steps", "1"], tmp_path)
+                    "--profile_steps", "1"], tmp_path, monkeypatch, capsys)
     row = bench["configs"]["authors"]
     assert bench["baseline"] == "authors" and row["library"] == "torch"
     assert row["wall"]["ratio_to_baseline_rounds"] == [1.0, 1.0] and row["parameters"] > 0
