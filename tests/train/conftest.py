@@ -92,19 +92,29 @@ def command_in_process():
     stderr captured. For the commands that train nothing (``train.evaluate``,
     ``train.export``, ``train.save_preset``, a rerun of a finished run), whose own start-up
     (TensorFlow's import) is most of a subprocess's time, and for the short training runs
-    whose outputs, not their process, a test checks; the tests of a process's logging, of
-    a kill, and of a resume start one (a process that built a Nadam before keys Nadam's
-    unnamed variable ``variable_1``, not the ``variable`` of the checkpoint)."""
+    whose outputs, not their process, a test checks; the tests of a process's logging and
+    of a kill start one.
+
+    Keras's global state (the counters that name unnamed layers and variables, its
+    settings) is cleared before the command, as a new process starts it, and after it, so
+    that neither the command nor a later test in this process sees what the other made: a
+    checkpoint keys Nadam's unnamed variable by its name, ``variable`` in a new process,
+    ``variable_1`` in one that had made a Nadam (which then cannot restore it)."""
+    import keras
+
     from train import cli
 
     def run(module, argv):
         command = importlib.import_module(module)
         out, err, code = io.StringIO(), io.StringIO(), 0
+        keras.backend.clear_session(free_memory=False)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 cli.run(command.command, command.main, [str(a) for a in argv])
             except SystemExit as exit_:
                 code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+            finally:
+                keras.backend.clear_session(free_memory=False)
         return subprocess.CompletedProcess([module, *argv], code, out.getvalue(),
                                            err.getvalue())
     return run

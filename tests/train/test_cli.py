@@ -89,11 +89,9 @@ def test_logs_to_a_file_and_rerunning_a_finished_command(tiny_babi_run, tmp_path
                                                          command_in_process):
     """The shared tiny run, started as from a user's shell with stdout a pipe (as when
     redirected to a file): plain lines, not a bar. Then, on a copy of it, the same command
-    again (in this process: ``command_in_process``, the command's own ``cli.run``; what it
-    prints and leaves is checked, not its process's logging), and again with a larger
-    --epochs (a process of its own: a resume in a process that built a Nadam before keys
-    Nadam's unnamed ``variable`` differently, ``variable_1``, and cannot read the
-    checkpoint)."""
+    again, and again with a larger --epochs, both in this process (``command_in_process``,
+    the command's own ``cli.run``: what they print and leave is checked, not their
+    process's logging)."""
     first = tiny_babi_run
     assert "\x08" not in first.stdout and "\x1b[" not in first.stdout
     assert "epoch 1/2:" in first.stdout and "ex/s" in first.stdout
@@ -118,7 +116,7 @@ def test_logs_to_a_file_and_rerunning_a_finished_command(tiny_babi_run, tmp_path
 
     args[args.index("--epochs") + 1] = "3"
     # (no SavedModel of the third epoch: nothing here reads it)
-    more = python(["-m", "train.babi", *args, "--nosaved_model", *dirs], tmp_path)
+    more = command_in_process("train.babi", [*args, "--nosaved_model", *dirs])
     assert more.returncode == 0, more.stderr[-3000:]
     # Restarting with more epochs resumes from the checkpoint instead of starting over.
     assert "Resumed from" in more.stdout and "Already trained" not in more.stdout
