@@ -108,3 +108,29 @@ def test_two_variables_with_one_path_are_refused():
     with pytest.raises(ValueError, match="share the path 'kernel'"):
         checkpoints.variables_by_path([a, b])
     assert list(checkpoints.variables_by_path([a], owner_prefix=False)) == ["kernel"]
+
+
+def test_nadam_resumes_in_a_process_that_made_other_optimizers(tmp_path):
+    def trainer(seed):
+        config = TrainConfig(learning_rate=0.01, epochs=1, warmup_steps=0, patience=None,
+                             halve_lr_below=None, verbose=0)
+        return Trainer(model_fn(False, seed), lambda: keras.optimizers.Nadam(0.01),
+                       sparse_classification("y"), config, str(tmp_path))
+
+    first = trainer(seed=1)
+    first.optimizer.build(first.model.trainable_variables)
+    unnamed = [v for v in first.optimizer.variables if "/" not in v.path]
+    assert len(unnamed) == 1  # Nadam's u_product, outside the optimizer's scope
+    unnamed[0].assign(0.25)
+    first.save_checkpoint()
+    keys = checkpoints.checkpoint_keys(first.checkpoints.latest(), "optimizer_variables")
+
+    keras.optimizers.Nadam(0.01).build([keras.Variable(np.zeros(2))])  # renumbers the next
+    second = trainer(seed=2)
+    second.optimizer.build(second.model.trainable_variables)
+    assert [v.path for v in second.optimizer.variables if "/" not in v.path] != \
+        [unnamed[0].path]
+    assert second.restore()
+    restored = [v for v in second.optimizer.variables if "/" not in v.path]
+    assert float(restored[0].numpy()) == 0.25
+    assert "variable" in keys

@@ -11,6 +11,7 @@ keying by path are still read, by position, with a warning.
 import glob
 import json
 import os
+import re
 import warnings
 
 import numpy as np
@@ -35,6 +36,9 @@ class _LazyTensorFlow:
 
 tf = _LazyTensorFlow()
 
+#: The path Keras gives a variable made without a name: ``variable``, ``variable_1``, ...
+_AUTO_NAMED = re.compile(r"variable(_\d+)?")
+
 def variables_by_position(variables):
     """``{"v00012": variable}``: variables keyed by their position.
 
@@ -55,15 +59,24 @@ def variables_by_path(variables, owner_prefix=False, scope=None):
     name in front (``my_model_1/head/kernel``): ``scope=model.name`` removes it. An
     optimizer's paths start with its own auto-numbered name (``nadam_3/...``), and its
     slot names repeat the variable's path with ``_`` for ``/``: ``owner_prefix=True``
-    drops the first component, and ``scope`` the model name after it.
+    drops the first component, and ``scope`` the model name after it. An optimizer's
+    unnamed variables (Keras ``Nadam``'s ``u_product``) sit outside its scope under a
+    process-wide auto-numbered name (``variable`` in a new process, ``variable_3``
+    after three others were made): with ``owner_prefix`` they are keyed by their order
+    among the unnamed ones instead (``variable``, ``variable_1``, ...), the keys a new
+    process writes, so that a run resumes in a process that made other optimizers.
 
     Raises:
         ValueError: two variables share a path (the checkpoint could not tell them
             apart).
     """
     keyed = {}
+    unnamed = 0
     for variable in variables:
         path = variable.path.split("/", 1)[-1] if owner_prefix else variable.path
+        if owner_prefix and _AUTO_NAMED.fullmatch(variable.path):
+            path = "variable" + (f"_{unnamed}" if unnamed else "")
+            unnamed += 1
         if scope:
             for prefix in (scope + "/", scope + "_"):
                 if path.startswith(prefix):
