@@ -1,5 +1,5 @@
 """The README and docs/ against the code: CI runs the README's test command, the flag tables
-of docs/training.md and docs/serving.md list every flag with its default, the README's Keras
+of docs/training.md and docs/serving_flags.md list every flag with its default, the README's Keras
 example runs as written and its Python example prints what it shows (the other shown outputs:
 ``tests/tools/test_readme_outputs.py``), and every relative link names a file that exists. When this fails,
 update README.md or docs/, not this test."""
@@ -14,7 +14,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 DOCS = REPO / "docs"
 TRAINING = (DOCS / "training.md").read_text(encoding="utf-8")
-SERVING = (DOCS / "serving.md").read_text(encoding="utf-8")
+SERVER_FLAGS = (DOCS / "serving_flags.md").read_text(encoding="utf-8")
 FLAG = re.compile(r"`--([a-z_0-9]+)`")
 
 
@@ -131,7 +131,7 @@ def test_server_flag_table_lists_every_flag():
     from serving.model_server.flags import server_command
 
     options = set(server_command().flag_values)
-    listed = [name for names, _ in table_rows(section(SERVING, "## The server"))
+    listed = [name for names, _ in table_rows(section(SERVER_FLAGS, "## Every flag"))
               for name in names]
     assert sorted(listed) == sorted(options)
 
