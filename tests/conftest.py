@@ -12,6 +12,15 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# The JAX half of the test command compiles with XLA's fast-compile flags
+# (tests/jax_processes.py says why), set before anything initialises JAX.
+if str(pathlib.Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from tests.jax_processes import FAST_COMPILE_XLA_FLAGS  # noqa: E402
+
+if os.environ.get("KERAS_BACKEND") == "jax":
+    os.environ.setdefault("XLA_FLAGS", FAST_COMPILE_XLA_FLAGS)
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -26,10 +35,8 @@ import serving  # noqa: E402, F401
 import train  # noqa: E402, F401
 
 # The same for bench/, tools/ and experiments/, which are not installed: imported from this
-# checkout (as is tests.serving.fuzz). Only their own test folders (tests/bench, tests/tools,
-# tests/experiments) import them (tests/test_layering.py).
-if str(pathlib.Path(__file__).resolve().parents[1]) not in sys.path:
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+# checkout (on sys.path above, as is tests.serving.fuzz). Only their own test folders
+# (tests/bench, tests/tools, tests/experiments) import them (tests/test_layering.py).
 import bench  # noqa: E402, F401
 import experiments  # noqa: E402, F401
 import tools  # noqa: E402, F401

@@ -11,7 +11,6 @@ exist and running while this process computes TensorFlow's answers; skipped wher
 not installed (the ``jax`` extra)."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ import numpy as np
 import pytest
 
 from tpr_keras.models import TPRRNN, MemN2N, PlainEntailmentModel, TPTransformer
+from tests.jax_processes import jax_env
 
 pytest.importorskip("jax")
 
@@ -142,7 +142,7 @@ class JaxSide:
             np.savez(folder / "inputs.npz", labels=labels, **data)
             self.cases[name] = (model, data, folder)
             args += [str(folder), type(model).__name__]
-        env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+        env = jax_env()  # JAX_SIDE sets the backend itself too
         self.log = root / "jax.log"
         with open(self.log, "w") as log:
             self.process = subprocess.Popen([sys.executable, "-c", JAX_SIDE, *args], env=env,

@@ -6,7 +6,6 @@ as on TensorFlow."""
 import doctest
 import importlib
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from tpr_keras.models.task_models import (
     trained_preset,
 )
 from tpr_keras.presets import PresetError, load_preset, shipped_presets
+from tests.jax_processes import jax_env
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BABI = (["Mary went to the kitchen. John moved to the garden.",
@@ -100,7 +100,7 @@ def test_overrides_reach_the_backbone():
 @pytest.mark.slow
 def test_the_task_models_answer_alike_on_jax_without_tensorflow():
     pytest.importorskip("jax")
-    env = dict(os.environ, PYTHONPATH=str(REPO), KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-c", ON_JAX, json.dumps([BABI, ENTAILMENT, MATH])],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

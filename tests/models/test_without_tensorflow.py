@@ -7,13 +7,14 @@ Each family answers in one call compiled by ``jax.jit``: eagerly, JAX compiles e
 the model on its own, which takes far longer here; the eager forward passes on JAX are the
 ``every_backend`` tests'."""
 
-import os
 import pathlib
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from tests.jax_processes import jax_env
 
 pytest.importorskip("jax")
 
@@ -61,7 +62,7 @@ WITHOUT_TENSORFLOW = textwrap.dedent("""
 
 
 def test_layers_ops_and_models_run_where_tensorflow_cannot_be_imported():
-    env = dict(os.environ, PYTHONPATH=str(REPO), KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO))
     done = subprocess.run([sys.executable, "-c", WITHOUT_TENSORFLOW], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.jax_processes import jax_env
+
 pytest.importorskip("jax")
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -32,8 +34,7 @@ JAX_LOGITS = textwrap.dedent("""
 
 
 def run_jax(args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run([sys.executable, "-m", "train.babi", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=600)
 

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.jax_processes import jax_env
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 @pytest.mark.parametrize("cell,recipe", [("tpru", []), ("gru", ["--recipe", "paper"])])
@@ -70,8 +72,7 @@ def test_flag_help_states_the_size_and_recipe_defaults():
 def test_train_entailment_on_jax_with_mixed_bfloat16(tiny_entailment, tmp_path):
     """Under KERAS_BACKEND=jax: the JAX trainer on numpy batches, mixed_bfloat16 recorded
     in the saved model's config, and the SavedModel written by a TensorFlow process."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, "-m", "train.entailment", "--data_dir", str(tiny_entailment),
          "--model_dir", str(tmp_path), "--dim", "8", "--roles", "4", "--epochs", "2",

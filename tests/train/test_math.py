@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.jax_processes import jax_env
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -110,8 +112,7 @@ def assert_the_kept_epoch_was_chosen_on_held_out_questions(results, run_dir, dat
 def test_train_math_on_jax_scores_what_its_tensorflow_export_scores(tiny_math, tmp_path):
     """Under KERAS_BACKEND=jax: the JAX trainer on numpy batches, the greedy exact match on
     JAX, and the SavedModel (written by TensorFlow) giving the same greedy answers."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--size", "tiny",
          "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",

@@ -3,12 +3,13 @@ as on a machine with Keras, JAX and numpy alone: it writes results.json and the 
 model, and prints the command that writes the SavedModel where TensorFlow is installed."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
 
 import pytest
+
+from tests.jax_processes import jax_env
 
 pytest.importorskip("jax")
 
@@ -35,8 +36,7 @@ COMMANDS = {
 def test_trains_on_jax_without_tensorflow(command, request, tmp_path):
     fixture, args = COMMANDS[command]
     data_dir = request.getfixturevalue(fixture)
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               KERAS_BACKEND="jax")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_TENSORFLOW, f"train.{command}", "--data_dir",
          str(data_dir), "--model_dir", str(tmp_path), "--verbose", "0",

@@ -5,7 +5,6 @@ re-initialisation, and a run resumes from its numpy checkpoints. The JAX side ru
 subprocess (the backend is chosen before Keras is imported)."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tpr_keras.training import Trainer, TrainConfig, sparse_classification
+from tests.jax_processes import jax_env
 
 pytest.importorskip("jax")
 
@@ -118,8 +118,7 @@ def tensorflow_side(tmp_path):
 
 def test_the_jax_step_is_the_tensorflow_step(tmp_path):
     namespace = tensorflow_side(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(REPO), KERAS_BACKEND="jax",
-               TF_CPP_MIN_LOG_LEVEL="3")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run([sys.executable, "-c", JAX_SIDE, str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -177,8 +176,8 @@ def test_data_parallel_on_two_jax_devices_is_the_one_device_step(tmp_path):
     """keras.distribution.DataParallel over 2 (forced host) devices: the same weights as
     TensorFlow's one-device Trainer on the same global batches."""
     namespace = tensorflow_side(tmp_path)
-    env = dict(os.environ, PYTHONPATH=str(REPO), KERAS_BACKEND="jax",
-               TF_CPP_MIN_LOG_LEVEL="3", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
+                  XLA_FLAGS="--xla_force_host_platform_device_count=2")
     done = subprocess.run([sys.executable, "-c", DATA_PARALLEL, str(tmp_path)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
