@@ -96,10 +96,9 @@ def command_in_process():
     of a kill start one.
 
     Keras's global state (the counters that name unnamed layers and variables, its
-    settings) is cleared before the command, as a new process starts it, and after it, so
-    that neither the command nor a later test in this process sees what the other made: a
-    checkpoint keys Nadam's unnamed variable by its name, ``variable`` in a new process,
-    ``variable_1`` in one that had made a Nadam (which then cannot restore it)."""
+    settings such as the dtype policy) is cleared before the command, as a new process
+    starts it, and after it, so that neither the command nor a later test in this process
+    sees what the other made."""
     import keras
 
     from train import cli
