@@ -12,6 +12,7 @@ their own process is not what a test looks at.
 
 import contextlib
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -98,22 +99,30 @@ def command_in_process():
     Keras's global state (the counters that name unnamed layers and variables, its
     settings such as the dtype policy) is cleared before the command, as a new process
     starts it, and after it, so that neither the command nor a later test in this process
-    sees what the other made."""
+    sees what the other made. ``sys.argv`` and ``__main__``'s module spec are the command's
+    while it runs, so the command line a run records (``results.json``'s ``command``) is
+    ``python -m <module> <argv>``, as from a process of its own."""
     import keras
 
     from train import cli
 
     def run(module, argv):
         command = importlib.import_module(module)
+        argv = [str(a) for a in argv]
         out, err, code = io.StringIO(), io.StringIO(), 0
+        main = types.ModuleType("__main__")
+        main.__spec__ = importlib.util.find_spec(module)
+        saved = sys.argv, sys.modules["__main__"]
+        sys.argv, sys.modules["__main__"] = [command.__file__, *argv], main
         keras.backend.clear_session(free_memory=False)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                cli.run(command.command, command.main, [str(a) for a in argv])
+                cli.run(command.command, command.main, argv)
             except SystemExit as exit_:
                 code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
             finally:
                 keras.backend.clear_session(free_memory=False)
+                sys.argv, sys.modules["__main__"] = saved
         return subprocess.CompletedProcess([module, *argv], code, out.getvalue(),
                                            err.getvalue())
     return run

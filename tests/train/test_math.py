@@ -1,7 +1,8 @@
-"""``python -m train.math`` end to end on tiny generated Mathematics files (subprocess)."""
+"""``python -m train.math`` end to end on tiny generated Mathematics files: the shared run
+and the JAX run in processes of their own, the others through the same command line in
+this process."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -16,19 +17,17 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["tp_transformer", "transformer"])
-def test_train_math_results_and_export(tiny_math, tmp_path, model, request):
+def test_train_math_results_and_export(tiny_math, tmp_path, model, request,
+                                       command_in_process):
     if model == "tp_transformer":  # the shared run: --size tiny, module weights, a curve
         run = request.getfixturevalue("tiny_math_run")
         stdout, model_dir, data_dir = run.stdout, run.model_dir, run.data_dir
-    else:  # --size left at its default, auto: tiny on this CPU
-        env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-                   CUDA_VISIBLE_DEVICES="")
-        done = subprocess.run(
-            [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model",
-             model, "--steps", "6", "--batch_size", "32", "--learning_rate", "3e-3",
-             "--model_dir", str(tmp_path), "--download=false", "--verbose", "0"],
-            env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
+    else:  # --size left at its default, auto: tiny on this CPU; run in this process
+        done = command_in_process("train.math", [
+            "--data_dir", tiny_math, "--model", model, "--steps", "6", "--batch_size", "32",
+            "--learning_rate", "3e-3", "--model_dir", tmp_path, "--download=false",
+            "--verbose", "0"])
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         stdout, model_dir, data_dir = done.stdout, tmp_path, tiny_math
     results = json.loads((model_dir / "results.json").read_text())
     assert list(results["interpolate_accuracy_percent"]) == ["numbers__place_value"]
@@ -141,17 +140,9 @@ def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(
         tiny_math_run, tmp_path, command_in_process):
     """``--init_from`` a preset, then ``train.save_preset``: the new preset's metadata names
     the parent's weights (SHA-256), its training command and commit, and the commit at
-    which the name meant that parent. The parent is the shared tiny run; save_preset runs
-    in this process."""
+    which the name meant that parent. The parent is the shared tiny run; the continued run
+    and save_preset run in this process."""
     from tpr_keras.presets.preset_files import sha256_file
-
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
-               CUDA_VISIBLE_DEVICES="")
-
-    def python(*args):
-        done = subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True,
-                              text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-3000:]
 
     data_dir = tiny_math_run.data_dir
     common = ["--data_dir", str(data_dir), "--model", "tp_transformer", "--size", "tiny",
@@ -159,9 +150,10 @@ def test_a_run_that_continued_a_preset_becomes_a_preset_naming_its_parent(
     metadata = {}
     for name, model_dir in [("a", tiny_math_run.model_dir), ("b", tmp_path / "run-b")]:
         if name == "b":
-            python("train.math", *common, "--steps", "3", "--init_from",
-                   str(tmp_path / "preset-a"), "--model_dir", str(model_dir),
-                   "--nosaved_model")  # a preset is made from model.keras
+            done = command_in_process("train.math", [
+                *common, "--steps", "3", "--init_from", tmp_path / "preset-a", "--model_dir",
+                model_dir, "--nosaved_model"])  # a preset is made from model.keras
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         saved = command_in_process("train.save_preset", [
             "--model_dir", model_dir, "--output", tmp_path / f"preset-{name}", "--data_dir",
             data_dir, "--sample", "4", "--allow_dirty", "--results_json",
