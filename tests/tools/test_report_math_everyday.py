@@ -48,10 +48,25 @@ def test_the_command_note_names_what_earlier_sittings_gave_otherwise():
         {"command": "python -m train.math --size tiny --max_train_minutes 80"},
         {"command": latest}]}
     assert math_everyday.command_note(result) == (
-        "the latest sitting; earlier ones had `--max_train_minutes 80`")
+        "the latest sitting; earlier ones had `--max_train_minutes 80`, no `--seed 0`")
     result["sittings"] = [{"command": latest}, {}]
     assert math_everyday.command_note(result) == "every sitting"
+    result["command"] = latest + " --length_groups 2"
+    result["sittings"] = [{"command": latest}, {"command": result["command"]}]
+    assert math_everyday.command_note(result) == (
+        "the latest sitting; earlier ones had no `--length_groups 2`")
 
 
 def test_no_run_yet(tmp_path):
     assert "No run is committed" in math_everyday.everyday_markdown(str(tmp_path))
+
+
+def test_a_run_at_its_defined_steps_is_called_whole(tmp_path):
+    write(tmp_path)
+    path = tmp_path / "results" / "math" / "everyday20" / "tiny-seed0" / "results.json"
+    result = json.loads(path.read_text())
+    result["config"]["steps"] = 9000
+    path.write_text(json.dumps(result))
+    first = math_everyday.everyday_markdown(str(tmp_path)).splitlines()[0]
+    assert "9,000 steps of 128 (the whole run, 1.00 h of training), defined as 9,000" in first
+    assert "so far" not in first

@@ -70,12 +70,15 @@ def command_note(result):
         return dict(token.partition(" ")[::2] for token in f" {command}".split(" --")[1:])
 
     latest = flags(result["command"])
-    differ = sorted({f"--{name} {value}".strip()
-                     for s in result.get("sittings", []) for name, value in
-                     flags(s.get("command", result["command"])).items() if latest.get(name) != value})
-    if not differ:
+    earlier = [flags(s.get("command", result["command"])) for s in result.get("sittings", [])]
+    differ = sorted({f"--{name} {value}".strip() for given in earlier
+                     for name, value in given.items() if latest.get(name) != value})
+    lacking = sorted({f"--{name} {value}".strip() for given in earlier
+                      for name, value in latest.items() if name not in given})
+    if not differ and not lacking:
         return "every sitting"
-    return "the latest sitting; earlier ones had " + ", ".join(f"`{d}`" for d in differ)
+    parts = [f"`{d}`" for d in differ] + [f"no `{d}`" for d in lacking]
+    return "the latest sitting; earlier ones had " + ", ".join(parts)
 
 
 def everyday_markdown(root):
@@ -86,10 +89,13 @@ def everyday_markdown(root):
     out = []
     for name, r in runs:
         config = r["config"]
+        done = r["steps"] >= config["steps"]
         out += [f"**`{name}`**: `{config['preset']}` {config['model']}, "
                 f"{r['parameters']:,} weights, {len(r['interpolate_accuracy_percent'])} "
-                f"modules, {r['steps']:,} steps of {config['batch_size']} so far "
-                f"({r['train_seconds'] / 3600:.2f} h of training), run to "
+                f"modules, {r['steps']:,} steps of {config['batch_size']} "
+                f"{'(the whole run' if done else 'so far ('}"
+                f"{', ' if done else ''}{r['train_seconds'] / 3600:.2f} h of training), "
+                f"{'defined as' if done else 'run to'} "
                 f"{config['steps']:,} steps with the last {config.get('cooldown_steps') or 0:,} "
                 "cooling the rate down linearly.", ""]
         out += sittings_table(r) + [""]
