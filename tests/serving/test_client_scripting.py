@@ -49,6 +49,13 @@ def command(*argv, stdin=None, **kwargs):
                           env=dict(os.environ, PYTHONPATH=str(REPO)), **kwargs)
 
 
+def default_sigint():
+    """In the client's process before it starts: SIGINT's default action, as a terminal's
+    Ctrl-C finds it. A suite started in the background (``nohup pytest ... &``) passes SIGINT
+    on ignored, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def grpc_at(server):
     return ["--server", f"127.0.0.1:{server.port}"]
 
@@ -221,7 +228,8 @@ def test_exit_statuses_of_the_command(small, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "serving.client", "--server",
                              f"127.0.0.1:{port}", "--wait_seconds", "60", "--story", STORY,
                              "--question", QUESTION], cwd=REPO, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                            text=True, env=dict(os.environ, PYTHONPATH=str(REPO)),
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 30
     line = proc.stderr.readline()  # "waiting for model 'babi' ...": it is in the retry loop
     assert line.startswith("waiting for model") and time.monotonic() < deadline
