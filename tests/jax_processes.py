@@ -14,16 +14,12 @@ FAST_COMPILE_XLA_FLAGS = ("--xla_llvm_disable_expensive_passes=true "
                           "--xla_backend_optimization_level=0")
 
 
-def fast_compile_flags(flags=""):
-    """``flags`` (other XLA flags a test needs) with the fast-compile ones after them."""
-    return f"{flags} {FAST_COMPILE_XLA_FLAGS}".strip()
-
-
 def jax_env(base=None, **extra):
     """``base`` (default ``os.environ``) with ``KERAS_BACKEND=jax``, ``extra`` and, unless
-    the environment sets them already, the fast-compile XLA flags (after any ``XLA_FLAGS``
-    in ``extra``)."""
-    env = dict(os.environ if base is None else base, KERAS_BACKEND="jax", **extra)
-    if "XLA_FLAGS" not in (os.environ if base is None else base):
-        env["XLA_FLAGS"] = fast_compile_flags(extra.get("XLA_FLAGS", ""))
+    ``base`` sets them already, the fast-compile XLA flags (after any ``XLA_FLAGS`` in
+    ``extra``)."""
+    base = os.environ if base is None else base
+    env = dict(base, KERAS_BACKEND="jax", **extra)
+    if "XLA_FLAGS" not in base:
+        env["XLA_FLAGS"] = f"{extra.get('XLA_FLAGS', '')} {FAST_COMPILE_XLA_FLAGS}".strip()
     return env

@@ -89,13 +89,14 @@ def everyday_markdown(root):
     out = []
     for name, r in runs:
         config = r["config"]
-        done = r["steps"] >= config["steps"]
+        hours = f"{r['train_seconds'] / 3600:.2f} h of training"
+        if r["steps"] >= config["steps"]:
+            length = f"(the whole run, {hours}), defined as"
+        else:
+            length = f"so far ({hours}), run to"
         out += [f"**`{name}`**: `{config['preset']}` {config['model']}, "
                 f"{r['parameters']:,} weights, {len(r['interpolate_accuracy_percent'])} "
-                f"modules, {r['steps']:,} steps of {config['batch_size']} "
-                f"{'(the whole run' if done else 'so far ('}"
-                f"{', ' if done else ''}{r['train_seconds'] / 3600:.2f} h of training), "
-                f"{'defined as' if done else 'run to'} "
+                f"modules, {r['steps']:,} steps of {config['batch_size']} {length} "
                 f"{config['steps']:,} steps with the last {config.get('cooldown_steps') or 0:,} "
                 "cooling the rate down linearly.", ""]
         out += sittings_table(r) + [""]

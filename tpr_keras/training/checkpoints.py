@@ -39,6 +39,7 @@ tf = _LazyTensorFlow()
 #: The path Keras gives a variable made without a name: ``variable``, ``variable_1``, ...
 _AUTO_NAMED = re.compile(r"variable(_\d+)?")
 
+
 def variables_by_position(variables):
     """``{"v00012": variable}``: variables keyed by their position.
 
