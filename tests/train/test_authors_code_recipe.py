@@ -69,8 +69,8 @@ def test_train_babi_authors_code(tiny_babi, tmp_path, command_in_process):
     # The two step differences have their own flags, which win over the recipe.
     (tmp_path / "switched").mkdir()
     config, model = _train_babi_authors_code(
-        command_in_process, tiny_babi, tmp_path / "switched", "--size", "all_tasks_authors", "--pad_row", "zero",
-        "--beta_power_start", "beta")
+        command_in_process, tiny_babi, tmp_path / "switched", "--size", "all_tasks_authors",
+        "--pad_row", "zero", "--beta_power_start", "beta")
     assert (config["pad_row"], config["beta_power_start"]) == ("zero", "beta")
     assert model["pad_row"] == "zero"
 
