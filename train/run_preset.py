@@ -174,8 +174,8 @@ def training_record(args, results, model):
 
 def preset_assets(task, vocab_path, data_dir, options):
     """``{asset name: source}``: the vocabulary, and for math the wording of its modules'
-    questions (``modules.json``: ``module_of``, the served module) when it has few enough
-    templates per module."""
+    questions (``modules.json``: ``module_of``, the served module), a module with too many
+    templates kept with none (``ModuleTemplates.capped``)."""
     assets = {"vocab.txt": vocab_path}
     if task != "math":
         return assets
@@ -183,11 +183,11 @@ def preset_assets(task, vocab_path, data_dir, options):
     trained = mathematics.select_modules(options["modules"],
                                          mathematics.list_modules(root))["train"]
     templates = mathematics.module_templates(root, trained)
-    module, count = templates.largest
-    if count <= mathematics.MAX_TEMPLATES_PER_MODULE:
-        assets[mathematics.TEMPLATES_ASSET] = templates.save
-    else:  # wording that varies per question: the rule would call new questions outside
-        print(f"No {mathematics.TEMPLATES_ASSET}: {module} has {count} question "
-              f"templates (> {mathematics.MAX_TEMPLATES_PER_MODULE}); the preset "
-              "reports no module.")
+    capped = templates.capped()
+    assets[mathematics.TEMPLATES_ASSET] = capped.save
+    for module in capped.wide:  # wording that varies per question: new ones look outside
+        print(f"{mathematics.TEMPLATES_ASSET}: {module} has "
+              f"{len(templates.templates[module])} question templates "
+              f"(> {mathematics.MAX_TEMPLATES_PER_MODULE}); kept with none, so its "
+              "questions report no module.")
     return assets

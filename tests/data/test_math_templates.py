@@ -48,7 +48,6 @@ def test_module_templates_read_every_training_file_of_the_modules(data_dir):
     # Another module, another wording of a trained module, a hundreds digit never asked.
     assert [known.module_of(q) for q in ("Solve 3*x = 6 for x.", "What is 12+30?",
                                          "What is the hundreds digit of 2934?")] == ["", "", ""]
-    assert known.largest == ("arithmetic__add_or_sub", 2)
     with pytest.raises(FileNotFoundError, match="comparison__pair"):
         module_templates(data_dir, ["comparison__pair"])
 
@@ -60,6 +59,17 @@ def test_save_and_load_round_trip(data_dir, tmp_path):
     (tmp_path / "bad.json").write_text('{"m": "What is N?"}')
     with pytest.raises(ValueError, match="module"):
         ModuleTemplates.load(tmp_path / "bad.json")
+
+
+def test_capped_keeps_a_wide_module_with_no_templates_so_its_questions_report_none(data_dir):
+    known = module_templates(data_dir, ["numbers__place_value", "arithmetic__add_or_sub",
+                                        "algebra__linear_1d"])
+    capped = known.capped(1)
+    assert capped.modules == known.modules and capped.wide == ["arithmetic__add_or_sub",
+                                                               "numbers__place_value"]
+    assert capped.module_of("Solve 3*x = 6 for x.") == "algebra__linear_1d"
+    assert capped.module_of("What is 12 + 30?") == "" != known.module_of("What is 12 + 30?")
+    assert known.capped(2) == known and known.wide == []
 
 
 def test_a_template_of_two_modules_belongs_to_the_first_in_sorted_order():

@@ -24,8 +24,15 @@ The rule suits modules written from few templates (the four focus modules: at mo
 each). Modules with symbols in their questions (``algebra__*``, ``polynomials__*``: a
 variable name, a polynomial) have nearly one template per question, so their unseen
 questions would be reported outside: :data:`MAX_TEMPLATES_PER_MODULE` is the most a
-preset records (``train.save_preset`` records none for a model trained on a module with
-more, and such a model reports no module).
+preset records of one module (``train.save_preset`` keeps such a *wide* module in the
+list with no templates, :meth:`ModuleTemplates.capped`: its questions report no module,
+and no preset can claim it). On this project's twenty everyday modules' training files
+(30,000 questions each) the wide ones are ``arithmetic__mixed`` (17,442 templates),
+``arithmetic__mul_div_multiple`` (10,065), ``algebra__linear_1d`` (6,058) and
+``arithmetic__add_sub_multiple`` (5,250); ``measurement__conversion`` (3,880) and
+``comparison__kth_biggest`` (2,880) are kept, and a fresh generator sample's questions
+of those two have a known template 78 and 90 % of the time; the other fourteen, all
+the time or nearly (``comparison__sort`` 98.7 %).
 
 The same rule runs in a SavedModel (``tf.strings.regex_replace`` with
 :data:`NUMBER_PATTERN`, RE2 syntax, which Python's ``re`` reads alike).
@@ -46,7 +53,7 @@ NUMBER_PATTERN = r"-?[0-9]+(?:\.[0-9]+)?"
 #: What a number becomes in a template.
 NUMBER_MARK = "N"
 #: The most templates of one module for which the rule is recorded (see above).
-MAX_TEMPLATES_PER_MODULE = 1000
+MAX_TEMPLATES_PER_MODULE = 5000
 #: The asset file of a math preset that holds its :class:`ModuleTemplates`.
 TEMPLATES_ASSET = "modules.json"
 
@@ -86,10 +93,21 @@ class ModuleTemplates:
             for text in texts:
                 self.lookup.setdefault(text, module)
 
+    def capped(self, limit: int = MAX_TEMPLATES_PER_MODULE) -> ModuleTemplates:
+        """These templates with every module of more than ``limit`` kept with none.
+
+        Example:
+        >>> ModuleTemplates({"a": ["N + N", "N - N"], "b": ["N"]}).capped(1).templates
+        {'a': [], 'b': ['N']}
+        """
+        return ModuleTemplates({m: t if len(t) <= limit else []
+                                for m, t in self.templates.items()})
+
     @property
-    def largest(self) -> tuple[str, int]:
-        """``(module, count)``: the module with the most templates, and how many."""
-        return max(((m, len(t)) for m, t in self.templates.items()), key=lambda x: x[1])
+    def wide(self) -> list[str]:
+        """The modules kept with no templates (:meth:`capped`): their questions report
+        no module."""
+        return [m for m, t in self.templates.items() if not t]
 
     @property
     def modules(self) -> list[str]:

@@ -82,9 +82,11 @@ class MathAnswerer(TaskModel):
         self.claim_threshold = float(claim_threshold)
 
     def _checked(self, claims):
-        """``claims`` as ``{str: float}``, each module one the templates recognise."""
+        """``claims`` as ``{str: float}``, each module one the templates recognise (not a
+        wide one, kept with no templates)."""
         templates = self.preprocessor.templates
-        trained = [] if templates is None else templates.modules
+        trained = [] if templates is None else [m for m in templates.modules
+                                                if m not in templates.wide]
         unknown = sorted(set(claims) - set(trained))
         if unknown:
             raise ValueError(f"claimed module(s) {', '.join(unknown)} are not among the "
