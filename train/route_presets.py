@@ -5,10 +5,14 @@ experts): ``python -m train.route_presets``.
         --expert comparison__pair=runs/presets/cmp-expert --data_dir ../shared/data/mathematics \
         --output my_presets/math_routed
 
-The default preset answers every question; each ``--expert MODULE=PRESET`` answers the
-questions whose wording is ``MODULE``'s (the default preset's module templates, the served
-``module`` output). The presets must share the default's vocabulary and answer length (an
-expert continued from the default with ``train.math --init_from`` does). The routed model
+The default preset answers every question; each ``--expert MODULE[,MODULE...]=PRESET``
+answers the questions whose wording is one of those modules' (the default preset's module
+templates, the served ``module`` output), with one decoder for all of them. A routed PRESET
+lends, for each module, the decoder that answers that module in it (its expert of the
+module, else its default). The experts must share the default's special symbols and answer
+length and know no symbol it lacks (an expert continued from the default with
+``train.math --init_from`` shares its vocabulary; one trained on fewer modules reads and
+writes the default's ids through a ``VocabularyMappedDecoder``). The routed model
 (``RoutedTPTransformer``) is evaluated as ``train.save_preset`` evaluates a run, on the
 default preset's modules (full table and the sample table CI re-checks), and written as one
 preset: both models' weights, the default's vocabulary and templates, and metadata.json
@@ -27,30 +31,78 @@ EXAMPLE = ("python -m train.route_presets --default tp_transformer_math_focus "
 
 
 def parse_experts(entries):
-    """``["module=preset", ...]`` -> ``{module: preset}``.
+    """``["module[,module...]=preset", ...]`` -> ``{module: preset}``.
 
     Raises:
         cli.UsageError: an entry without ``=`` or a module named twice.
     """
     experts = {}
     for entry in entries:
-        module, equals, preset = entry.partition("=")
-        if not equals or not module.strip() or not preset.strip():
-            raise cli.UsageError(f"--expert {entry!r}: expected MODULE=PRESET")
-        if module.strip() in experts:
-            raise cli.UsageError(f"--expert names {module.strip()} twice")
-        experts[module.strip()] = preset.strip()
+        modules, equals, preset = entry.partition("=")
+        modules = [m.strip() for m in modules.split(",")]
+        if not equals or not all(modules) or not preset.strip():
+            raise cli.UsageError(f"--expert {entry!r}: expected MODULE[,MODULE...]=PRESET")
+        for module in modules:
+            if module in experts:
+                raise cli.UsageError(f"--expert names {module} twice")
+            experts[module] = preset.strip()
     if not experts:
         raise cli.UsageError("give at least one --expert MODULE=PRESET")
     return experts
 
 
-def part_record(preset):
-    """What metadata.json keeps of a part: its name, weights' SHA-256 and training."""
+def part_record(preset, decoder=None):
+    """What metadata.json keeps of a part: its name, weights' SHA-256 and training (and,
+    lent by a routed preset, which of its decoders)."""
     from tpr_keras.presets.preset_files import sha256_file
 
     return {"preset": preset.name, "weights_sha256": sha256_file(preset.weights_path),
+            **({} if decoder is None else {"decoder": decoder}),
             "training": dict(preset.metadata.get("training", {}))}
+
+
+def expert_parts(experts, default):
+    """``(decoders {name: TPTransformer}, routes {module: name}, records {name: record})``
+    of ``{module: preset}``: modules answered by the same decoder of the same preset share
+    one expert, named after its module when it answers one, else after its preset.
+
+    Raises:
+        ValueError: a module the default preset's templates do not recognise, or one
+            its preset was not trained on.
+    """
+    from tpr_keras import evaluation
+    from tpr_keras.models.task_models import trained_preset
+    from tpr_keras.models.tp_transformer.vocabulary_mapped_decoder import (
+        VocabularyMappedDecoder,
+    )
+
+    templates = evaluation.preset_templates(default)
+    known = [m for m in templates.modules if m not in templates.wide]
+    presets, models, groups = {}, {}, {}
+    for module, path in experts.items():
+        if module not in known:
+            raise ValueError(f"--expert {module}: not a module of {default.name} that its "
+                             f"templates recognise ({', '.join(known)})")
+        if path not in presets:
+            presets[path] = trained_preset(path, "math")
+            models[path] = presets[path].build_model()
+        trained = presets[path].metadata.get("evaluation_options", {}).get("modules", [])
+        if module not in trained:
+            raise ValueError(f"--expert {module}={presets[path].name}: that preset was not "
+                             f"trained on {module} (its modules: {trained})")
+        route = int(models[path].routes([module])[0]) if hasattr(models[path], "routes") else -1
+        groups.setdefault((path, route), []).append(module)
+    decoders, routes, records = {}, {}, {}
+    for (path, route), modules in groups.items():
+        model, preset = models[path], presets[path]
+        lent = None if route < 0 else ("default", *model.expert_names)[route]
+        name = modules[0] if len(modules) == 1 else "_".join(filter(None, [preset.name, lent]))
+        decoder = model if route < 0 else model.decoders()[route]
+        decoders[name] = (decoder.decoder if isinstance(decoder, VocabularyMappedDecoder)
+                          else decoder)
+        routes.update({m: name for m in modules})
+        records[name] = part_record(preset, lent)
+    return decoders, routes, records
 
 
 def command():
@@ -59,8 +111,8 @@ def command():
     command.group("Presets")
     command.string("default", None, "The math preset (a shipped name or a folder) that "
                    "answers every question no expert takes.")
-    command.multi("expert", "MODULE=PRESET: the preset that answers MODULE's "
-                  "questions (repeat for more modules).")
+    command.multi("expert", "MODULE[,MODULE...]=PRESET: the preset that answers these "
+                  "modules' questions, one decoder for all (repeat for more).")
     command.string("output", None, "The preset folder to write.")
     command.boolean("overwrite", False, "Replace an existing preset folder.")
     command.string("description", "", "One line: what the model is and how it was trained.")
@@ -96,29 +148,19 @@ def main(args):
                              "is written from a clean commit, so that its code can be "
                              "checked out again")
     default = trained_preset(args.default, "math")
-    parts = {module: trained_preset(path, "math") for module, path in experts.items()}
     options = dict(default.metadata["evaluation_options"])
     templates = evaluation.preset_templates(default)
     if templates is None:
         raise ValueError(f"{default.path}: no module templates (assets/modules.json); a "
                          "routed model chooses its decoder by them")
-    for module, part in parts.items():
-        if module not in templates.modules:
-            raise ValueError(f"--expert {module}: not a module of {default.name} "
-                             f"({', '.join(templates.modules)})")
-        trained = part.metadata.get("evaluation_options", {}).get("modules", [])
-        if module not in trained:
-            raise ValueError(f"--expert {module}={part.name}: that preset was not trained on "
-                             f"{module} (its modules: {trained})")
-    model = RoutedTPTransformer(default.build_model(),
-                                {m: part.build_model() for m, part in parts.items()})
+    decoders, routes, records = expert_parts(experts, default)
+    model = RoutedTPTransformer(default.build_model(), decoders, routes)
     vocab = evaluation.preset_vocabulary(default)
     table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
                                       templates=templates)
     sample_table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
                                              limit=args.sample, templates=templates)
-    records = {"default": part_record(default)} | {
-        m: part_record(part) for m, part in parts.items()}
+    records = {"default": part_record(default)} | records
     trainings = [r["training"] for r in records.values()]
     from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET
 

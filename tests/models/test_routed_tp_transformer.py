@@ -59,12 +59,57 @@ def test_routes_and_config_round_trip_with_weights(routed, parts, tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(loaded.get_weights(), routed.get_weights()))
 
 
-def test_decoders_must_read_the_same_symbols(parts):
-    other = CharVocabulary.build("0123456789 ?ab")
-    with pytest.raises(ValueError, match="comparison__pair differs .*vocabulary"):
+def test_an_expert_knows_no_symbol_the_default_lacks(parts):
+    other = CharVocabulary.build("0123456789 ?ab*")  # '*' is in no question here
+    with pytest.raises(ValueError, match="comparison__pair differs .*vocabulary.*'\\*'"):
         RoutedTPTransformer(parts[0], {"comparison__pair": tiny(3, other)})
     with pytest.raises(ValueError, match="at least one expert"):
         RoutedTPTransformer(parts[0], {})
+    with pytest.raises(ValueError, match="routes name no expert"):
+        RoutedTPTransformer(parts[0], {"e": parts[1]}, {"comparison__pair": "x", "m": "e"})
+
+
+def test_an_expert_of_fewer_symbols_answers_as_it_does_alone(parts):
+    """An expert trained on a subset of the default's symbols reads and writes the default's
+    ids: its answers and log-probabilities are those of the expert with its own vocabulary,
+    on questions whose characters it knows and on one with a character it lacks (':'),
+    which it reads as <unk> as its own preprocessor does."""
+    small = CharVocabulary.build("".join(QUESTIONS[1:]) + "0123456789TrueFalse")
+    assert set(small.tokens) < set(VOCAB.tokens) and ":" not in small.tokens
+    expert = tiny(4, small)
+    routed = RoutedTPTransformer(parts[0], {"comparison__pair": expert})
+    assert routed.get_config()["experts"]["comparison__pair"]["vocabulary"] == list(small.tokens)
+    alone = MathAnswerer(expert, MathPreprocessor(small)).predict(QUESTIONS)
+    mapped = routed.decoders()[1]
+    source = MathPreprocessor(VOCAB)(QUESTIONS)
+    ids, log_prob = mapped.greedy_decode(source)
+    assert MathPreprocessor(VOCAB).decode(keras.ops.convert_to_numpy(ids)) == alone["answer"].tolist()
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(log_prob), alone["log_prob"], rtol=1e-5)
+    ids, _ = mapped.beam_search(source, beam_size=2)
+    own_ids, _ = expert.beam_search(MathPreprocessor(small)(QUESTIONS), beam_size=2)
+    assert (MathPreprocessor(VOCAB).decode(keras.ops.convert_to_numpy(ids))
+            == MathPreprocessor(small).decode(keras.ops.convert_to_numpy(own_ids)))
+    # Teacher forcing: the expert's logits at its symbols' ids, the others masked.
+    target = np.full((len(QUESTIONS), 3), 2, np.int32)
+    logits = keras.ops.convert_to_numpy(mapped({"source": source, "target_in": target}))
+    own = keras.ops.convert_to_numpy(expert({"source": MathPreprocessor(small)(QUESTIONS),
+                                             "target_in": target}))
+    at = [VOCAB.tokens.index(t) for t in small.tokens]
+    np.testing.assert_allclose(logits[..., at], own, atol=1e-5)
+    assert np.all(np.delete(logits, at, axis=-1) < -1e8)
+
+
+def test_modules_may_share_one_expert_and_the_config_round_trips(parts, tmp_path):
+    routed = RoutedTPTransformer(parts[0], {"shared": parts[1]},
+                                 {"comparison__pair": "shared", "numbers__place_value": "shared"})
+    assert routed.expert_names == ("shared",) and len(routed.decoders()) == 2
+    modules = [TEMPLATES.module_of(q) for q in QUESTIONS]
+    assert routed.routes(modules).tolist() == [1, 1, 1, 0]
+    routed.save_to_preset(str(tmp_path / "preset"), assets={"vocab.txt": VOCAB.save},
+                          metadata={"task": "math"})
+    loaded = RoutedTPTransformer.from_preset(str(tmp_path / "preset"))
+    assert loaded.get_config() == routed.get_config() and "routes" in routed.get_config()
+    assert all(np.array_equal(a, b) for a, b in zip(loaded.get_weights(), routed.get_weights()))
 
 
 def test_each_question_is_answered_by_its_modules_decoder(routed, parts):

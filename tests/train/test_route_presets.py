@@ -20,10 +20,12 @@ def test_expert_flags_must_be_module_equals_preset():
     from train import cli
     from train.route_presets import parse_experts
 
-    for entries, message in [(["a"], "MODULE=PRESET"), (["a=x", "a=y"], "names a twice"),
+    for entries, message in [(["a"], "expected MODULE"), (["a=x", "a=y"], "names a twice"),
+                             (["a,b=x", "b=y"], "names b twice"), (["a,=x"], "expected"),
                              ([], "at least one --expert")]:
         with pytest.raises(cli.UsageError, match=message):
             parse_experts(entries)
+    assert parse_experts(["a, b=x", "c=y"]) == {"a": "x", "b": "x", "c": "y"}
 
 
 def write_preset(path, seed, vocab, modules):

@@ -95,7 +95,8 @@ class MathServingModule(tf.Module):
             self.routes = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
                     tf.constant(list(model.expert_modules), tf.string),
-                    tf.range(1, len(decoders), dtype=tf.int32)), default_value=0)
+                    tf.constant([model.module_routes[m] for m in model.expert_modules],
+                                tf.int32)), default_value=0)
         routes = getattr(self, "routes", None)
 
         def module_of(question):

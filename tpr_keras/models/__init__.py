@@ -32,6 +32,7 @@ _EXPORTS = {
     # Mathematics: the TP-Transformer.
     "TPTransformer": "tp_transformer",
     "RoutedTPTransformer": "tp_transformer",
+    "VocabularyMappedDecoder": "tp_transformer",
     "MathAnswerer": "tp_transformer",
     "MathPreprocessor": "tp_transformer",
     "TP_TRANSFORMER_PAPER_SIZES": "tp_transformer:PAPER_SIZES",

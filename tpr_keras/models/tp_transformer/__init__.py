@@ -15,7 +15,8 @@ preprocessor, task model.
   task model;
 * :class:`RoutedTPTransformer`: several trained TP-Transformers behind one model, each
   question answered by the decoder of its module (one preset from several:
-  ``python -m train.route_presets``);
+  ``python -m train.route_presets``), and :class:`VocabularyMappedDecoder`, an expert
+  trained on fewer symbols reading and writing the routed model's ids;
 * :class:`MathAnswerer`: the task model, questions in and greedy answers out
   (``.from_preset("tp_transformer_math_focus").generate(questions)``), with its NumPy
   :class:`MathPreprocessor`.
@@ -43,6 +44,9 @@ from tpr_keras.models.tp_transformer.tp_transformer_model import (  # noqa: F401
 from tpr_keras.models.tp_transformer.tp_transformer_sizes import PAPER_SIZES  # noqa: F401
 from tpr_keras.models.tp_transformer.routed_tp_transformer import (  # noqa: F401
     RoutedTPTransformer,
+)
+from tpr_keras.models.tp_transformer.vocabulary_mapped_decoder import (  # noqa: F401
+    VocabularyMappedDecoder,
 )
 
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import (  # noqa: F401

@@ -5,11 +5,14 @@ A TP-Transformer trained on several modules at the CPU sizes shares its width be
 one trained on a single module may answer that module better (on this project's data the
 four-module ``tiny`` model stays at 87-88 % on ``comparison__pair``, a ``tiny`` model
 continued on that module alone passes 90 %). :class:`RoutedTPTransformer` holds a
-*default* decoder and one *expert* decoder per module it routes; every decoder is a whole
-:class:`~tpr_keras.models.TPTransformer` (Schlag et al. 2019, §2: Eqs. 1-8) with the same
-vocabulary and answer length, so one preprocessor reads for all of them and their
-answers decode alike. Which decoder answers a question is its *route*: ``0`` for the
-default, ``1 + i`` for the ``i``-th of :attr:`~RoutedTPTransformer.expert_modules`. The
+*default* decoder and *expert* decoders, each answering one or more modules; every
+decoder is a whole :class:`~tpr_keras.models.TPTransformer` (Schlag et al. 2019, §2:
+Eqs. 1-8) with the same special ids and answer length, so one preprocessor (the
+default's vocabulary) reads for all of them and their answers decode alike. An expert
+trained on fewer symbols than the default reads and writes the default's ids through a
+:class:`~tpr_keras.models.tp_transformer.vocabulary_mapped_decoder.VocabularyMappedDecoder`,
+with the same answers. Which decoder answers a question is its *route*: ``0`` for the
+default, ``1 + i`` for the ``i``-th of :attr:`~RoutedTPTransformer.expert_names`. The
 route comes from the module a question's wording belongs to (the preset's templates,
 :mod:`tpr_keras.data.mathematics.templates`): ``MathAnswerer``, the SavedModel exporter
 and the evaluation compute it from the question text, as the served ``module`` output.
@@ -25,17 +28,25 @@ from keras import ops
 
 from tpr_keras.models.presets import PresetMixin
 from tpr_keras.models.tp_transformer.tp_transformer_model import TPTransformer
+from tpr_keras.models.tp_transformer.vocabulary_mapped_decoder import VocabularyMappedDecoder
 
-#: Config keys that every decoder of a routed model must share.
-SHARED_CONFIG = ("vocabulary_size", "vocabulary", "pad_id", "start_id", "end_id",
-                 "max_decode_length")
+#: Config keys that every decoder of a routed model must share (an expert's vocabulary
+#: may be a subset of the default's: :class:`VocabularyMappedDecoder`).
+SHARED_CONFIG = ("pad_id", "start_id", "end_id", "max_decode_length")
 #: The route of a question that no expert module claims.
 DEFAULT_ROUTE = 0
 
 
-def _decoder(source, name):
-    """A TPTransformer named ``name`` of ``source``'s config (and weights, for a model)."""
-    config = source.get_config() if isinstance(source, TPTransformer) else source
+def _config(source):
+    return source.get_config() if isinstance(source, TPTransformer) else dict(source)
+
+
+def _decoder(source, name, vocabulary=None):
+    """A TPTransformer named ``name`` of ``source``'s config (and weights, for a model),
+    mapped to ``vocabulary``'s ids when its own differs."""
+    config = _config(source)
+    if vocabulary is not None and list(config["vocabulary"]) != list(vocabulary):
+        return VocabularyMappedDecoder(source, vocabulary, name=name)
     decoder = TPTransformer.from_config(dict(config, name=name))
     if isinstance(source, TPTransformer):
         decoder.set_weights(source.get_weights())
@@ -44,17 +55,20 @@ def _decoder(source, name):
 
 @keras.saving.register_keras_serializable(package="tpr_keras")
 class RoutedTPTransformer(PresetMixin, keras.Model):
-    """A default TP-Transformer and one expert TP-Transformer per routed module.
+    """A default TP-Transformer and expert TP-Transformers, each answering its modules.
 
     Args:
         default: The default decoder: a ``TPTransformer`` config, or a model whose
-            weights are copied.
-        experts: ``{module: config or TPTransformer}``: the decoder that answers the
-            questions of ``module``.
+            weights are copied. Its vocabulary is the routed model's.
+        experts: ``{name: config or TPTransformer}``: the expert decoders.
+        routes: ``{module: expert name}``: which expert answers the questions of each
+            routed module (several modules may share one). Default: each expert answers
+            the module it is named after.
 
     Raises:
-        ValueError: no expert, or decoders that differ in vocabulary, special ids or
-            answer length (:data:`SHARED_CONFIG`).
+        ValueError: no expert, a route to no expert or an expert with no route, or an
+            expert that differs from the default in special ids or answer length
+            (:data:`SHARED_CONFIG`) or has a symbol the default lacks.
 
     Example:
     >>> routed = RoutedTPTransformer(four_modules, {"comparison__pair": comparison})
@@ -64,35 +78,52 @@ class RoutedTPTransformer(PresetMixin, keras.Model):
     """
 
     def __init__(self, default: Mapping | TPTransformer,
-                 experts: Mapping[str, Mapping | TPTransformer], **kwargs):
+                 experts: Mapping[str, Mapping | TPTransformer],
+                 routes: Mapping[str, str] | None = None, **kwargs):
         super().__init__(**kwargs)
         if not experts:
             raise ValueError("a RoutedTPTransformer needs at least one expert module")
-        self.expert_modules = tuple(sorted(experts))
+        routes = {m: m for m in experts} if routes is None else dict(routes)
+        unknown = sorted(set(routes.values()) - set(experts))
+        idle = sorted(set(experts) - set(routes.values()))
+        if unknown or idle:
+            raise ValueError(f"routes name no expert {unknown} or leave experts {idle} "
+                             "without a module")
+        self.expert_names = tuple(sorted(experts))
+        self.expert_modules = tuple(sorted(routes))
+        self.module_routes = {m: 1 + self.expert_names.index(routes[m])
+                              for m in self.expert_modules}
         self.default_decoder = _decoder(default, "default")
-        self.expert_decoders = [_decoder(experts[m], f"expert_{m}")
-                                for m in self.expert_modules]
+        vocabulary = self.default_decoder.vocabulary
         reference = self.default_decoder.get_config()
-        for module, decoder in zip(self.expert_modules, self.expert_decoders):
-            config = decoder.get_config()
-            differing = [k for k in SHARED_CONFIG if config[k] != reference[k]]
+        for name in self.expert_names:
+            differing = [k for k in SHARED_CONFIG
+                         if _config(experts[name])[k] != reference[k]]
             if differing:
-                raise ValueError(f"the expert of {module} differs from the default decoder "
-                                 f"in {differing}: every decoder must read and write the "
-                                 "same symbols")
-        for key in SHARED_CONFIG:
-            setattr(self, key, reference[key])
+                raise ValueError(f"the expert {name} differs from the default decoder in "
+                                 f"{differing}: every decoder must read and write the same "
+                                 "symbols")
+        self.expert_decoders = []
+        for name in self.expert_names:
+            try:
+                self.expert_decoders.append(_decoder(experts[name], f"expert_{name}",
+                                                     vocabulary))
+            except ValueError as error:  # vocabulary_maps: symbols the default lacks
+                raise ValueError(f"the expert {name} differs from the default decoder in "
+                                 f"its vocabulary: {error}") from None
+        for key in ("vocabulary", "vocabulary_size", *SHARED_CONFIG):
+            setattr(self, key, getattr(self.default_decoder, key))
         self.built = True
 
-    def decoders(self) -> list[TPTransformer]:
+    def decoders(self) -> list[TPTransformer | VocabularyMappedDecoder]:
         """Every decoder, indexed by route: the default, then the experts in
-        :attr:`expert_modules` order."""
+        :attr:`expert_names` order."""
         return [self.default_decoder, *self.expert_decoders]
 
     def routes(self, modules: Sequence[str]) -> np.ndarray:
         """``int32[B]``: the route of each question's module (``""``: none, the default)."""
-        index = {m: i + 1 for i, m in enumerate(self.expert_modules)}
-        return np.asarray([index.get(m, DEFAULT_ROUTE) for m in modules], np.int32)
+        return np.asarray([self.module_routes.get(m, DEFAULT_ROUTE) for m in modules],
+                          np.int32)
 
     def _select(self, outputs, route):
         """Row ``b`` of ``outputs[route[b]]`` for each output of the decoders."""
@@ -130,10 +161,17 @@ class RoutedTPTransformer(PresetMixin, keras.Model):
         return tuple(self._select(outputs, route))
 
     def get_config(self):
+        def config(decoder):
+            if isinstance(decoder, VocabularyMappedDecoder):
+                decoder = decoder.decoder
+            return decoder.get_config() | {"name": "tp_transformer"}
+
+        routes = {m: self.expert_names[r - 1] for m, r in self.module_routes.items()}
         return {"name": self.name, "trainable": self.trainable,
-                "default": self.default_decoder.get_config() | {"name": "tp_transformer"},
-                "experts": {m: d.get_config() | {"name": "tp_transformer"}
-                            for m, d in zip(self.expert_modules, self.expert_decoders)}}
+                "default": config(self.default_decoder),
+                "experts": {n: config(d) for n, d in zip(self.expert_names,
+                                                         self.expert_decoders)},
+                **({} if all(m == n for m, n in routes.items()) else {"routes": routes})}
 
     @classmethod
     def from_config(cls, config):
