@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import keras
+import numpy as np
 import pytest
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 
@@ -92,4 +93,15 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
         tmp_path / "other"])
     assert done.returncode != 0 and "not a module of default" in done.stderr
     assert not (tmp_path / "other").exists()
+    # A routed preset lends the decoder that answers the module in it: its expert.
+    done = command_in_process("train.route_presets", [
+        "--default", tmp_path / "default", "--data_dir", tiny_math, "--sample", "4",
+        "--allow_dirty", "--expert", f"numbers__place_value={tmp_path / 'routed'}",
+        "--output", tmp_path / "lent"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    lent = load_preset(str(tmp_path / "lent"))
+    part = lent.metadata["training"]["parts"]["numbers__place_value"]
+    assert (part["preset"], part["decoder"]) == ("routed", "numbers__place_value")
+    assert all(np.array_equal(a, b) for a, b in zip(
+        lent.build_model().decoders()[1].get_weights(), expert.build_model().get_weights()))
     json.loads((tmp_path / "routed" / "metadata.json").read_text())
