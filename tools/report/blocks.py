@@ -135,6 +135,8 @@ BLOCKS = {
     "math-continued": math_tables.continued_markdown,
     "math-curves": math_curves.curves_markdown,
     "math-everyday": math_everyday.everyday_markdown,
+    "math-everyday-experts": math_everyday_experts.experts_markdown,
+    "math-everyday-fresh": math_everyday_experts.fresh_markdown,
     "math-heldout": math_tables.heldout_markdown,
     "babi-table2": lambda root: babi_paper_runs.markdown(root, 2),
     "babi-table3": lambda root: babi_paper_runs.markdown(root, 3),
