@@ -11,8 +11,9 @@ import os
 import types
 
 from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
-from tools.report import (babi, babi_table1, math_curves, math_everyday, math_tables,
-                          modules, serving_soak, test_times)
+from tools.report import (babi, babi_table1, math_curves, math_everyday,
+                          math_everyday_experts, math_tables, modules, serving_soak,
+                          test_times)
 from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backends_block,
                                 command_help_block, entailment_bench_block, gpu_block,
                                 math_bench_block, serving_batching_block)

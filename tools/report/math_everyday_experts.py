@@ -1,8 +1,8 @@
 """The everyday-math experts and the fresh-sample scores that decide a preset's claims.
 
-Experts (block ``math-everyday-experts``): each ``results/math/everyday20/experts/<module>/
+Experts (block ``math-everyday-experts``): each ``results/math/everyday20/experts/<run>/
 results.json`` is a ``train.math --init_from`` run that continues the twenty-module model
-on one module alone. Per run: steps, cool-down, training hours, the module's curve (the
+on one module alone (the run's folder starts with the module's name). Per run: steps, cool-down, training hours, the module's curve (the
 first ``--curve_questions`` interpolate questions after every epoch: first, best, last),
 its final interpolate score with the kept weights, and the last epoch's training accuracy
 (teacher-forced, per symbol) beside the kept epoch's held-out validation error: a model
@@ -38,19 +38,20 @@ def experts_markdown(root):
     runs = _load(os.path.join(root, FOLDER, "experts", "*", "results.json"))
     if not runs:
         return f"No expert run is committed under `{FOLDER}/experts/` yet."
-    lines = ["| module | steps (cool-down) | training h | curve: first → best → last | "
+    lines = ["| run (module) | steps (cool-down) | training h | curve: first → best → last | "
              "final (kept weights) | training accuracy, last epoch | validation error, "
              "kept epoch |", "|---|---:|---:|---|---:|---:|---:|"]
     commands = []
     for path, r in runs:
-        module = os.path.basename(os.path.dirname(path))
+        run = os.path.basename(os.path.dirname(path))
+        (module,) = r["interpolate_accuracy_percent"]  # one module each
         config, points = r["config"], curve(r, module)
         best = max(points, key=lambda p: p[2])
         kept = min(r["history"], key=lambda e: e["valid_error_percent"])
         final = r["interpolate_accuracy_percent"][module]
         mark = "**" if final >= TARGET else ""
         lines.append(
-            f"| `{module}` | {r['steps']:,} ({config.get('cooldown_steps') or 0:,}) | "
+            f"| `{run}` | {r['steps']:,} ({config.get('cooldown_steps') or 0:,}) | "
             f"{r['train_seconds'] / 3600:.2f} | {points[0][2]:.1f} → {best[2]:.1f} "
             f"(step {best[0]:,}) → {points[-1][2]:.1f} | {mark}{final:.1f}{mark} | "
             f"{100 * r['history'][-1]['train_accuracy']:.1f} | "
