@@ -83,10 +83,12 @@ def fresh_markdown(root):
         str(sum(r["accuracy_percent"] >= TARGET for r in s["modules"].values()))
         for _, s in scores) + " |")
     counts = sorted({r["questions"] for _, s in scores for r in s["modules"].values()})
+    folders = sorted({s["questions_path"] if not s["questions_path"].endswith(".txt")
+                      else os.path.dirname(s["questions_path"]) for _, s in scores})
     commands = [f"`python -m tools.math_savedmodel_accuracy {s['saved_model']} "
                 f"{s['questions_path']} --json {FOLDER}/fresh/{n}.json`"
                 for n, (_, s) in zip(names, scores)]
     return "\n".join(lines + [
         "", f"Exact match % on {'/'.join(f'{c:,}' for c in counts)} questions per module "
-        f"of the fresh sample ({scores[0][1]['questions_path']}). Commands: "
+        f"of the fresh sample ({', '.join(folders)}). Commands: "
         + "; ".join(commands) + "."])
