@@ -52,13 +52,16 @@ def parse_experts(entries):
 
 
 def part_record(preset, decoder=None):
-    """What metadata.json keeps of a part: its name, weights' SHA-256 and training (and,
-    lent by a routed preset, which of its decoders)."""
+    """What metadata.json keeps of a part: its name, weights' SHA-256 and training; lent by
+    a routed preset, that preset's record of the decoder (its own training, not the routed
+    preset's sum), with the routed preset's name and the decoder's."""
     from tpr_keras.presets.preset_files import sha256_file
 
+    training = dict(preset.metadata.get("training", {}))
+    if decoder is not None and decoder in training.get("parts", {}):
+        return {**training["parts"][decoder], "lent_by": preset.name, "decoder": decoder}
     return {"preset": preset.name, "weights_sha256": sha256_file(preset.weights_path),
-            **({} if decoder is None else {"decoder": decoder}),
-            "training": dict(preset.metadata.get("training", {}))}
+            **({} if decoder is None else {"decoder": decoder}), "training": training}
 
 
 def expert_parts(experts, default):

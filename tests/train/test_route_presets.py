@@ -101,7 +101,9 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
     assert done.returncode == 0, done.stderr[-3000:]
     lent = load_preset(str(tmp_path / "lent"))
     part = lent.metadata["training"]["parts"]["numbers__place_value"]
-    assert (part["preset"], part["decoder"]) == ("routed", "numbers__place_value")
+    assert (part["lent_by"], part["decoder"], part["preset"]) == (
+        "routed", "numbers__place_value", "expert")
+    assert part["training"]["seed"] == 2 and lent.metadata["training"]["train_seconds"] == 30.0
     assert all(np.array_equal(a, b) for a, b in zip(
         lent.build_model().decoders()[1].get_weights(), expert.build_model().get_weights()))
     json.loads((tmp_path / "routed" / "metadata.json").read_text())
