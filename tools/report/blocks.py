@@ -113,6 +113,8 @@ BLOCKS = {
     "preset-claims": preset_claims_block,
     "preset-modules-tp_transformer_math_routed": preset_modules_block(
         "tp_transformer_math_routed"),
+    "preset-modules-tp_transformer_math_everyday": preset_modules_block(
+        "tp_transformer_math_everyday"),
     **{f"preset-{name}": preset_block(name) for name in TRAINED_PRESET_NAMES},
     **{f"babi-table1-{name}": babi_table1_block(name) for name in babi_table1.TABLES},
     "babi-recipes": babi.recipes_markdown,
