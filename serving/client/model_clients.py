@@ -143,9 +143,10 @@ class Solution(NamedTuple):
             out.append("the question is empty: the model answered all the same, so the "
                        "answer (whatever its log_prob) means nothing.")
         elif self.module == "":
-            out.append("the question is worded as none of the modules the model was trained "
-                       "on; it answered all the same, so the answer (whatever its log_prob) "
-                       "may not mean anything.")
+            out.append("the question is worded as none of the modules whose wording the "
+                       "model recognises (that of its training questions); it answered all "
+                       "the same, so the answer (whatever its log_prob) may not mean "
+                       "anything.")
         elif self.claimed is False:
             out.append(f"the question is worded as {self.module}, a module the model was "
                        "trained on but does not claim (it scored below its claim's threshold "

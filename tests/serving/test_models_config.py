@@ -25,7 +25,7 @@ QUESTIONS = ["What is the tens digit of 2934?", "Let x = 3. What is x + x?"]
 PAIRS = [("(a&b)", "a"), ("a", "(a&b)")]
 #: The shipped preset each served model of serving/models.config is exported from.
 PRESETS = {"babi": "tpr_rnn_babi_all_tasks", "memn2n": "memn2n_babi_all_tasks",
-           "math": "tp_transformer_math_routed", "math_focus": "tp_transformer_math_focus",
+           "math": "tp_transformer_math_everyday", "math_focus": "tp_transformer_math_focus",
            "entailment": "tpru32_entailment"}
 
 
