@@ -75,6 +75,7 @@ def expert_parts(experts, default):
     """
     from tpr_keras import evaluation
     from tpr_keras.models.task_models import trained_preset
+    from tpr_keras.models.tp_transformer.tp_transformer_answerer import is_routed
     from tpr_keras.models.tp_transformer.vocabulary_mapped_decoder import (
         VocabularyMappedDecoder,
     )
@@ -93,7 +94,7 @@ def expert_parts(experts, default):
         if module not in trained:
             raise ValueError(f"--expert {module}={presets[path].name}: that preset was not "
                              f"trained on {module} (its modules: {trained})")
-        route = int(models[path].routes([module])[0]) if hasattr(models[path], "routes") else -1
+        route = int(models[path].routes([module])[0]) if is_routed(models[path]) else -1
         groups.setdefault((path, route), []).append(module)
     decoders, routes, records = {}, {}, {}
     for (path, route), modules in groups.items():

@@ -97,8 +97,8 @@ class RoutedTPTransformer(PresetMixin, keras.Model):
         vocabulary = self.default_decoder.vocabulary
         reference = self.default_decoder.get_config()
         for name in self.expert_names:
-            differing = [k for k in SHARED_CONFIG
-                         if _config(experts[name])[k] != reference[k]]
+            config = _config(experts[name])
+            differing = [k for k in SHARED_CONFIG if config[k] != reference[k]]
             if differing:
                 raise ValueError(f"the expert {name} differs from the default decoder in "
                                  f"{differing}: every decoder must read and write the same "

@@ -85,8 +85,8 @@ class MathAnswerer(TaskModel):
         """``claims`` as ``{str: float}``, each module one the templates recognise (not a
         wide one, kept with no templates)."""
         templates = self.preprocessor.templates
-        trained = [] if templates is None else [m for m in templates.modules
-                                                if m not in templates.wide]
+        wide = [] if templates is None else templates.wide
+        trained = [] if templates is None else [m for m in templates.modules if m not in wide]
         unknown = sorted(set(claims) - set(trained))
         if unknown:
             raise ValueError(f"claimed module(s) {', '.join(unknown)} are not among the "

@@ -78,6 +78,8 @@ class VocabularyMappedDecoder(keras.Model):
         self.to_inner, self.to_outer = vocabulary_maps(
             self.decoder.vocabulary, self.vocabulary,
             [getattr(self.decoder, k) for k in SPECIAL_CONFIG])
+        #: Whether each symbol of this vocabulary is one the decoder knows.
+        self.known = np.isin(np.arange(self.vocabulary_size), self.to_outer)
         for key in (*SPECIAL_CONFIG, "max_decode_length"):
             setattr(self, key, getattr(self.decoder, key))
         self.built = True
@@ -94,9 +96,8 @@ class VocabularyMappedDecoder(keras.Model):
         logits = self.decoder({"source": self._inner(inputs["source"]),
                                "target_in": self._inner(inputs["target_in"])},
                               training=training)
-        known = np.isin(np.arange(self.vocabulary_size), self.to_outer)
         spread = ops.take(logits, self.to_inner, axis=-1)
-        return ops.where(known, spread, ops.cast(MASK_VALUE, spread.dtype))
+        return ops.where(self.known, spread, ops.cast(MASK_VALUE, spread.dtype))
 
     def greedy_decode(self, source, max_length=None, use_cache=True):
         """The decoder's greedy answer (``TPTransformer.greedy_decode``) in these ids."""
