@@ -69,12 +69,14 @@ def value_and_gradients(fn, variables=(), inputs=()):
 
 def compiled(fn, jit_compile=False):
     """``fn`` traced into one compiled function on the running backend: ``tf.function``
-    (XLA with ``jit_compile``) on TensorFlow, ``jax.jit`` on JAX (always XLA)."""
+    (XLA with ``jit_compile``) on TensorFlow, ``jax.jit`` on JAX (always XLA). No autograph:
+    backend-neutral code has no Python control flow on tensors to convert (``jax.jit``
+    would refuse it too)."""
     name = backend()
     if name == "tensorflow":
         import tensorflow as tf
 
-        return tf.function(fn, jit_compile=jit_compile)
+        return tf.function(fn, jit_compile=jit_compile, autograph=False)
     if name == "jax":
         import jax
 

@@ -53,7 +53,7 @@ def babi_table(model, vocab, data_dir, tasks: Sequence[int] = tuple(range(1, 21)
     split, _ = encode_stories(parts, vocab, model.max_words, limits)
     dataset = pipeline.make_dataset(split, batch_size, shuffle=False, bucket_width=10)
 
-    @tf.function(reduce_retracing=True)  # batches differ in length: one general trace
+    @tf.function(reduce_retracing=True, autograph=False)  # lengths differ: one general trace
     def correct(features, answer):
         logits = model(features, training=False)
         return tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),

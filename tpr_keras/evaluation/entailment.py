@@ -25,7 +25,7 @@ def entailment_table(model, data_dir, splits: Sequence[str] = ENTAILMENT_SPLITS,
     Raises:
         FileNotFoundError: a split's file is missing (the message names it).
     """
-    @tf.function(reduce_retracing=True)  # batches differ in length: one general trace
+    @tf.function(reduce_retracing=True, autograph=False)  # lengths differ: one general trace
     def correct(features, labels):
         logits = tf.reshape(tf.cast(model(features, training=False), tf.float32), [-1])
         return tf.equal(tf.cast(logits > 0, tf.int32),

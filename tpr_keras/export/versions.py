@@ -40,12 +40,15 @@ CLASSIFY_SIGNATURE_KEY = "classify"
 
 
 def traced_once(fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
-                autograph: bool = True) -> Any:
+                autograph: bool = False) -> Any:
     """``fn`` traced for ``input_signature``: the concrete function an exporter keeps as an
     attribute of the module it saves and passes as its signature. A ``tf.function``
     attribute would be traced again by ``tf.saved_model.save``, which traces in a context of
     its own (a cache key of its own): the export took twice the tracing, and the SavedModel
-    held every function twice, loading twice as many."""
+    held every function twice, loading twice as many. No autograph by default: the
+    exporters' control flow is graph ops already (``keras.ops.while_loop``, ``tf.cond``),
+    and autograph's conversion of every function the trace reaches (the model's layers
+    included) was a third or more of an export's tracing time."""
     return tf.function(fn, input_signature=input_signature,
                        autograph=autograph).get_concrete_function()
 
