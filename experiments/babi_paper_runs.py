@@ -69,7 +69,7 @@ from experiments.babi_paper_grid import (  # noqa: F401 (the grid, read by the r
     ORDER, TABLE3_TASKS, grid, keep_result, kept_path, load, load_run, needs_fallback,
     needs_no_stop, run_dir, selected)
 from experiments.papers import TPR_RNN_TABLE2, TPR_RNN_TABLE3
-from tpr_keras.training.early_stopping import STOP_LABELS  # noqa: E402
+from tpr_keras.training.stop_reasons import STOP_LABELS  # noqa: E402
 
 PROTOCOLS = {
     "long": ["--epochs=200", "--patience=60", "--patience_at_zero=20", "--min_delta_loss=0.001"],

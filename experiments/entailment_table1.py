@@ -39,7 +39,7 @@ import sys
 import time
 
 from experiments.papers import TPRU_TABLE1
-from tpr_keras.training.early_stopping import STOP_LABELS
+from tpr_keras.training.stop_reasons import STOP_LABELS
 
 SPLITS = ("validate", "test_easy", "test_hard", "test_big", "test_massive", "test_exam")
 

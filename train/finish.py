@@ -36,7 +36,7 @@ from tpr_keras.atomic_files import kill_point, remove_temporaries, write_text
 from tpr_keras.run_outputs import save_model, write_results
 from tpr_keras.training import make_trainer
 from tpr_keras.training.checkpoints import finished_run
-from tpr_keras.training.early_stopping import STOP_REASONS
+from tpr_keras.training.stop_reasons import STOP_REASONS
 from train.export import export_keras_model
 from train.tensorflow_export import export_command, export_in_tensorflow, SAVED_MODEL_LINE
 

@@ -30,7 +30,7 @@ import re
 from experiments.kept_runs import load_seed_runs
 from experiments.papers import MEMN2N_TABLE3, TPR_RNN_TABLE1, TPR_RNN_TABLE4
 from tools.report.common import validation_curve
-from tpr_keras.training.early_stopping import STOP_LABELS
+from tpr_keras.training.stop_reasons import STOP_LABELS
 
 TASKS = tuple(range(1, 21))
 TASK_3 = 3  # trains on the 1,000 official questions available here, not 10,000

@@ -15,7 +15,7 @@ from tools.report.common import demote
 from tpr_keras.analysis.module_tables import (REGIMES, accuracy, check_seeds, compare,
                                               format_cell, load_run, seed_table, spread,
                                               summarize)
-from tpr_keras.training.early_stopping import STOP_LABELS
+from tpr_keras.training.stop_reasons import STOP_LABELS
 
 FOCUS_MODELS = ("tp_transformer", "transformer")
 #: What a seed table says of a module where the difference is (not) larger than the spread.

@@ -25,7 +25,7 @@ _EXPORTS = {
     "binary_classification": "losses", "sparse_classification": "losses",
     "sequence_cross_entropy": "losses",
     "TrainerState": "trainer_state", "LearningRatePolicy": "lr_policy",
-    "EarlyStopping": "early_stopping", "STOP_REASONS": "early_stopping",
+    "EarlyStopping": "early_stopping", "STOP_REASONS": "stop_reasons",
     "Callback": "callback_base", "TimeBudget": "callbacks", "LinearStart": "callbacks",
     "NanReinit": "callbacks", "StepCheckpoints": "callbacks", "EpochMetric": "epoch_metrics",
     "CheckpointIO": "checkpoints", "finished_run": "checkpoints",

@@ -28,7 +28,7 @@ class Callback(keras.callbacks.Callback):
 
     def stop_reason(self):
         """Before the first epoch and after each: a reason of
-        :data:`~tpr_keras.training.early_stopping.STOP_REASONS` to stop, or None."""
+        :data:`~tpr_keras.training.stop_reasons.STOP_REASONS` to stop, or None."""
         return None
 
     def seconds_left(self):

@@ -3,26 +3,7 @@
 import dataclasses
 
 from tpr_keras.training.callback_base import Callback
-
-#: Why a run stopped, as :attr:`Trainer.stop_reason` and ``results.json`` give it.
-STOP_REASONS = {
-    "epochs": "--epochs reached",
-    "steps": "--steps reached",
-    "target_error": "the target validation error reached",
-    "early_stopping": "early stopping (no validation improvement within the patience)",
-    "time_budget": "the time budget ran out (the same command resumes)",
-    "callback": "a callback set model.stop_training",
-}
-
-#: The same reasons in a few words, for the cells of a results table.
-STOP_LABELS = {
-    "epochs": "epoch cap",
-    "steps": "step cap",
-    "target_error": "target error",
-    "early_stopping": "patience",
-    "time_budget": "time budget",
-    "callback": "stopped by a callback",
-}
+from tpr_keras.training.stop_reasons import STOP_LABELS, STOP_REASONS  # noqa: F401 (kept names)
 
 
 @dataclasses.dataclass
