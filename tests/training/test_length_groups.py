@@ -40,10 +40,17 @@ def tiny_model():
                                          num_encoder_layers=1, num_decoder_layers=1)
 
 
+# Every batch here is [rows, 30] sources and [rows, 8] targets of int32 ids; a step traced
+# for unknown sizes serves every batch, so each loss is traced once in the file.
+SIGNATURE = ({"source": tf.TensorSpec([None, None], tf.int32),
+              "target_in": tf.TensorSpec([None, None], tf.int32)},
+             {"target_out": tf.TensorSpec([None, None], tf.int32)})
+
+
 def gradients_fn(model, compute):
-    """``fn(features, labels) -> (outputs, gradients)`` as numpy, one traced step for every
-    batch of the same shapes."""
-    @tf.function
+    """``fn(features, labels) -> (outputs, gradients)`` as numpy, one traced step for
+    batches of every size."""
+    @tf.function(input_signature=SIGNATURE)
     def run(features, labels):
         with tf.GradientTape() as tape:
             out = compute(model, features, labels, True)
@@ -57,20 +64,30 @@ def gradients_fn(model, compute):
     return fn
 
 
-def loss_and_gradients(model, compute, features, labels):
-    return gradients_fn(model, compute)(features, labels)
+@pytest.fixture(scope="module")
+def steps():
+    """``steps(groups, cuts)``: the model's step for that loss (1 group: the whole batch),
+    built once for the file. The model is not trained (its weights stay those of seed 0),
+    so every test sees the same model."""
+    model, cache = tiny_model(), {}
+
+    def step(groups, cuts="padding"):
+        if (groups, cuts) not in cache:
+            cache[groups, cuts] = gradients_fn(model, sequence_cross_entropy(
+                reduction="batch_token_mean", length_groups=groups, group_cuts=cuts))
+        return cache[groups, cuts]
+
+    step.model = model
+    return step
 
 
 @pytest.mark.parametrize("groups,rows,cuts", [(3, 24, "padding"), (3, 24, "equal"),
                                                (2, 7, "padding"), (3, 2, "equal")])
-def test_grouped_loss_and_gradients_equal_the_whole_batch(groups, rows, cuts):
-    model = tiny_model()
+def test_grouped_loss_and_gradients_equal_the_whole_batch(steps, groups, rows, cuts):
+    model = steps.model
     features, labels = padded_batch(rows, 30, 8)
-    whole, whole_grads = loss_and_gradients(
-        model, sequence_cross_entropy(reduction="batch_token_mean"), features, labels)
-    parts, part_grads = loss_and_gradients(
-        model, sequence_cross_entropy(reduction="batch_token_mean", length_groups=groups,
-                                      group_cuts=cuts), features, labels)
+    whole, whole_grads = steps(1)(features, labels)
+    parts, part_grads = steps(groups, cuts)(features, labels)
     # Per example (in the batch's order): the same forward pass on fewer pad columns,
     # whose masked keys add exactly 0; the sums differ in order only. Depth: the longest
     # reduction on the path, the feed-forward's 256 and the vocabulary's softmax.
@@ -89,14 +106,12 @@ def test_grouped_loss_and_gradients_equal_the_whole_batch(groups, rows, cuts):
                      magnitude=scale[variable.path.rsplit("/", 1)[0]])
 
 
-def test_a_wrong_grouping_would_be_seen():
+def test_a_wrong_grouping_would_be_seen(steps):
     """The comparison sees a one-example change: the grouped loss of another batch."""
-    model = tiny_model()
     features, labels = padded_batch(24, 30, 8)
     other = {k: v.copy() for k, v in features.items()}
     other["source"][5, :3] = [4, 5, 6]
-    step = gradients_fn(model, sequence_cross_entropy(reduction="batch_token_mean",
-                                                      length_groups=3))
+    step = steps(3)
     a, _ = step(features, labels)
     b, _ = step(other, labels)
     with pytest.raises(AssertionError):
