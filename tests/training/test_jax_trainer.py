@@ -116,33 +116,7 @@ def tensorflow_side(tmp_path):
     return namespace
 
 
-def test_the_jax_step_is_the_tensorflow_step(tmp_path):
-    namespace = tensorflow_side(tmp_path)
-    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", JAX_SIDE, str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads((tmp_path / "jax.json").read_text())
-
-    x, y = namespace["X"], namespace["Y"]
-    data = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(12)
-    trainer = Trainer(namespace["model_fn"], namespace["optimizer_fn"],
-                      sparse_classification("y"), namespace["config"](), str(tmp_path / "tf"))
-    history = trainer.fit(lambda epoch: data)
-    for got, want in zip(out["weights"], trainer.model.get_weights()):
-        np.testing.assert_allclose(np.array(got), want, atol=2e-5)
-    np.testing.assert_allclose(out["loss"], [h["train_loss"] for h in history], rtol=1e-5)
-    for got, want in zip(out["resumed_weights"], trainer.model.get_weights()):
-        np.testing.assert_allclose(np.array(got), want, atol=2e-5)
-    assert out["resumed_from"].endswith("ckpt-4.npz")
-
-    assert out["nan_skipped"] == 1 and out["nan_steps"] == 4
-    scaled = out["scaled"]
-    assert scaled["skipped"] >= 12 and scaled["scale"] < 2.0 ** 128
-    assert scaled["reinits"] == 0 and np.isfinite(scaled["loss"])
-
-
-DATA_PARALLEL = COMMON + textwrap.dedent("""
+DATA_PARALLEL = textwrap.dedent("""
     import json, sys
     import jax
     from tpr_keras.training import JaxTrainer, sparse_classification
@@ -172,23 +146,58 @@ DATA_PARALLEL = COMMON + textwrap.dedent("""
 """)
 
 
-def test_data_parallel_on_two_jax_devices_is_the_one_device_step(tmp_path):
-    """keras.distribution.DataParallel over 2 (forced host) devices: the same weights as
-    TensorFlow's one-device Trainer on the same global batches."""
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """One JAX process runs JAX_SIDE, then DATA_PARALLEL (its 2 forced host devices; the
+    one-device trainers run on the first), while TensorFlow's Trainer trains the reference
+    both compare with: ``{"jax", "dp", "tf_weights", "tf_history"}``. A JAX process's
+    start and its trainers' compilations cost several seconds, the same for both."""
+    tmp_path = tmp_path_factory.mktemp("jax_trainer")
     namespace = tensorflow_side(tmp_path)
     env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3",
                   XLA_FLAGS="--xla_force_host_platform_device_count=2")
-    done = subprocess.run([sys.executable, "-c", DATA_PARALLEL, str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads((tmp_path / "dp.json").read_text())
+    process = subprocess.Popen([sys.executable, "-c", JAX_SIDE + DATA_PARALLEL, str(tmp_path)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        x, y = namespace["X"], namespace["Y"]
+        data = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(12)
+        trainer = Trainer(namespace["model_fn"], namespace["optimizer_fn"],
+                          sparse_classification("y"), namespace["config"](),
+                          str(tmp_path / "tf"))
+        history = trainer.fit(lambda epoch: data)
+        _, stderr = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr[-3000:]
+    return {"jax": json.loads((tmp_path / "jax.json").read_text()),
+            "dp": json.loads((tmp_path / "dp.json").read_text()),
+            "tf_weights": trainer.model.get_weights(), "tf_history": history}
+
+
+def test_the_jax_step_is_the_tensorflow_step(runs):
+    out, tf_weights, tf_history = runs["jax"], runs["tf_weights"], runs["tf_history"]
+    for got, want in zip(out["weights"], tf_weights):
+        np.testing.assert_allclose(np.array(got), want, atol=2e-5)
+    np.testing.assert_allclose(out["loss"], [h["train_loss"] for h in tf_history], rtol=1e-5)
+    for got, want in zip(out["resumed_weights"], tf_weights):
+        np.testing.assert_allclose(np.array(got), want, atol=2e-5)
+    assert out["resumed_from"].endswith("ckpt-4.npz")
+
+    assert out["nan_skipped"] == 1 and out["nan_steps"] == 4
+    scaled = out["scaled"]
+    assert scaled["skipped"] >= 12 and scaled["scale"] < 2.0 ** 128
+    assert scaled["reinits"] == 0 and np.isfinite(scaled["loss"])
+
+
+def test_data_parallel_on_two_jax_devices_is_the_one_device_step(runs):
+    """keras.distribution.DataParallel over 2 (forced host) devices: the same weights as
+    TensorFlow's one-device Trainer on the same global batches."""
+    out = runs["dp"]
     assert out["replicated"] == 2
-    x, y = namespace["X"], namespace["Y"]
-    data = tf.data.Dataset.from_tensor_slices(({"x": x}, {"y": y})).batch(12)
-    trainer = Trainer(namespace["model_fn"], namespace["optimizer_fn"],
-                      sparse_classification("y"), namespace["config"](), str(tmp_path / "tf"))
-    trainer.fit(lambda epoch: data)
-    for got, want in zip(out["weights"], trainer.model.get_weights()):
+    for got, want in zip(out["weights"], runs["tf_weights"]):
         np.testing.assert_allclose(np.array(got), want, atol=2e-5)
 
 
