@@ -1,7 +1,8 @@
 """Early stopping on its own: the improvement rule and the stop conditions."""
 
 from tpr_keras.training import EarlyStopping, TrainConfig
-from tpr_keras.training.early_stopping import STOP_REASONS, stop_reason
+from tpr_keras.training.early_stopping import stop_reason
+from tpr_keras.training.stop_reasons import STOP_REASONS
 
 
 def test_improvement_is_a_lower_error_or_an_equal_one_with_a_clearly_lower_loss():
@@ -36,7 +37,7 @@ def test_limits_come_before_early_stopping():
 def test_every_stop_reason_has_a_table_label():
     """The results tables label each stop reason from one place: every key is a reason the
     loop writes and none is missing, so a table never prints a raw key."""
-    from tpr_keras.training.early_stopping import STOP_LABELS
+    from tpr_keras.training.stop_reasons import STOP_LABELS
 
     assert set(STOP_LABELS) == set(STOP_REASONS)
     assert all(label and label != key for key, label in STOP_LABELS.items())

@@ -47,8 +47,8 @@ def traced_once(fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec]
     its own (a cache key of its own): the export took twice the tracing, and the SavedModel
     held every function twice, loading twice as many. No autograph by default: the
     exporters' control flow is graph ops already (``keras.ops.while_loop``, ``tf.cond``),
-    and autograph's conversion of every function the trace reaches (the model's layers
-    included) was a third or more of an export's tracing time."""
+    so converting every function the trace reaches (the model's layers included) is work
+    for nothing."""
     return tf.function(fn, input_signature=input_signature,
                        autograph=autograph).get_concrete_function()
 

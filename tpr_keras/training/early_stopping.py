@@ -3,7 +3,6 @@
 import dataclasses
 
 from tpr_keras.training.callback_base import Callback
-from tpr_keras.training.stop_reasons import STOP_LABELS, STOP_REASONS  # noqa: F401 (kept names)
 
 
 @dataclasses.dataclass
