@@ -7,6 +7,7 @@ loaded on first use so that the shared blocks do not import a model family.
 """
 
 from tpr_keras.lazy import lazy_getattr
+from tpr_keras.layers.layer_norm import LayerNorm  # noqa: F401
 from tpr_keras.layers.mlp import TanhMLP  # noqa: F401
 from tpr_keras.layers.scalar_layer_norm import ScalarLayerNorm  # noqa: F401
 from tpr_keras.layers.sentence_encoder import SentenceEncoder  # noqa: F401

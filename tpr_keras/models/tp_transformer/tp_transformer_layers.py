@@ -10,6 +10,7 @@ stated in the class docstrings. The attention (eq. 1-4) is the shared
 import keras
 from keras import ops
 
+from tpr_keras.layers.layer_norm import LayerNorm
 from tpr_keras.layers.tp_attention import TPMultiHeadAttention
 
 NORM_PLACEMENTS = ("code", "paper")
@@ -103,8 +104,8 @@ class _TransformerLayerBase(keras.layers.Layer):
         # One attribute per norm, not a Python list: tf.train.Checkpoint (what the
         # Trainer saves) does not see layers that Keras keeps in lists.
         for i in range(1, self.num_sublayers + 2):
-            norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, name=f"norm{i}",
-                                                   dtype=self.dtype_policy)
+            norm = LayerNorm(epsilon=self.layer_norm_epsilon, name=f"norm{i}",
+                             dtype=self.dtype_policy)
             norm.build(shape)
             setattr(self, f"norm{i}", norm)
         self.feed_forward = PositionwiseFeedForward(
