@@ -31,17 +31,20 @@ CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "m
            "tensorflow_grouped": ("tensorflow", "same", "matmul", 3, "equal"),
            "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2, "equal")}
 #: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups, cut where
-#: the fewest padded positions remain (``..._equal``: of equal counts).
-_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(_equal)?$")
+#: the fewest padded positions remain (``..._equal``: of equal counts); ``..._groupedNxM``:
+#: each cut again into M by the answers' length.
+_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(?:x(\d+))?(_equal)?$")
 
 
 def config_entry(name):
     """``CONFIGS[name]``, or a grouped TensorFlow configuration's entry; None if unknown."""
     grouped = _GROUPED.match(name)
-    if name in CONFIGS or not grouped or int(grouped.group(2)) < 1:
+    if (name in CONFIGS or not grouped or int(grouped.group(2)) < 1
+            or int(grouped.group(3) or 1) < 1):
         return CONFIGS.get(name)
     return ("tensorflow", "buckets" if grouped.group(1) else "same", "matmul",
-            int(grouped.group(2)), "equal" if grouped.group(3) else "padding")
+            int(grouped.group(2)), "equal" if grouped.group(4) else "padding",
+            int(grouped.group(3) or 1))
 
 
 def matmul_flops(sizes, vocabulary_size, source_length, target_length):
@@ -148,12 +151,13 @@ def counted_torch_flops(step, batch):
 
 
 def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_groups=1,
-               group_cuts="padding"):
+               group_cuts="padding", target_groups=1):
     """``(model_fn, optimizer_fn, compute_fn, TrainConfig)`` of ``train.math --size
     preset --recipe authors_code``: PyTorch-form Adam, the batch's token-mean loss, clip
     0.1, PyTorch's default initialisation where their code keeps it; the attention's
     projections as fused matmuls (the default) or einsums (``attention_form``); the
-    loss's model call on ``length_groups`` length-sorted parts of each batch
+    loss's model call on ``length_groups`` length-sorted parts of each batch, each cut
+    again into ``target_groups`` by answer length
     (:func:`tpr_keras.losses.sequence_cross_entropy`)."""
     import keras
 
@@ -176,13 +180,14 @@ def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_
                              recipe["beta_2"], recipe["epsilon"])
 
     compute = sequence_compute_fn(reduction=recipe["loss_reduction"],
-                                  length_groups=length_groups, group_cuts=group_cuts)
+                                  length_groups=length_groups, group_cuts=group_cuts,
+                                  target_groups=target_groups)
     return model_fn, optimizer_fn, compute, TrainConfig(verbose=0,
                                                         clip_norm=recipe["clip_norm"])
 
 
 def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="matmul",
-                    length_groups=1, group_cuts="padding"):
+                    length_groups=1, group_cuts="padding", target_groups=1):
     """The port's TensorFlow ``Trainer`` step (``make_train_function``, one trace for
     every shape). Returns ``(step, trainer, tensor batches)``; ``step(batch)`` ->
     examples."""
@@ -191,7 +196,8 @@ def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="ma
     from tpr_keras.training import Trainer
 
     trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form,
-                                  length_groups=length_groups, group_cuts=group_cuts), folder)
+                                  length_groups=length_groups, group_cuts=group_cuts,
+                                  target_groups=target_groups), folder)
     tensors = [tf.nest.map_structure(tf.constant, b) for b in batches]
     spec = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), tensors[0])

@@ -66,7 +66,7 @@ GROUP_CUTS = ("padding", "equal")
 
 
 def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", length_groups=1,
-                           sort_key="source", group_cuts="padding"):
+                           sort_key="source", group_cuts="padding", target_groups=1):
     """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
 
     Schlag et al. (2019), §4.1: the TP-Transformer is trained with the token
@@ -102,6 +102,10 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
         group_cuts: ``"padding"`` (default): the cuts that leave the fewest padded
             positions of ``features[sort_key]`` (:func:`padding_cuts`); ``"equal"``:
             groups of equal count.
+        target_groups: cut each of the ``length_groups`` again into this many, sorted
+            by the answer's length (the decoder's time axis), the same way: the model
+            runs ``length_groups * target_groups`` times on parts padded to their own
+            question and answer lengths. TensorFlow only; 1 (default): no second cut.
 
     Returns:
         ``compute(model, features, labels, training) -> {"loss": float32[B],
@@ -110,7 +114,7 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     Example:
     >>> compute = sequence_cross_entropy(reduction="mean")
     """
-    _check_sequence_options(reduction, length_groups, group_cuts)
+    _check_sequence_options(reduction, length_groups, group_cuts, target_groups)
 
     def terms(model, features, target, training):
         """Per example: the summed token loss, the real tokens and the exact match."""
@@ -125,10 +129,10 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
 
     def compute(model, features, labels, training):
         target = ops.cast(labels[label_key], "int32")
-        if int(length_groups) > 1:
+        if int(length_groups) * int(target_groups) > 1:
             loss, count, correct = length_grouped_terms(
                 lambda f, t: terms(model, f, t, training), features, target,
-                int(length_groups), pad_id, sort_key, group_cuts)
+                int(length_groups), pad_id, sort_key, group_cuts, int(target_groups))
         else:
             loss, count, correct = terms(model, features, target, training)
         if reduction == "mean":
@@ -141,13 +145,15 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     return compute
 
 
-def _check_sequence_options(reduction, length_groups, group_cuts):
+def _check_sequence_options(reduction, length_groups, group_cuts, target_groups=1):
     """A ValueError naming the first of :func:`sequence_cross_entropy`'s options out of range."""
     if reduction not in SEQUENCE_REDUCTIONS:
         raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
                          f"{reduction!r}.")
     if int(length_groups) < 1:
         raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
+    if int(target_groups) < 1:
+        raise ValueError(f"target_groups must be at least 1; got {target_groups!r}.")
     if group_cuts not in GROUP_CUTS:
         raise ValueError(f"group_cuts must be one of {GROUP_CUTS}; got {group_cuts!r}.")
 
@@ -181,41 +187,57 @@ def padding_cuts(sorted_lengths, groups):
 
 
 def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
-                         group_cuts="padding"):
+                         group_cuts="padding", target_groups=1):
     """``terms(features, target)`` (per-example tuples ``[b]``) on ``groups`` parts of the
-    batch, returned in the batch's order.
+    batch (each cut again into ``target_groups``), returned in the batch's order.
 
     The examples are sorted by the real length of ``features[sort_key]`` and cut into
     ``groups`` runs, where :func:`padding_cuts` finds the fewest padded positions
     (``group_cuts="padding"``) or of equal count (``"equal"``, the last takes the
-    remainder); in each, every
-    ``[b, L]`` tensor is cut to the run's longest real sequence: ``features[sort_key]``
-    to its own, the other sequences and ``target`` (the decoder's time axis, which they
-    share) to their common one. Only padding at the end of a sequence is cut, so a
-    model that masks its padding gives each example the values of the whole batch.
-    TensorFlow (a graph of dynamic shapes): the group lengths are known only per batch.
+    remainder). With ``target_groups`` > 1 each run is sorted again by its examples' real
+    length on the decoder's time axis (the longest of ``target`` and the other
+    sequences, which share it) and cut the same way into ``target_groups`` runs: a batch
+    sorted by question length alone pads its answers to about three times their real
+    length (measured on the twenty everyday math modules). In each run, every ``[b, L]``
+    tensor is cut to the run's longest real sequence: ``features[sort_key]`` to its own,
+    the other sequences and ``target`` to their common one. Only padding at the end of a
+    sequence is cut, so a model that masks its padding gives each example the values of
+    the whole batch. TensorFlow (a graph of dynamic shapes): the group lengths are known
+    only per batch.
     """
     if keras.backend.backend() != "tensorflow":
         raise ValueError("length_groups > 1 needs the TensorFlow backend (dynamic shapes); "
                          f"this is {keras.backend.backend()!r}.")
     sort_lengths = _real_length(features[sort_key], pad_id)
-    order = ops.argsort(sort_lengths)
-    rows = ops.shape(target)[0]
-    if group_cuts == "padding":
-        cuts = padding_cuts(ops.take(sort_lengths, order), groups)
-    else:
-        cuts = [(rows * g) // groups for g in range(groups + 1)]
+    step_lengths = ops.max(ops.stack([_real_length(v, pad_id) for k, v in features.items()
+                                      if k != sort_key and len(v.shape) == 2]
+                                     + [_real_length(target, pad_id)], axis=-1), axis=-1)
+    takes = []
+    for take in _cut(ops.argsort(sort_lengths), sort_lengths, groups, group_cuts):
+        if target_groups > 1:
+            take = ops.take(take, ops.argsort(ops.take(step_lengths, take)))
+            takes += _cut(take, step_lengths, target_groups, group_cuts)
+        else:
+            takes.append(take)
     parts = []
-    for g in range(groups):
-        take = order[cuts[g]:cuts[g + 1]]
+    for take in takes:
         part = {k: ops.take(v, take, axis=0) for k, v in features.items()}
-        part_target = ops.take(target, take, axis=0)
-        step = ops.max(ops.stack([_real_length(v, pad_id) for k, v in part.items()
-                                  if k != sort_key and len(v.shape) == 2]
-                                 + [_real_length(part_target, pad_id)]))
-        part = {k: v[:, :ops.max(ops.take(sort_lengths, take))] if k == sort_key
+        source_end = ops.max(ops.take(sort_lengths, take))
+        step = ops.max(ops.take(step_lengths, take))
+        part = {k: v[:, :source_end] if k == sort_key
                 else v[:, :step] if len(v.shape) == 2 else v for k, v in part.items()}
-        parts.append(terms(part, part_target[:, :step]))
-    back = ops.argsort(order)
+        parts.append(terms(part, ops.take(target, take, axis=0)[:, :step]))
+    back = ops.argsort(ops.concatenate(takes, axis=0))
     return tuple(ops.take(ops.concatenate(values, axis=0), back, axis=0)
                  for values in zip(*parts))
+
+
+def _cut(order, lengths, groups, group_cuts):
+    """``order`` (indices sorted by ``lengths``) cut into ``groups`` runs, as
+    :func:`length_grouped_terms` says."""
+    if group_cuts == "padding":
+        cuts = padding_cuts(ops.take(lengths, order), groups)
+    else:
+        rows = ops.shape(order)[0]
+        cuts = [(rows * g) // groups for g in range(groups + 1)]
+    return [order[cuts[g]:cuts[g + 1]] for g in range(groups)]

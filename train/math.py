@@ -91,6 +91,11 @@ def _training_flags(command):
                     "fewest padded positions remain, each part padded only to its own longest "
                     "question and answer. The same loss and gradient, less padding computed "
                     "(1: the whole batch at once). TensorFlow only.", lower_bound=1)
+    command.integer("target_groups", 1, "Cut each of those parts again into up to N by answer "
+                    "length, each padded only to its own longest answer: a batch sorted by "
+                    "question length pads its answers to about three times their length. The "
+                    "same loss and gradient (1: no second cut). TensorFlow only.",
+                    lower_bound=1)
     command.integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
     command.float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
     command.integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "

@@ -135,10 +135,13 @@ def test_grouped_configurations_name_their_group_count():
     assert math_steps.config_entry("tensorflow_grouped") == (
         "tensorflow", "same", "matmul", 3, "equal")
     assert math_steps.config_entry("tensorflow_grouped6") == (
-        "tensorflow", "same", "matmul", 6, "padding")
+        "tensorflow", "same", "matmul", 6, "padding", 1)
     assert math_steps.config_entry("tensorflow_buckets_grouped4_equal") == (
-        "tensorflow", "buckets", "matmul", 4, "equal")
-    for name in ("tensorflow_grouped0", "torch_grouped2", "tensorflow_groupedx", "jaxx"):
+        "tensorflow", "buckets", "matmul", 4, "equal", 1)
+    assert math_steps.config_entry("tensorflow_buckets_grouped2x3") == (
+        "tensorflow", "buckets", "matmul", 2, "padding", 3)
+    for name in ("tensorflow_grouped0", "torch_grouped2", "tensorflow_groupedx", "jaxx",
+                 "tensorflow_grouped2x0", "tensorflow_grouped2x"):
         assert math_steps.config_entry(name) is None
 
 

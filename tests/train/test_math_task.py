@@ -126,7 +126,8 @@ def test_init_from_a_routed_preset_is_refused_by_name(tmp_path):
 def test_length_groups_split_the_training_steps_model_call(monkeypatch):
     """``--length_groups N``: the step's loss calls the model on N length-sorted parts of
     the batch, each cut to its own longest question and answer (the loss and gradient
-    equal the whole batch's: tests/training/test_length_groups.py); refused on JAX."""
+    equal the whole batch's: tests/training/test_length_groups.py), and ``--target_groups
+    M`` cuts each again by answer length; both refused on JAX."""
     import keras
     import train.math
     from train import backend
@@ -154,9 +155,19 @@ def test_length_groups_split_the_training_steps_model_call(monkeypatch):
                              {"source": (2, 9), "target_in": (2, 4)}]
     assert tuple(out["loss"].shape) == (6,)
     calls.clear()
+    # --target_groups 2: each of 2 question-length parts cut again by answer length
+    task("--length_groups", "2", "--target_groups", "2").compute_fn(False)(
+        model, features, labels, True)
+    assert calls == [{"source": (2, 2), "target_in": (2, 1)},
+                     {"source": (2, 4), "target_in": (2, 2)},
+                     {"source": (1, 8), "target_in": (1, 3)},
+                     {"source": (1, 9), "target_in": (1, 4)}]
+    calls.clear()
     task().compute_fn(False)(model, features, labels, True)
     assert calls == [{"source": (6, 9), "target_in": (6, 4)}]
     monkeypatch.setattr(backend, "keras_backend", lambda: "jax")
     with pytest.raises(UsageError, match="--length_groups 2 needs TensorFlow"):
         task("--length_groups", "2")
+    with pytest.raises(UsageError, match="--target_groups 2 needs TensorFlow"):
+        task("--target_groups", "2")
     assert task().flags.length_groups == 1  # the default runs on JAX

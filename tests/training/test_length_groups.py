@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.fidelity.tolerance import assert_close
-from tpr_keras.losses import padding_cuts, sequence_cross_entropy
+from tpr_keras.losses import length_grouped_terms, padding_cuts, sequence_cross_entropy
 from tpr_keras.models import TPTransformer
 
 VOCABULARY = 20
@@ -71,23 +71,28 @@ def steps():
     so every test sees the same model."""
     model, cache = tiny_model(), {}
 
-    def step(groups, cuts="padding"):
-        if (groups, cuts) not in cache:
-            cache[groups, cuts] = gradients_fn(model, sequence_cross_entropy(
-                reduction="batch_token_mean", length_groups=groups, group_cuts=cuts))
-        return cache[groups, cuts]
+    def step(groups, cuts="padding", target_groups=1):
+        key = groups, cuts, target_groups
+        if key not in cache:
+            cache[key] = gradients_fn(model, sequence_cross_entropy(
+                reduction="batch_token_mean", length_groups=groups, group_cuts=cuts,
+                target_groups=target_groups))
+        return cache[key]
 
     step.model = model
     return step
 
 
-@pytest.mark.parametrize("groups,rows,cuts", [(3, 24, "padding"), (3, 24, "equal"),
-                                               (2, 7, "padding"), (3, 2, "equal")])
-def test_grouped_loss_and_gradients_equal_the_whole_batch(steps, groups, rows, cuts):
+@pytest.mark.parametrize("groups,rows,cuts,target_groups", [
+    (3, 24, "padding", 1), (3, 24, "equal", 1), (2, 7, "padding", 1), (3, 2, "equal", 1),
+    # each group cut again by answer length; then more parts than rows (empty parts)
+    (2, 24, "padding", 2), (2, 3, "equal", 2)])
+def test_grouped_loss_and_gradients_equal_the_whole_batch(steps, groups, rows, cuts,
+                                                          target_groups):
     model = steps.model
     features, labels = padded_batch(rows, 30, 8)
     whole, whole_grads = steps(1)(features, labels)
-    parts, part_grads = steps(groups, cuts)(features, labels)
+    parts, part_grads = steps(groups, cuts, target_groups)(features, labels)
     # Per example (in the batch's order): the same forward pass on fewer pad columns,
     # whose masked keys add exactly 0; the sums differ in order only. Depth: the longest
     # reduction on the path, the feed-forward's 256 and the vocabulary's softmax.
@@ -104,6 +109,29 @@ def test_grouped_loss_and_gradients_equal_the_whole_batch(steps, groups, rows, c
     for variable, ours, theirs in zip(model.trainable_variables, part_grads, whole_grads):
         assert_close(variable.path, ours, theirs, depth=rows * 30 * 256,
                      magnitude=scale[variable.path.rsplit("/", 1)[0]])
+
+
+def test_target_groups_pad_each_part_to_its_own_answers():
+    """Questions of one length, answers of two: one cut by question length pads every
+    answer to the longest; a second cut by answer length pads each to its own."""
+    features, labels = padded_batch(8, 30, 8)
+    features["source"][:, :] = 5
+    answers = np.array([1, 6, 1, 6, 1, 6, 1, 6])  # symbols; + <s> / </s>
+    labels["target_out"][:] = 0
+    features["target_in"][:] = 0
+    for i, n in enumerate(answers):
+        features["target_in"][i, :n + 1] = [2] + [7] * n
+        labels["target_out"][i, :n + 1] = [7] * n + [3]
+
+    def widths(target_groups):
+        # terms -> each example's part width on the answer axis
+        out = length_grouped_terms(
+            lambda f, t: (tf.fill(tf.shape(t)[:1], tf.shape(t)[1]),), features,
+            tf.constant(labels["target_out"]), 1, 0, "source", "padding", target_groups)
+        return out[0].numpy().tolist()
+
+    assert widths(1) == [7] * 8
+    assert widths(2) == [2, 7] * 4
 
 
 def test_a_wrong_grouping_would_be_seen(steps):
@@ -123,6 +151,8 @@ def test_bad_group_counts_are_refused():
         sequence_cross_entropy(length_groups=0)
     with pytest.raises(ValueError, match="group_cuts must be one of"):
         sequence_cross_entropy(length_groups=2, group_cuts="middle")
+    with pytest.raises(ValueError, match="target_groups"):
+        sequence_cross_entropy(length_groups=2, target_groups=0)
 
 
 def padded_positions(lengths, cuts):

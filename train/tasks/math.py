@@ -150,11 +150,13 @@ class MathTask(TrainTask):
             setattr(flags, key, recipe[key])
         if "balance_modules" in recipe:
             flags.balance_modules = recipe["balance_modules"]
-        if flags.length_groups > 1 and backend.keras_backend() == "jax":
-            # The groups' shapes are known only as the step runs.
-            raise UsageError(f"--length_groups {flags.length_groups} needs TensorFlow's "
-                             "dynamic shapes and Keras runs on JAX (KERAS_BACKEND=jax), which "
-                             "compiles one step per batch shape: leave --length_groups out")
+        for flag in ("length_groups", "target_groups"):
+            if getattr(flags, flag) > 1 and backend.keras_backend() == "jax":
+                # The groups' shapes are known only as the step runs.
+                raise UsageError(f"--{flag} {getattr(flags, flag)} needs TensorFlow's "
+                                 "dynamic shapes and Keras runs on JAX (KERAS_BACKEND=jax), "
+                                 "which compiles one step per batch shape: leave "
+                                 f"--{flag} out")
         print(describe_recipe(flags.size, self.preset, recipe))
         return flags.batch_size
 
@@ -221,7 +223,8 @@ class MathTask(TrainTask):
 
     def compute_fn(self, on_jax):
         return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"),
-                                   length_groups=self.flags.length_groups)
+                                   length_groups=self.flags.length_groups,
+                                   target_groups=self.flags.target_groups)
 
     def describe_model(self, trainer):
         print(f"{self.flags.model} ({self.preset}): {trainer.model.count_params():,} "
