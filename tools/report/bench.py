@@ -163,3 +163,33 @@ def math_bench_block(name):
         return "\n".join(lines)
     block.__doc__ = f"``results/bench/{name}.json`` as a table."
     return block
+
+
+def authors_step_block(name):
+    """A generator of ``results/bench/<name>.json``'s table (``bench/math_authors_step.py``):
+    each configuration's rate on the CPU clock and its ratio to the authors' step in every
+    round, with the median of those ratios."""
+    def block(root):
+        bench = _load(root, "results", "bench", f"{name}.json")
+        lines = ["| step | batches | examples per CPU s | ratio to the authors' step, per "
+                 "round | median | of the matmul peak | peak RSS MiB |",
+                 "|---|---|---:|---|---:|---:|---:|"]
+        for config, c in bench["configs"].items():
+            rounds = sorted(c["cpu"]["ratio_to_baseline_rounds"])
+            median = rounds[len(rounds) // 2] if len(rounds) % 2 else (
+                (rounds[len(rounds) // 2 - 1] + rounds[len(rounds) // 2]) / 2)
+            each = ", ".join(f"{r:.2f}" for r in c["cpu"]["ratio_to_baseline_rounds"])
+            lines.append(f"| `{config}` | {c['batches']} | "
+                         f"{c['cpu']['examples_per_second']:,.0f} | "
+                         f"{'1' if config == bench['baseline'] else each} | "
+                         f"{median:.2f}× | {c['cpu']['fraction_of_matmul_peak']:.0%} | "
+                         f"{c['peak_rss_mib']:,.0f} |")
+        load = bench["load_average_start"]
+        load = load[0] if isinstance(load, list) else load
+        lines += ["", f"`{bench['preset']}`, batch {bench['batch_size']}, {bench['batches']} "
+                  f"batches per set, {bench['repeats']} rounds of {bench['seconds']:g} s "
+                  f"per step, one thread each; load average {load:.1f} at the start. "
+                  f"Command: `{portable_command(bench['command'])}`."]
+        return "\n".join(lines)
+    block.__doc__ = f"``results/bench/{name}.json`` as a table."
+    return block

@@ -14,9 +14,9 @@ from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
 from tools.report import (babi, babi_table1, math_curves, math_everyday,
                           math_everyday_experts, math_tables, modules, serving_soak,
                           test_times)
-from tools.report.bench import (TRAIN_COMMANDS, backends_babi_task1_block, backends_block,
-                                command_help_block, entailment_bench_block, gpu_block,
-                                math_bench_block, serving_batching_block)
+from tools.report.bench import (TRAIN_COMMANDS, authors_step_block, backends_babi_task1_block,
+                                backends_block, command_help_block, entailment_bench_block,
+                                gpu_block, math_bench_block, serving_batching_block)
 from tools.report.common import load_json as _load
 from tools.report.presets import (preset_block, preset_claims_block, preset_modules_block,
                                   presets_block,
@@ -146,6 +146,7 @@ BLOCKS = {
     "babi-table3-authors-step": babi_paper_runs.comparison_markdown,
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
+    "math-authors-step-target-groups": authors_step_block("math_authors_step_target_groups"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
     "tests-times": test_times.markdown,
