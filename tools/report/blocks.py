@@ -147,6 +147,9 @@ BLOCKS = {
     "math-bench-all-modules": math_bench_block("math_bench_all_modules"),
     "math-bench-place-value": math_bench_block("math_bench_place_value"),
     "math-authors-step-target-groups": authors_step_block("math_authors_step_target_groups"),
+    "math-authors-step-24-batches": authors_step_block("math_authors_step_24_batches"),
+    "math-authors-step-24-batches-onednn-off":
+        authors_step_block("math_authors_step_24_batches_onednn_off"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
     "tests-times": test_times.markdown,
