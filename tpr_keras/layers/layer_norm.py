@@ -28,10 +28,10 @@ def _normalize(inputs, epsilon):
 class LayerNorm(keras.layers.LayerNormalization):
     """Keras' ``LayerNormalization`` over the last axis, differentiated in closed form.
 
-    Ba et al. (2016), "Layer Normalization", eq. 4: ``y = g * (x - mu) / sigma + b`` with
-    ``mu`` and ``sigma`` the mean and standard deviation over the features (here
-    ``sigma = sqrt(var + epsilon)``); the TP-Transformer (Schlag et al. 2019, §3) normalises
-    before and after each sublayer with it. Automatic differentiation of the moments
+    Layer normalisation (Ba et al. 2016): ``y = g * (x - mu) / sigma + b`` with ``mu`` and
+    ``sigma`` the mean and standard deviation over the features (here ``sigma = sqrt(var +
+    epsilon)``); each cell of the TP-Transformer (Schlag et al. 2019, §2) begins with one
+    and follows each sub-layer with one. Automatic differentiation of the moments
     walks back through every elementwise op of the forward pass; this layer's gradient
     with respect to ``x`` is the closed form ``(dx_hat - mean(dx_hat) - x_hat *
     mean(dx_hat * x_hat)) / sigma`` (``x_hat`` the normalised input, ``dx_hat = g * dy``),
