@@ -46,9 +46,10 @@ FAMILIES = (
      )),
     ("tp_transformer", "TP-Transformer",
      "The TP-Transformer's layers, from Schlag et al. (2019), \"Enhancing the Transformer "
-     "with Explicit Relational Encoding for Math Problem Solving\": its attention in "
-     "`tpr_keras.layers`, the rest in `tpr_keras.models.tp_transformer`.", (
+     "with Explicit Relational Encoding for Math Problem Solving\": its attention and "
+     "layer norm in `tpr_keras.layers`, the rest in `tpr_keras.models.tp_transformer`.", (
          ("tpr_keras.layers.tp_attention", "TPMultiHeadAttention"),
+         ("tpr_keras.layers.layer_norm", "LayerNorm"),
          ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
          ("tpr_keras.models.tp_transformer.tp_transformer_layers",
           "TPTransformerEncoderLayer"),

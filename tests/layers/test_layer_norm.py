@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from keras import ops
 
+from tests.layers.masking import check_propagates
 from tpr_keras import testing
 from tpr_keras.layers import LayerNorm
 
@@ -115,3 +116,9 @@ def test_its_gradient_graph_has_fewer_ops_than_autodiff_of_the_moments():
                                           "Placeholder") for op in graph.get_operations()))
     ours, keras_ops = counts
     assert ours < 0.8 * keras_ops, counts
+
+
+def test_passes_a_keras_mask_through():
+    norm = LayerNorm()
+    model, _ = check_propagates(norm, 4, 4, 4)  # mean, variance, scale over width 4
+    assert model.get_layer(norm.name) is norm

@@ -28,21 +28,33 @@ def _normalize(inputs, epsilon):
 class LayerNorm(keras.layers.LayerNormalization):
     """Keras' ``LayerNormalization`` over the last axis, differentiated in closed form.
 
-    Layer normalisation (Ba et al. 2016): ``y = g * (x - mu) / sigma + b`` with ``mu`` and
-    ``sigma`` the mean and standard deviation over the features (here ``sigma = sqrt(var +
-    epsilon)``); each cell of the TP-Transformer (Schlag et al. 2019, §2) begins with one
-    and follows each sub-layer with one. Automatic differentiation of the moments
-    walks back through every elementwise op of the forward pass; this layer's gradient
-    with respect to ``x`` is the closed form ``(dx_hat - mean(dx_hat) - x_hat *
-    mean(dx_hat * x_hat)) / sigma`` (``x_hat`` the normalised input, ``dx_hat = g * dy``),
-    about half the ops. Its weights (``gamma``, ``beta``), config and saved form are
-    ``LayerNormalization``'s; other axes, ``rms_scaling`` or a missing scale or shift
-    fall back to Keras' own ``call``. Statistics are computed in float32 under mixed
+    Layer normalisation (Ba et al. 2016, eq. 3 for the statistics): ``y = g * (x - mu) /
+    sigma + b`` with ``mu`` and ``sigma`` the mean and standard deviation over the features
+    (here ``sigma = sqrt(var + epsilon)``); each cell of the TP-Transformer (Schlag et al.
+    2019, §2) begins with one and follows each sub-layer with one. Automatic
+    differentiation of the moments walks back through every elementwise op of the forward
+    pass; this layer's gradient with respect to ``x`` is the closed form ``(dx_hat -
+    mean(dx_hat) - x_hat * mean(dx_hat * x_hat)) / sigma`` (``x_hat`` the normalised input,
+    ``dx_hat = g * dy``), about half the ops. Its weights (``gamma``, ``beta``), config and
+    saved form are ``LayerNormalization``'s. Statistics are computed in float32 under mixed
     precision, as Keras' layer does.
 
     Args:
+        axis: The axis normalised; the closed form runs for the last one only, any other
+            (or several) falls back to Keras' own ``call``.
         epsilon: Added to the variance.
-        **kwargs: ``keras.layers.LayerNormalization``'s.
+        center, scale: Learn the shift ``beta`` and the gain ``gamma``; without either,
+            Keras' own ``call``.
+        rms_scaling: Keras' deprecated option; Keras' own ``call``.
+        beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer,
+            beta_constraint, gamma_constraint: As in ``keras.layers.LayerNormalization``.
+        **kwargs: The base layer's (``name``, ``dtype``).
+
+    Input ``[..., d]``; output the same shape.
+
+    Masking:
+        Normalises each position on its own, so a Keras mask on the input passes through
+        to the output unchanged.
 
     Example:
     >>> LayerNorm(epsilon=1e-5)(np.array([[1.0, 3.0]])).numpy().round(3)
