@@ -23,12 +23,10 @@ reversed every other round:
 * ``tensorflow_einsum``: ``tensorflow`` with the model's ``attention_form="einsum"`` (the
   attention's projections as one einsum per kernel; ``tensorflow_matmul`` is the default
   ``"matmul"`` form: one matrix product per input stream and a reshape);
-* ``tensorflow_grouped`` / ``tensorflow_buckets_grouped``: those batches with the loss's
-  model call on 3 / 2 length-sorted parts of equal count; ``..._groupedN``: N parts cut
-  where the least padding remains (``train.math --length_groups N``), ``..._groupedN_equal``
-  N of equal count, ``..._groupedNxM`` each of the N cut again into M by answer length
-  (``--length_groups N --target_groups M``): the same examples, loss and gradient, less
-  padding computed.
+* ``tensorflow[_buckets]_grouped``: the loss's model call on 3 / 2 length-sorted parts of
+  equal count; ``..._groupedN``: N parts cut at the least padding (``--length_groups N``),
+  ``_equal`` of equal count, ``..._groupedNxM`` each cut again into M by answer length
+  (``--target_groups M``): the same examples, loss and gradient, less padding computed.
 
 All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
 ``--batch_size`` padded to their longest question and answer, as the authors' torchtext
