@@ -94,7 +94,8 @@ def _training_flags(command):
     command.integer("target_groups", 1, "Cut each of those parts again into up to N by answer "
                     "length, each padded only to its own longest answer: a batch sorted by "
                     "question length pads its answers to about three times their length. The "
-                    "same loss and gradient (1: no second cut). TensorFlow only.",
+                    "same loss and gradient (1: no second cut); more part shapes, and measured "
+                    "slower end to end (docs/training.md). TensorFlow only.",
                     lower_bound=1)
     command.integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
     command.float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
