@@ -15,7 +15,8 @@ length and know no symbol it lacks (an expert continued from the default with
 writes the default's ids through a ``VocabularyMappedDecoder``). The routed model
 (``RoutedTPTransformer``) is evaluated as ``train.save_preset`` evaluates a run, on the
 default preset's modules (full table and the sample table CI re-checks), and written as one
-preset: both models' weights, the default's vocabulary and templates, and metadata.json
+preset (``--weights_dtype float16`` stores the weights in half the bytes, evaluated as
+stored): both models' weights, the default's vocabulary and templates, and metadata.json
 recording this command and commit and each part's own training record.
 
 ``main`` imports Keras and the models after TensorFlow has started quietly
@@ -24,6 +25,7 @@ recording this command and commit and each part's own training record.
 
 import os
 
+from tpr_keras.presets.weight_storage import round_weights
 from train import backend, cli
 
 EXAMPLE = ("python -m train.route_presets --default tp_transformer_math_focus "
@@ -121,6 +123,10 @@ def command():
     command.boolean("overwrite", False, "Replace an existing preset folder.")
     command.string("description", "", "One line: what the model is and how it was trained.")
     command.string("model_name", None, "Served model name (default: the default preset's).")
+    command.enum("weights_dtype", "float32", ["float32", "float16"], "How the preset "
+                 "stores its weights: float16 halves the file; the model's weights are "
+                 "rounded to float16 before it is evaluated, so the recorded scores are the "
+                 "stored weights'.")
     command.boolean("allow_dirty", False, "Write from a tree with uncommitted changes "
                     "(tests); a shipped preset never is.")
     command.group("Evaluation")
@@ -159,6 +165,8 @@ def main(args):
                          "routed model chooses its decoder by them")
     decoders, routes, records = expert_parts(experts, default)
     model = RoutedTPTransformer(default.build_model(), decoders, routes)
+    if args.weights_dtype != "float32":
+        round_weights(model, args.weights_dtype)
     vocab = evaluation.preset_vocabulary(default)
     table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
                                       templates=templates)
@@ -174,7 +182,7 @@ def main(args):
         model, args.output, assets, task="math",
         model_name=args.model_name or default.metadata.get("model_name", "math"),
         description=args.description, headline=headline("math", table),
-        overwrite=args.overwrite,
+        overwrite=args.overwrite, weights_dtype=args.weights_dtype,
         training={
             "command": shareable_command(run_command()),
             "source": source,

@@ -106,4 +106,18 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
     assert part["training"]["seed"] == 2 and lent.metadata["training"]["train_seconds"] == 30.0
     assert all(np.array_equal(a, b) for a, b in zip(
         lent.build_model().decoders()[1].get_weights(), expert.build_model().get_weights()))
+    # float16 storage: the weights rounded, and the recorded table is the stored model's.
+    done = command_in_process("train.route_presets", [
+        "--default", tmp_path / "default", "--data_dir", tiny_math, "--sample", "4",
+        "--allow_dirty", "--expert", f"numbers__place_value={tmp_path / 'expert'}",
+        "--weights_dtype", "float16", "--output", tmp_path / "half"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    half = load_preset(str(tmp_path / "half"))
+    assert half.metadata["weights_dtype"] == "float16"
+    stored = half.build_model()
+    assert all(np.array_equal(a, b.astype("float16").astype("float32")) for a, b in zip(
+        stored.decoders()[1].get_weights(), expert.build_model().get_weights()))
+    assert half.metadata["evaluation"]["table"] == evaluation.evaluate_model(
+        "math", stored, vocab, tiny_math, half.metadata["evaluation_options"],
+        templates=evaluation.preset_templates(half))
     json.loads((tmp_path / "routed" / "metadata.json").read_text())

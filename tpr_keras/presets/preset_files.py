@@ -3,7 +3,8 @@
 The layout follows keras-hub's presets::
 
     <preset>/config.json          the model: {"class_name", "config"} (``get_config()``)
-             model.weights.h5     the trained weights (``model.save_weights``)
+             model.weights.h5     the trained weights (``model.save_weights``; float16
+                                  where metadata.json says ``weights_dtype``)
              assets/<file>        what turns text into ids: vocabularies
              metadata.json        format version, SHA-256 of every file above, and
                                   what the preset is (task, model name, the training
@@ -31,6 +32,7 @@ from typing import Any
 
 from tpr_keras.atomic_files import write_folder
 from tpr_keras.presets.module_claims import describe_claims
+from tpr_keras.presets.weight_storage import WEIGHTS_DTYPES, store_weights
 
 #: The layout version :func:`save_preset` writes; :func:`load_preset` reads this and older.
 FORMAT_VERSION = 1
@@ -215,7 +217,7 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
     """Reads and verifies a preset folder (a shipped name or a path).
 
     Checks, before anything is built: ``metadata.json``'s ``format_version`` is at most
-    :data:`FORMAT_VERSION`, and every file it lists (config, weights, assets) exists and
+    :data:`FORMAT_VERSION`, its ``weights_dtype`` (if any) one this package reads, and every file it lists (config, weights, assets) exists and
     has the SHA-256 it records.
 
     Args:
@@ -224,7 +226,7 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
 
     Raises:
         PresetError: an unknown name (listing the available ones), a missing file, a
-            format version newer than this package reads, or a checksum that differs
+            format version or weights dtype newer than this package reads, or a checksum that differs
             (the message names the file and the expected value).
     """
     path = resolve_preset_path(name_or_path, hint)
@@ -241,6 +243,9 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
     if not isinstance(files, dict) or WEIGHTS_FILE not in files or CONFIG_FILE not in files:
         raise PresetError(f"{metadata_path}: 'files' must map {CONFIG_FILE}, {WEIGHTS_FILE} "
                           "and the assets to their SHA-256.")
+    if metadata.get("weights_dtype", "float32") not in WEIGHTS_DTYPES:
+        raise PresetError(f"{metadata_path}: weights_dtype {metadata['weights_dtype']!r} is "
+                          f"not one this tpr-keras reads {WEIGHTS_DTYPES}; upgrade tpr-keras.")
     for relative in files:
         head, _, name = relative.partition("/")
         inside = relative in (CONFIG_FILE, WEIGHTS_FILE) or (
@@ -268,7 +273,8 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
 
 def save_preset(model, path: str | os.PathLike,
                 assets: Mapping[str, str | os.PathLike | Callable[[str], None]] | None = None,
-                metadata: Mapping[str, Any] | None = None, overwrite: bool = False) -> str:
+                metadata: Mapping[str, Any] | None = None, overwrite: bool = False,
+                weights_dtype: str = "float32") -> str:
     """Writes ``model`` as a preset folder at ``path``; returns the path.
 
     Args:
@@ -278,6 +284,10 @@ def save_preset(model, path: str | os.PathLike,
             that writes the file at the path it is given (``vocab.save``).
         metadata: What to record beside the files (task, model_name, command, ...).
         overwrite: Replace an existing preset folder at ``path``.
+        weights_dtype: How the weights file stores them: ``"float32"`` (Keras' file) or
+            ``"float16"`` (half the bytes; the model's weights must already be rounded,
+            :mod:`tpr_keras.presets.weight_storage`); recorded in ``metadata.json`` when
+            not float32.
 
     The folder is written under a temporary name beside ``path``, synced and renamed
     into place (:func:`~tpr_keras.atomic_files.write_folder`; kill point
@@ -286,8 +296,12 @@ def save_preset(model, path: str | os.PathLike,
 
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is False.
-        ValueError: an asset name that is not a plain file name.
+        ValueError: an asset name that is not a plain file name, an unknown
+            ``weights_dtype``, or weights it cannot hold exactly.
     """
+    if weights_dtype not in WEIGHTS_DTYPES:
+        raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, "
+                         f"got {weights_dtype!r}")
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
@@ -298,6 +312,7 @@ def save_preset(model, path: str | os.PathLike,
         with open(os.path.join(tmp, CONFIG_FILE), "w", encoding="utf-8") as f:
             json.dump(config, f, indent=1, sort_keys=True)
         model.save_weights(os.path.join(tmp, WEIGHTS_FILE))
+        store_weights(os.path.join(tmp, WEIGHTS_FILE), weights_dtype)
         names = []
         for name, source in sorted((assets or {}).items()):
             if not name or os.path.basename(name) != name or name.startswith("."):
@@ -311,6 +326,8 @@ def save_preset(model, path: str | os.PathLike,
             names.append(name)
         files = [CONFIG_FILE, WEIGHTS_FILE] + [f"{ASSETS_DIR}/{n}" for n in names]
         record = dict(metadata or {})
+        if weights_dtype != "float32":
+            record["weights_dtype"] = weights_dtype
         record.update(format_version=FORMAT_VERSION, name=os.path.basename(path),
                       class_name=config["class_name"], assets=names,
                       files={f: sha256_file(os.path.join(tmp, f)) for f in files})

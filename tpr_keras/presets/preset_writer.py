@@ -27,7 +27,7 @@ from tpr_keras.presets.preset_files import METADATA_FILE, load_preset, save_pres
 
 #: ``metadata.json``'s fields that describe the folder's files (written by
 #: :func:`~tpr_keras.presets.preset_files.save_preset`, last): a section never replaces them.
-FILE_FIELDS = ("format_version", "name", "class_name", "assets", "files")
+FILE_FIELDS = ("weights_dtype", "format_version", "name", "class_name", "assets", "files")
 
 
 def preset_metadata(task: str, model_name: str, description: str, headline: str,
@@ -46,7 +46,8 @@ def preset_metadata(task: str, model_name: str, description: str, headline: str,
 def write_preset(model, path: str | os.PathLike, *, task: str, model_name: str,
                  description: str, headline: str,
                  assets: Mapping[str, str | os.PathLike | Callable[[str], None]],
-                 overwrite: bool = False, **sections: Any) -> str:
+                 overwrite: bool = False, weights_dtype: str = "float32",
+                 **sections: Any) -> str:
     """Writes ``model`` as the preset folder ``path`` with :func:`preset_metadata`'s record.
 
     Args:
@@ -55,6 +56,9 @@ def write_preset(model, path: str | os.PathLike, *, task: str, model_name: str,
         task, model_name, description, headline: The fields every preset records.
         assets: ``{file name: file path or writer function}`` (``vocab.txt``, ...).
         overwrite: Replace an existing folder at ``path``.
+        weights_dtype: ``"float32"`` or ``"float16"`` (half the bytes: round the model
+            first, :func:`~tpr_keras.presets.weight_storage.round_weights`, and evaluate
+            the rounded model).
         **sections: The rest of ``metadata.json`` (``training``, ``evaluation``, ...).
 
     Returns:
@@ -64,7 +68,8 @@ def write_preset(model, path: str | os.PathLike, *, task: str, model_name: str,
         FileExistsError: ``path`` exists and ``overwrite`` is False.
     """
     metadata = preset_metadata(task, model_name, description, headline, **sections)
-    return save_preset(model, path, assets=assets, metadata=metadata, overwrite=overwrite)
+    return save_preset(model, path, assets=assets, metadata=metadata, overwrite=overwrite,
+                       weights_dtype=weights_dtype)
 
 
 def add_sections(path: str | os.PathLike, **sections: Any) -> dict[str, Any]:
