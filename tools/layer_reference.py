@@ -44,12 +44,17 @@ FAMILIES = (
          ("tpr_keras.layers.tpru_cell", "TPRUCell"),
          ("tpr_keras.layers.tpru", "TPRU"),
      )),
-    ("tp_transformer", "TP-Transformer",
-     "The TP-Transformer's layers, from Schlag et al. (2019), \"Enhancing the Transformer "
-     "with Explicit Relational Encoding for Math Problem Solving\": its attention and "
-     "layer norm in `tpr_keras.layers`, the rest in `tpr_keras.models.tp_transformer`.", (
+    ("tp_attention", "TP-Transformer attention",
+     "The TP-Transformer's attention and the layer norm around it, from Schlag et al. "
+     "(2019), \"Enhancing the Transformer with Explicit Relational Encoding for Math "
+     "Problem Solving\", in `tpr_keras.layers`.", (
          ("tpr_keras.layers.tp_attention", "TPMultiHeadAttention"),
          ("tpr_keras.layers.layer_norm", "LayerNorm"),
+     )),
+    ("tp_transformer", "TP-Transformer",
+     "The TP-Transformer's other layers, from Schlag et al. (2019): feed-forward, encoder "
+     "and decoder layers and the embedding, in `tpr_keras.models.tp_transformer`; its "
+     "attention and layer norm are on [their own page](layers_tp_attention.md).", (
          ("tpr_keras.models.tp_transformer.tp_transformer_layers", "PositionwiseFeedForward"),
          ("tpr_keras.models.tp_transformer.tp_transformer_layers",
           "TPTransformerEncoderLayer"),
