@@ -5,6 +5,7 @@ backend, the math and entailment training benchmarks, and the ``train.*`` comman
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -175,9 +176,7 @@ def authors_step_block(name):
                  "round | median | of the matmul peak | peak RSS MiB |",
                  "|---|---|---:|---|---:|---:|---:|"]
         for config, c in bench["configs"].items():
-            rounds = sorted(c["cpu"]["ratio_to_baseline_rounds"])
-            median = rounds[len(rounds) // 2] if len(rounds) % 2 else (
-                (rounds[len(rounds) // 2 - 1] + rounds[len(rounds) // 2]) / 2)
+            median = statistics.median(c["cpu"]["ratio_to_baseline_rounds"])
             each = ", ".join(f"{r:.2f}" for r in c["cpu"]["ratio_to_baseline_rounds"])
             lines.append(f"| `{config}` | {c['batches']} | "
                          f"{c['cpu']['examples_per_second']:,.0f} | "
