@@ -26,7 +26,8 @@ from tpr_keras.atomic_files import write_text
 from tpr_keras.presets.preset_files import METADATA_FILE, load_preset, save_preset
 
 #: ``metadata.json``'s fields that describe the folder's files (written by
-#: :func:`~tpr_keras.presets.preset_files.save_preset`, last): a section never replaces them.
+#: :func:`~tpr_keras.presets.preset_files.save_preset`, last; ``weights_dtype`` only when it
+#: is not float32): a section never replaces them.
 FILE_FIELDS = ("weights_dtype", "format_version", "name", "class_name", "assets", "files")
 
 
