@@ -87,3 +87,35 @@ def test_the_argument_overrides_the_environment(monkeypatch):
     with runtime.quiet_tensorflow_start(tf_logs=True):  # no filter, no log level
         pass
     assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+
+
+def test_the_onednn_cache_is_sized_unless_the_user_did(monkeypatch):
+    from tpr_keras import runtime
+
+    monkeypatch.delenv(runtime.ONEDNN_CACHE_ENV, raising=False)
+    assert runtime.size_onednn_cache(4096) is True
+    assert os.environ[runtime.ONEDNN_CACHE_ENV] == "4096"
+    monkeypatch.setenv(runtime.ONEDNN_CACHE_ENV, "512")
+    assert runtime.size_onednn_cache() is False
+    assert os.environ[runtime.ONEDNN_CACHE_ENV] == "512"
+
+
+@pytest.mark.parametrize("multiple,expected", [(8, "16384"), (1, None)])
+def test_train_math_sizes_the_onednn_cache_for_rounded_shapes_only(monkeypatch, multiple,
+                                                                   expected):
+    import types
+
+    from tpr_keras import runtime
+    from train import math as train_math
+
+    class Started(Exception):
+        pass
+
+    def start(args):
+        raise Started(os.environ.get(runtime.ONEDNN_CACHE_ENV))
+
+    monkeypatch.delenv(runtime.ONEDNN_CACHE_ENV, raising=False)
+    monkeypatch.setattr(train_math.backend, "start", start)
+    with pytest.raises(Started) as started:
+        train_math.main(types.SimpleNamespace(group_multiple=multiple))
+    assert started.value.args[0] == expected

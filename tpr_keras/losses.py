@@ -66,7 +66,8 @@ GROUP_CUTS = ("padding", "equal")
 
 
 def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", length_groups=1,
-                           sort_key="source", group_cuts="padding", target_groups=1):
+                           sort_key="source", group_cuts="padding", target_groups=1,
+                           group_multiple=1):
     """A ``compute_fn`` for a token sequence under teacher forcing, pad positions masked.
 
     Schlag et al. (2019), §4.1: the TP-Transformer is trained with the token
@@ -80,9 +81,8 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     replicas each replica's batch is scaled by its own tokens); ``correct`` = 1 when
     the argmax of every non-pad position equals the target, end symbol included (exact
     match of the whole answer under teacher forcing; the greedy exact match is a
-    separate evaluation). In
-    float32 whatever the model's compute dtype; a caller may compile it (XLA:
-    ``tf.function(compute, jit_compile=True)``).
+    separate evaluation). In float32 whatever the model's compute dtype; a caller may
+    compile it (XLA: ``tf.function(compute, jit_compile=True)``).
 
     Args:
         pad_id: the padding id, masked out of loss and match (the Mathematics
@@ -91,8 +91,8 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
         label_key: the ``labels`` entry holding the ``int32[B, L]`` targets.
         length_groups: run the model on this many groups of the batch's examples,
             sorted by the real length of ``features[sort_key]``, each trimmed to its own
-            longest sequences (see :func:`length_grouped_terms`), so
-            that a padded batch spends no products on most of its padding. Every
+            longest sequences (see :func:`length_grouped_terms`), so that a padded
+            batch spends no products on most of its padding. Every
             example's loss and match are those of the whole batch's call up to float
             rounding (padding is masked everywhere), in the batch's order, and
             ``batch_token_mean`` still divides by the whole batch's tokens, so the
@@ -106,6 +106,9 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
             by the answer's length (the decoder's time axis), the same way: the model
             runs ``length_groups * target_groups`` times on parts padded to their own
             question and answer lengths. TensorFlow only; 1 (default): no second cut.
+        group_multiple: cut the parts at row counts and pad them to lengths that are
+            multiples of this (at most the batch's), so that batches share part shapes
+            and the CPU kernels planned per shape are reused. 1 (default): exact cuts.
 
     Returns:
         ``compute(model, features, labels, training) -> {"loss": float32[B],
@@ -114,25 +117,18 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     Example:
     >>> compute = sequence_cross_entropy(reduction="mean")
     """
-    _check_sequence_options(reduction, length_groups, group_cuts, target_groups)
+    _check_sequence_options(reduction, length_groups, group_cuts, target_groups, group_multiple)
 
     def terms(model, features, target, training):
-        """Per example: the summed token loss, the real tokens and the exact match."""
-        logits = ops.cast(model(features, training=training), "float32")
-        real = ops.not_equal(target, pad_id)
-        weights = ops.cast(real, "float32")
-        tokens = ops.sparse_categorical_crossentropy(target, logits, from_logits=True)
-        prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
-        match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
-        return (ops.sum(tokens * weights, axis=-1), ops.sum(weights, axis=-1),
-                ops.cast(ops.all(match, axis=-1), "float32"))
+        return _sequence_terms(model(features, training=training), target, pad_id)
 
     def compute(model, features, labels, training):
         target = ops.cast(labels[label_key], "int32")
         if int(length_groups) * int(target_groups) > 1:
             loss, count, correct = length_grouped_terms(
                 lambda f, t: terms(model, f, t, training), features, target,
-                int(length_groups), pad_id, sort_key, group_cuts, int(target_groups))
+                int(length_groups), pad_id, sort_key, group_cuts, int(target_groups),
+                int(group_multiple))
         else:
             loss, count, correct = terms(model, features, target, training)
         if reduction == "mean":
@@ -145,7 +141,20 @@ def sequence_cross_entropy(pad_id=0, reduction="sum", label_key="target_out", le
     return compute
 
 
-def _check_sequence_options(reduction, length_groups, group_cuts, target_groups=1):
+def _sequence_terms(logits, target, pad_id):
+    """Per example: the summed token loss, the real tokens and the exact match."""
+    logits = ops.cast(logits, "float32")
+    real = ops.not_equal(target, pad_id)
+    weights = ops.cast(real, "float32")
+    tokens = ops.sparse_categorical_crossentropy(target, logits, from_logits=True)
+    prediction = ops.cast(ops.argmax(logits, axis=-1), "int32")
+    match = ops.logical_or(ops.equal(prediction, target), ops.logical_not(real))
+    return (ops.sum(tokens * weights, axis=-1), ops.sum(weights, axis=-1),
+            ops.cast(ops.all(match, axis=-1), "float32"))
+
+
+def _check_sequence_options(reduction, length_groups, group_cuts, target_groups=1,
+                            group_multiple=1):
     """A ValueError naming the first of :func:`sequence_cross_entropy`'s options out of range."""
     if reduction not in SEQUENCE_REDUCTIONS:
         raise ValueError(f"reduction must be one of {SEQUENCE_REDUCTIONS}; got "
@@ -154,6 +163,8 @@ def _check_sequence_options(reduction, length_groups, group_cuts, target_groups=
         raise ValueError(f"length_groups must be at least 1; got {length_groups!r}.")
     if int(target_groups) < 1:
         raise ValueError(f"target_groups must be at least 1; got {target_groups!r}.")
+    if int(group_multiple) < 1:
+        raise ValueError(f"group_multiple must be at least 1; got {group_multiple!r}.")
     if group_cuts not in GROUP_CUTS:
         raise ValueError(f"group_cuts must be one of {GROUP_CUTS}; got {group_cuts!r}.")
 
@@ -164,16 +175,22 @@ def _real_length(ids, pad_id):
     return ops.max(ops.where(ops.not_equal(ids, pad_id), positions[None, :], 0), axis=-1)
 
 
-def padding_cuts(sorted_lengths, groups):
+def padding_cuts(sorted_lengths, groups, multiple=1):
     """Where to cut ascending lengths into ``groups`` runs (some maybe empty) so that
     padding each run to its longest leaves the fewest padded positions: the cut points
     ``[c_0 = 0, c_1, ..., c_groups = n]`` (scalar tensors) minimising
     ``sum_g (c_{g+1} - c_g) * sorted_lengths[c_{g+1} - 1]``, by dynamic programming over
-    the ``(n + 1)^2`` runs ``[i, j)`` (a few thousand numbers for a batch of 128)."""
-    ends = ops.arange(ops.shape(sorted_lengths)[0] + 1, dtype="int32")
-    longest = ops.concatenate([ops.zeros((1,), "int32"), ops.cast(sorted_lengths, "int32")])
+    the ``(n + 1)^2`` runs ``[i, j)`` (a few thousand numbers for a batch of 128). With
+    ``multiple`` > 1 every cut but the last is a multiple of it, and a run's length is
+    its longest rounded up to a multiple of it."""
+    n = ops.shape(sorted_lengths)[0]
+    ends = ops.arange(n + 1, dtype="int32")
+    longest = ops.concatenate([ops.zeros((1,), "int32"),
+                               _round_up(ops.cast(sorted_lengths, "int32"), multiple)])
     size = ends[None, :] - ends[:, None]  # [i, j]: the run [i, j)
-    cost = ops.where(size >= 0, ops.cast(size * longest[None, :], "float32"), float("inf"))
+    allowed = ops.logical_and(size >= 0, ops.logical_or(ends[None, :] % multiple == 0,
+                                                        ends[None, :] == n))
+    cost = ops.where(allowed, ops.cast(size * longest[None, :], "float32"), float("inf"))
     best = ops.where(ends == 0, 0.0, float("inf"))  # no run yet: only the empty prefix
     choices = []
     for _ in range(groups):
@@ -186,8 +203,13 @@ def padding_cuts(sorted_lengths, groups):
     return cuts[::-1]
 
 
+def _round_up(length, multiple):
+    """``length`` rounded up to a multiple of ``multiple``."""
+    return length if multiple == 1 else (length + multiple - 1) // multiple * multiple
+
+
 def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
-                         group_cuts="padding", target_groups=1):
+                         group_cuts="padding", target_groups=1, multiple=1):
     """``terms(features, target)`` (per-example tuples ``[b]``) on ``groups`` parts of the
     batch (each cut again into ``target_groups``), returned in the batch's order.
 
@@ -202,8 +224,9 @@ def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
     tensor is cut to the run's longest real sequence: ``features[sort_key]`` to its own,
     the other sequences and ``target`` to their common one. Only padding at the end of a
     sequence is cut, so a model that masks its padding gives each example the values of
-    the whole batch. TensorFlow (a graph of dynamic shapes): the group lengths are known
-    only per batch.
+    the whole batch. With ``multiple`` > 1 (``group_multiple``) the runs are cut at
+    multiples of it and padded to lengths that are (at most the tensors' own). TensorFlow
+    (a graph of dynamic shapes): the group lengths are known only per batch.
     """
     if keras.backend.backend() != "tensorflow":
         raise ValueError("length_groups > 1 needs the TensorFlow backend (dynamic shapes); "
@@ -213,17 +236,19 @@ def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
                                       if k != sort_key and len(v.shape) == 2]
                                      + [_real_length(target, pad_id)], axis=-1), axis=-1)
     takes = []
-    for take in _cut(ops.argsort(sort_lengths), sort_lengths, groups, group_cuts):
+    for take in _cut(ops.argsort(sort_lengths), sort_lengths, groups, group_cuts, multiple):
         if target_groups > 1:
             take = ops.take(take, ops.argsort(ops.take(step_lengths, take)))
-            takes += _cut(take, step_lengths, target_groups, group_cuts)
+            takes += _cut(take, step_lengths, target_groups, group_cuts, multiple)
         else:
             takes.append(take)
     parts = []
     for take in takes:
         part = {k: ops.take(v, take, axis=0) for k, v in features.items()}
-        source_end = ops.max(ops.take(sort_lengths, take))
-        step = ops.max(ops.take(step_lengths, take))
+        source_end = ops.minimum(_round_up(ops.max(ops.take(sort_lengths, take)), multiple),
+                                 ops.shape(features[sort_key])[1])
+        step = ops.minimum(_round_up(ops.max(ops.take(step_lengths, take)), multiple),
+                           ops.shape(target)[1])
         part = {k: v[:, :source_end] if k == sort_key
                 else v[:, :step] if len(v.shape) == 2 else v for k, v in part.items()}
         parts.append(terms(part, ops.take(target, take, axis=0)[:, :step]))
@@ -232,12 +257,13 @@ def length_grouped_terms(terms, features, target, groups, pad_id, sort_key,
                  for values in zip(*parts))
 
 
-def _cut(order, lengths, groups, group_cuts):
+def _cut(order, lengths, groups, group_cuts, multiple=1):
     """``order`` (indices sorted by ``lengths``) cut into ``groups`` runs, as
     :func:`length_grouped_terms` says."""
     if group_cuts == "padding":
-        cuts = padding_cuts(ops.take(lengths, order), groups)
+        cuts = padding_cuts(ops.take(lengths, order), groups, multiple)
     else:
         rows = ops.shape(order)[0]
-        cuts = [(rows * g) // groups for g in range(groups + 1)]
+        cuts = [ops.minimum(_round_up((rows * g) // groups, multiple), rows)
+                for g in range(groups)] + [rows]
     return [order[cuts[g]:cuts[g + 1]] for g in range(groups)]

@@ -2,6 +2,8 @@
 this does not import TensorFlow, and nothing here reads command-line flags.
 
 * :func:`limit_malloc_arenas` caps glibc's malloc arenas (before TensorFlow starts).
+* :func:`size_onednn_cache` gives oneDNN's primitive cache room for a training step's
+  recurring shapes (before TensorFlow runs an op).
 * :func:`quiet_tensorflow_start` is the block to import TensorFlow in: it drops the
   lines of :data:`STARTUP_NOISE` (CUDA probing on a machine without a GPU,
   CPU-feature notes, absl's pre-initialisation banner) from file descriptor 2 and sets
@@ -28,6 +30,12 @@ import warnings
 TF_LOGS_ENV = "TPR_KERAS_TF_LOGS"
 
 _M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
+
+#: The environment variable oneDNN (TensorFlow's CPU kernels) reads its primitive cache's
+#: capacity from (entries; oneDNN's default 1,024), and the capacity
+#: ``train.math --group_multiple`` gives it unless it is set.
+ONEDNN_CACHE_ENV = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+ONEDNN_CACHE_CAPACITY = 16384
 
 #: TensorFlow start-up lines that say nothing about the user's run: CUDA probing on a
 #: machine without a GPU (some at error severity), the CPU-feature note, the banner
@@ -62,6 +70,27 @@ def limit_malloc_arenas(count=2):
         return bool(libc.mallopt(_M_ARENA_MAX, int(count)))
     except (OSError, AttributeError):  # musl or another libc
         return False
+
+
+def size_onednn_cache(capacity: int = ONEDNN_CACHE_CAPACITY) -> bool:
+    """Sets oneDNN's primitive cache to ``capacity`` entries unless
+    ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` is set; call it before TensorFlow runs an op.
+
+    oneDNN prepares a primitive (a kernel planned for one shape) per op and shape and
+    keeps the last 1,024 by default. A math step on length groups cut at rounded shapes
+    (``sequence_cross_entropy(group_multiple=...)``) runs its products at a few hundred
+    recurring shapes, more than that cache holds; ``train.math --group_multiple`` calls
+    this. Without rounded shapes a larger cache did not pay: nearly every batch brings new
+    shapes (results/studies/math_training_speed.md). Results are unchanged: the cache
+    decides when a primitive is made, not which.
+
+    Returns:
+        True if the capacity was set here.
+    """
+    if ONEDNN_CACHE_ENV in os.environ:
+        return False
+    os.environ[ONEDNN_CACHE_ENV] = str(int(capacity))
+    return True
 
 
 def truthy(value: str | None) -> bool:

@@ -71,28 +71,31 @@ def steps():
     so every test sees the same model."""
     model, cache = tiny_model(), {}
 
-    def step(groups, cuts="padding", target_groups=1):
-        key = groups, cuts, target_groups
+    def step(groups, cuts="padding", target_groups=1, multiple=1):
+        key = groups, cuts, target_groups, multiple
         if key not in cache:
             cache[key] = gradients_fn(model, sequence_cross_entropy(
                 reduction="batch_token_mean", length_groups=groups, group_cuts=cuts,
-                target_groups=target_groups))
+                target_groups=target_groups, group_multiple=multiple))
         return cache[key]
 
     step.model = model
     return step
 
 
-@pytest.mark.parametrize("groups,rows,cuts,target_groups", [
-    (3, 24, "padding", 1), (3, 24, "equal", 1), (2, 7, "padding", 1), (3, 2, "equal", 1),
+@pytest.mark.parametrize("groups,rows,cuts,target_groups,multiple", [
+    (3, 24, "padding", 1, 1), (3, 24, "equal", 1, 1), (2, 7, "padding", 1, 1),
+    (3, 2, "equal", 1, 1),
     # each group cut again by answer length; then more parts than rows (empty parts)
-    (2, 24, "padding", 2), (2, 3, "equal", 2)])
+    (2, 24, "padding", 2, 1), (2, 3, "equal", 2, 1),
+    # cuts and lengths at multiples of 8 (lengths capped at the batch's)
+    (2, 24, "padding", 2, 8), (3, 21, "equal", 1, 8)])
 def test_grouped_loss_and_gradients_equal_the_whole_batch(steps, groups, rows, cuts,
-                                                          target_groups):
+                                                          target_groups, multiple):
     model = steps.model
     features, labels = padded_batch(rows, 30, 8)
     whole, whole_grads = steps(1)(features, labels)
-    parts, part_grads = steps(groups, cuts, target_groups)(features, labels)
+    parts, part_grads = steps(groups, cuts, target_groups, multiple)(features, labels)
     # Per example (in the batch's order): the same forward pass on fewer pad columns,
     # whose masked keys add exactly 0; the sums differ in order only. Depth: the longest
     # reduction on the path, the feed-forward's 256 and the vocabulary's softmax.
@@ -134,6 +137,29 @@ def test_target_groups_pad_each_part_to_its_own_answers():
     assert widths(2) == [2, 7] * 4
 
 
+def test_group_multiple_cuts_and_pads_at_multiples_of_it():
+    """Every part's row count but the last, and its widths, are multiples of the
+    multiple (a width at most the batch's): few distinct shapes over many batches."""
+    features, labels = padded_batch(21, 30, 8, seed=3)
+
+    def shapes(multiple, groups=3, target_groups=2):
+        out = tf.function(length_grouped_terms, autograph=False)(
+            lambda f, t: tuple(tf.fill(tf.shape(t)[:1], n) for n in (
+                tf.shape(t)[0], tf.shape(f["source"])[1], tf.shape(t)[1])),
+            {k: tf.constant(v) for k, v in features.items()},
+            tf.constant(labels["target_out"]), groups, 0, "source", "padding", target_groups,
+            multiple)
+        return {tuple(int(x[i]) for x in out) for i in range(21)}
+
+    exact, rounded = shapes(1), shapes(8)
+    assert any(rows % 8 or width % 8 for rows, width, _ in exact)  # the test can see it
+    assert sum(rows for rows, _, _ in rounded) <= 21 + 8 * 6
+    for rows, width, answer in rounded:
+        assert width % 8 == 0 or width == 30, rounded
+        assert answer % 8 == 0 or answer == 8, rounded
+    assert sum(rows % 8 != 0 for rows, _, _ in rounded) <= 2, rounded  # a run's last part
+
+
 def test_a_wrong_grouping_would_be_seen(steps):
     """The comparison sees a one-example change: the grouped loss of another batch."""
     features, labels = padded_batch(24, 30, 8)
@@ -153,6 +179,8 @@ def test_bad_group_counts_are_refused():
         sequence_cross_entropy(length_groups=2, group_cuts="middle")
     with pytest.raises(ValueError, match="target_groups"):
         sequence_cross_entropy(length_groups=2, target_groups=0)
+    with pytest.raises(ValueError, match="group_multiple"):
+        sequence_cross_entropy(length_groups=2, group_multiple=0)
 
 
 def padded_positions(lengths, cuts):
@@ -174,6 +202,14 @@ def test_padding_cuts_leave_the_fewest_padded_positions(seed):
         cuts = [int(c) for c in padding_cuts(tf.constant(lengths), groups)]
         assert cuts[0] == 0 and cuts[-1] == 9 and cuts == sorted(cuts), cuts
         assert padded_positions(lengths, cuts) == fewest_padded_positions(lengths, groups)
+    # at multiples of 4 only, each run padded to a multiple of 4: the best such cuts
+    rounded = (lengths + 3) // 4 * 4
+    for groups in (2, 3):
+        cuts = [int(c) for c in padding_cuts(tf.constant(lengths), groups, multiple=4)]
+        assert all(c % 4 == 0 for c in cuts[:-1]) and cuts[-1] == 9, cuts
+        assert padded_positions(rounded, cuts) == min(
+            padded_positions(rounded, (0, *inner, 9)) for inner in
+            itertools.combinations_with_replacement((0, 4, 8, 9), groups - 1))
     # lengths of two kinds: the cut falls between them, whatever the counts
     lengths = np.array([5] * 7 + [50] * 2, "int32")
     assert [int(c) for c in padding_cuts(tf.constant(lengths), 2)] == [0, 7, 9]

@@ -150,7 +150,7 @@ class MathTask(TrainTask):
             setattr(flags, key, recipe[key])
         if "balance_modules" in recipe:
             flags.balance_modules = recipe["balance_modules"]
-        for flag in ("length_groups", "target_groups"):
+        for flag in ("length_groups", "target_groups", "group_multiple"):
             if getattr(flags, flag) > 1 and backend.keras_backend() == "jax":
                 # The groups' shapes are known only as the step runs.
                 raise UsageError(f"--{flag} {getattr(flags, flag)} needs TensorFlow's "
@@ -224,7 +224,8 @@ class MathTask(TrainTask):
     def compute_fn(self, on_jax):
         return sequence_compute_fn(reduction=self.recipe.get("loss_reduction", "sum"),
                                    length_groups=self.flags.length_groups,
-                                   target_groups=self.flags.target_groups)
+                                   target_groups=self.flags.target_groups,
+                                   group_multiple=self.flags.group_multiple)
 
     def describe_model(self, trainer):
         print(f"{self.flags.model} ({self.preset}): {trainer.model.count_params():,} "
