@@ -6,16 +6,17 @@ batches.
     python -m bench.math_authors_step --configs tensorflow,jax --seconds 4 --profile_steps 2
 
 Configurations (``--configs``), each in its own process with one thread (TensorFlow's
-intra- and inter-op pools, PyTorch's ``set_num_threads(1)``, XLA's CPU runtime), warmed up
-over every batch (tracing, and for JAX one compilation per shape), then timed in windows
-of ``--seconds`` that the processes take in turn for ``--repeats`` rounds, the order
-reversed every other round:
+intra- and inter-op pools, PyTorch's ``set_num_threads(1)``, XLA's CPU runtime) and
+oneDNN's primitive cache as ``train.math`` sizes it (16,384 entries for ``_mK``; the
+environment's ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins), warmed up over every batch
+(tracing; JAX compiles per shape), then timed in windows of ``--seconds`` that the
+processes take in turn for ``--repeats`` rounds, the order reversed every other round:
 
 * ``authors``: their step (github.com/ischlag/TP-Transformer, ``models/tp-transformer.py``
   and the loop body of ``utils/trainer.py``: forward, ``CrossEntropyLoss(ignore_index=
   <pad>)``, backward, their accuracy, ``clip_grad_norm_`` 0.1, ``torch.optim.Adam``) from
-  the work tree ``--authors_checkout`` on PyTorch's CPU wheel; skipped, with the reason in
-  the output, without a checkout or without PyTorch;
+  the work tree ``--authors_checkout`` on PyTorch's CPU wheel; skipped (saying why) without
+  a checkout or PyTorch;
 * ``tensorflow`` / ``jax``: the port's ``Trainer`` / ``JaxTrainer`` step under ``train.math
   --recipe authors_code`` (the same loss, PyTorch-form Adam, clip and initialisation);
 * ``tensorflow_buckets``: the port's TensorFlow step on its own length-bucketed batches
@@ -58,19 +59,16 @@ import time
 import numpy as np
 
 from bench import math_step_profile, math_steps
-from bench.windows import WindowWorker, serve_windows
+from bench.windows import WindowWorker, one_thread_environment, serve_windows
+from tpr_keras import runtime
 
-#: The twenty everyday modules of issue 66.
+#: The twenty everyday modules the served math preset is trained on.
 EVERYDAY_MODULES = (
     "arithmetic__add_or_sub,arithmetic__add_sub_multiple,arithmetic__mul,arithmetic__div,"
     "arithmetic__mixed,arithmetic__mul_div_multiple,comparison__pair,comparison__sort,"
     "comparison__kth_biggest,comparison__closest,numbers__place_value,numbers__round_number,"
     "numbers__gcd,numbers__lcm,numbers__div_remainder,numbers__is_factor,numbers__is_prime,"
     "measurement__conversion,measurement__time,algebra__linear_1d")
-#: One thread for every library a worker may load.
-ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
-              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
-XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 KEYS = ("source", "target_in", "target_out", "module")
 
 
@@ -207,14 +205,10 @@ def worker(spec):
 
 
 def start_worker(config, spec):
-    env = dict(os.environ, **ONE_THREAD)
-    library = math_steps.config_entry(config)[0]
-    if library != "torch":
-        env["KERAS_BACKEND"] = library
-    if library == "jax":
-        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + XLA_ONE_THREAD).strip()
+    entry = math_steps.config_entry(config)  # _mK: rounded shapes, the cache sized for them
     return WindowWorker([sys.executable, "-m", "bench.math_authors_step", "--worker",
-                         json.dumps(dict(spec, config=config))], config, env=env)
+                         json.dumps(dict(spec, config=config))], config,
+                        env=one_thread_environment(entry[0], entry[6:7] > (1,)))
 
 
 def summarize(infos, windows, baseline, counts, peaks):
@@ -382,6 +376,7 @@ def main():
         "modules": args.modules, "preset": args.preset, "sizes": spec["sizes"],
         "vocabulary_size": spec["vocabulary_size"], "batch_size": args.batch_size,
         "batches": args.batches, "cpus": os.cpu_count(), "threads": 1,
+        "onednn_cache_environment": os.environ.get(runtime.ONEDNN_CACHE_ENV),
         "seconds": args.seconds, "repeats": args.repeats, "load_average_start": load,
         "load_average_end": os.getloadavg()[0], "baseline": baseline,
         "batch_sets": counts, "skipped": skipped, "matmul_peak": dict(shape=shape, **peaks),

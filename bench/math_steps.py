@@ -32,19 +32,20 @@ CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "m
            "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2, "equal")}
 #: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups, cut where
 #: the fewest padded positions remain (``..._equal``: of equal counts); ``..._groupedNxM``:
-#: each cut again into M by the answers' length.
-_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(?:x(\d+))?(_equal)?$")
+#: each cut again into M by the answers' length; ``..._mK``: cut and padded at multiples
+#: of K (``group_multiple``).
+_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(?:x(\d+))?(_equal)?(?:_m(\d+))?$")
 
 
 def config_entry(name):
     """``CONFIGS[name]``, or a grouped TensorFlow configuration's entry; None if unknown."""
     grouped = _GROUPED.match(name)
     if (name in CONFIGS or not grouped or int(grouped.group(2)) < 1
-            or int(grouped.group(3) or 1) < 1):
+            or int(grouped.group(3) or 1) < 1 or int(grouped.group(5) or 1) < 1):
         return CONFIGS.get(name)
     return ("tensorflow", "buckets" if grouped.group(1) else "same", "matmul",
             int(grouped.group(2)), "equal" if grouped.group(4) else "padding",
-            int(grouped.group(3) or 1))
+            int(grouped.group(3) or 1), int(grouped.group(5) or 1))
 
 
 def matmul_flops(sizes, vocabulary_size, source_length, target_length):
@@ -151,14 +152,14 @@ def counted_torch_flops(step, batch):
 
 
 def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_groups=1,
-               group_cuts="padding", target_groups=1):
+               group_cuts="padding", target_groups=1, group_multiple=1):
     """``(model_fn, optimizer_fn, compute_fn, TrainConfig)`` of ``train.math --size
     preset --recipe authors_code``: PyTorch-form Adam, the batch's token-mean loss, clip
     0.1, PyTorch's default initialisation where their code keeps it; the attention's
     projections as fused matmuls (the default) or einsums (``attention_form``); the
     loss's model call on ``length_groups`` length-sorted parts of each batch, each cut
-    again into ``target_groups`` by answer length
-    (:func:`tpr_keras.losses.sequence_cross_entropy`)."""
+    again into ``target_groups`` by answer length, cut and padded at multiples of
+    ``group_multiple`` (:func:`tpr_keras.losses.sequence_cross_entropy`)."""
     import keras
 
     from tpr_keras.models.tp_transformer import TPTransformer, sequence_compute_fn
@@ -181,13 +182,14 @@ def port_parts(preset, vocabulary_size, attention_form="matmul", seed=0, length_
 
     compute = sequence_compute_fn(reduction=recipe["loss_reduction"],
                                   length_groups=length_groups, group_cuts=group_cuts,
-                                  target_groups=target_groups)
+                                  target_groups=target_groups, group_multiple=group_multiple)
     return model_fn, optimizer_fn, compute, TrainConfig(verbose=0,
                                                         clip_norm=recipe["clip_norm"])
 
 
 def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="matmul",
-                    length_groups=1, group_cuts="padding", target_groups=1):
+                    length_groups=1, group_cuts="padding", target_groups=1,
+                    group_multiple=1):
     """The port's TensorFlow ``Trainer`` step (``make_train_function``, one trace for
     every shape). Returns ``(step, trainer, tensor batches)``; ``step(batch)`` ->
     examples."""
@@ -197,7 +199,8 @@ def tensorflow_step(preset, vocabulary_size, folder, batches, attention_form="ma
 
     trainer = Trainer(*port_parts(preset, vocabulary_size, attention_form,
                                   length_groups=length_groups, group_cuts=group_cuts,
-                                  target_groups=target_groups), folder)
+                                  target_groups=target_groups,
+                                  group_multiple=group_multiple), folder)
     tensors = [tf.nest.map_structure(tf.constant, b) for b in batches]
     spec = tf.nest.map_structure(
         lambda t: tf.TensorSpec([None] * t.shape.rank, t.dtype), tensors[0])

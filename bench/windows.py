@@ -7,9 +7,32 @@ from the parent.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
+
+from tpr_keras import runtime
+
+#: One thread for every library a worker may load.
+ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"}
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def one_thread_environment(library, size_onednn_cache=False):
+    """The environment of a worker that runs ``library`` (``torch``, ``tensorflow`` or
+    ``jax``, its Keras backend) on one thread; ``size_onednn_cache``: oneDNN's primitive
+    cache sized as ``train.math --group_multiple`` sizes it
+    (:func:`tpr_keras.runtime.size_onednn_cache`; a value in the environment wins)."""
+    env = dict(os.environ, **ONE_THREAD)
+    if size_onednn_cache:
+        env.setdefault(runtime.ONEDNN_CACHE_ENV, str(runtime.ONEDNN_CACHE_CAPACITY))
+    if library != "torch":
+        env["KERAS_BACKEND"] = library
+    if library == "jax":
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " " + XLA_ONE_THREAD).strip()
+    return env
 
 
 def serve_windows(info, run_window):

@@ -135,13 +135,16 @@ def test_grouped_configurations_name_their_group_count():
     assert math_steps.config_entry("tensorflow_grouped") == (
         "tensorflow", "same", "matmul", 3, "equal")
     assert math_steps.config_entry("tensorflow_grouped6") == (
-        "tensorflow", "same", "matmul", 6, "padding", 1)
+        "tensorflow", "same", "matmul", 6, "padding", 1, 1)
     assert math_steps.config_entry("tensorflow_buckets_grouped4_equal") == (
-        "tensorflow", "buckets", "matmul", 4, "equal", 1)
+        "tensorflow", "buckets", "matmul", 4, "equal", 1, 1)
     assert math_steps.config_entry("tensorflow_buckets_grouped2x3") == (
-        "tensorflow", "buckets", "matmul", 2, "padding", 3)
+        "tensorflow", "buckets", "matmul", 2, "padding", 3, 1)
+    assert math_steps.config_entry("tensorflow_buckets_grouped2x2_m8") == (
+        "tensorflow", "buckets", "matmul", 2, "padding", 2, 8)
     for name in ("tensorflow_grouped0", "torch_grouped2", "tensorflow_groupedx", "jaxx",
-                 "tensorflow_grouped2x0", "tensorflow_grouped2x"):
+                 "tensorflow_grouped2x0", "tensorflow_grouped2x", "tensorflow_grouped2_m0",
+                 "tensorflow_grouped2_m"):
         assert math_steps.config_entry(name) is None
 
 
@@ -210,3 +213,20 @@ def test_authors_half_on_a_stand_in_checkout(tmp_path, monkeypatch, capsys):
     assert row["formula_flops_per_example"] > row["counted_flops_per_example"]
     assert row["profile"]["by_type"] and not row["profile"]["by_part"]
     assert set(bench["matmul_peak"]["cpu"]["by_library"]) == {"torch"}
+
+
+def test_workers_run_on_one_thread_with_the_onednn_cache_train_math_gives(monkeypatch):
+    from bench.windows import one_thread_environment
+    from tpr_keras import runtime
+
+    monkeypatch.delenv(runtime.ONEDNN_CACHE_ENV, raising=False)
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    env = one_thread_environment("tensorflow")
+    assert env["TF_NUM_INTRAOP_THREADS"] == "1" and env["KERAS_BACKEND"] == "tensorflow"
+    assert runtime.ONEDNN_CACHE_ENV not in env
+    sized = one_thread_environment("tensorflow", size_onednn_cache=True)
+    assert sized[runtime.ONEDNN_CACHE_ENV] == str(runtime.ONEDNN_CACHE_CAPACITY)
+    assert "KERAS_BACKEND" not in one_thread_environment("torch")
+    assert "intra_op_parallelism_threads=1" in one_thread_environment("jax")["XLA_FLAGS"]
+    monkeypatch.setenv(runtime.ONEDNN_CACHE_ENV, "1024")  # the user's value wins
+    assert one_thread_environment("tensorflow", True)[runtime.ONEDNN_CACHE_ENV] == "1024"
