@@ -27,10 +27,11 @@ import resource
 import sys
 import tempfile
 import time
+from statistics import median
 
 import numpy as np
 
-from bench.windows import WindowWorker, median, serve_windows
+from bench.windows import WindowWorker, serve_windows
 
 FAMILIES = ("tpr_rnn", "memn2n", "entailment", "tp_transformer")
 BACKENDS = ("tensorflow", "tensorflow_xla", "jax")

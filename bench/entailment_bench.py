@@ -38,10 +38,11 @@ import resource
 import sys
 import tempfile
 import time
+from statistics import median
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from bench.windows import WindowWorker, median, serve_windows  # noqa: E402
+from bench.windows import WindowWorker, serve_windows  # noqa: E402
 
 
 def load_train(data_dir):

@@ -75,9 +75,3 @@ class WindowWorker:
     def close(self):
         self.process.stdin.close()
         self.process.wait()
-
-
-def median(values):
-    values = sorted(values)
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
