@@ -44,8 +44,9 @@ ON_JAX = textwrap.dedent("""
         out[name] = {k: v.tolist() for k, v in answer.items()}
     answer = EntailmentClassifier.from_preset("tpru32_entailment").predict(*entailment)
     out["tpru32_entailment"] = {k: v.tolist() for k, v in answer.items()}
-    answer = MathAnswerer.from_preset("tp_transformer_math_focus").predict(math)
-    out["tp_transformer_math_focus"] = {k: v.tolist() for k, v in answer.items()}
+    for name in ("tp_transformer_math_focus", "tp_transformer_math_everyday"):
+        answer = MathAnswerer.from_preset(name).predict(math)  # everyday: float16 weights
+        out[name] = {k: v.tolist() for k, v in answer.items()}
     print(json.dumps(out))
 """)
 #: JAX's and TensorFlow's float32 kernels differ in summation order: the backends' logits
@@ -115,10 +116,11 @@ def test_the_task_models_answer_alike_on_jax_without_tensorflow():
     assert jax["tpru32_entailment"]["entails"] == here["entails"].tolist() == [True, False]
     np.testing.assert_allclose(jax["tpru32_entailment"]["probability"], here["probability"],
                                **SCORE_TOLERANCE)
-    here = MathAnswerer.from_preset("tp_transformer_math_focus").predict(MATH)
-    math = jax["tp_transformer_math_focus"]
-    assert math["answer"] == here["answer"].tolist() == ["1", "-0.099"]
-    np.testing.assert_allclose(math["log_prob"], here["log_prob"], **LOG_PROB_TOLERANCE)
+    for name in ("tp_transformer_math_focus", "tp_transformer_math_everyday"):
+        here = MathAnswerer.from_preset(name).predict(MATH)
+        math = jax[name]
+        assert math["answer"] == here["answer"].tolist() == ["1", "-0.099"], name
+        np.testing.assert_allclose(math["log_prob"], here["log_prob"], **LOG_PROB_TOLERANCE)
 
 
 def test_load_weights_false_reaches_the_task_class_through_the_base_class():
