@@ -205,10 +205,11 @@ def worker(spec):
 
 
 def start_worker(config, spec):
-    entry = math_steps.config_entry(config)  # _mK: rounded shapes, the cache sized for them
+    entry = math_steps.config_entry(config)
+    rounded = len(entry) > 6 and entry[6] > 1  # _mK: recurring shapes, the cache sized
     return WindowWorker([sys.executable, "-m", "bench.math_authors_step", "--worker",
                          json.dumps(dict(spec, config=config))], config,
-                        env=one_thread_environment(entry[0], entry[6:7] > (1,)))
+                        env=one_thread_environment(entry[0], rounded))
 
 
 def summarize(infos, windows, baseline, counts, peaks):

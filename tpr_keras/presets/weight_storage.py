@@ -96,9 +96,9 @@ def store_weights(path: str | os.PathLike, dtype: str) -> None:
                                      "(round_weights), so that what is stored is what "
                                      "was evaluated")
                 data = narrow
-            copy_attrs = out.create_dataset(name, data=data)
+            dataset = out.create_dataset(name, data=data)
             for key, value in item.attrs.items():
-                copy_attrs.attrs[key] = value
+                dataset.attrs[key] = value
 
     try:
         with h5py.File(path, "r") as source, h5py.File(staged, "w") as out:
