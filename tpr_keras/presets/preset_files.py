@@ -217,8 +217,8 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
     """Reads and verifies a preset folder (a shipped name or a path).
 
     Checks, before anything is built: ``metadata.json``'s ``format_version`` is at most
-    :data:`FORMAT_VERSION`, its ``weights_dtype`` (if any) one this package reads, and every file it lists (config, weights, assets) exists and
-    has the SHA-256 it records.
+    :data:`FORMAT_VERSION`, its ``weights_dtype`` (if any) is one this package reads, and
+    every file it lists (config, weights, assets) exists and has the SHA-256 it records.
 
     Args:
         name_or_path: A shipped preset's name or a folder.
@@ -226,8 +226,8 @@ def load_preset(name_or_path: str | os.PathLike, hint: str | None = None) -> Tra
 
     Raises:
         PresetError: an unknown name (listing the available ones), a missing file, a
-            format version or weights dtype newer than this package reads, or a checksum that differs
-            (the message names the file and the expected value).
+            format version or weights dtype newer than this package reads, or a checksum
+            that differs (the message names the file and the expected value).
     """
     path = resolve_preset_path(name_or_path, hint)
     metadata_path = os.path.join(path, METADATA_FILE)
