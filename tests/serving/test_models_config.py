@@ -7,8 +7,6 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -16,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from serving.client import BabiClient, EntailmentClient, MathClient
+from tests import preloaded_python
 from tests.serving.saved_models import load
 from tests.serving.shared_exports import preset_export
 
@@ -60,12 +59,11 @@ def in_process_outputs(runs, task1):
 
 def test_one_server_answers_stories_math_and_entailment(runs, task1):
     info = runs / "server.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "serving.server", "--port=0", "--rest_api_port=-1",
+    proc = preloaded_python.spawn(
+        ["-m", "serving.server", "--port=0", "--rest_api_port=-1",
          f"--model_config_file={CONFIG}", "--file_system_poll_wait_seconds=0",
          f"--server_info_file={info}"],
-        cwd=runs, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cwd=runs, env=dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3"))
     try:
         # Each model's answers must equal its SavedModel called in this process: computed
         # while the server starts.
@@ -73,7 +71,7 @@ def test_one_server_answers_stories_math_and_entailment(runs, task1):
         deadline = time.monotonic() + 240
         while not info.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert info.exists(), proc.stderr.read()[-3000:] if proc.poll() is not None else "slow"
+        assert info.exists(), proc.stderr[-3000:] if proc.poll() is not None else "slow"
         started = json.loads(info.read_text())
         assert started["models"] == ["babi", "entailment", "math", "math_focus", "memn2n"]
         grpc_at = f"127.0.0.1:{started['ports']['grpc']}"

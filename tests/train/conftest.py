@@ -25,6 +25,7 @@ import types
 import numpy as np
 import pytest
 
+from tests import preloaded_python
 from tests.once_per_run import once_per_run
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -138,10 +139,16 @@ def shared_folder(tmp_path_factory, name, build):
     return folder
 
 
-def run_command(args, cwd, env):
-    """``python -m <args>`` to the end; asserts it succeeded; returns the finished process."""
-    done = subprocess.run([sys.executable, "-m", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+def run_command(args, cwd, env, preloaded=True):
+    """``python -m <args>`` to the end; asserts it succeeded; returns the finished process.
+    ``preloaded``: forked from a Python that has imported TensorFlow
+    (:mod:`tests.preloaded_python`), for a run whose outputs are checked, not its start-up;
+    else a process of its own."""
+    if preloaded:
+        done = preloaded_python.run(["-m", *args], cwd=cwd, env=env, timeout=600)
+    else:
+        done = subprocess.run([sys.executable, "-m", *map(str, args)], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done
 
@@ -181,16 +188,18 @@ def tiny_babi_run(tmp_path_factory, babi_task1_writer):
     20 test ones: the data of :func:`tiny_babi`), as a user's shell starts it with stdout
     a pipe (``--verbose`` auto: plain lines) and one intra-op thread. It writes its
     SavedModel: tests/train/test_finish.py compares its variables with repaired runs',
-    and tests/train/test_cli.py checks that a rerun adds no version. Fields: ``model_dir``
-    (read it, or copy it to change it), ``data_dir``, ``args`` (without ``--data_dir`` and
-    ``--model_dir``), ``env``, the first run's ``stdout`` and ``stderr``."""
+    and tests/train/test_cli.py checks that a rerun adds no version and that its start-up
+    wrote no TensorFlow noise (so it is a process of its own, not a preloaded one).
+    Fields: ``model_dir`` (read it, or copy it to change it), ``data_dir``, ``args``
+    (without ``--data_dir`` and ``--model_dir``), ``env``, the first run's ``stdout`` and
+    ``stderr``."""
     env = quiet_by_default_env(TF_NUM_INTRAOP_THREADS="1")
 
     def build(folder):
         data = write_babi_data(folder / "babi", babi_task1_writer)
         keep_output(folder, run_command(
             ["train.babi", *BABI_RUN_ARGS, "--data_dir", data, "--model_dir", folder / "run"],
-            folder, env))
+            folder, env, preloaded=False))
 
     folder = shared_folder(tmp_path_factory, "babi-run", build)
     return types.SimpleNamespace(**vars(recorded_run(folder, BABI_RUN_ARGS, env)),

@@ -10,6 +10,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests import preloaded_python
 import tpr_keras.models.memn2n  # noqa: F401  (registers MemN2N for load_model)
 import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN for load_model)
 
@@ -18,8 +19,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 def run_train(args, cwd, **environ):
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", **environ)
-    return subprocess.run([sys.executable, "-m", "train.babi", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return preloaded_python.run(["-m", "train.babi", *args], cwd=cwd, env=env, timeout=600)
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests import preloaded_python
 from tests.jax_processes import jax_env
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -17,11 +18,11 @@ def test_train_entailment_writes_results(tiny_entailment, tmp_path, cell, recipe
     """Without a GPU, the default recipe is cpu: XLA, and no time budget once --epochs is
     given; --recipe paper is §5.1 as published (no XLA unless asked)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(
-        [sys.executable, "-m", "train.entailment", "--data_dir", str(tiny_entailment),
+    done = preloaded_python.run(
+        ["-m", "train.entailment", "--data_dir", str(tiny_entailment),
          "--model_dir", str(tmp_path), "--cell", cell, "--dim", "8", "--roles", "4",
          "--epochs", "2", "--batch_size", "8", "--verbose", "0", *recipe],
-        env=env, capture_output=True, text=True, timeout=600)
+        env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert set(results["accuracy_percent"]) == {

@@ -1,6 +1,7 @@
 """A ``train.*`` run is finished only when everything it makes exists (``train/finish.py``).
 
-Real ``python -m train.babi`` processes on a tiny task are killed with SIGKILL at named
+Real ``python -m train.babi`` processes (forked from a Python that has imported
+TensorFlow: ``tests/preloaded_python.py``) on a tiny task are killed with SIGKILL at named
 points of the finish (``TPR_KERAS_TEST_KILL_AT``, :func:`tpr_keras.atomic_files.kill_point`)
 and the same command is run again: the run then ends servable, its SavedModel holding the
 weights of an unbroken run. A finished run that lacks its model and SavedModel (as runs
@@ -15,8 +16,6 @@ import os
 import pathlib
 import shlex
 import shutil
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -24,6 +23,7 @@ import pytest
 import tensorflow as tf
 
 import tpr_keras.models.tpr_rnn  # noqa: F401  (registers TPRRNN for load_model)
+from tests import preloaded_python
 from tpr_keras.atomic_files import KILL_AT_ENV
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -48,7 +48,7 @@ def rerun(command_in_process):
 
 @pytest.fixture
 def start(tiny_babi_run):
-    """``start(model_dir, kill_at=None) -> Popen``: ``python -m train.babi`` with the flags
+    """``start(model_dir, kill_at=None) -> preloaded_python.Process``: ``python -m train.babi`` with the flags
     and data of the shared tiny run (2 epochs of 17 steps; a checkpoint at each epoch's end
     only, so the second is the last; one thread), killed by itself at ``kill_at``; every
     process still running when the test ends is killed (by its pid)."""
@@ -59,10 +59,10 @@ def start(tiny_babi_run):
         env.update(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", TF_NUM_INTRAOP_THREADS="1")
         if kill_at:
             env[KILL_AT_ENV] = kill_at
-        started.append(subprocess.Popen(
-            [sys.executable, "-m", "train.babi", *tiny_babi_run.args, "--verbose", "0",
+        started.append(preloaded_python.spawn(
+            ["-m", "train.babi", *tiny_babi_run.args, "--verbose", "0",
              "--data_dir", str(tiny_babi_run.data_dir), "--model_dir", str(model_dir)],
-            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            env=env, cwd=REPO))
         return started[-1]
 
     yield launch

@@ -3,13 +3,13 @@ by module and records both parts."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
+
+from tests import preloaded_python
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,10 +58,10 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
                CUDA_VISIBLE_DEVICES="")
 
     def route(*extra):
-        return subprocess.run(
-            [sys.executable, "-m", "train.route_presets", "--default", str(tmp_path / "default"),
+        return preloaded_python.run(
+            ["-m", "train.route_presets", "--default", str(tmp_path / "default"),
              "--data_dir", str(tiny_math), "--sample", "4", "--allow_dirty", *extra],
-            env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+            env=env, timeout=600, cwd=REPO)
 
     done = route("--expert", f"numbers__place_value={tmp_path / 'expert'}",
                  "--output", str(tmp_path / "routed"))

@@ -4,12 +4,11 @@ its state into a folder meant to be committed, and a fresh clone resumes from it
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests import preloaded_python
 from train import sittings
 
 
@@ -127,11 +126,11 @@ def test_data_fingerprint_names_files_from_their_common_folder(tmp_path):
 def train_math(run, model_dir, steps, sitting_dir):
     """A sitting of ``train.math`` with the flags of the shared run ``run``
     (:func:`tiny_math_run`: deterministic, a checkpoint every 2 steps)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "train.math", *run.args, "--steps", str(steps), "--data_dir",
+    done = preloaded_python.run(
+        ["-m", "train.math", *run.args, "--steps", str(steps), "--data_dir",
          str(run.data_dir), "--model_dir", str(model_dir), "--sitting_dir", str(sitting_dir),
          "--nosaved_model"],  # the checkpoints are compared, not the exports
-        env=run.env, capture_output=True, text=True, timeout=600)
+        env=run.env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -4,9 +4,10 @@ import os
 import pathlib
 import socket
 import subprocess
-import sys
 
 import pytest
+
+from tests import preloaded_python
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,8 @@ def make_babi(tmp_path_factory, babi_task1_writer):
 
 @pytest.fixture
 def babi_process():
-    """``start(args, log_path, **env) -> Popen`` of ``python -m train.babi``.
+    """``start(args, log_path, **env) -> preloaded_python.Process`` of ``python -m
+    train.babi`` (forked from a Python that has imported TensorFlow).
 
     Output goes to ``log_path``; every process still running when the test
     ends is killed (by its pid).
@@ -39,11 +41,8 @@ def babi_process():
     def start(args, log_path, **env):
         base = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
         env = dict(base, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3", **env)
-        log = open(log_path, "w")
-        process = subprocess.Popen([sys.executable, "-m", "train.babi", *map(str, args)],
-                                   cwd=log_path.parent, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT)
-        log.close()
+        process = preloaded_python.spawn(["-m", "train.babi", *args], cwd=log_path.parent,
+                                         env=env, stdout=log_path, stderr=subprocess.STDOUT)
         started.append(process)
         return process
 
