@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -10,9 +11,12 @@ from tools.report import test_times as report
 
 
 def run_pytest(folder, *args):
-    """A real pytest session over ``folder`` with durations, as .ci/run prints it."""
+    """A real pytest session over ``folder`` with durations, as .ci/run prints it (without
+    the options a measured run of this suite puts in ``PYTEST_ADDOPTS``, e.g. ``-p
+    tests.cpu_times``, which this folder cannot import)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           "--durations=0", str(folder), *args], cwd=folder,
+                           "--durations=0", str(folder), *args], cwd=folder, env=env,
                           capture_output=True, text=True)
     return done.stdout
 
