@@ -183,6 +183,9 @@ def spawn(args, cwd=None, env=None, stdout=None, stderr=None):
     folder = tempfile.mkdtemp(prefix="preloaded-")
     out = str(stdout or os.path.join(folder, "stdout"))
     err = None if stderr == subprocess.STDOUT else str(stderr or os.path.join(folder, "stderr"))
+    for path in (out, err):  # there (empty) as soon as this returns, as with Popen
+        if path is not None:
+            open(path, "w").close()
     reply = preloaded.request({
         "op": "spawn", "module": module, "argv": argv, "env": env,
         "cwd": str(cwd or os.getcwd()), "stdout": out, "stderr": err})
