@@ -32,6 +32,7 @@ import json
 import os
 import pathlib
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,6 +79,7 @@ class Preloaded:
 
 
 _PRELOADED = {}
+_FOLDERS = []  # the commands' output folders, removed when the test process ends
 
 
 #: Environment variables read before a command's own code runs (by Python's start, by
@@ -110,6 +112,8 @@ def _preloaded(env):
 def _close_all():
     for preloaded in _PRELOADED.values():
         preloaded.close()
+    for folder in _FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _module_args(args):
@@ -181,6 +185,7 @@ def spawn(args, cwd=None, env=None, stdout=None, stderr=None):
     env = dict(os.environ if env is None else env)
     preloaded = _preloaded(env)
     folder = tempfile.mkdtemp(prefix="preloaded-")
+    _FOLDERS.append(folder)
     out = str(stdout or os.path.join(folder, "stdout"))
     err = None if stderr == subprocess.STDOUT else str(stderr or os.path.join(folder, "stderr"))
     for path in (out, err):  # there (empty) as soon as this returns, as with Popen
