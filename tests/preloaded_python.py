@@ -128,18 +128,16 @@ class Process:
     ``wait(timeout)``, ``kill()``, ``terminate()``, ``send_signal(sig)``, and
     ``stdout``/``stderr``: the text it wrote so far (files it writes into)."""
 
-    def __init__(self, preloaded, pid, folder):
-        self._preloaded, self.pid, self._folder = preloaded, pid, folder
+    def __init__(self, preloaded, pid, stdout, stderr):
+        self._preloaded, self.pid = preloaded, pid
+        self._stdout, self._stderr = stdout, stderr  # paths; stderr None: into stdout
         self.returncode = None
 
-    def _status(self, block):
+    def poll(self):
         if self.returncode is None:
-            reply = self._preloaded.request({"op": "wait", "pid": self.pid, "block": block})
+            reply = self._preloaded.request({"op": "poll", "pid": self.pid})
             self.returncode = reply.get("returncode")
         return self.returncode
-
-    def poll(self):
-        return self._status(False)
 
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -159,16 +157,14 @@ class Process:
     def terminate(self):
         self.send_signal(signal.SIGTERM)
 
-    def output(self, name):
-        return pathlib.Path(self._folder, name).read_text(errors="replace")
-
     @property
     def stdout(self):
-        return self.output(self._stdout)
+        return pathlib.Path(self._stdout).read_text(errors="replace")
 
     @property
     def stderr(self):
-        return "" if self._stderr is None else self.output(self._stderr)
+        return "" if self._stderr is None else pathlib.Path(self._stderr).read_text(
+            errors="replace")
 
     def communicate(self, timeout=None):
         """``(stdout, stderr)`` once it ended (as :meth:`subprocess.Popen.communicate`)."""
@@ -194,9 +190,7 @@ def spawn(args, cwd=None, env=None, stdout=None, stderr=None):
     reply = preloaded.request({
         "op": "spawn", "module": module, "argv": argv, "env": env,
         "cwd": str(cwd or os.getcwd()), "stdout": out, "stderr": err})
-    process = Process(preloaded, reply["pid"], folder)
-    process._stdout, process._stderr = out, err
-    return process
+    return Process(preloaded, reply["pid"], out, err)
 
 
 def run(args, cwd=None, env=None, timeout=None):
@@ -248,10 +242,10 @@ def _serve(requests, replies):
             if pid == 0:
                 return message
             answer({"pid": pid})
-        elif message["op"] == "wait":
+        elif message["op"] == "poll":
             pid = message["pid"]
             if pid not in finished:
-                done, status = os.waitpid(pid, 0 if message["block"] else os.WNOHANG)
+                done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     finished[pid] = _returncode(status)
             answer({"returncode": finished.get(pid)})

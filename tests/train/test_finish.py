@@ -48,10 +48,11 @@ def rerun(command_in_process):
 
 @pytest.fixture
 def start(tiny_babi_run):
-    """``start(model_dir, kill_at=None) -> preloaded_python.Process``: ``python -m train.babi`` with the flags
-    and data of the shared tiny run (2 epochs of 17 steps; a checkpoint at each epoch's end
-    only, so the second is the last; one thread), killed by itself at ``kill_at``; every
-    process still running when the test ends is killed (by its pid)."""
+    """``start(model_dir, kill_at=None) -> preloaded_python.Process``: ``python -m
+    train.babi`` with the flags and data of the shared tiny run (2 epochs of 17 steps; a
+    checkpoint at each epoch's end only, so the second is the last; one thread), killed by
+    itself at ``kill_at``; every process still running when the test ends is killed (by its
+    pid)."""
     started = []
 
     def launch(model_dir, kill_at=None):
