@@ -29,7 +29,10 @@ def exported(tmp_path_factory):
     return model, vocab, path
 
 
-def test_layout_and_no_pyfunc(exported):
+def test_layout_no_pyfunc_and_no_gradient_functions(exported):
+    """Graph ops only, and forward functions only: the model's custom-gradient ops
+    (``IdentityN``) are saved without the gradient functions TensorFlow would trace and
+    store for them (``tpr_keras.export.versions.save_servable``)."""
     _, _, path = exported
     assert path.endswith("/math/1")
     from tensorflow.python.tools import saved_model_utils
@@ -39,6 +42,9 @@ def test_layout_and_no_pyfunc(exported):
     for function in meta.graph_def.library.function:
         ops |= {node.op for node in function.node_def}
     assert not ops & {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
+    assert "IdentityN" in ops  # the ops whose gradients would otherwise be saved
+    assert not meta.graph_def.library.registered_gradients
+    assert not [f for f in meta.graph_def.library.function if "grad_fn" in f.signature.name]
     assert set(meta.signature_def) >= {"serving_default", "beam"}
     signature = meta.signature_def["serving_default"]
     assert set(signature.inputs) == {"question"} and set(signature.outputs) == {

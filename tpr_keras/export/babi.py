@@ -52,6 +52,7 @@ from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
+    save_servable,
     traced_once,
 )
 from tpr_keras.models.babi.babi_answerer import DEFAULT_TOP_K, BabiAnswerer
@@ -224,10 +225,9 @@ def save_babi_servable(answerer: BabiAnswerer, path: str | os.PathLike,
         with open(vocab_file, "w", encoding="utf-8", newline="\n") as f:
             f.write("".join(t + "\n" for t in tokens))
         module = BabiServingModule(answerer, vocab_file, top_k=top_k)
-        tf.saved_model.save(
-            module, os.fspath(path),
-            signatures={SIGNATURE_KEY: module.serve, TOKENIZE_SIGNATURE_KEY: module.tokenize,
-                        CLASSIFY_SIGNATURE_KEY: module.classify})
+        save_servable(module, path, {
+            SIGNATURE_KEY: module.serve, TOKENIZE_SIGNATURE_KEY: module.tokenize,
+            CLASSIFY_SIGNATURE_KEY: module.classify})
     return {
         "format": "tpr-keras/babi-serving/1",
         "signatures": {

@@ -38,6 +38,7 @@ from tpr_keras.export.versions import (
     CLASSIFY_SIGNATURE_KEY,
     SIGNATURE_KEY,
     export_version,
+    save_servable,
     traced_once,
 )
 from tpr_keras.models.entailment.entailment_classifier import EntailmentClassifier
@@ -106,7 +107,7 @@ def save_entailment_servable(classifier, path):
         vocab_file = os.path.join(vocab_dir, VOCAB_ASSET)
         save_vocabulary(vocab_file, classifier.preprocessor.vocabulary)
         module = EntailmentServingModule(classifier, vocab_file)
-        tf.saved_model.save(module, os.fspath(path), signatures={
+        save_servable(module, path, {
             SIGNATURE_KEY: module.serve, CLASSIFY_SIGNATURE_KEY: module.classify})
     return {"format": "tpr-keras/entailment-serving/1",
             "model_class": type(classifier.backbone).__name__,

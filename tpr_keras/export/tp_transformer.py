@@ -40,7 +40,12 @@ from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.export.unknown_tokens import join_distinct_rows
-from tpr_keras.export.versions import SIGNATURE_KEY, export_version, traced_once
+from tpr_keras.export.versions import (
+    SIGNATURE_KEY,
+    export_version,
+    save_servable,
+    traced_once,
+)
 from tpr_keras.models.tp_transformer.tp_transformer_answerer import MathAnswerer, is_routed
 from tpr_keras.models.tp_transformer.tp_transformer_preprocessor import MathPreprocessor
 
@@ -179,7 +184,7 @@ def save_math_servable(answerer, path, beam_size=4):
     """Saves ``answerer`` (a :class:`MathAnswerer`) as a string-in/string-out SavedModel at
     ``path``; returns its description (for ``export_info.json``)."""
     module = MathServingModule(answerer, beam_size)
-    tf.saved_model.save(module, str(path), signatures=module.signatures())
+    save_servable(module, path, module.signatures())
     preprocessor = answerer.preprocessor
     claims = answerer.claims
     with_module = {} if preprocessor.templates is None else {"module": "string[batch]"}
