@@ -258,3 +258,46 @@ def test_embedding_mask_zero_changes_the_mask_only():
     assert TPTransformerEmbedding.from_config(config).get_config() == config
     del config["mask_zero"]  # a config saved before the argument existed
     assert TPTransformerEmbedding.from_config(config).mask_zero is False
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize("layer_class", [TPTransformerEncoderLayer, TPTransformerDecoderLayer])
+def test_symbolic_output_is_the_traced_calls_without_tracing_it(layer_class, policy):
+    """A symbolic call (wiring a functional model) gives the spec of the traced call,
+    shape and dtype, under both policies; with ``return_details`` it traces, and the
+    details are there."""
+    layer = layer_class(num_heads=2, feed_forward_dim=16, dtype=policy)
+    calls = []
+    call = layer.call
+    layer.call = lambda *args, **kwargs: calls.append(1) or call(*args, **kwargs)
+    x = keras.KerasTensor((None, None, 8), dtype=layer.compute_dtype)
+    encoder = [] if layer_class is TPTransformerEncoderLayer else [
+        keras.KerasTensor((None, 6, 8), dtype=layer.compute_dtype)]
+    out = layer(x, *encoder)
+    assert layer.built and not calls
+    traced = keras.layers.Layer.compute_output_spec(layer, x, *encoder)
+    assert calls
+    assert (out.shape, out.dtype) == (traced.shape, traced.dtype) == (
+        (None, None, 8), layer.compute_dtype)
+    out, details = layer(x, *encoder, return_details=True)
+    assert out.shape == (None, None, 8) and all(
+        v.shape[:2] == (None, 2) for v in details.values() if v is not None)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_symbolic_embedding_output_is_the_traced_calls_without_tracing_it(policy):
+    """Forward and reverse, as for the encoder and decoder layers above."""
+    layer = TPTransformerEmbedding(10, 8, dtype=policy)
+    calls = []
+    call = layer.call
+    layer.call = lambda *args, **kwargs: calls.append(1) or call(*args, **kwargs)
+    ids = keras.KerasTensor((None, 5), dtype="int32")
+    hidden = keras.KerasTensor((None, 5, 8), dtype=layer.compute_dtype)
+    forward, reverse = layer(ids), layer(hidden, reverse=True)
+    assert layer.built and not calls
+    for out, args, kwargs, shape in [(forward, [ids], {}, (None, 5, 8)),
+                                     (reverse, [hidden], {"reverse": True}, (None, 5, 10))]:
+        traced = keras.layers.Layer.compute_output_spec(layer, *args, **kwargs)
+        assert (out.shape, out.dtype) == (traced.shape, traced.dtype) == (
+            shape, layer.compute_dtype)
+    assert calls

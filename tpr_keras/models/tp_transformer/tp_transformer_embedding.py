@@ -157,6 +157,16 @@ class TPTransformerEmbedding(keras.layers.Layer):
             x = x * (self.multiplier(x) + 1.0)
         return self.output_dropout(x, training=training)
 
+    def compute_output_spec(self, inputs, start_position=0, reverse=False, training=None):
+        """The output of a symbolic call, without tracing :meth:`call` (wiring a
+        functional model): ``[B, T, d]`` in the compute dtype; reversed, ``[B, T, V]`` in
+        the dtype of ``inputs``."""
+        if reverse:
+            return keras.KerasTensor(tuple(inputs.shape[:-1]) + (self.vocabulary_size,),
+                                     dtype=inputs.dtype)
+        return keras.KerasTensor(tuple(inputs.shape) + (self.model_dim,),
+                                 dtype=self.compute_dtype)
+
     def compute_mask(self, inputs, mask=None):
         if len(inputs.shape) == 3 or not self.mask_zero:  # reverse, or no pad mask
             return mask

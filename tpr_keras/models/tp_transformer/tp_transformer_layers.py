@@ -146,6 +146,15 @@ class _TransformerLayerBase(keras.layers.Layer):
             x = norm(x + self.sublayer_dropout(sublayer(x), training=training))
         return x
 
+    def compute_output_spec(self, x, *args, return_details=False, **kwargs):
+        """The output of a symbolic call: ``x``'s shape in the compute dtype (a residual
+        stream), without tracing :meth:`call`, which wiring a functional model would
+        otherwise do once per layer (most of building a ``tiny`` TP-Transformer). Traced,
+        as Keras does by default, when ``return_details`` asks for the attention maps."""
+        if return_details:
+            return super().compute_output_spec(x, *args, return_details=True, **kwargs)
+        return keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+
     def get_config(self):
         config = super().get_config()
         config.update(
