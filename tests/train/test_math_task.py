@@ -171,3 +171,19 @@ def test_length_groups_split_the_training_steps_model_call(monkeypatch):
     with pytest.raises(UsageError, match="--target_groups 2 needs TensorFlow"):
         task("--target_groups", "2")
     assert task().flags.length_groups == 1  # the default runs on JAX
+
+
+def test_the_curve_and_the_final_table_share_one_compiled_decoder(monkeypatch):
+    """``_accuracy`` makes one scorer per model for the run (the curve's after every
+    epoch, the final table's): the same model gets the same one, another model its own."""
+    import tpr_keras.evaluation.mathematics as evaluation
+
+    made = []
+    monkeypatch.setattr(evaluation, "greedy_scorer",
+                        lambda model, max_length: made.append(model) or (lambda s, t: None))
+    task = MathTask.__new__(MathTask)
+    task.flags = types.SimpleNamespace(eval_batch_size=4)
+    model, other = (types.SimpleNamespace(max_decode_length=5) for _ in range(2))
+    first = task._accuracy(model, on_jax=False)
+    assert task._accuracy(model, on_jax=False) is first and made == [model]
+    assert task._accuracy(other, on_jax=False) is not first and made == [model, other]

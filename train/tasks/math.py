@@ -252,15 +252,24 @@ class MathTask(TrainTask):
         return train_fn, valid_ds, -(-len(data.train) // flags.batch_size)
 
     def _accuracy(self, model, on_jax):
-        """``split -> exact match %`` of the greedy answers."""
+        """``split -> exact match %`` of the greedy answers. One per model for the run:
+        the curve's after each epoch and the final table's share one compiled decoder (a
+        second one cost a second trace and first call, about a second of a short run)."""
+        made = getattr(self, "_made_accuracy", None)
+        if made is not None and made[0] is model:
+            return made[1]
         batch, max_length = self.flags.eval_batch_size, model.max_decode_length
         if on_jax:
             score = jax_greedy_accuracy(model, max_length)
-            return lambda split: score(mathematics.MathBatches(split, batch))
-        from tpr_keras.evaluation.mathematics import greedy_accuracy, greedy_scorer
+            accuracy = lambda split: score(mathematics.MathBatches(split, batch))  # noqa: E731
+        else:
+            from tpr_keras.evaluation.mathematics import greedy_accuracy, greedy_scorer
 
-        scorer = greedy_scorer(model, max_length)
-        return lambda split: greedy_accuracy(scorer, mathematics.make_dataset(split, batch))
+            scorer = greedy_scorer(model, max_length)
+            accuracy = lambda split: greedy_accuracy(  # noqa: E731
+                scorer, mathematics.make_dataset(split, batch))
+        self._made_accuracy = (model, accuracy)
+        return accuracy
 
     def callbacks(self):
         """With ``--curve_questions N``: the exact match % of each module's first N
@@ -271,12 +280,9 @@ class MathTask(TrainTask):
             return []
         on_jax = backend.keras_backend() == "jax"
         splits = {module: split.head(count) for module, split in self.data.interpolate.items()}
-        scorer = None  # one compiled decoder for the run, made at the first epoch's end
 
-        def exact_match(model):
-            nonlocal scorer
-            if scorer is None:
-                scorer = self._accuracy(model, on_jax)
+        def exact_match(model):  # the decoder is compiled at the first epoch's end
+            scorer = self._accuracy(model, on_jax)
             return {module: scorer(split) for module, split in splits.items()}
 
         return [EpochMetric("interpolate_exact_match_percent", exact_match)]
