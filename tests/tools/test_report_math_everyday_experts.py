@@ -7,7 +7,7 @@ from tools.report import math_everyday_experts as experts
 KEY = "interpolate_exact_match_percent"
 
 
-def write_expert(root, module, curve, final):
+def write_expert(root, module, curve, final, **extra):
     path = root / "results" / "math" / "everyday20" / "experts" / module / "results.json"
     path.parent.mkdir(parents=True)
     history = [{"epoch": i + 1, "step": 200 * (i + 1), "seconds": 360, KEY: {module: value},
@@ -17,7 +17,7 @@ def write_expert(root, module, curve, final):
         "steps": 200 * len(curve), "train_seconds": 360 * len(curve), "history": history,
         "config": {"cooldown_steps": 300, "curve_questions": 200},
         "command": f"python -m train.math --modules {module} --data_dir=/home/me/tpr/runs/data",
-        "interpolate_accuracy_percent": {module: final}}))
+        "interpolate_accuracy_percent": {module: final}, **extra}))
 
 
 def write_fresh(root, name, scores):
@@ -34,6 +34,14 @@ def test_an_expert_row_names_its_curve_final_score_and_the_kept_epoch(tmp_path):
     assert lines[2] == ("| `a__x` | 600 (300) | 0.30 | 80.0 → 91.5 (step 400) → 90.0 | "
                         "**90.4** | 94.0 | 9.5 (epoch 2) |")
     assert "--data_dir=runs/data`" in lines[-1] and "first 200 interpolate" in lines[-1]
+
+
+def test_a_run_with_sittings_to_come_shows_its_steps_of_its_schedule(tmp_path):
+    write_expert(tmp_path, "a__x", [(60.0, 30.0), (65.0, 25.0)], 66.1,
+                 config={"steps": 1000, "cooldown_steps": 300, "curve_questions": 200},
+                 sittings=[{"start_step": 0, "end_step": 400}])
+    row = experts.experts_markdown(str(tmp_path)).splitlines()[2]
+    assert row.startswith("| `a__x` | 400 of 1,000 (300), sitting 1 | 0.20 | 60.0 → 65.0")
 
 
 def test_fresh_scores_side_by_side_with_the_modules_at_the_target(tmp_path):

@@ -2,9 +2,10 @@
 
 Experts (block ``math-everyday-experts``): each ``results/math/everyday20/experts/<run>/
 results.json`` is a ``train.math --init_from`` run that continues the twenty-module model
-on one module alone (the run's folder starts with the module's name). Per run: steps, cool-down, training hours, the module's curve (the
-first ``--curve_questions`` interpolate questions after every epoch: first, best, last),
-its final interpolate score with the kept weights, and the last epoch's training accuracy
+on one module alone (the run's folder starts with the module's name). Per run: steps,
+cool-down (a run of several sittings not finished yet: its steps so far of its schedule's,
+and its sitting), training hours, the module's curve (the first ``--curve_questions``
+interpolate questions after every epoch: first, best, last), its final interpolate score with the kept weights, and the last epoch's training accuracy
 (teacher-forced, per symbol) beside the kept epoch's held-out validation error: a model
 that answers its training questions and not new ones has memorised them.
 
@@ -50,8 +51,12 @@ def experts_markdown(root):
         kept = min(r["history"], key=lambda e: e["valid_error_percent"])
         final = r["interpolate_accuracy_percent"][module]
         mark = "**" if final >= TARGET else ""
+        steps = f"{r['steps']:,} ({config.get('cooldown_steps') or 0:,})"
+        if r["steps"] < config.get("steps", r["steps"]):  # sittings to come
+            steps = (f"{r['steps']:,} of {config['steps']:,} "
+                     f"({config.get('cooldown_steps') or 0:,}), sitting {len(r['sittings'])}")
         lines.append(
-            f"| `{run}` | {r['steps']:,} ({config.get('cooldown_steps') or 0:,}) | "
+            f"| `{run}` | {steps} | "
             f"{r['train_seconds'] / 3600:.2f} | {points[0][2]:.1f} → {best[2]:.1f} "
             f"(step {best[0]:,}) → {points[-1][2]:.1f} | {mark}{final:.1f}{mark} | "
             f"{100 * r['history'][-1]['train_accuracy']:.1f} | "
