@@ -1,6 +1,7 @@
 """The loop's console lines and history file on their own."""
 
-from tpr_keras.training.console import epoch_line, progress_line, read_history, write_history
+from tpr_keras.training.console import (epoch_line, progress_line, read_history,
+                                        seconds_left_at_pace, write_history)
 
 
 def test_epoch_line_with_and_without_validation():
@@ -26,3 +27,16 @@ def test_history_round_trip_drops_epochs_after_the_checkpoint(tmp_path):
     write_history(path, [{"epoch": 1}, {"epoch": 2}, {"epoch": 3}])
     assert read_history(path, 2) == [{"epoch": 1}, {"epoch": 2}]
     assert not (tmp_path / "history.json.tmp").exists()
+
+
+def test_time_left_is_paced_per_step_so_a_resumed_partial_epoch_counts_as_a_part():
+    # A call resumed 5,000 steps into an epoch of 7,000: its first epoch ran 2,000 steps
+    # in 250 s, so the 11 epochs left take 11 * 7,000 * 0.125 s, not 11 * 250 s.
+    assert seconds_left_at_pace([(250.0, 2000)], 7000, epochs_left=11) == 9625.0
+    # max_steps nearer than the epochs: the steps left at the same pace
+    assert seconds_left_at_pace([(250.0, 2000)], 7000, 11, steps_left=800) == 100.0
+    # once an epoch after the (tracing) first has run, only those count
+    assert seconds_left_at_pace([(900.0, 7000), (700.0, 7000)], 7000, 2) == 1400.0
+    # without a known epoch length the pace is per epoch, as before
+    assert seconds_left_at_pace([(30.0, 5), (20.0, 5)], None, 3) == 60.0
+    assert seconds_left_at_pace([], 7000, 3) is None

@@ -35,6 +35,37 @@ def epoch_line(record, total_epochs, seconds_left=None):
     return line
 
 
+def seconds_left_at_pace(epoch_walls, steps_per_epoch, epochs_left, steps_left=None):
+    """Seconds until the run's end at the pace of the epochs this call ran.
+
+    ``epoch_walls``: ``(wall seconds, steps)`` per epoch of this call, validation
+    included. The first traces the step, so it counts only while it is the only one.
+    The pace is per step when ``steps_per_epoch`` is known: the first epoch of a resumed
+    call ran only the rest of its epoch (a run resumed 5,000 steps into an epoch of
+    7,000 would otherwise be paced as if a whole epoch took those 2,000 steps).
+    ``steps_left``: the steps to ``max_steps``, when the run has one.
+
+    Example:
+    >>> seconds_left_at_pace([(10.0, 2)], steps_per_epoch=6, epochs_left=3)
+    90.0
+    >>> seconds_left_at_pace([(40.0, 6), (30.0, 6)], steps_per_epoch=6, epochs_left=3,
+    ...                      steps_left=4)
+    20.0
+    """
+    paced = epoch_walls[1:] or epoch_walls
+    if not paced:
+        return None
+    seconds = sum(wall for wall, _ in paced)
+    steps = sum(count for _, count in paced)
+    if not steps_per_epoch or not steps:
+        return epochs_left * seconds / len(paced)
+    per_step = seconds / steps
+    left = epochs_left * steps_per_epoch * per_step
+    if steps_left is not None:
+        left = min(left, steps_left * per_step)
+    return left
+
+
 def progress_line(epoch, total_epochs, done_steps, target, loss, accuracy, rate,
                   steps_per_second=None):
     """An in-epoch line for log files (``verbose=2``); ``epoch`` counts from 1.

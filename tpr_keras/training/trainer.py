@@ -18,7 +18,8 @@ import time
 
 import keras
 
-from tpr_keras.training.console import epoch_line, read_history, write_history
+from tpr_keras.training.console import (epoch_line, read_history, seconds_left_at_pace,
+                                        write_history)
 from tpr_keras.training.callbacks import Callback, default_callbacks
 from tpr_keras.training.loop_state import LoopState
 
@@ -107,20 +108,22 @@ class Trainer(LoopState):
         """
         start_epoch, history_path = self._begin_fit(callbacks, steps_per_epoch)
         rates = []  # (examples, seconds) of the epochs after the first (tracing) one
-        epoch_walls = []  # wall seconds per epoch of this call, validation included
+        epoch_walls = []  # (wall seconds, steps) per epoch of this call, validation included
         stop = self._should_stop()
         try:
             for epoch in range(start_epoch, self.config.epochs):
                 if stop:
                     break
                 epoch_started = time.monotonic()
+                first_step = self.state.value("global_step")
                 # examples trained in this call (a resumed epoch counts only its rest)
                 examples, call_seconds = self._fit_epoch(
                     epoch, train_dataset_fn, valid_dataset, steps_per_epoch, history_path)
                 if epoch > start_epoch and examples:
                     rates.append((examples, call_seconds))
                 stop = self._should_stop()
-                epoch_walls.append(time.monotonic() - epoch_started)
+                epoch_walls.append((time.monotonic() - epoch_started,
+                                    self.state.value("global_step") - first_step))
                 if self.config.verbose:
                     steps = self._steps_seen or steps_per_epoch
                     left = None if stop else self._seconds_left(epoch_walls, steps)
@@ -224,18 +227,17 @@ class Trainer(LoopState):
         return cfg.epochs
 
     def _seconds_left(self, epoch_walls, steps_per_epoch):
-        """Seconds until ``epochs``/``max_steps`` at this call's pace (early stopping
-        or the time budget may end the run sooner). The first epoch of a call traces
-        the step, so it only counts while it is the only one."""
-        paced = epoch_walls[1:] or epoch_walls
-        if not paced:
-            return None
+        """Seconds until ``epochs``/``max_steps`` at this call's pace
+        (:func:`~tpr_keras.training.console.seconds_left_at_pace`); early stopping or
+        the time budget may end the run sooner."""
         cfg = self.config
-        per_epoch = sum(paced) / len(paced)
-        left = (cfg.epochs - self.state.value("epoch")) * per_epoch
+        steps_left = None
         if cfg.max_steps and steps_per_epoch:
             steps_left = cfg.max_steps - self.state.value("global_step")
-            left = min(left, steps_left / steps_per_epoch * per_epoch)
+        left = seconds_left_at_pace(epoch_walls, steps_per_epoch,
+                                    cfg.epochs - self.state.value("epoch"), steps_left)
+        if left is None:
+            return None
         for callback in self.callbacks:
             limit = callback.seconds_left() if isinstance(callback, Callback) else None
             if limit is not None:
