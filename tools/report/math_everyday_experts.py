@@ -52,9 +52,11 @@ def experts_markdown(root):
         final = r["interpolate_accuracy_percent"][module]
         mark = "**" if final >= TARGET else ""
         steps = f"{r['steps']:,} ({config.get('cooldown_steps') or 0:,})"
-        if r["steps"] < config.get("steps", r["steps"]):  # sittings to come
+        if r["steps"] < config.get("steps", r["steps"]):  # sittings to come, or cut short
+            where = (f"sitting {len(r['sittings'])}" if r.get("sittings")
+                     else f"stopped: {r.get('stopped', 'early')}")
             steps = (f"{r['steps']:,} of {config['steps']:,} "
-                     f"({config.get('cooldown_steps') or 0:,}), sitting {len(r['sittings'])}")
+                     f"({config.get('cooldown_steps') or 0:,}), {where}")
         lines.append(
             f"| `{run}` | {steps} | "
             f"{r['train_seconds'] / 3600:.2f} | {points[0][2]:.1f} → {best[2]:.1f} "
