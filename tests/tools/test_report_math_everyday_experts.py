@@ -44,7 +44,6 @@ def test_a_run_with_sittings_to_come_shows_its_steps_of_its_schedule(tmp_path):
     assert row.startswith("| `a__x` | 400 of 1,000 (300), sitting 1 | 0.20 | 60.0 → 65.0")
 
 
-
 def test_a_run_its_time_budget_cut_short_says_so(tmp_path):
     # no sittings folder: one process that stopped before the end of its schedule
     write_expert(tmp_path, "a__x", [(60.0, 30.0), (65.0, 25.0)], 66.1, stopped="time_budget",
