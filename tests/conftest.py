@@ -20,6 +20,9 @@ from tests.jax_processes import FAST_COMPILE_XLA_FLAGS  # noqa: E402
 
 if os.environ.get("KERAS_BACKEND") == "jax":
     os.environ.setdefault("XLA_FLAGS", FAST_COMPILE_XLA_FLAGS)
+# The train.* commands keep JAX's compiled programs in ~/.cache/tpr_keras/jax by default;
+# the tests' commands (their processes inherit this) keep none unless a test asks.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", "")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

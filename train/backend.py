@@ -9,7 +9,8 @@ quietly, determinism, the dtype policy, XLA, and the data parallelism of the run
 * :func:`setup_backend`, first thing a training command does with its flags (through
   :func:`train.runner.run`): on TensorFlow (:func:`setup`) the ``tf.distribute`` strategy
   of ``--strategy`` over its replicas; on JAX (:func:`setup_jax`) Keras'
-  ``DataParallel`` distribution over every JAX device when there are more than one.
+  ``DataParallel`` distribution over every JAX device when there are more than one, and
+  JAX's persistent compilation cache (``--jax_cache_dir``, :func:`jax_cache_dir`).
 
 Keras, TensorFlow and JAX are imported inside the functions, never at import: importing
 Keras starts the backend, which must happen after the command line is parsed (``--help``
@@ -95,6 +96,35 @@ def setup(args, global_batch):
     return strategy
 
 
+#: ``--jax_cache_dir``'s default when ``$JAX_COMPILATION_CACHE_DIR`` is not set.
+DEFAULT_JAX_CACHE_DIR = os.path.join("~", ".cache", "tpr_keras", "jax")
+
+
+def jax_cache_dir(flag, environ=None):
+    """The absolute folder of JAX's persistent compilation cache for ``--jax_cache_dir
+    flag``, or None when it is off (``none``, or an empty ``$JAX_COMPILATION_CACHE_DIR``).
+
+    The flag when given, else ``$JAX_COMPILATION_CACHE_DIR``, else
+    :data:`DEFAULT_JAX_CACHE_DIR`.
+    """
+    environ = os.environ if environ is None else environ
+    value = flag if flag is not None else environ.get("JAX_COMPILATION_CACHE_DIR",
+                                                      DEFAULT_JAX_CACHE_DIR)
+    if not value or value.lower() == "none":
+        return None
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def enable_jax_cache(folder):
+    """Points JAX's persistent compilation cache at ``folder`` and keeps every compiled
+    program in it (JAX's default keeps only those that took a second or more: the CPU's
+    steps of the small models compile faster than that, and recompile on every run)."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+
 def setup_jax(args, global_batch):
     """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
 
@@ -111,6 +141,10 @@ def setup_jax(args, global_batch):
     import jax
     import keras
 
+    cache = jax_cache_dir(getattr(args, "jax_cache_dir", None))
+    if cache:
+        enable_jax_cache(cache)
+
     devices = jax.devices()
     device = devices[0]
     if len(devices) > 1:
@@ -124,7 +158,8 @@ def setup_jax(args, global_batch):
             f"device(s) ({device.device_kind}"
             + (", keras.distribution.DataParallel" if len(devices) > 1 else "")
             + f"); batch {global_batch}"
-            + (f" = {global_batch // len(devices)} per device." if len(devices) > 1 else "."))
+            + (f" = {global_batch // len(devices)} per device." if len(devices) > 1 else ".")
+            + (f" Compiled steps cached in {cache}." if cache else ""))
     logging.info(line)
     print(line)
 

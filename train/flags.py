@@ -70,6 +70,14 @@ def define_flags(command):
         "Compile the training step with XLA: it fuses the step's small ops, which speeds up "
         "small recurrent models on a CPU most; every new batch shape is compiled once. "
         "Default: on where a GPU is, else off.")
+    command.string(
+        "jax_cache_dir", None,
+        "On JAX: the folder of JAX's persistent compilation cache, where the compiled "
+        "training and evaluation steps are kept, so that a resumed or repeated run on the "
+        "same machine does not compile them again (each batch shape's step compiles once; "
+        "on a GPU the small TP-Transformer's took about 20 s each, results/studies/"
+        "math_everyday.md). Default: $JAX_COMPILATION_CACHE_DIR, else "
+        "~/.cache/tpr_keras/jax; none: off. TensorFlow ignores it.")
     command.integer(
         "steps_per_execution", 8,
         "Training steps per compiled call (Keras' option of that name): the loop's Python "

@@ -1,7 +1,9 @@
 """The shared train flags' defaults that depend on the machine."""
 
+import os
+
 from train import flags as train_flags
-from train.backend import xla_default
+from train.backend import jax_cache_dir, xla_default
 
 
 def test_xla_is_on_by_default_on_a_gpu_and_as_given_otherwise():
@@ -24,3 +26,13 @@ def test_verbose_auto_is_a_bar_only_on_a_terminal():
     assert train_flags.verbose_level("auto", Stream(False)) == 2
     assert train_flags.verbose_level("0", Stream(True)) == 0
     assert train_flags.verbose_level("2", Stream(True)) == 2
+
+
+def test_the_jax_cache_is_the_flag_else_the_environment_else_the_users_cache():
+    home = os.path.expanduser("~")
+    assert jax_cache_dir(None, environ={}) == os.path.join(home, ".cache", "tpr_keras", "jax")
+    assert jax_cache_dir(None, environ={"JAX_COMPILATION_CACHE_DIR": "/c/jax"}) == "/c/jax"
+    assert jax_cache_dir("rel", environ={"JAX_COMPILATION_CACHE_DIR": "/c/jax"}) == (
+        os.path.abspath("rel"))
+    assert jax_cache_dir(None, environ={"JAX_COMPILATION_CACHE_DIR": ""}) is None
+    assert jax_cache_dir("none", environ={"JAX_COMPILATION_CACHE_DIR": "/c/jax"}) is None

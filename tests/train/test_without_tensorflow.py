@@ -48,3 +48,18 @@ def test_trains_on_jax_without_tensorflow(command, request, tmp_path):
     assert "TensorFlow is not installed here, so no SavedModel was written" in done.stdout
     assert f"python -m train.export --keras_model {tmp_path / 'export' / 'model.keras'}" in (
         done.stdout)
+
+
+@pytest.mark.slow
+def test_a_jax_run_keeps_its_compiled_steps_in_the_cache_folder(tiny_math, tmp_path):
+    """``--jax_cache_dir``: the compiled programs land there, and the run says so."""
+    cache = tmp_path / "jax-cache"
+    env = jax_env(PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(
+        [sys.executable, "-m", "train.math", "--data_dir", str(tiny_math), "--model_dir",
+         str(tmp_path / "run"), "--verbose", "0", "--jax_cache_dir", str(cache),
+         "--nosaved_model", *COMMANDS["math"][1]], env=env, capture_output=True, text=True,
+        timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert f"Compiled steps cached in {cache}." in done.stdout
+    assert len(list(cache.iterdir())) >= 2  # at least the training and the evaluation step
