@@ -11,7 +11,7 @@ import os
 import types
 
 from experiments import babi_paper_runs, entailment_table1, memn2n_joint_runs
-from tools.report import (babi, babi_table1, math_curves, math_everyday,
+from tools.report import (babi, babi_table1, math_curves, math_devices, math_everyday,
                           math_everyday_experts, math_tables, modules, serving_soak,
                           test_times)
 from tools.report.bench import (TRAIN_COMMANDS, authors_step_block, backends_babi_task1_block,
@@ -140,6 +140,7 @@ BLOCKS = {
     "math-everyday": math_everyday.everyday_markdown,
     "math-everyday-experts": math_everyday_experts.experts_markdown,
     "math-everyday-fresh": math_everyday_experts.fresh_markdown,
+    "math-devices": math_devices.devices_markdown,
     "math-heldout": math_tables.heldout_markdown,
     "babi-table2": lambda root: babi_paper_runs.markdown(root, 2),
     "babi-table3": lambda root: babi_paper_runs.markdown(root, 3),
