@@ -116,17 +116,20 @@ def jax_cache_dir(flag, environ=None):
 
 
 def enable_jax_cache(folder):
-    """Points JAX's persistent compilation cache at ``folder`` and keeps every compiled
+    """Points JAX's persistent compilation cache at ``folder`` and, unless
+    ``$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise, keeps every compiled
     program in it (JAX's default keeps only those that took a second or more: the CPU's
     steps of the small models compile faster than that, and recompile on every run)."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 
 
 def setup_jax(args, global_batch):
-    """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has.
+    """The JAX counterpart of :func:`setup`: checks the flags that only TensorFlow has,
+    and turns on JAX's persistent compilation cache (:func:`jax_cache_dir`).
 
     ``--strategy`` picks a ``tf.distribute`` strategy, which does not exist on JAX: any
     value but ``auto`` is a usage error that says so. The step is always compiled (``--jit_compile`` changes nothing).
