@@ -115,25 +115,18 @@ def jax_cache_dir(flag, environ=None):
     return os.path.abspath(os.path.expanduser(value))
 
 
-#: The cache's size, beyond which JAX drops the least recently used programs (JAX's own
-#: default is no limit); ``$JAX_COMPILATION_CACHE_MAX_SIZE`` overrides it.
-JAX_CACHE_MAX_BYTES = 2 * 1024**3
-
-
 def enable_jax_cache(folder):
-    """Points JAX's persistent compilation cache at ``folder``, at most
-    :data:`JAX_CACHE_MAX_BYTES`, and keeps every compiled program in it (JAX's default
-    keeps only those that took a second or more: the CPU's steps of the small models
-    compile faster than that, and would compile again on every run). A
-    ``$JAX_COMPILATION_CACHE_MAX_SIZE`` or ``$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``
-    the user set is kept."""
+    """Points JAX's persistent compilation cache at ``folder`` and, unless
+    ``$JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise, keeps every compiled
+    program in it (JAX's default keeps only those that took a second or more: the CPU's
+    steps of the small models compile faster than that, and would compile again on every
+    run). Its size is JAX's to limit (``$JAX_COMPILATION_CACHE_MAX_SIZE``, which needs the
+    ``filelock`` package: without it JAX disables the cache)."""
     import jax
 
     jax.config.update("jax_compilation_cache_dir", folder)
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    if "JAX_COMPILATION_CACHE_MAX_SIZE" not in os.environ:
-        jax.config.update("jax_compilation_cache_max_size", JAX_CACHE_MAX_BYTES)
 
 
 def setup_jax(args, global_batch):

@@ -76,9 +76,8 @@ def define_flags(command):
         "training and evaluation steps are kept, so that a resumed or repeated run on the "
         "same machine does not compile them again (each batch shape's step compiles once; "
         "on an H200 the small TP-Transformer's took 20-30 s each, results/gpu.md). "
-        "At most 2 GiB, the least recently used dropped first. Default: "
-        "$JAX_COMPILATION_CACHE_DIR, else ~/.cache/tpr_keras/jax; none: off. TensorFlow "
-        "ignores it.")
+        "Default: $JAX_COMPILATION_CACHE_DIR, else ~/.cache/tpr_keras/jax; none: off. "
+        "TensorFlow ignores it.")
     command.integer(
         "steps_per_execution", 8,
         "Training steps per compiled call (Keras' option of that name): the loop's Python "

@@ -40,19 +40,15 @@ def test_the_jax_cache_is_the_flag_else_the_environment_else_the_users_cache():
     assert jax_cache_dir("none", environ={"JAX_COMPILATION_CACHE_DIR": "/c/jax"}) is None
 
 
-def test_the_jax_cache_keeps_every_program_up_to_its_size_unless_the_user_said_otherwise(
-        monkeypatch):
+def test_the_jax_cache_keeps_every_program_unless_the_user_said_otherwise(monkeypatch):
     jax = pytest.importorskip("jax")
     calls = {}
     monkeypatch.setattr(jax.config, "update", lambda name, value: calls.update({name: value}))
     monkeypatch.delenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", raising=False)
-    monkeypatch.delenv("JAX_COMPILATION_CACHE_MAX_SIZE", raising=False)
     enable_jax_cache("/c/jax")
     assert calls == {"jax_compilation_cache_dir": "/c/jax",
-                     "jax_persistent_cache_min_compile_time_secs": 0,
-                     "jax_compilation_cache_max_size": 2 * 1024**3}
+                     "jax_persistent_cache_min_compile_time_secs": 0}
     calls.clear()
     monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_MAX_SIZE", "100")
     enable_jax_cache("/c/jax")
     assert calls == {"jax_compilation_cache_dir": "/c/jax"}
