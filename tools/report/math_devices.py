@@ -7,24 +7,15 @@ the twenty everyday modules, any backend and machine); the reference is the firs
 of ``results/math/everyday20/tiny-seed0`` (the served preset's one-thread CPU run).
 """
 
-import glob
 import json
 import os
 
 from tools.report.common import portable_command
 from tools.report.math_curves import KEY
+from tools.report.math_everyday import everyday_runs
 
 FOLDER = os.path.join("results", "math", "everyday20-devices")
 REFERENCE = os.path.join("results", "math", "everyday20", "tiny-seed0", "results.json")
-
-
-def device_runs(root):
-    """``[(run name, results)]`` of the committed runs under :data:`FOLDER`."""
-    runs = []
-    for path in sorted(glob.glob(os.path.join(root, FOLDER, "*", "results.json"))):
-        with open(path, encoding="utf-8") as f:
-            runs.append((os.path.basename(os.path.dirname(path)), json.load(f)))
-    return runs
 
 
 def rate(result, epochs=None):
@@ -82,7 +73,7 @@ def module_table(runs):
 
 def devices_markdown(root):
     """The ``math-devices`` block."""
-    runs = [(name, r, None) for name, r in device_runs(root)]
+    runs = [(name, r, None) for name, r in everyday_runs(root, FOLDER)]
     if not runs:
         return f"No run is committed under `{FOLDER}/` yet."
     reference = os.path.join(root, REFERENCE)

@@ -20,10 +20,11 @@ from tools.report.math_tables import TARGET
 FOLDER = os.path.join("results", "math", "everyday20")
 
 
-def everyday_runs(root):
-    """``[(run name, results)]`` of the committed everyday-module runs."""
+def everyday_runs(root, folder=FOLDER):
+    """``[(run name, results)]`` of the committed everyday-module runs (the
+    ``<folder>/<run>/results.json`` under ``root``)."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(root, FOLDER, "*", "results.json"))):
+    for path in sorted(glob.glob(os.path.join(root, folder, "*", "results.json"))):
         with open(path, encoding="utf-8") as f:
             runs.append((os.path.basename(os.path.dirname(path)), json.load(f)))
     return runs
