@@ -19,11 +19,11 @@ REFERENCE = os.path.join("results", "math", "everyday20", "tiny-seed0", "results
 
 
 def rate(result, epochs=None):
-    """Examples per second of training over ``epochs`` (default all) of ``result``'s
-    history: their steps times the batch over the sum of their epoch seconds."""
-    history = result["history"][:epochs] if epochs else result["history"]
-    steps = history[-1]["step"]
-    return steps * result["config"]["batch_size"] / sum(e["seconds"] for e in history)
+    """Examples per second of training over the first ``epochs`` (None: all) of
+    ``result``'s history: their steps times the batch over the sum of their seconds."""
+    history = result["history"][:epochs]
+    return history[-1]["step"] * result["config"]["batch_size"] / sum(
+        e["seconds"] for e in history)
 
 
 def speed_table(runs):
@@ -33,10 +33,9 @@ def speed_table(runs):
              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for name, r, epochs in runs:
         config = r["config"]
-        last = r["history"][epochs - 1] if epochs else r["history"][-1]
+        last = r["history"][:epochs][-1]
         per_second = rate(r, epochs)
-        seconds = sum(e["seconds"] for e in (r["history"][:epochs] if epochs
-                                             else r["history"]))
+        seconds = last["step"] * config["batch_size"] / per_second
         if epochs:  # the reference's first epoch: its curve, not a final score
             mean = sum(last[KEY].values()) / len(last[KEY])
         else:
@@ -54,7 +53,7 @@ def module_table(runs):
     epochs only), then its final score."""
     columns = []
     for name, r, epochs in runs:
-        for e in (r["history"][:epochs] if epochs else r["history"]):
+        for e in r["history"][:epochs]:
             if KEY in e:
                 columns.append((f"`{name}` {e['step']:,}", e[KEY]))
         if not epochs:
