@@ -119,3 +119,35 @@ def test_train_math_sizes_the_onednn_cache_for_rounded_shapes_only(monkeypatch, 
     with pytest.raises(Started) as started:
         train_math.main(types.SimpleNamespace(group_multiple=multiple))
     assert started.value.args[0] == expected
+
+
+@pytest.mark.parametrize("flags, named", [
+    ("fpu sse2 avx avx2 fma avx512f avx512bw", "AVX-512"),
+    ("fpu sse2 avx avx2 fma", "AVX2"),
+    ("fpu sse2 avx", "AVX"),
+    ("fp asimd evtstrm", ""),  # an Arm processor's features line
+])
+def test_the_widest_vector_extension_is_named_from_cpuinfo(tmp_path, flags, named):
+    from tpr_keras.runtime import cpu_vector_extension
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n\n"
+                       f"processor\t: 1\nflags\t\t: {flags}\n")
+    assert cpu_vector_extension(str(cpuinfo)) == named
+
+
+def test_an_unreadable_cpuinfo_names_no_extension(tmp_path):
+    from tpr_keras.runtime import cpu_vector_extension
+
+    assert cpu_vector_extension(str(tmp_path / "absent")) == ""
+
+
+def test_the_machine_line_carries_the_vector_extension(monkeypatch):
+    from train import machine
+
+    monkeypatch.setattr(machine, "cpu_vector_extension", lambda: "AVX2")
+    line = machine.machine_description(accelerators=0)
+    assert line.split(",")[0].endswith(" (AVX2)")
+    assert ", no GPU, " in line
+    monkeypatch.setattr(machine, "cpu_vector_extension", lambda: "")
+    assert "(" not in machine.machine_description(accelerators=0).split(",")[0]

@@ -4,6 +4,8 @@ this does not import TensorFlow, and nothing here reads command-line flags.
 * :func:`limit_malloc_arenas` caps glibc's malloc arenas (before TensorFlow starts).
 * :func:`size_onednn_cache` gives oneDNN's primitive cache room for a training step's
   recurring shapes (before TensorFlow runs an op).
+* :func:`cpu_vector_extension` names the widest vector instructions the processor has
+  (the machine line of a run's ``results.json`` and the step benchmarks record it).
 * :func:`quiet_tensorflow_start` is the block to import TensorFlow in: it drops the
   lines of :data:`STARTUP_NOISE` (CUDA probing on a machine without a GPU,
   CPU-feature notes, absl's pre-initialisation banner) from file descriptor 2 and sets
@@ -91,6 +93,29 @@ def size_onednn_cache(capacity: int = ONEDNN_CACHE_CAPACITY) -> bool:
         return False
     os.environ[ONEDNN_CACHE_ENV] = str(int(capacity))
     return True
+
+
+#: The x86 vector extensions :func:`cpu_vector_extension` names, widest first, with the
+#: ``/proc/cpuinfo`` flag that says the processor has each.
+VECTOR_EXTENSIONS = (("AVX-512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"))
+
+
+def cpu_vector_extension(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The widest vector extension of :data:`VECTOR_EXTENSIONS` the processor reports
+    (``"AVX-512"``, ``"AVX2"``, ``"AVX"``); ``""`` for none or where ``cpuinfo`` cannot
+    be read (another system, another architecture).
+
+    Two machines that share a processor name ("AMD EPYC" on a virtual machine) can differ
+    in it, and a one-thread float32 matrix product with it: the TP-Transformer step
+    benchmark measured TensorFlow's at 49 GFLOP/s on one such machine and 197 on one with
+    AVX-512 (results/studies/math_training_speed.md)."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return ""
+    return next((name for name, flag in VECTOR_EXTENSIONS if flag in flags), "")
 
 
 def truthy(value: str | None) -> bool:

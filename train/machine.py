@@ -14,6 +14,8 @@ from typing import Any
 
 import keras
 
+from tpr_keras.runtime import cpu_vector_extension
+
 
 def _accelerators() -> int:
     """GPUs (or TPUs) the running Keras backend sees; TensorFlow is not started on JAX."""
@@ -27,7 +29,8 @@ def _accelerators() -> int:
 
 
 def machine_description(accelerators: int | None = None) -> str:
-    """One line: processor, cores, memory, accelerators, system (best effort off Linux)."""
+    """One line: processor (with its widest vector extension), cores, memory,
+    accelerators, system (best effort off Linux)."""
     cpu = platform.processor() or platform.machine()
     memory = ""
     try:
@@ -40,6 +43,8 @@ def machine_description(accelerators: int | None = None) -> str:
     except (OSError, StopIteration, ValueError):
         pass
     gpus = _accelerators() if accelerators is None else accelerators
+    vector = cpu_vector_extension()
+    cpu = f"{cpu} ({vector})" if vector else cpu
     return (f"{cpu}, {os.cpu_count()} cores{memory}, "
             + (f"{gpus} GPU(s)" if gpus else "no GPU") + f", {platform.system()}")
 

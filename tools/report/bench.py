@@ -185,9 +185,11 @@ def authors_step_block(name):
                          f"{c['peak_rss_mib']:,.0f} |")
         load = bench["load_average_start"]
         load = load[0] if isinstance(load, list) else load
+        vector = bench.get("cpu_vector_extension")
         lines += ["", f"`{bench['preset']}`, batch {bench['batch_size']}, {bench['batches']} "
                   f"batches per set, {bench['repeats']} rounds of {bench['seconds']:g} s "
-                  f"per step, one thread each; load average {load:.1f} at the start. "
+                  f"per step, one thread each" + (f" of a CPU with {vector}" if vector else "")
+                  + f"; load average {load:.1f} at the start. "
                   f"Command: `{portable_command(bench['command'])}`."]
         return "\n".join(lines)
     block.__doc__ = f"``results/bench/{name}.json`` as a table."
