@@ -153,6 +153,7 @@ BLOCKS = {
         authors_step_block("math_authors_step_24_batches_onednn_off"),
     "math-authors-step-group-multiple": authors_step_block("math_authors_step_group_multiple"),
     "math-authors-step-group-shapes": authors_step_block("math_authors_step_group_shapes"),
+    "math-authors-step-avx512": authors_step_block("math_authors_step_avx512"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
     "tests-times": test_times.markdown,
