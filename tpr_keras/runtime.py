@@ -106,9 +106,9 @@ def cpu_vector_extension(cpuinfo: str = "/proc/cpuinfo") -> str:
     be read (another system, another architecture).
 
     Two machines that share a processor name ("AMD EPYC" on a virtual machine) can differ
-    in it, and a one-thread float32 matrix product with it: the TP-Transformer step
-    benchmark measured TensorFlow's at 49 GFLOP/s on one such machine and 197 on one with
-    AVX-512 (results/studies/math_training_speed.md)."""
+    in it, and their speed with it: the TP-Transformer step benchmark timed TensorFlow's
+    one-thread float32 matrix product at about 77 GFLOP/s on one such machine and 197 on
+    one with AVX-512 (results/studies/math_training_speed.md)."""
     try:
         with open(cpuinfo) as f:
             flags = next((line.split(":", 1)[1].split() for line in f
