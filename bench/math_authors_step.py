@@ -363,9 +363,10 @@ def main():
         raise SystemExit("no configuration can run here")
     spec, counts = prepare(args)
     load = os.getloadavg()[0]
-    vector = runtime.cpu_vector_extension() or "no x86 vector extension named"
+    extension = runtime.cpu_vector_extension()
+    named = extension or "no x86 vector extension named"
     print(f"{args.modules}; {args.preset}; batch {args.batch_size}; {os.cpu_count()} CPUs "
-          f"({vector}); load average {load:.2f}; padded lengths " + ", ".join(
+          f"({named}); load average {load:.2f}; padded lengths " + ", ".join(
               f"{k} {c['mean_source_length']:.1f}/{c['mean_target_length']:.1f}"
               for k, c in counts.items()), flush=True)
     infos, windows = run_rounds(running, spec, args.seconds, args.repeats)
@@ -378,7 +379,7 @@ def main():
         "modules": args.modules, "preset": args.preset, "sizes": spec["sizes"],
         "vocabulary_size": spec["vocabulary_size"], "batch_size": args.batch_size,
         "batches": args.batches, "cpus": os.cpu_count(), "threads": 1,
-        "cpu_vector_extension": runtime.cpu_vector_extension(),
+        "cpu_vector_extension": extension,
         "onednn_cache_environment": os.environ.get(runtime.ONEDNN_CACHE_ENV),
         "seconds": args.seconds, "repeats": args.repeats, "load_average_start": load,
         "load_average_end": os.getloadavg()[0], "baseline": baseline,
