@@ -18,14 +18,6 @@ FOLDER = os.path.join("results", "math", "everyday20-devices")
 REFERENCE = os.path.join("results", "math", "everyday20", "tiny-seed0", "results.json")
 
 
-def rate(result, epochs=None):
-    """Examples per second of training over the first ``epochs`` (None: all) of
-    ``result``'s history: their steps times the batch over the sum of their seconds."""
-    history = result["history"][:epochs]
-    return history[-1]["step"] * result["config"]["batch_size"] / sum(
-        e["seconds"] for e in history)
-
-
 def speed_table(runs):
     """One row per run: where it ran, how far, how fast."""
     lines = ["| run | machine | backend | size (weights) | steps | seconds of training | "
@@ -33,9 +25,10 @@ def speed_table(runs):
              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for name, r, epochs in runs:
         config = r["config"]
-        last = r["history"][:epochs][-1]
-        per_second = rate(r, epochs)
-        seconds = last["step"] * config["batch_size"] / per_second
+        history = r["history"][:epochs]  # epochs None: all of it
+        last = history[-1]
+        seconds = sum(e["seconds"] for e in history)
+        per_second = last["step"] * config["batch_size"] / seconds
         if epochs:  # the reference's first epoch: its curve, not a final score
             mean = sum(last[KEY].values()) / len(last[KEY])
         else:
