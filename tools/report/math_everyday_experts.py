@@ -1,8 +1,9 @@
 """The everyday-math experts and the fresh-sample scores that decide a preset's claims.
 
 Experts (block ``math-everyday-experts``): each ``results/math/everyday20/experts/<run>/
-results.json`` is a ``train.math --init_from`` run that continues the twenty-module model
-on one module alone (the run's folder starts with the module's name). Per run: steps,
+results.json`` is a ``train.math`` run on one module alone (the run's folder starts with the
+module's name), most of them ``--init_from`` the twenty-module model. Per run: its size and
+what it started from (the preset it continued, or nothing: from scratch), steps,
 cool-down (a run of several sittings not finished yet: its steps so far of its schedule's,
 and its sitting), training hours, the module's curve (the first ``--curve_questions``
 interpolate questions after every epoch: first, best, last), its final interpolate score with the kept weights, and the last epoch's training accuracy
@@ -39,9 +40,9 @@ def experts_markdown(root):
     runs = _load(os.path.join(root, FOLDER, "experts", "*", "results.json"))
     if not runs:
         return f"No expert run is committed under `{FOLDER}/experts/` yet."
-    lines = ["| run (module) | steps (cool-down) | training h | curve: first → best → last | "
-             "final (kept weights) | training accuracy, last epoch | validation error, "
-             "kept epoch |", "|---|---:|---:|---|---:|---:|---:|"]
+    lines = ["| run (module) | size, start | steps (cool-down) | training h | "
+             "curve: first → best → last | final (kept weights) | training accuracy, last "
+             "epoch | validation error, kept epoch |", "|---|---|---:|---:|---|---:|---:|---:|"]
     commands = []
     for path, r in runs:
         run = os.path.basename(os.path.dirname(path))
@@ -57,8 +58,10 @@ def experts_markdown(root):
                      else f"stopped: {r.get('stopped', 'early')}")
             steps = (f"{r['steps']:,} of {config['steps']:,} "
                      f"({config.get('cooldown_steps') or 0:,}), {where}")
+        start = config.get("init_from")
+        start = f"from `{os.path.basename(os.path.normpath(start))}`" if start else "from scratch"
         lines.append(
-            f"| `{run}` | {steps} | "
+            f"| `{run}` | {config.get('preset', '?')}, {start} | {steps} | "
             f"{r['train_seconds'] / 3600:.2f} | {points[0][2]:.1f} → {best[2]:.1f} "
             f"(step {best[0]:,}) → {points[-1][2]:.1f} | {mark}{final:.1f}{mark} | "
             f"{100 * r['history'][-1]['train_accuracy']:.1f} | "
