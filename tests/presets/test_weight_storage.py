@@ -89,3 +89,49 @@ def test_an_unknown_weights_dtype_is_a_preset_error(tmp_path):
         json.dump(meta, f)
     with pytest.raises(PresetError, match="weights_dtype 'int4'"):
         load_preset(path)
+
+
+def test_float16_file_is_the_compact_format_with_the_same_groups_and_arrays(tmp_path):
+    import h5py
+
+    model = _model()
+    round_weights(model, "float16")
+    path = os.path.join(preset_files.save_preset(model, tmp_path / "half",
+                                                 weights_dtype="float16"),
+                        preset_files.WEIGHTS_FILE)
+    default = tmp_path / "default.h5"  # the same file written in HDF5's default format
+
+    def copy(source, out):
+        for key, value in source.attrs.items():
+            out.attrs[key] = value
+        for name, item in source.items():
+            if isinstance(item, h5py.Group):
+                copy(item, out.create_group(name))
+            else:
+                out.create_dataset(name, data=item[()])
+
+    def contents(group, prefix=""):
+        found = {prefix: dict(group.attrs)}
+        for name, item in group.items():
+            if isinstance(item, h5py.Group):
+                found.update(contents(item, f"{prefix}/{name}"))
+            else:
+                found[f"{prefix}/{name}"] = item[()]
+        return found
+
+    with h5py.File(path, "r") as source, h5py.File(default, "w") as out:
+        copy(source, out)
+    groups = sum(1 for key, value in contents(h5py.File(path, "r")).items()
+                 if isinstance(value, dict))
+    # each group's symbol table (a B-tree node and a heap) is gone: over 500 bytes a group
+    assert os.path.getsize(default) - os.path.getsize(path) > 500 * groups, groups
+    with h5py.File(path, "r") as compact, h5py.File(default, "r") as plain:
+        got, want = contents(compact), contents(plain)
+    assert sorted(got) == sorted(want)
+    for key, value in want.items():
+        if isinstance(value, dict):
+            assert {k: str(v) for k, v in got[key].items()} == {
+                k: str(v) for k, v in value.items()}, key
+        else:
+            assert got[key].dtype == value.dtype
+            np.testing.assert_array_equal(got[key], value, err_msg=key)

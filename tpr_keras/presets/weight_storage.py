@@ -8,6 +8,12 @@ first (:func:`round_weights`) and evaluates the rounded model: the scores it rec
 stored weights' scores, and :func:`store_weights` refuses a file whose weights were not
 rounded, so nothing is stored that was not measured.
 
+The float16 file is also written in HDF5's 1.8 object format (``libver="v108"``), whose
+groups keep their links in their own headers instead of a B-tree and heap each: Keras'
+file has a group per layer and per weight list, which in the default (1.6) format cost
+0.53 MB of the 4.11 MB file of six `tiny` TP-Transformers. The groups, arrays and
+attributes are the same; h5py (Keras' reader) reads both formats.
+
 Example:
 >>> round_weights(model, "float16")            # doctest: +SKIP
 >>> table = evaluate(model)                    # what will be stored   # doctest: +SKIP
@@ -66,7 +72,8 @@ def round_weights(model, dtype: str = "float16") -> int:
 
 def store_weights(path: str | os.PathLike, dtype: str) -> None:
     """Rewrites the Keras weights file at ``path`` with its float32 arrays stored as
-    ``dtype`` (its groups, attributes and other arrays as they are).
+    ``dtype`` (its groups, attributes and other arrays as they are), in HDF5's 1.8
+    object format.
 
     Raises:
         ValueError: an array whose values ``dtype`` cannot hold exactly (the model was not
@@ -101,7 +108,7 @@ def store_weights(path: str | os.PathLike, dtype: str) -> None:
                 dataset.attrs[key] = value
 
     try:
-        with h5py.File(path, "r") as source, h5py.File(staged, "w") as out:
+        with h5py.File(path, "r") as source, h5py.File(staged, "w", libver="v108") as out:
             copy(source, out)
         os.replace(staged, path)
     finally:
