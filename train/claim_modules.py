@@ -16,7 +16,11 @@ its export (``python -m train.export``) serves them: per answer a ``claimed`` fl
 import json
 import os
 
-from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
+from tpr_keras.data.mathematics.templates import (
+    TEMPLATES_ASSET,
+    ModuleTemplates,
+    templates_asset,
+)
 from tpr_keras.presets.module_claims import describe_claims, module_claims
 from tpr_keras.presets.preset_files import load_preset
 from tpr_keras.presets.preset_writer import add_sections
@@ -47,10 +51,11 @@ def main(args):
     if preset.metadata.get("task") != "math":
         raise UsageError(f"{args.preset}: a {preset.metadata.get('task')} preset; only "
                              "math presets claim modules")
-    if TEMPLATES_ASSET not in preset.metadata.get("assets", []):
+    asset = templates_asset(preset.metadata.get("assets", []))
+    if asset is None:
         raise UsageError(f"{args.preset}: no assets/{TEMPLATES_ASSET}: a preset that "
                              "cannot tell its modules' questions apart claims none")
-    trained = ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET)).modules
+    trained = ModuleTemplates.load(preset.asset_path(asset)).modules
     try:
         with open(args.heldout, encoding="utf-8") as f:
             heldout = json.load(f)

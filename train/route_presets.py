@@ -161,7 +161,7 @@ def main(args):
     options = dict(default.metadata["evaluation_options"])
     templates = evaluation.preset_templates(default)
     if templates is None:
-        raise ValueError(f"{default.path}: no module templates (assets/modules.json); a "
+        raise ValueError(f"{default.path}: no module templates (assets/modules.json.gz); a "
                          "routed model chooses its decoder by them")
     decoders, routes, records = expert_parts(experts, default)
     model = RoutedTPTransformer(default.build_model(), decoders, routes)
@@ -176,8 +176,8 @@ def main(args):
     trainings = [r["training"] for r in records.values()]
     from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET
 
-    assets = {"vocab.txt": default.asset_path("vocab.txt"),
-              TEMPLATES_ASSET: default.asset_path(TEMPLATES_ASSET)}
+    # the default's templates, written compressed whichever way its preset holds them
+    assets = {"vocab.txt": default.asset_path("vocab.txt"), TEMPLATES_ASSET: templates.save}
     write_preset(
         model, args.output, assets, task="math",
         model_name=args.model_name or default.metadata.get("model_name", "math"),

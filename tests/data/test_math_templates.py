@@ -1,5 +1,6 @@
 """Question templates: a question's wording names the trained module it belongs to, or none."""
 
+import gzip
 import re
 
 import pytest
@@ -56,6 +57,17 @@ def test_save_and_load_round_trip(data_dir, tmp_path):
     known = module_templates(data_dir, ["numbers__place_value", "algebra__linear_1d"])
     known.save(tmp_path / "modules.json")
     assert ModuleTemplates.load(tmp_path / "modules.json") == known
+    # compressed (a preset's asset): the same JSON, and the same bytes from a second save
+    known.save(tmp_path / "modules.json.gz")
+    assert ModuleTemplates.load(tmp_path / "modules.json.gz") == known
+    assert gzip.decompress((tmp_path / "modules.json.gz").read_bytes()) == (
+        tmp_path / "modules.json").read_bytes()
+    first = (tmp_path / "modules.json.gz").read_bytes()
+    known.save(tmp_path / "modules.json.gz")
+    assert (tmp_path / "modules.json.gz").read_bytes() == first
+    (tmp_path / "plain.json.gz").write_text('{"m": ["What is N?"]}')
+    with pytest.raises(ValueError, match="plain.json.gz"):
+        ModuleTemplates.load(tmp_path / "plain.json.gz")
     (tmp_path / "bad.json").write_text('{"m": "What is N?"}')
     with pytest.raises(ValueError, match="module"):
         ModuleTemplates.load(tmp_path / "bad.json")
@@ -84,11 +96,11 @@ def test_on_the_shared_data_the_presets_templates_hold_its_modules_and_no_other(
     """The shipped math preset's templates (made from its modules' training files) on real
     files: every interpolate question of its four modules is inside, and no interpolate
     question of the other 52 modules is."""
-    from tpr_keras.data.mathematics import TEMPLATES_ASSET, parse_mathematics_file
+    from tpr_keras.data.mathematics import parse_mathematics_file, templates_asset
     from tpr_keras.presets import load_preset
 
     preset = load_preset("tp_transformer_math_focus")
-    known = ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET))
+    known = ModuleTemplates.load(preset.asset_path(templates_asset(preset.metadata["assets"])))
     trained = preset.metadata["evaluation_options"]["modules"]
     assert known.modules == sorted(trained)
     files = sorted((shared_data / "mathematics" / "interpolate").glob("*.txt"))

@@ -83,8 +83,10 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
                                       meta["evaluation_options"])
     assert meta["evaluation"]["table"] == table
     assert meta["evaluation_sample"]["limit"] == 4
-    assert sorted(meta["files"]) == ["assets/modules.json", "assets/vocab.txt", "config.json",
-                                     "model.weights.h5"]
+    # the default's plain templates (a preset written before) are written compressed
+    assert sorted(meta["files"]) == ["assets/modules.json.gz", "assets/vocab.txt",
+                                     "config.json", "model.weights.h5"]
+    assert evaluation.preset_templates(preset) == TEMPLATES
     # An expert for a module the default does not serve, or was not trained on, is refused.
     # (in this process: the command line it records is the first call's)
     done = command_in_process("train.route_presets", [

@@ -4,7 +4,7 @@ assets."""
 
 from tpr_keras.data.babi import Vocabulary
 from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
+from tpr_keras.data.mathematics.templates import ModuleTemplates, templates_asset
 
 #: The model classes of each task, as a preset's config.json names them.
 TASK_OF_CLASS = {"TPRRNN": "babi", "MemN2N": "babi", "PlainEntailmentModel": "entailment",
@@ -24,8 +24,8 @@ def preset_vocabulary(preset):
 
 
 def preset_templates(preset):
-    """A math preset's ``ModuleTemplates`` (``assets/modules.json``), or None: a preset of
-    another task or without them."""
-    if TEMPLATES_ASSET not in preset.metadata.get("assets", []):
-        return None
-    return ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET))
+    """A math preset's ``ModuleTemplates`` (``assets/modules.json.gz``, or
+    ``assets/modules.json`` in a preset written before it), or None: a preset of another task
+    or without them."""
+    name = templates_asset(preset.metadata.get("assets", []))
+    return None if name is None else ModuleTemplates.load(preset.asset_path(name))

@@ -82,6 +82,7 @@ from tpr_keras.data.mathematics.templates import (  # noqa: F401
     ModuleTemplates,
     module_templates,
     question_template,
+    templates_asset,
 )
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary  # noqa: F401
 
@@ -113,6 +114,7 @@ __all__ = [
     "find_mathematics_dir",
     "hold_out",
     "list_modules",
+    "templates_asset",
     "load_mathematics",
     "load_sample_split",
     "make_dataset",

@@ -40,6 +40,7 @@ The same rule runs in a SavedModel (``tf.strings.regex_replace`` with
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -54,8 +55,13 @@ NUMBER_PATTERN = r"-?[0-9]+(?:\.[0-9]+)?"
 NUMBER_MARK = "N"
 #: The most templates of one module for which the rule is recorded (see above).
 MAX_TEMPLATES_PER_MODULE = 5000
-#: The asset file of a math preset that holds its :class:`ModuleTemplates`.
-TEMPLATES_ASSET = "modules.json"
+#: The asset file of a math preset that holds its :class:`ModuleTemplates`: their JSON,
+#: gzip-compressed (the templates of ``comparison__kth_biggest`` and
+#: ``measurement__conversion`` are thousands of near-equal sentences: 530 kB as JSON, 30 kB
+#: compressed).
+TEMPLATES_ASSET = "modules.json.gz"
+#: The same JSON uncompressed, as presets written before :data:`TEMPLATES_ASSET` hold it.
+PLAIN_TEMPLATES_ASSET = "modules.json"
 
 _NUMBER = re.compile(NUMBER_PATTERN)
 
@@ -122,25 +128,45 @@ class ModuleTemplates:
         return isinstance(other, ModuleTemplates) and other.templates == self.templates
 
     def save(self, path: str | os.PathLike) -> None:
-        """Writes ``{module: [templates]}`` as JSON (a preset's :data:`TEMPLATES_ASSET`)."""
+        """Writes ``{module: [templates]}`` as JSON (a preset's :data:`TEMPLATES_ASSET`),
+        gzip-compressed when ``path`` ends in ``.gz`` (with no time stamp: the same
+        templates give the same bytes)."""
+        text = json.dumps(self.templates, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+        if os.fspath(path).endswith(".gz"):
+            with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb",
+                                                        filename="", mtime=0) as f:
+                f.write(text.encode("utf-8"))
+            return
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            json.dump(self.templates, f, indent=1, ensure_ascii=False, sort_keys=True)
-            f.write("\n")
+            f.write(text)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ModuleTemplates:
-        """Reads what :meth:`save` wrote.
+        """Reads what :meth:`save` wrote (compressed when ``path`` ends in ``.gz``).
 
         Raises:
-            ValueError: not a JSON object of module -> list of strings.
+            ValueError: not a JSON object of module -> list of strings, or a ``.gz`` file
+                that is not gzip.
         """
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        opener = gzip.open if os.fspath(path).endswith(".gz") else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as f:
+                data = json.load(f)
+        except gzip.BadGzipFile as error:
+            raise ValueError(f"{path}: {error}") from None
         if not isinstance(data, dict) or not all(
                 isinstance(t, list) and all(isinstance(s, str) for s in t)
                 for t in data.values()):
             raise ValueError(f"{path}: expected {{module: [templates]}}")
         return cls(data)
+
+
+def templates_asset(assets: Iterable[str]) -> str | None:
+    """The name of the asset among ``assets`` (a preset's ``metadata["assets"]``) that holds
+    its templates: :data:`TEMPLATES_ASSET`, or :data:`PLAIN_TEMPLATES_ASSET` in a preset
+    written before it; None if neither."""
+    names = set(assets)
+    return next((n for n in (TEMPLATES_ASSET, PLAIN_TEMPLATES_ASSET) if n in names), None)
 
 
 def module_templates(data_dir: str | os.PathLike, modules: Iterable[str]) -> ModuleTemplates:

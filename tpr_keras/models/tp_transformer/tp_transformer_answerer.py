@@ -75,7 +75,7 @@ class MathAnswerer(TaskModel):
         if is_routed(backbone) and preprocessor.templates is None:
             raise ValueError("a RoutedTPTransformer answers each question by the decoder of "
                              "its module: its preprocessor needs the module templates "
-                             "(the preset's assets/modules.json)")
+                             "(the preset's assets/modules.json.gz)")
         super().__init__(backbone, preprocessor)
         #: ``{module: exact match %}`` the model claims, or None (no claim).
         self.claims = None if claims is None else self._checked(claims)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tpr_keras.data.mathematics.parsing import MAX_QUESTION_LENGTH
-from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET, ModuleTemplates
+from tpr_keras.data.mathematics.templates import ModuleTemplates, templates_asset
 from tpr_keras.data.mathematics.vocabulary import CharVocabulary
 from tpr_keras.models.task_models import trained_preset
 from tpr_keras.models.unknown_tokens import join_distinct
@@ -54,7 +54,8 @@ class MathPreprocessor:
     @classmethod
     def from_preset(cls, preset: str | os.PathLike | Any) -> MathPreprocessor:
         """The preprocessor of a trained math preset: its ``assets/vocab.txt`` and, where
-        the preset has one, ``assets/modules.json`` (its modules' templates).
+        the preset has one, ``assets/modules.json.gz`` (its modules' templates; ``modules.json`` in a preset
+        written before).
 
         Raises:
             PresetError (a ValueError): an unknown or altered preset, not a math one, or
@@ -70,8 +71,9 @@ class MathPreprocessor:
             raise PresetError(f"{path} differs from the vocabulary of the preset's "
                               "config.json; the preset is inconsistent.")
         templates = None
-        if TEMPLATES_ASSET in preset.metadata.get("assets", []):
-            templates = ModuleTemplates.load(preset.asset_path(TEMPLATES_ASSET))
+        asset = templates_asset(preset.metadata.get("assets", []))
+        if asset is not None:
+            templates = ModuleTemplates.load(preset.asset_path(asset))
         return cls(vocabulary, templates=templates)
 
     def __call__(self, questions: Sequence[str]) -> np.ndarray:
