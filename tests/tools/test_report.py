@@ -168,8 +168,9 @@ def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(t
     training = {"command": "python -m train.route_presets --default focus", "parameters": 2000,
                 "source": {"commit": "e" * 40}, "train_seconds": 3.5 * 3600, "parts": {
                     "default": part(0, 2.5, "python -m train.math --seed 0"),
-                    "comparison__pair": part(1, 1.0, "python -m train.math --seed 1", parent)}}
-    assert trained_cell(training) == "2 decoders (seeds 0, 1), 3.5 h of training in all"
+                    "comparison__pair": part(1, 1.0, "python -m train.math --seed 1", parent),
+                    "numbers__gcd": part(2, 0.5, "python -m train.math --seed 2", parent)}}
+    assert trained_cell(training) == "3 decoders (seeds 0, 1, 2), 3.5 h of training in all"
     text = "\n".join(training_lines(str(tmp_path), training))
     order = ["**default** decoder, answering every question no other decoder takes: `p0`",
              "python -m train.math --seed 0",
@@ -178,9 +179,13 @@ def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(t
              "(1,000 steps, code at `1111111`)",
              "Continued from `focus` as it was at `ddddddd`", "python -m train.math --steps 80000",
              "python -m train.math --seed 1",
+             # the same parent again: named, its training not repeated
+             "Continued from `focus` as it was at `ddddddd` (weights SHA-256 `bbbbbbbbbbbb…`, "
+             "trained as shown above) by:\n\n```bash\npython -m train.math --seed 2",
              "joined into one preset (2,000 parameters; code at `eeeeeee`) by:",
              "python -m train.route_presets --default focus"]
     positions = [text.index(line) for line in order]
     assert positions == sorted(positions)
+    assert text.count("python -m train.math --steps 80000") == 1
     assert trained_cell({"seed": 3, "epochs": 5, "train_seconds": 1800}) == (
         "seed 3, 5 epochs, 0.5 h of training")

@@ -23,9 +23,10 @@ def trained_cell(training):
     return f"seed {training.get('seed')}, {training.get('epochs')} epochs, {hours:.1f} h of training"
 
 
-def part_lines(root, route, part):
+def part_lines(root, route, part, shown=()):
     """One part of a routed preset: which questions it answers, its preset and weights, and
-    how it was trained (its parent first, for a continued part)."""
+    how it was trained (its parent first, for a continued part, unless the parent's weights
+    are among ``shown``, SHA-256s whose training the section already shows)."""
     training = part["training"]
     answers = ("every question no other decoder takes" if route == "default"
                else f"the questions worded as `{route}`")
@@ -34,7 +35,7 @@ def part_lines(root, route, part):
              f"{(training.get('train_seconds') or 0) / 3600:.1f} h "
              f"({training.get('steps') or 0:,} steps, code at "
              f"`{str(training.get('source', {}).get('commit'))[:7]}`):", ""]
-    lines += parent_lines(root, training.get("parent"))
+    lines += parent_lines(root, training.get("parent"), shown)
     return lines + ["```bash", portable_command(training["command"]), "```", ""]
 
 
@@ -42,9 +43,11 @@ def training_lines(root, training):
     """How a preset was trained: the command (after its parent's, for a continued run), or
     for a routed preset each part's and then the command that joined them."""
     if training.get("parts"):
-        lines = []
+        lines, shown = [], set()
         for route, part in training["parts"].items():
-            lines += part_lines(root, route, part)
+            lines += part_lines(root, route, part, shown)
+            parent = part["training"].get("parent")
+            shown |= {part["weights_sha256"]} | ({parent["weights_sha256"]} if parent else set())
         return lines + [f"joined into one preset ({training['parameters']:,} parameters; code "
                         f"at `{training['source']['commit'][:7]}`) by:", "", "```bash",
                         portable_command(training["command"]), "```", ""]
@@ -80,12 +83,17 @@ def presets_block(root):
     return text
 
 
-def parent_lines(root, parent):
+def parent_lines(root, parent, shown=()):
     """Where a continued preset started (``metadata.training.parent``): the parent preset
     at the commit its name meant, its weights' SHA-256 and the parent's own training (its
-    hours from its committed ``results.json``); nothing for a preset trained from scratch."""
+    hours from its committed ``results.json``; only named when its weights are among
+    ``shown``, already shown above); nothing for a preset trained from scratch."""
     if not parent:
         return []
+    if parent["weights_sha256"] in shown:
+        return [f"Continued from `{parent['preset']}` as it was at "
+                f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
+                f"`{parent['weights_sha256'][:12]}…`, trained as shown above) by:", ""]
     hours, results = ",", parent.get("results_json")
     if results and os.path.isfile(os.path.join(root, results)):
         hours = f" {_load(root, results)['train_seconds'] / 3600:.1f} h,"
