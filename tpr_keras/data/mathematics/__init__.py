@@ -114,7 +114,6 @@ __all__ = [
     "find_mathematics_dir",
     "hold_out",
     "list_modules",
-    "templates_asset",
     "load_mathematics",
     "load_sample_split",
     "make_dataset",
@@ -122,4 +121,5 @@ __all__ = [
     "parse_mathematics_file",
     "question_template",
     "select_modules",
+    "templates_asset",
 ]
