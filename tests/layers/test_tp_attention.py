@@ -116,8 +116,13 @@ def test_returns_weights_and_roles():
     np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
     assert np.all(weights[0, :, :, 2:] == 0.0)
     # The role comes from the query.
-    expected = zq @ testing.numpy(layer.role_kernel) + testing.numpy(layer.role_bias)
-    np.testing.assert_allclose(roles, expected.reshape(2, 3, 2, 2).transpose(0, 2, 1, 3), rtol=1e-5)
+    kernel, bias = testing.numpy(layer.role_kernel), testing.numpy(layer.role_bias)
+    expected = zq @ kernel + bias
+    # float32 rounding of a 4-term dot product plus a bias: a few eps of the terms' magnitude
+    # (an element near 0 has no relative tolerance to speak of)
+    scale = np.abs(zq) @ np.abs(kernel) + np.abs(bias)
+    np.testing.assert_allclose(roles, expected.reshape(2, 3, 2, 2).transpose(0, 2, 1, 3),
+                               rtol=0, atol=8 * np.finfo(np.float32).eps * scale.max())
     _, none_roles = TPMultiHeadAttention(2, use_role=False)(zq, zv, return_roles=True)
     assert none_roles is None
 
