@@ -16,7 +16,8 @@ writes the default's ids through a ``VocabularyMappedDecoder``). The routed mode
 (``RoutedTPTransformer``) is evaluated as ``train.save_preset`` evaluates a run, on the
 default preset's modules (full table and the sample table CI re-checks), and written as one
 preset (``--weights_dtype float16`` stores the weights in half the bytes, evaluated as
-stored): both models' weights, the default's vocabulary and templates, and metadata.json
+stored; ``--int8_modules`` stores those modules' experts' weight matrices as 8-bit integers,
+about half again): both models' weights, the default's vocabulary and templates, and metadata.json
 recording this command and commit and each part's own training record.
 
 ``main`` imports Keras and the models after TensorFlow has started quietly
@@ -111,6 +112,24 @@ def expert_parts(experts, default):
     return decoders, routes, records
 
 
+def int8_experts(modules, routes, weights_dtype):
+    """The experts (names of ``routes``' values) that answer the comma-separated
+    ``modules``, sorted.
+
+    Raises:
+        cli.UsageError: a module no ``--expert`` names, or no ``--weights_dtype float16``.
+    """
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    if names and weights_dtype != "float16":
+        raise cli.UsageError("--int8_modules needs --weights_dtype float16 (the other "
+                             "decoders' storage)")
+    unknown = [m for m in names if m not in routes]
+    if unknown:
+        raise cli.UsageError(f"--int8_modules {','.join(unknown)}: no --expert answers "
+                             "them; only an expert's decoder is stored as int8")
+    return sorted({routes[m] for m in names})
+
+
 def command():
     """``python -m train.route_presets``'s flags (a fresh :class:`~train.cli.TrainCommand`)."""
     command = cli.TrainCommand("python -m train.route_presets", __doc__, EXAMPLE)
@@ -127,6 +146,10 @@ def command():
                  "stores its weights: float16 halves the file; the model's weights are "
                  "rounded to float16 before it is evaluated, so the recorded scores are the "
                  "stored weights'.")
+    command.string("int8_modules", "", "MODULE[,MODULE...]: the experts answering these "
+                   "modules store their weight matrices as 8-bit integers with a scale per "
+                   "output channel (about half float16's bytes), quantised before the model "
+                   "is evaluated; needs --weights_dtype float16.")
     command.boolean("allow_dirty", False, "Write from a tree with uncommitted changes "
                     "(tests); a shipped preset never is.")
     command.group("Evaluation")
@@ -165,8 +188,11 @@ def main(args):
                          "routed model chooses its decoder by them")
     decoders, routes, records = expert_parts(experts, default)
     model = RoutedTPTransformer(default.build_model(), decoders, routes)
+    quantised = int8_experts(args.int8_modules, routes, args.weights_dtype)
     if args.weights_dtype != "float32":
         round_weights(model, args.weights_dtype)
+    for name in quantised:  # after the float16 rounding: its matrices become int8
+        round_weights(model.expert_decoders[model.expert_names.index(name)], "int8")
     vocab = evaluation.preset_vocabulary(default)
     table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
                                       templates=templates)
@@ -182,7 +208,7 @@ def main(args):
         model, args.output, assets, task="math",
         model_name=args.model_name or default.metadata.get("model_name", "math"),
         description=args.description, headline=headline("math", table),
-        overwrite=args.overwrite, weights_dtype=args.weights_dtype,
+        overwrite=args.overwrite, weights_dtype="int8" if quantised else args.weights_dtype,
         training={
             "command": shareable_command(run_command()),
             "source": source,

@@ -1,5 +1,5 @@
-"""float16 weight storage: half the bytes, exactly the rounded weights back, nothing stored
-that was not rounded (and so not evaluated)."""
+"""float16 and int8 weight storage: half (a quarter) of the bytes, exactly the rounded
+(quantised) weights back, nothing stored that was not rounded (and so not evaluated)."""
 
 import json
 import os
@@ -11,7 +11,15 @@ from tpr_keras.models import TPRRNN
 from tpr_keras.presets import preset_files
 from tpr_keras.presets.preset_files import PresetError, load_preset
 from tpr_keras.presets.preset_writer import add_sections
-from tpr_keras.presets.weight_storage import round_weights, rounded
+from tpr_keras.presets.weight_storage import (
+    SCALE_ATTRIBUTE,
+    dequantized,
+    exact_int8,
+    keras_readable,
+    quantized,
+    round_weights,
+    rounded,
+)
 
 
 def _model(seed=1):
@@ -69,7 +77,7 @@ def test_a_weight_float16_cannot_hold_is_an_error_naming_it():
     with pytest.raises(ValueError, match=f"{variable.path}.*does not fit float16"):
         round_weights(model, "float16")
     with pytest.raises(ValueError, match="weights_dtype must be one of"):
-        rounded(np.zeros(2, "float32"), "int8")
+        rounded(np.zeros(2, "float32"), "int4")
 
 
 def test_float32_is_keras_own_file_and_integers_are_left_alone():
@@ -135,3 +143,92 @@ def test_float16_file_is_the_compact_format_with_the_same_groups_and_arrays(tmp_
         else:
             assert got[key].dtype == value.dtype
             np.testing.assert_array_equal(got[key], value, err_msg=key)
+
+
+def _stored_arrays(path):
+    import h5py
+
+    found = {}
+
+    def visit(name, item):  # returns None: visititems stops at the first other value
+        if isinstance(item, h5py.Dataset):
+            found[name] = item[()], dict(item.attrs)
+
+    with h5py.File(os.path.join(path, preset_files.WEIGHTS_FILE), "r") as f:
+        f.visititems(visit)
+    return found
+
+
+def test_int8_preset_stores_quantised_matrices_and_loads_them_exactly(tmp_path):
+    model = _model()
+    round_weights(model, "float16")
+    half = preset_files.save_preset(model, tmp_path / "half", weights_dtype="float16")
+    model = _model()
+    before = [w.copy() for w in model.get_weights()]
+    round_weights(model, "int8")
+    matrices = 0
+    for old, new in zip(before, model.get_weights()):
+        assert new.dtype == np.float32
+        if old.ndim < 2:  # vectors as float16
+            np.testing.assert_array_equal(new, old.astype(np.float16).astype(np.float32))
+            continue
+        matrices += old.size
+        # within half a step of its channel's scale (the largest magnitude / 127)
+        step = np.max(np.abs(old.reshape(-1, old.shape[-1])), axis=0) / 127
+        assert np.all(np.abs(new - old) <= step / 2 * (1 + 1e-6))
+        assert len(np.unique(new[..., 0])) <= 255
+    eight = preset_files.save_preset(model, tmp_path / "eight", weights_dtype="int8")
+    stored = _stored_arrays(eight)
+    for name, (array, attrs) in stored.items():
+        if np.ndim(array) == 0:  # scalars are kept as they are, as in a float16 file
+            continue
+        assert array.dtype in (np.int8, np.float16), name
+        assert (array.dtype == np.int8) == (array.ndim >= 2) == (SCALE_ATTRIBUTE in attrs)
+    half_bytes = os.path.getsize(os.path.join(half, preset_files.WEIGHTS_FILE))
+    eight_bytes = os.path.getsize(os.path.join(eight, preset_files.WEIGHTS_FILE))
+    # one byte fewer per matrix weight, less the scales' four bytes per channel
+    assert half_bytes - eight_bytes >= matrices - 4 * sum(
+        a.shape[-1] for a, _ in stored.values() if a.ndim >= 2), (half_bytes, eight_bytes)
+    preset = load_preset(eight)
+    assert preset.metadata["weights_dtype"] == "int8"
+    loaded = preset.build_model()
+    for want, got in zip(model.get_weights(), loaded.get_weights()):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(loaded(_inputs()), model(_inputs()))
+
+
+def test_int8_store_takes_only_quantised_matrices_and_finds_their_scales():
+    rng = np.random.default_rng(3)
+    values = (rng.normal(size=(5, 4, 6)) * [1e-3, 0.1, 1, 10, 1e3, 0]).astype("float32")
+    q, scale = quantized(values)
+    assert q.dtype == np.int8 and scale.shape == (6,) and scale[-1] == 1
+    assert np.all(np.max(np.abs(q.reshape(-1, 6)[:, :5]), axis=0) == 127)
+    fake = dequantized(q, scale)
+    found = exact_int8(fake)
+    assert found is not None
+    np.testing.assert_array_equal(dequantized(*found), fake)
+    # float16-rounded or unrounded matrices, vectors and non-finite values are not int8
+    assert exact_int8(values.astype(np.float16).astype(np.float32)) is None
+    assert exact_int8(values) is None and exact_int8(fake[0, 0]) is None
+    assert exact_int8(np.where(fake == fake.max(), np.inf, fake)) is None
+
+
+def test_unrounded_weights_are_refused_as_int8_and_a_float16_file_is_read_as_it_is(tmp_path):
+    with pytest.raises(ValueError, match="round the model's weights first"):
+        preset_files.save_preset(_model(), tmp_path / "p", weights_dtype="int8")
+    assert os.listdir(tmp_path) == []
+    model = _model()
+    round_weights(model, "float16")
+    path = os.path.join(preset_files.save_preset(model, tmp_path / "half",
+                                                 weights_dtype="float16"),
+                        preset_files.WEIGHTS_FILE)
+    with keras_readable(path) as readable:
+        assert readable == path
+    # float16-rounded layers beside int8 ones (a routed preset's experts): each stored in
+    # the form that holds it exactly
+    round_weights(model.layers[-1], "int8")
+    mixed = preset_files.save_preset(model, tmp_path / "mixed", weights_dtype="int8")
+    kinds = {array.dtype for array, _ in _stored_arrays(mixed).values() if array.ndim >= 2}
+    assert kinds == {np.dtype(np.int8), np.dtype(np.float16)}
+    for want, got in zip(model.get_weights(), load_preset(mixed).build_model().get_weights()):
+        np.testing.assert_array_equal(got, want)

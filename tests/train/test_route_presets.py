@@ -11,6 +11,7 @@ import pytest
 
 from tests import preloaded_python
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.presets.weight_storage import dequantized, quantized
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = ModuleTemplates({"numbers__place_value": ["What is the units digit of N?"]})
@@ -27,6 +28,20 @@ def test_expert_flags_must_be_module_equals_preset():
         with pytest.raises(cli.UsageError, match=message):
             parse_experts(entries)
     assert parse_experts(["a, b=x", "c=y"]) == {"a": "x", "b": "x", "c": "y"}
+
+
+def test_int8_modules_name_experts_and_need_float16_storage():
+    """Refused before anything is evaluated; an expert answering two modules is one."""
+    from train import cli
+    from train.route_presets import int8_experts
+
+    routes = {"a": "a", "b": "x_y", "c": "x_y"}
+    assert int8_experts("", routes, "float32") == []
+    assert int8_experts("c, b,a", routes, "float16") == ["a", "x_y"]
+    with pytest.raises(cli.UsageError, match="needs --weights_dtype float16"):
+        int8_experts("a", routes, "float32")
+    with pytest.raises(cli.UsageError, match="--int8_modules d: no --expert answers"):
+        int8_experts("a,d", routes, "float16")
 
 
 def write_preset(path, seed, vocab, modules):
@@ -122,4 +137,21 @@ def test_two_presets_become_one_routed_preset(tiny_math, tmp_path, command_in_pr
     assert half.metadata["evaluation"]["table"] == evaluation.evaluate_model(
         "math", stored, vocab, tiny_math, half.metadata["evaluation_options"],
         templates=evaluation.preset_templates(half))
+    # int8 storage of the expert: its matrices quantised, the default's still float16.
+    done = command_in_process("train.route_presets", [
+        "--default", tmp_path / "default", "--data_dir", tiny_math, "--sample", "4",
+        "--allow_dirty", "--expert", f"numbers__place_value={tmp_path / 'expert'}",
+        "--weights_dtype", "float16", "--int8_modules", "numbers__place_value",
+        "--output", tmp_path / "eight"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    eight = load_preset(str(tmp_path / "eight"))
+    assert eight.metadata["weights_dtype"] == "int8"
+    stored = eight.build_model()
+    for decoder, want in zip(stored.decoders(), half.build_model().decoders()):
+        for a, b in zip(decoder.get_weights(), want.get_weights()):
+            quantised = decoder is stored.decoders()[1] and b.ndim >= 2
+            np.testing.assert_array_equal(a, dequantized(*quantized(b)) if quantised else b)
+    assert eight.metadata["evaluation"]["table"] == evaluation.evaluate_model(
+        "math", stored, vocab, tiny_math, eight.metadata["evaluation_options"],
+        templates=evaluation.preset_templates(eight))
     json.loads((tmp_path / "routed" / "metadata.json").read_text())

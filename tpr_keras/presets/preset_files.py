@@ -4,7 +4,7 @@ The layout follows keras-hub's presets::
 
     <preset>/config.json          the model: {"class_name", "config"} (``get_config()``)
              model.weights.h5     the trained weights (``model.save_weights``; float16
-                                  where metadata.json says ``weights_dtype``)
+                                  or int8 where metadata.json says ``weights_dtype``)
              assets/<file>        what turns text into ids: vocabularies
              metadata.json        format version, SHA-256 of every file above, and
                                   what the preset is (task, model name, the training
@@ -32,7 +32,7 @@ from typing import Any
 
 from tpr_keras.atomic_files import write_folder
 from tpr_keras.presets.module_claims import describe_claims
-from tpr_keras.presets.weight_storage import WEIGHTS_DTYPES, store_weights
+from tpr_keras.presets.weight_storage import WEIGHTS_DTYPES, keras_readable, store_weights
 
 #: The layout version :func:`save_preset` writes; :func:`load_preset` reads this and older.
 FORMAT_VERSION = 1
@@ -167,7 +167,8 @@ class TrainedPreset:
         if not load_weights:
             return model
         try:
-            model.load_weights(self.weights_path)
+            with keras_readable(self.weights_path) as weights:  # int8 ones dequantised
+                model.load_weights(weights)
         except ValueError as error:
             raise PresetError(f"{self.weights_path}: the weights do not fit the model "
                               f"built from {CONFIG_FILE} and the overrides "
@@ -284,8 +285,9 @@ def save_preset(model, path: str | os.PathLike,
             that writes the file at the path it is given (``vocab.save``).
         metadata: What to record beside the files (task, model_name, command, ...).
         overwrite: Replace an existing preset folder at ``path``.
-        weights_dtype: How the weights file stores them: ``"float32"`` (Keras' file) or
-            ``"float16"`` (half the bytes; the model's weights must already be rounded,
+        weights_dtype: How the weights file stores them: ``"float32"`` (Keras' file),
+            ``"float16"`` (half the bytes) or ``"int8"`` (quantised matrices, the rest
+            float16; in both the model's weights must already be rounded,
             :mod:`tpr_keras.presets.weight_storage`); recorded in ``metadata.json`` when
             not float32.
 
