@@ -179,9 +179,11 @@ def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(t
              "(1,000 steps, code at `1111111`)",
              "Continued from `focus` as it was at `ddddddd`", "python -m train.math --steps 80000",
              "python -m train.math --seed 1",
-             # the same parent again: named, its training not repeated
-             "Continued from `focus` as it was at `ddddddd` (weights SHA-256 `bbbbbbbbbbbb…`, "
-             "trained as shown above) by:\n\n```bash\npython -m train.math --seed 2",
+             # the same parent again: named in the decoder's paragraph, its training not
+             # repeated
+             "(2,000 steps, code at `2222222`); continued from `focus` as it was at `ddddddd` "
+             "(weights SHA-256 `bbbbbbbbbbbb…`, trained as shown above) by:\n\n```bash\n"
+             "python -m train.math --seed 2",
              "joined into one preset (2,000 parameters; code at `eeeeeee`) by:",
              "python -m train.route_presets --default focus"]
     positions = [text.index(line) for line in order]

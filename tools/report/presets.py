@@ -30,12 +30,16 @@ def part_lines(root, route, part, shown=()):
     training = part["training"]
     answers = ("every question no other decoder takes" if route == "default"
                else f"the questions worded as `{route}`")
-    lines = [f"**{route}** decoder, answering {answers}: `{part['preset']}` (weights SHA-256 "
-             f"`{part['weights_sha256'][:12]}…`), trained "
-             f"{(training.get('train_seconds') or 0) / 3600:.1f} h "
-             f"({training.get('steps') or 0:,} steps, code at "
-             f"`{str(training.get('source', {}).get('commit'))[:7]}`):", ""]
-    lines += parent_lines(root, training.get("parent"), shown)
+    head = (f"**{route}** decoder, answering {answers}: `{part['preset']}` (weights SHA-256 "
+            f"`{part['weights_sha256'][:12]}…`), trained "
+            f"{(training.get('train_seconds') or 0) / 3600:.1f} h "
+            f"({training.get('steps') or 0:,} steps, code at "
+            f"`{str(training.get('source', {}).get('commit'))[:7]}`)")
+    parent = training.get("parent")
+    if parent and parent["weights_sha256"] in shown:  # one paragraph: the parent is above
+        lines = [f"{head}; c{parent_lines(root, parent, shown)[0][1:]}", ""]
+    else:
+        lines = [f"{head}:", ""] + parent_lines(root, parent, shown)
     return lines + ["```bash", portable_command(training["command"]), "```", ""]
 
 
