@@ -16,9 +16,9 @@ writes the default's ids through a ``VocabularyMappedDecoder``). The routed mode
 (``RoutedTPTransformer``) is evaluated as ``train.save_preset`` evaluates a run, on the
 default preset's modules (full table and the sample table CI re-checks), and written as one
 preset (``--weights_dtype float16`` stores the weights in half the bytes, evaluated as
-stored; ``--int8_modules`` stores those modules' experts' weight matrices as 8-bit integers,
-about half again): both models' weights, the default's vocabulary and templates, and metadata.json
-recording this command and commit and each part's own training record.
+stored; ``--int8_modules`` stores those modules' experts' weight matrices as 8-bit
+integers, about half again): both models' weights, the default's vocabulary and templates,
+and metadata.json recording this command and commit and each part's own training record.
 
 ``main`` imports Keras and the models after TensorFlow has started quietly
 (:func:`train.cli.import_tensorflow`), so that ``--help`` starts no TensorFlow.

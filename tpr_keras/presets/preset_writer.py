@@ -58,8 +58,9 @@ def write_preset(model, path: str | os.PathLike, *, task: str, model_name: str,
         assets: ``{file name: file path or writer function}`` (``vocab.txt``, ...).
         overwrite: Replace an existing folder at ``path``.
         weights_dtype: ``"float32"``, ``"float16"`` (half the bytes) or ``"int8"``
-            (quantised matrices): round the model first, :func:`~tpr_keras.presets.weight_storage.round_weights`, and evaluate
-            the rounded model).
+            (quantised matrices): round the model first
+            (:func:`~tpr_keras.presets.weight_storage.round_weights`) and evaluate the
+            rounded model.
         **sections: The rest of ``metadata.json`` (``training``, ``evaluation``, ...).
 
     Returns:
