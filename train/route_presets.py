@@ -7,7 +7,9 @@ experts): ``python -m train.route_presets``.
 
 The default preset answers every question; each ``--expert MODULE[,MODULE...]=PRESET``
 answers the questions whose wording is one of those modules' (the default preset's module
-templates, the served ``module`` output), with one decoder for all of them. A routed PRESET
+templates, the served ``module`` output; a wide module kept with no templates is
+recognised by its expression pattern where it has one,
+:mod:`tpr_keras.data.mathematics.expression_patterns`), with one decoder for all of them. A routed PRESET
 lends, for each module, the decoder that answers that module in it (its expert of the
 module, else its default). The experts must share the default's special symbols and answer
 length and know no symbol it lacks (an expert continued from the default with
@@ -67,23 +69,32 @@ def part_record(preset, decoder=None):
             **({} if decoder is None else {"decoder": decoder}), "training": training}
 
 
-def expert_parts(experts, default):
+def with_patterns(templates):
+    """``templates`` (the default preset's) with the expression patterns of its wide
+    modules (``ModuleTemplates.with_patterns``), each added one printed: the routed preset
+    recognises their questions, so an expert can answer them."""
+    patterned = templates.with_patterns()
+    for module in sorted(set(patterned.patterns) - set(templates.patterns)):
+        print(f"{module}: recognised by its expression pattern "
+              f"({patterned.patterns[module]})")
+    return patterned
+
+
+def expert_parts(experts, default, templates):
     """``(decoders {name: TPTransformer}, routes {module: name}, records {name: record})``
     of ``{module: preset}``: modules answered by the same decoder of the same preset share
     one expert, named after its module when it answers one, else after its preset.
 
     Raises:
-        ValueError: a module the default preset's templates do not recognise, or one
-            its preset was not trained on.
+        ValueError: a module ``templates`` (the default preset's, with their patterns) do
+            not recognise, or one its preset was not trained on.
     """
-    from tpr_keras import evaluation
     from tpr_keras.models.task_models import trained_preset
     from tpr_keras.models.tp_transformer.tp_transformer_answerer import is_routed
     from tpr_keras.models.tp_transformer.vocabulary_mapped_decoder import (
         VocabularyMappedDecoder,
     )
 
-    templates = evaluation.preset_templates(default)
     known = [m for m in templates.modules if m not in templates.wide]
     presets, models, groups = {}, {}, {}
     for module, path in experts.items():
@@ -186,7 +197,8 @@ def main(args):
     if templates is None:
         raise ValueError(f"{default.path}: no module templates (assets/modules.json.gz); a "
                          "routed model chooses its decoder by them")
-    decoders, routes, records = expert_parts(experts, default)
+    templates = with_patterns(templates)
+    decoders, routes, records = expert_parts(experts, default, templates)
     model = RoutedTPTransformer(default.build_model(), decoders, routes)
     quantised = int8_experts(args.int8_modules, routes, args.weights_dtype)
     if args.weights_dtype != "float32":

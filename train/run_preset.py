@@ -175,7 +175,8 @@ def training_record(args, results, model):
 def preset_assets(task, vocab_path, data_dir, options):
     """``{asset name: source}``: the vocabulary, and for math the wording of its modules'
     questions (``modules.json``: ``module_of``, the served module), a module with too many
-    templates kept with none (``ModuleTemplates.capped``)."""
+    templates kept with none (``ModuleTemplates.capped``) but recognised by its expression
+    pattern where it has one (``ModuleTemplates.with_patterns``)."""
     assets = {"vocab.txt": vocab_path}
     if task != "math":
         return assets
@@ -183,11 +184,13 @@ def preset_assets(task, vocab_path, data_dir, options):
     trained = mathematics.select_modules(options["modules"],
                                          mathematics.list_modules(root))["train"]
     templates = mathematics.module_templates(root, trained)
-    capped = templates.capped()
+    capped = templates.capped().with_patterns()
     assets[mathematics.TEMPLATES_ASSET] = capped.save
-    for module in capped.wide:  # wording that varies per question: new ones look outside
-        print(f"{mathematics.TEMPLATES_ASSET}: {module} has "
-              f"{len(templates.templates[module])} question templates "
-              f"(> {mathematics.MAX_TEMPLATES_PER_MODULE}); kept with none, so its "
-              "questions report no module.")
+    for module in capped.modules:  # wording that varies per question: new ones look outside
+        if not capped.templates[module]:
+            print(f"{mathematics.TEMPLATES_ASSET}: {module} has "
+                  f"{len(templates.templates[module])} question templates "
+                  f"(> {mathematics.MAX_TEMPLATES_PER_MODULE}); kept with none, so its "
+                  + ("questions are recognised by its expression pattern."
+                     if module in capped.patterns else "questions report no module."))
     return assets

@@ -109,3 +109,19 @@ def test_on_the_shared_data_the_presets_templates_hold_its_modules_and_no_other(
         questions = parse_mathematics_file(path, None, None)[0]
         found = {known.module_of(q) for q in questions}
         assert found == ({path.stem} if path.stem in trained else {""}), path.stem
+
+
+def test_patterns_recognise_a_wide_module_and_travel_with_the_templates(tmp_path):
+    known = ModuleTemplates({"a": [], "b": ["N"]}, {"a": r"N( [-+] N)+"})
+    assert known.wide == [] and known.capped(0).patterns == known.patterns
+    assert [known.module_of(q) for q in ("1 + 2", "7", "1 * 2")] == ["a", "b", ""]
+    assert ModuleTemplates({"a": [], "b": ["N"]}).wide == ["a"]
+    known.save(tmp_path / "modules.json.gz")
+    assert ModuleTemplates.load(tmp_path / "modules.json.gz") == known
+    assert ModuleTemplates.load(tmp_path / "modules.json.gz") != known.capped(0).with_patterns({
+        "b": "N"})
+    with pytest.raises(ValueError, match="patterns of module"):
+        ModuleTemplates({"b": ["N"]}, {"a": "N"})
+    (tmp_path / "bad.json").write_text('{"modules": {"a": []}, "patterns": {"a": "N("}}')
+    with pytest.raises(ValueError, match="bad.json"):
+        ModuleTemplates.load(tmp_path / "bad.json")

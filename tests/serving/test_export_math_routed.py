@@ -7,16 +7,21 @@ import tensorflow as tf
 
 from tests.serving.saved_models import load, tf1_session_outputs
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
+from tpr_keras.data.mathematics.expression_patterns import EXPRESSION_PATTERNS
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import MathAnswerer, MathPreprocessor, TPTransformer
 from tpr_keras.models.tp_transformer.routed_tp_transformer import RoutedTPTransformer
 
+# Routes: by a template (pair, place value), by the sum's expression pattern, by none.
 QUESTIONS = ["Which is bigger: 3 or 7/2?", "What is the tens digit of 2934?",
-             "Is 12 at most 13?", "Let x = 3. What is x + x?", "Is 5 at most 4?"]
+             "Is 12 at most 13?", "Let x = 3. What is x + x?", "Is 5 at most 4?",
+             "Calculate -(4 - 5) + 2 - (-3 + 1).", "What is 1 + 2?", "4 - 9 + 2"]
+SUM = "arithmetic__add_sub_multiple"
 TEMPLATES = ModuleTemplates({"comparison__pair": ["Which is bigger: N or N/N?",
                                                   "Is N at most N?"],
-                             "numbers__place_value": ["What is the tens digit of N?"]})
-ROUTES = [1, 0, 1, 0, 1]
+                             "numbers__place_value": ["What is the tens digit of N?"],
+                             SUM: []}, {SUM: EXPRESSION_PATTERNS[SUM]})
+ROUTES = [1, 0, 1, 0, 1, 1, 0, 1]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +35,8 @@ def exported(tmp_path_factory):
                                              num_decoder_layers=1)
 
     parts = [tiny(1), tiny(2)]
-    routed = RoutedTPTransformer(parts[0], {"comparison__pair": parts[1]})
+    routed = RoutedTPTransformer(parts[0], {"expert": parts[1]},
+                                 {"comparison__pair": "expert", SUM: "expert"})
     answerer = MathAnswerer(routed, MathPreprocessor(vocab, templates=TEMPLATES))
     path = answerer.export(tmp_path_factory.mktemp("export"), "math")
     return answerer, parts, vocab, path
@@ -47,6 +53,7 @@ def test_served_answers_are_the_routed_answerers(exported):
         np.testing.assert_allclose(out["log_prob"].numpy(), expected["log_prob"][rows],
                                    rtol=1e-5)
         assert [m.decode() for m in out["module"].numpy()] == expected["module"][rows].tolist()
+    assert expected["module"][5:].tolist() == [SUM, "", SUM]  # the pattern, in Python
     # Beam search: each row's decoder's best hypothesis.
     ids = MathTokenizer(vocab).encode(tf.constant(QUESTIONS), 160)
     beams = [[vocab.decode(r) for r in p.beam_search(ids, 4, 31)[0].numpy()] for p in parts]

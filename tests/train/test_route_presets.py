@@ -44,6 +44,24 @@ def test_int8_modules_name_experts_and_need_float16_storage():
         int8_experts("a,d", routes, "float16")
 
 
+def test_the_routed_preset_recognises_a_wide_module_by_its_expression_pattern(capsys):
+    """The default's templates keep a wide module with none; routed, its pattern is added
+    (and said), so that an expert can answer it."""
+    from tpr_keras.data.mathematics.expression_patterns import EXPRESSION_PATTERNS
+    from train.route_presets import with_patterns
+
+    wide = ModuleTemplates({"numbers__place_value": ["What is the units digit of N?"],
+                            "arithmetic__add_sub_multiple": []})
+    routed = with_patterns(wide)
+    assert wide.wide == ["arithmetic__add_sub_multiple"] and routed.wide == []
+    assert routed.patterns == {"arithmetic__add_sub_multiple":
+                               EXPRESSION_PATTERNS["arithmetic__add_sub_multiple"]}
+    assert routed.module_of("What is 1 - 2 + 3?") == "arithmetic__add_sub_multiple"
+    assert "arithmetic__add_sub_multiple: recognised by its expression pattern" in (
+        capsys.readouterr().out)
+    assert with_patterns(TEMPLATES) == TEMPLATES and capsys.readouterr().out == ""
+
+
 def write_preset(path, seed, vocab, modules):
     from tpr_keras.models import TPTransformer
 

@@ -13,15 +13,16 @@ answered all the same), ``dropped_characters`` (``int32[batch]``: characters pas
 ``max_length`` the model reads, not read) and, when the preprocessor has its trained
 modules' templates, ``module`` (``tf.string[batch]``: the trained module whose wording the
 question has, or ``""``: a question the model was not trained on, answered all the same;
-the rule: :mod:`tpr_keras.data.mathematics.templates`); for an answerer with
-``claims`` (the modules its preset claims, :mod:`tpr_keras.presets.module_claims`),
-``claimed`` (``bool[batch]``: whether the question's module is one of them; False for
-``""``). ``beam`` does the same with beam search. Signature ``coverage`` (with claims
-only): no inputs -> one ``float64`` scalar per claimed module, named after it: its exact
-match % on the fresh generator sample the claim was measured on, and
-``threshold_percent``, the score a module needed; so ``GetModelMetadata`` lists the
-claimed modules and one ``Predict`` returns their scores (two outputs at least: TF
-Serving's REST API names the outputs of a signature only when there are several).
+the rule, expression patterns included: :mod:`tpr_keras.data.mathematics.templates`); for
+an answerer with ``claims`` (the modules its preset claims,
+:mod:`tpr_keras.presets.module_claims`), ``claimed`` (``bool[batch]``: whether the
+question's module is one of them; False for ``""``). ``beam`` does the same with beam
+search. Signature ``coverage`` (with claims only): no inputs -> one ``float64`` scalar
+per claimed module, named after it: its exact match % on the fresh generator sample the
+claim was measured on, and ``threshold_percent``, the score a module needed; so
+``GetModelMetadata`` lists the claimed modules and one ``Predict`` returns their scores
+(two outputs at least: TF Serving's REST API names the outputs of a signature only when
+there are several).
 A routed backbone (``RoutedTPTransformer``) answers each question by its module's
 decoder: the batch is partitioned by route, each part decoded by its decoder, and the
 answers stitched back in order. Characters are encoded and decoded in the graph
@@ -104,9 +105,18 @@ class MathServingModule(tf.Module):
                                 tf.int32)), default_value=0)
         routes = getattr(self, "routes", None)
 
+        patterns = {} if modules is None else preprocessor.templates.patterns
+
         def module_of(question):
-            return modules.lookup(
-                tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK))
+            """``ModuleTemplates.module_of`` in the graph: the template's module, else the
+            first module (sorted) whose pattern the template matches, else ``""``."""
+            template = tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK)
+            module = modules.lookup(template)
+            for name, pattern in patterns.items():
+                module = tf.where(tf.equal(module, "")
+                                  & tf.strings.regex_full_match(template, pattern),
+                                  name, module)
+            return module
 
         def decode(question, ids, decode_one):
             """``decode_one(decoder, ids)`` by the model, or, routed, by each question's

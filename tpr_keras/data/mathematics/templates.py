@@ -32,10 +32,14 @@ and no preset can claim it). On this project's twenty everyday modules' training
 ``arithmetic__add_sub_multiple`` (5,250); ``measurement__conversion`` (3,880) and
 ``comparison__kth_biggest`` (2,880) are kept, and a fresh generator sample's questions
 of those two have a known template 78 and 90 % of the time; the other fourteen, all
-the time or nearly (``comparison__sort`` 98.7 %).
+the time or nearly (``comparison__sort`` 98.7 %). A wide module with an expression rule
+(:mod:`tpr_keras.data.mathematics.expression_patterns`:
+``arithmetic__add_sub_multiple``) is recognised by it instead (``ModuleTemplates``'
+``patterns``: :meth:`ModuleTemplates.with_patterns`), and is not wide.
 
 The same rule runs in a SavedModel (``tf.strings.regex_replace`` with
-:data:`NUMBER_PATTERN`, RE2 syntax, which Python's ``re`` reads alike).
+:data:`NUMBER_PATTERN`, then ``tf.strings.regex_full_match`` with the patterns; RE2
+syntax, which Python's ``re`` reads alike).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from tpr_keras.data.mathematics.expression_patterns import EXPRESSION_PATTERNS
 from tpr_keras.data.mathematics.files import TRAIN_DIFFICULTIES
 from tpr_keras.data.mathematics.parsing import parse_mathematics_file
 
@@ -82,6 +87,13 @@ class ModuleTemplates:
     Args:
         templates: ``{module: templates}``; a template of several modules belongs to the
             first in sorted module order.
+        patterns: ``{module: regular expression}`` over a question's template, for
+            trained modules whose wording no list holds (:mod:`.expression_patterns`);
+            consulted, in sorted module order, only for a question whose template is in
+            no module's list.
+
+    Raises:
+        ValueError: no modules, or a pattern of a module not among ``templates``.
 
     Example:
     >>> known = ModuleTemplates({"numbers__place_value": ["What is the N digit of N?"],
@@ -90,30 +102,51 @@ class ModuleTemplates:
     ('arithmetic__add_or_sub', '')
     """
 
-    def __init__(self, templates: Mapping[str, Iterable[str]]) -> None:
+    def __init__(self, templates: Mapping[str, Iterable[str]],
+                 patterns: Mapping[str, str] | None = None) -> None:
         self.templates = {m: sorted(set(t)) for m, t in sorted(templates.items())}
         if not self.templates:
             raise ValueError("no modules: a model is trained on at least one")
+        self.patterns = dict(sorted((patterns or {}).items()))
+        unknown = sorted(set(self.patterns) - set(self.templates))
+        if unknown:
+            raise ValueError(f"patterns of module(s) {', '.join(unknown)} that are not "
+                             f"trained ({', '.join(self.templates)})")
+        self._compiled = [(m, re.compile(p)) for m, p in self.patterns.items()]
         self.lookup: dict[str, str] = {}
         for module, texts in self.templates.items():
             for text in texts:
                 self.lookup.setdefault(text, module)
 
     def capped(self, limit: int = MAX_TEMPLATES_PER_MODULE) -> ModuleTemplates:
-        """These templates with every module of more than ``limit`` kept with none.
+        """These templates with every module of more than ``limit`` kept with none (its
+        pattern, if it has one, kept).
 
         Example:
         >>> ModuleTemplates({"a": ["N + N", "N - N"], "b": ["N"]}).capped(1).templates
         {'a': [], 'b': ['N']}
         """
         return ModuleTemplates({m: t if len(t) <= limit else []
-                                for m, t in self.templates.items()})
+                                for m, t in self.templates.items()}, self.patterns)
+
+    def with_patterns(self, patterns: Mapping[str, str] = EXPRESSION_PATTERNS
+                      ) -> ModuleTemplates:
+        """These templates with the ``patterns`` of their trained modules added (replacing
+        a module's own).
+
+        Example:
+        >>> wide = ModuleTemplates({"arithmetic__add_sub_multiple": [], "b": ["N"]})
+        >>> wide.wide, wide.with_patterns().wide
+        (['arithmetic__add_sub_multiple'], [])
+        """
+        return ModuleTemplates(self.templates, {
+            **self.patterns, **{m: p for m, p in patterns.items() if m in self.templates}})
 
     @property
     def wide(self) -> list[str]:
-        """The modules kept with no templates (:meth:`capped`): their questions report
-        no module."""
-        return [m for m, t in self.templates.items() if not t]
+        """The modules kept with no templates (:meth:`capped`) and no pattern: their
+        questions report no module."""
+        return [m for m, t in self.templates.items() if not t and m not in self.patterns]
 
     @property
     def modules(self) -> list[str]:
@@ -121,17 +154,26 @@ class ModuleTemplates:
         return list(self.templates)
 
     def module_of(self, question: str) -> str:
-        """The trained module whose template ``question`` has, or ``""`` if none."""
-        return self.lookup.get(question_template(question), "")
+        """The trained module whose template ``question`` has, else the first whose
+        pattern its template matches, else ``""``."""
+        template = question_template(question)
+        module = self.lookup.get(template)
+        if module is not None:
+            return module
+        return next((m for m, p in self._compiled if p.fullmatch(template)), "")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModuleTemplates) and other.templates == self.templates
+        return (isinstance(other, ModuleTemplates) and other.templates == self.templates
+                and other.patterns == self.patterns)
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes ``{module: [templates]}`` as JSON (a preset's :data:`TEMPLATES_ASSET`),
-        gzip-compressed when ``path`` ends in ``.gz`` (with no time stamp: the same
-        templates give the same bytes)."""
-        text = json.dumps(self.templates, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+        or, with patterns, ``{"modules": {module: [templates]}, "patterns": {module:
+        pattern}}``; gzip-compressed when ``path`` ends in ``.gz`` (with no time stamp: the
+        same templates give the same bytes)."""
+        data = ({"modules": self.templates, "patterns": self.patterns} if self.patterns
+                else self.templates)
+        text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
         if os.fspath(path).endswith(".gz"):
             with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb",
                                                         filename="", mtime=0) as f:
@@ -145,8 +187,9 @@ class ModuleTemplates:
         """Reads what :meth:`save` wrote (compressed when ``path`` ends in ``.gz``).
 
         Raises:
-            ValueError: not a JSON object of module -> list of strings, or a ``.gz`` file
-                that is not gzip.
+            ValueError: not a JSON object of module -> list of strings (with patterns:
+                ``modules`` so, ``patterns`` module -> string, each a valid regular
+                expression of a trained module), or a ``.gz`` file that is not gzip.
         """
         opener = gzip.open if os.fspath(path).endswith(".gz") else open
         try:
@@ -154,11 +197,20 @@ class ModuleTemplates:
                 data = json.load(f)
         except gzip.BadGzipFile as error:
             raise ValueError(f"{path}: {error}") from None
+        patterns = {}
+        if isinstance(data, dict) and set(data) == {"modules", "patterns"}:
+            data, patterns = data["modules"], data["patterns"]
+            if not isinstance(patterns, dict) or not all(
+                    isinstance(p, str) for p in patterns.values()):
+                raise ValueError(f"{path}: expected patterns as {{module: pattern}}")
         if not isinstance(data, dict) or not all(
                 isinstance(t, list) and all(isinstance(s, str) for s in t)
                 for t in data.values()):
             raise ValueError(f"{path}: expected {{module: [templates]}}")
-        return cls(data)
+        try:
+            return cls(data, patterns)
+        except (ValueError, re.error) as error:
+            raise ValueError(f"{path}: {error}") from None
 
 
 def templates_asset(assets: Iterable[str]) -> str | None:

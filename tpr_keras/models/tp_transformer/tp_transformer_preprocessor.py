@@ -105,7 +105,8 @@ class MathPreprocessor:
                 "dropped_characters": np.maximum(lengths - self.max_length, 0).astype(np.int32)}
 
     def module_of(self, question: str) -> str:
-        """The trained module whose template ``question`` has, or ``""`` if none.
+        """The trained module whose template ``question`` has (or whose expression pattern
+        its template matches), or ``""`` if none.
 
         Raises:
             ValueError: the preprocessor has no templates.

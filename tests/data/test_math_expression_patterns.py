@@ -1,0 +1,66 @@
+"""Expression rules: a wide module's questions recognised by their shape, in Python and in
+the graph alike."""
+
+import collections
+import re
+
+import pytest
+import tensorflow as tf
+
+from tpr_keras.data.mathematics import ModuleTemplates, question_template
+from tpr_keras.data.mathematics.expression_patterns import EXPRESSION_PATTERNS
+
+SUM = "arithmetic__add_sub_multiple"
+# The module's four openings and its bare form; nested, negated parentheses.
+SUMS = ["What is 4 - (-2 - 7) + 1?", "What is the value of 1 + 2 + 3 - 4?",
+        "Calculate -(4 - 5) + 2 - (-3 + 1).", "Evaluate (0 - (2 - 3)) + 5 + 6.",
+        "-3 + 2 - (4 + 9)", "((1 - 2) + 3) - 4 + 5.5"]
+NOT_SUMS = ["What is 4 - 2?",  # two numbers: arithmetic__add_or_sub's
+            "Calculate 4 - 2 + 1?",  # "Calculate" ends with "."
+            "What is 4 - 2 + 1.",  # and "What is" with "?"
+            "What is 4*2 + 1 - 3?", "Evaluate (6/3) - 1 + 2.",  # arithmetic__mixed
+            "Solve 3*x + 2 - 1 = 11 for x.", "4 -2 + 1 - 3",  # no space: not the generator's
+            "Work out 4 - 2 + 1 - 3.", "Sort 4, -2, 1."]
+
+
+def test_the_sum_pattern_takes_sums_of_three_numbers_or_more_and_nothing_else():
+    pattern = re.compile(EXPRESSION_PATTERNS[SUM])
+    assert [q for q in SUMS if not pattern.fullmatch(question_template(q))] == []
+    assert [q for q in NOT_SUMS if pattern.fullmatch(question_template(q))] == []
+
+
+def test_tensorflow_reads_every_pattern_as_python_does():
+    """RE2 (``tf.strings.regex_full_match``, the served rule) and ``re`` agree."""
+    templates = [question_template(q) for q in SUMS + NOT_SUMS]
+    for pattern in EXPRESSION_PATTERNS.values():
+        graph = tf.strings.regex_full_match(tf.constant(templates), pattern).numpy().tolist()
+        assert graph == [bool(re.fullmatch(pattern, t)) for t in templates]
+        assert any(graph) and not all(graph)
+
+
+def test_a_module_recorded_by_its_templates_keeps_its_questions():
+    known = ModuleTemplates({"arithmetic__add_or_sub": ["N + N + N"], SUM: []}).with_patterns()
+    assert known.module_of("1 + 2 + 3") == "arithmetic__add_or_sub"
+    assert known.module_of("1 + 2 - 3") == SUM
+
+
+@pytest.mark.slow
+def test_on_the_shared_data_the_sum_pattern_holds_its_module_and_what_the_docstring_names(
+        shared_data):
+    """Every question of the shared data's files: the rule takes all of
+    ``arithmetic__add_sub_multiple``'s (training and interpolate) and its extrapolation
+    module's, and of the other modules only ``arithmetic__mixed``'s without ``*`` or
+    ``/``."""
+    pattern = re.compile(EXPRESSION_PATTERNS[SUM])
+    taken, total = collections.Counter(), collections.Counter()
+    for path in sorted((shared_data / "mathematics").glob("*/*.txt")):
+        lines = path.read_text(encoding="utf-8").split("\n")[0::2]
+        questions = [q for q in lines if q]
+        total[path.stem] += len(questions)
+        taken[path.stem] += sum(bool(pattern.fullmatch(question_template(q)))
+                                for q in questions)
+    assert taken[SUM] == total[SUM] > 0
+    assert taken[SUM + "_longer"] == total[SUM + "_longer"] > 0
+    others = {m: n for m, n in taken.items() if n and not m.startswith(SUM)}
+    assert set(others) <= {"arithmetic__mixed", "arithmetic__mixed_longer"}
+    assert 0 < sum(others.values()) < 0.05 * total["arithmetic__mixed"]

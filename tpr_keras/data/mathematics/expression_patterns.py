@@ -1,0 +1,44 @@
+"""Expression rules: a module recognised by the shape of its question, not by a list of
+its wordings.
+
+A *wide* module (:mod:`tpr_keras.data.mathematics.templates`) writes nearly every question
+in a wording of its own, because the expression itself is the wording: every question of
+``arithmetic__add_sub_multiple`` is an expression of numbers, ``+``, ``-`` and parentheses
+("What is 4 - (-2 - 7) + 1?"), and 300,000 of its training questions have 15,276
+templates. A list of templates cannot recognise its unseen questions; a regular
+expression over the template (numbers already replaced by ``N``) can. A module's rule is
+consulted only for a question whose template no module's list holds, so a module recorded
+by its templates keeps all of its questions.
+
+:data:`EXPRESSION_PATTERNS` holds the rules, written in the syntax RE2 and Python's ``re``
+read alike (no look-arounds, no back-references), so the same rule runs in a SavedModel
+(``tf.strings.regex_full_match``). Measured on the twenty-module project data:
+
+* ``arithmetic__add_sub_multiple``: one of the four openings the generator writes ("What
+  is", "What is the value of" with ``?``; "Calculate", "Evaluate" with ``.``; or none),
+  then at least three numbers joined by `` + `` and `` - ``, each number optionally
+  opening parentheses (``(``, ``-(``) before it and closing them after. It holds every
+  question of the module's training files (6,000 in the shared data) and of a fresh
+  generator sample (1,000). Of the 1.1 million questions of every other file of the
+  shared data (training, interpolate, extrapolate) and the fresh sample it takes only its
+  own extrapolation module's (``arithmetic__add_sub_multiple_longer``, all 1,000), 178 of
+  ``arithmetic__mixed`` and one of ``arithmetic__mixed_longer`` (expressions with no
+  ``*`` or ``/``: sums and differences all the same).
+  ``arithmetic__add_or_sub`` (two numbers, one operator) never matches: the module's
+  questions have at least three operators, the rule asks for two.
+"""
+
+from __future__ import annotations
+
+#: One number of an expression: opening parentheses (each may be negated) before it,
+#: closing ones after.
+_OPERAND = r"(?:-?\()*N\)*"
+#: At least three numbers joined by `` + `` and `` - ``.
+_SUM = rf"{_OPERAND}(?: [-+] {_OPERAND}){{2,}}"
+
+#: ``{module: pattern}``: the rules of the wide modules that have one (see above), matched
+#: against a question's whole template.
+EXPRESSION_PATTERNS = {
+    "arithmetic__add_sub_multiple": (
+        rf"(?:What is (?:the value of )?{_SUM}\?|(?:Calculate|Evaluate) {_SUM}\.|{_SUM})"),
+}
