@@ -21,17 +21,27 @@ NOT_SUMS = ["What is 4 - 2?",  # two numbers: arithmetic__add_or_sub's
             "What is 4*2 + 1 - 3?", "Evaluate (6/3) - 1 + 2.",  # arithmetic__mixed
             "Solve 3*x + 2 - 1 = 11 for x.", "4 -2 + 1 - 3",  # no space: not the generator's
             "Work out 4 - 2 + 1 - 3.", "Sort 4, -2, 1."]
+LINEAR = "algebra__linear_1d"
+EQUATIONS = ["Solve -52*w = -49*w - 12 for w.", "Solve 5 = -3*q + 2*q + 6 for q.",
+             "Solve m - 4 + 2 = 7 for m.", "Solve s = 3*s - 0.5 for s."]
+NOT_EQUATIONS = ["Solve -2*a + 3*b = 1, a = 4 for a.",  # linear_2d: two equations
+                 "Solve -3*b**2 + 6 = 0 for b.",  # polynomial_roots: a power
+                 "Let k = 2. Solve 3*x = k for x.",  # linear_1d_composed: a sentence before
+                 "Solve 3*x = 6."]
 
 
-def test_the_sum_pattern_takes_sums_of_three_numbers_or_more_and_nothing_else():
-    pattern = re.compile(EXPRESSION_PATTERNS[SUM])
-    assert [q for q in SUMS if not pattern.fullmatch(question_template(q))] == []
-    assert [q for q in NOT_SUMS if pattern.fullmatch(question_template(q))] == []
+@pytest.mark.parametrize("module, inside, outside", [(SUM, SUMS, NOT_SUMS),
+                                                     (LINEAR, EQUATIONS, NOT_EQUATIONS)])
+def test_a_pattern_takes_its_modules_shapes_and_nothing_else(module, inside, outside):
+    pattern = re.compile(EXPRESSION_PATTERNS[module])
+    assert [q for q in inside if not pattern.fullmatch(question_template(q))] == []
+    assert [q for q in outside + (SUMS if module == LINEAR else EQUATIONS)
+            if pattern.fullmatch(question_template(q))] == []
 
 
 def test_tensorflow_reads_every_pattern_as_python_does():
     """RE2 (``tf.strings.regex_full_match``, the served rule) and ``re`` agree."""
-    templates = [question_template(q) for q in SUMS + NOT_SUMS]
+    templates = [question_template(q) for q in SUMS + NOT_SUMS + EQUATIONS + NOT_EQUATIONS]
     for pattern in EXPRESSION_PATTERNS.values():
         graph = tf.strings.regex_full_match(tf.constant(templates), pattern).numpy().tolist()
         assert graph == [bool(re.fullmatch(pattern, t)) for t in templates]
@@ -45,22 +55,24 @@ def test_a_module_recorded_by_its_templates_keeps_its_questions():
 
 
 @pytest.mark.slow
-def test_on_the_shared_data_the_sum_pattern_holds_its_module_and_what_the_docstring_names(
+def test_on_the_shared_data_each_pattern_holds_its_module_and_what_the_docstring_names(
         shared_data):
-    """Every question of the shared data's files: the rule takes all of
+    """Every question of the shared data's files: the sum rule takes all of
     ``arithmetic__add_sub_multiple``'s (training and interpolate) and its extrapolation
     module's, and of the other modules only ``arithmetic__mixed``'s without ``*`` or
-    ``/``."""
-    pattern = re.compile(EXPRESSION_PATTERNS[SUM])
-    taken, total = collections.Counter(), collections.Counter()
+    ``/``; the linear rule all of ``algebra__linear_1d``'s and no other."""
+    patterns = {m: re.compile(p) for m, p in EXPRESSION_PATTERNS.items()}
+    taken = {m: collections.Counter() for m in patterns}
+    total = collections.Counter()
     for path in sorted((shared_data / "mathematics").glob("*/*.txt")):
         lines = path.read_text(encoding="utf-8").split("\n")[0::2]
-        questions = [q for q in lines if q]
-        total[path.stem] += len(questions)
-        taken[path.stem] += sum(bool(pattern.fullmatch(question_template(q)))
-                                for q in questions)
-    assert taken[SUM] == total[SUM] > 0
-    assert taken[SUM + "_longer"] == total[SUM + "_longer"] > 0
-    others = {m: n for m, n in taken.items() if n and not m.startswith(SUM)}
+        templates = [question_template(q) for q in lines if q]
+        total[path.stem] += len(templates)
+        for module, pattern in patterns.items():
+            taken[module][path.stem] += sum(bool(pattern.fullmatch(t)) for t in templates)
+    assert taken[SUM][SUM] == total[SUM] > 0
+    assert taken[SUM][SUM + "_longer"] == total[SUM + "_longer"] > 0
+    others = {m: n for m, n in taken[SUM].items() if n and not m.startswith(SUM)}
     assert set(others) <= {"arithmetic__mixed", "arithmetic__mixed_longer"}
     assert 0 < sum(others.values()) < 0.05 * total["arithmetic__mixed"]
+    assert +taken[LINEAR] == {LINEAR: total[LINEAR]} and total[LINEAR] > 0

@@ -1,5 +1,5 @@
-"""Expression rules: a module recognised by the shape of its question, not by a list of
-its wordings.
+"""Expression rules: a module recognised by the shape of its questions, not by a list
+of their wordings.
 
 A *wide* module (:mod:`tpr_keras.data.mathematics.templates`) writes nearly every question
 in a wording of its own, because the expression itself is the wording: every question of
@@ -26,6 +26,16 @@ read alike (no look-arounds, no back-references), so the same rule runs in a Sav
   ``*`` or ``/``: sums and differences all the same).
   ``arithmetic__add_or_sub`` (two numbers, one operator) never matches: the module's
   questions have at least three operators, the rule asks for two.
+* ``algebra__linear_1d``: "Solve", an equation whose sides are terms (a number, a
+  variable, a number times a variable: ``N*x``) joined by `` + `` and `` - ``, "for", a
+  variable, ``.``. It holds every question of the module's training files, interpolate
+  file and fresh sample (8,000), and no question of any other file
+  (``algebra__linear_1d_composed``'s begin with another sentence;
+  ``algebra__linear_2d``'s hold a comma; ``algebra__polynomial_roots``' a power).
+
+``arithmetic__mixed`` and ``arithmetic__mul_div_multiple`` have no rule: 24 % of
+``arithmetic__mixed``'s training questions use only ``*`` and ``/``, as every one of
+``arithmetic__mul_div_multiple``'s does, so no rule on the wording can tell the two apart.
 """
 
 from __future__ import annotations
@@ -36,9 +46,15 @@ _OPERAND = r"(?:-?\()*N\)*"
 #: At least three numbers joined by `` + `` and `` - ``.
 _SUM = rf"{_OPERAND}(?: [-+] {_OPERAND}){{2,}}"
 
+#: One term of a linear equation: a number, a variable or a number times a variable.
+_TERM = r"(?:N\*)?[a-z]|N"
+#: One side of a linear equation: terms joined by `` + `` and `` - ``.
+_SIDE = rf"-?(?:{_TERM})(?: [-+] (?:{_TERM}))*"
+
 #: ``{module: pattern}``: the rules of the wide modules that have one (see above), matched
 #: against a question's whole template.
 EXPRESSION_PATTERNS = {
+    "algebra__linear_1d": rf"Solve {_SIDE} = {_SIDE} for [a-z]\.",
     "arithmetic__add_sub_multiple": (
         rf"(?:What is (?:the value of )?{_SUM}\?|(?:Calculate|Evaluate) {_SUM}\.|{_SUM})"),
 }
