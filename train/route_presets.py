@@ -9,8 +9,8 @@ The default preset answers every question; each ``--expert MODULE[,MODULE...]=PR
 answers the questions whose wording is one of those modules' (the default preset's module
 templates, the served ``module`` output; a wide module kept with no templates is
 recognised by its expression pattern where it has one,
-:mod:`tpr_keras.data.mathematics.expression_patterns`), with one decoder for all of them. A routed PRESET
-lends, for each module, the decoder that answers that module in it (its expert of the
+:mod:`tpr_keras.data.mathematics.expression_patterns`), with one decoder for all of them. A
+routed PRESET lends, for each module, the decoder that answers that module in it (its expert of the
 module, else its default). The experts must share the default's special symbols and answer
 length and know no symbol it lacks (an expert continued from the default with
 ``train.math --init_from`` shares its vocabulary; one trained on fewer modules reads and

@@ -35,6 +35,8 @@ request does not pay for building the decoding loop's kernels; :func:`export_mat
 does the same for a bare model and its vocabulary, through their task model.
 """
 
+import functools
+
 import tensorflow as tf
 
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
@@ -61,6 +63,19 @@ REPORT_OUTPUTS = {"unknown_characters": "int32", "unknown_tokens": "string",
                   "question_characters": "int32", "dropped_characters": "int32"}
 #: One request a fresh version answers before it serves (TF Serving's warm-up).
 WARMUP_INPUTS = {"question": ["What is the tens digit of 2934?"]}
+
+
+def module_in_graph(question, modules, patterns):
+    """``ModuleTemplates.module_of`` in the graph: the module of each question's template
+    (``modules``, a ``StaticHashTable`` of template -> module, ``""`` if none), else the
+    first module (sorted) whose pattern (``{module: RE2 pattern}``) the template matches,
+    else ``""``."""
+    template = tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK)
+    module = modules.lookup(template)
+    for name, pattern in patterns.items():
+        module = tf.where(tf.equal(module, "") & tf.strings.regex_full_match(template, pattern),
+                          name, module)
+    return module
 
 
 class MathServingModule(tf.Module):
@@ -105,18 +120,9 @@ class MathServingModule(tf.Module):
                                 tf.int32)), default_value=0)
         routes = getattr(self, "routes", None)
 
-        patterns = {} if modules is None else preprocessor.templates.patterns
-
-        def module_of(question):
-            """``ModuleTemplates.module_of`` in the graph: the template's module, else the
-            first module (sorted) whose pattern the template matches, else ``""``."""
-            template = tf.strings.regex_replace(question, NUMBER_PATTERN, NUMBER_MARK)
-            module = modules.lookup(template)
-            for name, pattern in patterns.items():
-                module = tf.where(tf.equal(module, "")
-                                  & tf.strings.regex_full_match(template, pattern),
-                                  name, module)
-            return module
+        module_of = functools.partial(
+            module_in_graph, modules=modules,
+            patterns={} if modules is None else preprocessor.templates.patterns)
 
         def decode(question, ids, decode_one):
             """``decode_one(decoder, ids)`` by the model, or, routed, by each question's
