@@ -5,8 +5,9 @@ files and module filters), :mod:`.heldout` (validation questions held out of tra
 :mod:`.parsing` (a module file's lines and their length limits), :mod:`.vocabulary`
 (:class:`CharVocabulary`), :mod:`.encoding` (the ragged :class:`MathSplit`), :mod:`.loader`
 (:func:`load_mathematics`), :mod:`.pipeline` (``tf.data``), :mod:`.batches` (numpy, for
-JAX) and :mod:`.templates` (which trained module a question's wording belongs to); their
-public names are importable from here.
+JAX), :mod:`.templates` (which trained module a question's wording belongs to) and
+:mod:`.expression_patterns` (the shape rules of modules worded anew in most questions);
+the public names of all but the last are importable from here.
 
 Layout (the official ``mathematics_dataset-v1.0.tar.gz``)::
 
