@@ -34,9 +34,9 @@ and no preset can claim it). On this project's twenty everyday modules' training
 of those two have a known template 78 and 90 % of the time; the other fourteen, all
 the time or nearly (``comparison__sort`` 98.7 %). A wide module with an expression rule
 (:mod:`tpr_keras.data.mathematics.expression_patterns`:
-``arithmetic__add_sub_multiple``, ``algebra__linear_1d``) is recognised by it instead
-(``ModuleTemplates``' ``patterns``: :meth:`ModuleTemplates.with_patterns`), and is not
-wide.
+``arithmetic__add_sub_multiple``, ``arithmetic__mul_div_multiple``, ``algebra__linear_1d``)
+is recognised by it instead (``ModuleTemplates``' ``patterns``:
+:meth:`ModuleTemplates.with_patterns`), and is not wide.
 
 The same rule runs in a SavedModel (``tf.strings.regex_replace`` with
 :data:`NUMBER_PATTERN`, then ``tf.strings.regex_full_match`` with the patterns; RE2
