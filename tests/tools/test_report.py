@@ -128,8 +128,14 @@ def test_a_continued_preset_names_its_parent_its_commit_and_its_hours(tmp_path):
     assert text.startswith("Continued from `focus` as it was at `20d3540` (weights SHA-256 "
                            "`b69200000000…`), itself trained 2.0 h, code at `f765745`, by:")
     assert "```bash\npython -m train.math --data_dir=DIR --steps 80000\n```" in text
-    # a parent whose results.json is not committed: no hours; a preset from scratch: nothing
-    (tmp_path / "results" / "p" / "results.json").unlink()
+    # a parent whose results.json is not committed: no hours, even where a run's folder
+    # holds it on this machine (runs/ is ignored: the block reads alike on every checkout);
+    # a preset from scratch: nothing
+    (tmp_path / "runs" / "p").mkdir(parents=True)
+    (tmp_path / "results" / "p" / "results.json").rename(tmp_path / "runs" / "p" / "results.json")
+    in_runs = {**parent, "results_json": "runs/p/results.json"}
+    assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), in_runs))
+    assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), parent))
     assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), parent))
     assert parent_lines(str(tmp_path), None) == []
 

@@ -87,6 +87,12 @@ def presets_block(root):
     return text
 
 
+def committed(path):
+    """Whether ``path`` (relative to the repository) can be a committed file: not under
+    ``runs/``, which git ignores, so that a block reads the same on every checkout."""
+    return not os.path.normpath(path).split(os.sep)[0] == "runs"
+
+
 def parent_lines(root, parent, shown=()):
     """Where a continued preset started (``metadata.training.parent``): the parent preset
     at the commit its name meant, its weights' SHA-256 and the parent's own training (its
@@ -99,7 +105,7 @@ def parent_lines(root, parent, shown=()):
                 f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
                 f"`{parent['weights_sha256'][:12]}…`, trained as shown above) by:", ""]
     hours, results = ",", parent.get("results_json")
-    if results and os.path.isfile(os.path.join(root, results)):
+    if results and committed(results) and os.path.isfile(os.path.join(root, results)):
         hours = f" {_load(root, results)['train_seconds'] / 3600:.1f} h,"
     return [f"Continued from `{parent['preset']}` as it was at "
             f"`{str(parent.get('at_commit'))[:7]}` (weights SHA-256 "
