@@ -90,7 +90,7 @@ def presets_block(root):
 def committed(path):
     """Whether ``path`` (relative to the repository) can be a committed file: not under
     ``runs/``, which git ignores, so that a block reads the same on every checkout."""
-    return not os.path.normpath(path).split(os.sep)[0] == "runs"
+    return os.path.normpath(path).split(os.sep)[0] != "runs"
 
 
 def parent_lines(root, parent, shown=()):
