@@ -68,13 +68,18 @@ _TERM = r"(?:N\*)?[a-z]|N"
 #: One side of a linear equation: terms joined by `` + `` and `` - ``.
 _SIDE = rf"-?(?:{_TERM})(?: [-+] (?:{_TERM}))*"
 
+
+def _asked(expression: str) -> str:
+    """``expression`` in the generator's four openings of an arithmetic question: "What is"
+    or "What is the value of" with ``?``, "Calculate" or "Evaluate" with ``.``, or bare."""
+    return (rf"(?:What is (?:the value of )?{expression}\?|(?:Calculate|Evaluate) "
+            rf"{expression}\.|{expression})")
+
+
 #: ``{module: pattern}``: the rules of the wide modules that have one (see above), matched
 #: against a question's whole template.
 EXPRESSION_PATTERNS = {
     "algebra__linear_1d": rf"Solve {_SIDE} = {_SIDE} for [a-z]\.",
-    "arithmetic__add_sub_multiple": (
-        rf"(?:What is (?:the value of )?{_SUM}\?|(?:Calculate|Evaluate) {_SUM}\.|{_SUM})"),
-    "arithmetic__mul_div_multiple": (
-        rf"(?:What is (?:the value of )?{_PRODUCT}\?|(?:Calculate|Evaluate) {_PRODUCT}\.|"
-        rf"{_PRODUCT})"),
+    "arithmetic__add_sub_multiple": _asked(_SUM),
+    "arithmetic__mul_div_multiple": _asked(_PRODUCT),
 }
