@@ -9,7 +9,20 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tpr_keras.backend.tensorflow.shared_traces import shared_traces
 from tpr_keras.data import mathematics
+
+
+#: The scorers' arguments, ``source`` and ``target_out``: any batch size, any lengths.
+SCORER_SIGNATURE = [tf.TensorSpec([None, None], tf.int32)] * 2
+
+
+def _correct(model, source, target_out, max_length):
+    """``bool[B]``: whether ``model``'s greedy answer is ``target_out``."""
+    ids, _ = model.greedy_decode(source, max_length=max_length)
+    width = tf.shape(ids)[1]
+    target = tf.pad(target_out, [[0, 0], [0, width - tf.shape(target_out)[1]]])
+    return tf.reduce_all(tf.equal(ids, target), axis=1)
 
 
 def greedy_scorer(model, max_length: int):
@@ -18,15 +31,17 @@ def greedy_scorer(model, max_length: int):
     Traced once (any batch size, any lengths) and shared by every module's
     evaluation, so 71 splits cost one trace, not 71.
     """
+    return tf.function(lambda source, target_out: _correct(model, source, target_out,
+                                                           max_length),
+                       input_signature=SCORER_SIGNATURE, autograph=False)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2, autograph=False)
-    def correct(source, target_out):
-        ids, _ = model.greedy_decode(source, max_length=max_length)
-        width = tf.shape(ids)[1]
-        target = tf.pad(target_out, [[0, 0], [0, width - tf.shape(target_out)[1]]])
-        return tf.reduce_all(tf.equal(ids, target), axis=1)
 
-    return correct
+def greedy_scorers(models, max_length: int):
+    """:func:`greedy_scorer` of each of ``models`` (a routed model's decoders), those of
+    one architecture sharing one trace fed their own weights
+    (:mod:`tpr_keras.backend.tensorflow.shared_traces`)."""
+    return shared_traces(models, lambda model, source, target_out: _correct(
+        model, source, target_out, max_length), SCORER_SIGNATURE)
 
 
 def greedy_accuracy(scorer, dataset) -> float:
@@ -77,7 +92,7 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
         if templates is None:
             raise ValueError("a routed model answers by module: pass the preset's module "
                              "templates")
-        scorers = [greedy_scorer(d, model.max_decode_length) for d in model.decoders()]
+        scorers = greedy_scorers(model.decoders(), model.max_decode_length)
 
         def accuracy(split):
             return routed_accuracy(model, scorers, templates, vocab, split, batch_size)

@@ -39,9 +39,9 @@ import functools
 
 import tensorflow as tf
 
+from tpr_keras.backend.tensorflow.shared_traces import shared_traces
 from tpr_keras.data.mathematics import MAX_ANSWER_LENGTH, CharVocabulary
 from tpr_keras.data.mathematics.templates import NUMBER_MARK, NUMBER_PATTERN
-from tpr_keras.export.shared_decoders import shared_decoding
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.export.unknown_tokens import join_distinct_rows
 from tpr_keras.export.versions import (
@@ -128,13 +128,14 @@ class MathServingModule(tf.Module):
         def decode(question, ids, decode_one):
             """``decode_one(decoder, ids)`` by the model, or, routed, by each question's
             module's decoder on its rows (partitioned, decoded, stitched back; decoders
-            of one architecture share one trace: :mod:`tpr_keras.export.shared_decoders`)."""
+            of one architecture share one trace:
+            :mod:`tpr_keras.backend.tensorflow.shared_traces`)."""
             if not routed:
                 return decode_one(model, ids)
             route = routes.lookup(module_of(question))
             rows = tf.dynamic_partition(tf.range(tf.shape(ids)[0]), route, len(decoders))
             parts = tf.dynamic_partition(ids, route, len(decoders))
-            calls = shared_decoding(decoders, decode_one)
+            calls = shared_traces(decoders, decode_one)
             outs = [call(part) for call, part in zip(calls, parts)]
             return tuple(tf.dynamic_stitch(rows, [o[i] for o in outs]) for i in range(2))
 

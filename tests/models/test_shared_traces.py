@@ -1,5 +1,7 @@
-"""Decoders of one architecture share one traced decoding function in an export
-(tpr_keras.export.shared_decoders), and each still answers exactly as it does alone."""
+"""Decoders of one architecture share one traced decoding function
+(tpr_keras.backend.tensorflow.shared_traces), and each still answers exactly as it does
+alone, inside another trace (as the math export calls it) and eagerly (as the math tables
+do)."""
 
 import re
 
@@ -7,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from tpr_keras.data.mathematics import CharVocabulary
-from tpr_keras.export.shared_decoders import architecture, shared_decoding
+from tpr_keras.backend.tensorflow.shared_traces import architecture, shared_traces
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import TPTransformer
 
@@ -39,7 +41,7 @@ def test_one_trace_per_architecture_and_each_decoder_answers_as_alone():
 
     def traced(shared):
         def fn(part):
-            calls = (shared_decoding(decoders, greedy) if shared else
+            calls = (shared_traces(decoders, greedy) if shared else
                      [lambda p, d=d: greedy(d, p) for d in decoders])
             return [call(part) for call in calls]
         return tf.function(fn, autograph=False).get_concrete_function(
@@ -56,3 +58,24 @@ def test_one_trace_per_architecture_and_each_decoder_answers_as_alone():
         np.testing.assert_array_equal(lp_s.numpy(), lp_a.numpy())
     answers = [out[0].numpy().tolist() for out in alone(ids)]
     assert answers[0] != answers[1]  # the weights differ: sharing the wrong ones would show
+
+
+def test_eager_calls_with_a_signature_answer_as_each_decoder_alone():
+    vocab = CharVocabulary.build("".join(QUESTIONS) + "0123456789TrueFalse")
+    decoders = [tiny(1, vocab), tiny(2, vocab)]
+    spec = [tf.TensorSpec([None, None], tf.int32)]
+
+    def greedy(decoder, part):
+        return decoder.greedy_decode(part, max_length=8)
+
+    shared = shared_traces(decoders, greedy, spec)
+    alone = [tf.function(lambda p, d=d: greedy(d, p), input_signature=spec, autograph=False)
+             for d in decoders]
+    tokenizer = MathTokenizer(vocab)
+    for questions, length in ((QUESTIONS, 40), (QUESTIONS[:2], 24)):  # any batch, any length
+        ids = tokenizer.encode(tf.constant(questions), length)
+        for call, own in zip(shared, alone):
+            (ids_s, lp_s), (ids_a, lp_a) = call(ids), own(ids)
+            np.testing.assert_array_equal(ids_s.numpy(), ids_a.numpy())
+            np.testing.assert_array_equal(lp_s.numpy(), lp_a.numpy())
+        assert shared[0](ids)[0].numpy().tolist() != shared[1](ids)[0].numpy().tolist()
