@@ -136,7 +136,6 @@ def test_a_continued_preset_names_its_parent_its_commit_and_its_hours(tmp_path):
     in_runs = {**parent, "results_json": "runs/p/results.json"}
     assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), in_runs))
     assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), parent))
-    assert "itself trained, code at" in "\n".join(parent_lines(str(tmp_path), parent))
     assert parent_lines(str(tmp_path), None) == []
 
 
