@@ -24,6 +24,7 @@ DESCRIBES = {
     "train.evaluate": ["preset", "test files", "recorded"],
     "train.save_preset": ["training run", "preset"],
     "train.route_presets": ["math presets", "routed preset"],
+    "train.extract_part": ["decoder", "routed math preset", "preset of its own"],
     "serving.server": ["server", "gRPC", "REST", "SavedModels"],
     "serving.client": ["Ask", "bAbI", "Mathematics", "entailment"],
     "serving.export": ["Export", "bAbI", "SavedModel"],

@@ -16,7 +16,7 @@ from train import cli
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 COMMANDS = ("babi", "math", "entailment", "export", "evaluate", "save_preset",
-            "route_presets")
+            "route_presets", "extract_part")
 
 
 def test_every_train_command_loads_and_parses_in_one_process():
