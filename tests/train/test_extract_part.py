@@ -3,6 +3,7 @@ preset of its own with exactly the weights the routed preset computes with."""
 
 import keras
 import numpy as np
+import pytest
 
 from tpr_keras.data.mathematics import CharVocabulary, ModuleTemplates
 from tpr_keras.presets import load_preset
@@ -45,19 +46,30 @@ def routed_preset(path):
     return load_preset(str(path))
 
 
-def test_each_part_becomes_a_preset_with_the_weights_it_computes_with(tmp_path,
-                                                                       command_in_process):
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory, command_in_process):
+    """The routed preset and its three parts, each written by ``train.extract_part``:
+    ``(folder, {part: preset folder})``."""
+    folder = tmp_path_factory.mktemp("extract")
+    routed_preset(folder / "routed")
+    parts = {}
+    for name in ("default", "arithmetic__mul", "numbers__place_value"):
+        done = command_in_process("train.extract_part", [
+            "--preset", folder / "routed", "--part", name, "--output", folder / name])
+        assert done.returncode == 0, done.stderr[-3000:]
+        parts[name] = folder / name
+    return folder, parts
+
+
+def test_each_part_becomes_a_preset_with_the_weights_it_computes_with(extracted):
     from train.tasks.math import load_initial_weights
 
-    routed = routed_preset(tmp_path / "routed")
-    stored = routed.build_model().decoders()
+    folder, parts = extracted
+    stored = load_preset(str(folder / "routed")).build_model().decoders()
     for route, (name, vocab, modules) in enumerate([
             ("default", VOCAB, MODULES), ("arithmetic__mul", VOCAB, ["arithmetic__mul"]),
             ("numbers__place_value", SMALL, ["numbers__place_value"])]):
-        done = command_in_process("train.extract_part", [
-            "--preset", tmp_path / "routed", "--part", name, "--output", tmp_path / name])
-        assert done.returncode == 0, done.stderr[-3000:]
-        part = load_preset(str(tmp_path / name))
+        part = load_preset(str(parts[name]))
         assert part.class_name == "TPTransformer"
         assert "weights_dtype" not in part.metadata  # float32: Keras' own file
         want = stored[route].decoder if route == 2 else stored[route]
@@ -75,24 +87,22 @@ def test_each_part_becomes_a_preset_with_the_weights_it_computes_with(tmp_path,
                for w in stored[1].get_weights())
     # train.math --init_from continues the extracted part
     fresh = decoder(9, VOCAB)
-    record = load_initial_weights(fresh, str(tmp_path / "arithmetic__mul"))
+    record = load_initial_weights(fresh, str(parts["arithmetic__mul"]))
     assert record["command"] == "train 2"
     assert all(np.array_equal(a, b) for a, b in zip(fresh.get_weights(),
                                                      stored[1].get_weights()))
 
 
-def test_a_plain_preset_or_an_unknown_part_is_refused(tmp_path, command_in_process):
-    routed_preset(tmp_path / "routed")
+def test_a_plain_preset_or_an_unknown_part_is_refused(extracted, tmp_path,
+                                                      command_in_process):
+    folder, parts = extracted
     done = command_in_process("train.extract_part", [
-        "--preset", tmp_path / "routed", "--part", "comparison__pair",
+        "--preset", folder / "routed", "--part", "comparison__pair",
         "--output", tmp_path / "x"])
     assert done.returncode != 0
     assert "not a part of routed (its parts: default, arithmetic__mul, numbers__place_value)" in (
         done.stderr)
     done = command_in_process("train.extract_part", [
-        "--preset", tmp_path / "routed", "--part", "default", "--output", tmp_path / "d"])
-    assert done.returncode == 0, done.stderr[-3000:]
-    done = command_in_process("train.extract_part", [
-        "--preset", tmp_path / "d", "--part", "default", "--output", tmp_path / "x"])
+        "--preset", parts["default"], "--part", "default", "--output", tmp_path / "x"])
     assert done.returncode != 0 and "not a routed one" in done.stderr
     assert not (tmp_path / "x").exists()
