@@ -206,10 +206,8 @@ def main(args):
     for name in quantised:  # after the float16 rounding: its matrices become int8
         round_weights(model.expert_decoders[model.expert_names.index(name)], "int8")
     vocab = evaluation.preset_vocabulary(default)
-    table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
-                                      templates=templates)
-    sample_table = evaluation.evaluate_model("math", model, vocab, args.data_dir, options,
-                                             limit=args.sample, templates=templates)
+    table, sample_table = evaluation.evaluate_tables(
+        "math", model, vocab, args.data_dir, options, [None, args.sample], templates=templates)
     records = {"default": part_record(default)} | records
     trainings = [r["training"] for r in records.values()]
     from tpr_keras.data.mathematics.templates import TEMPLATES_ASSET

@@ -56,10 +56,8 @@ def save_run_preset(args):
     vocab = load_vocabulary(task, vocab_path)
     options, run_options = evaluation_options(task, results)
     sample = args.sample or DEFAULT_SAMPLE[task]
-    table = evaluation.evaluate_model(task, model, vocab, args.data_dir, options,
-                                      download=False)
-    sample_table = evaluation.evaluate_model(task, model, vocab, args.data_dir, options,
-                                             limit=sample, download=False)
+    table, sample_table = evaluation.evaluate_tables(task, model, vocab, args.data_dir,
+                                                     options, [None, sample])
     check_run_table(args, task, model, vocab, results, table, options, run_options)
     sections = {
         "training": training_record(args, results, model),

@@ -94,19 +94,25 @@ class UnitsDigit:
         return ids, tf.zeros(tf.shape(digit), tf.float32)
 
 
-@pytest.mark.parametrize("right", [True, False])
-def test_math_table_scores_greedy_answers_per_module(tmp_path, right):
+def write_units_digits(root):
+    """place_value files: interpolate 100..111, extrapolate 1000..1011; returns the
+    vocabulary."""
+    from tpr_keras.data.mathematics import CharVocabulary
+
     numbers = {"interpolate": range(100, 112), "extrapolate": range(1000, 1012)}
     for regime, module in (("train-easy", "numbers__place_value"),
                            ("interpolate", "numbers__place_value"),
                            ("extrapolate", "numbers__place_value_big")):
-        path = tmp_path / regime / f"{module}.txt"
+        path = root / regime / f"{module}.txt"
         path.parent.mkdir(parents=True)
         path.write_text("".join(f"What is the units digit of {n}?\n{n % 10}\n"
                                 for n in numbers.get(regime, range(5))))
-    from tpr_keras.data.mathematics import CharVocabulary
+    return CharVocabulary.build(["What is the units digit of 0123456789?"])
 
-    vocab = CharVocabulary.build(["What is the units digit of 0123456789?"])
+
+@pytest.mark.parametrize("right", [True, False])
+def test_math_table_scores_greedy_answers_per_module(tmp_path, right):
+    vocab = write_units_digits(tmp_path)
     table = evaluation.math_table(UnitsDigit(vocab, right), vocab, tmp_path,
                                   ["numbers__place_value"], limit=8)
     # The first 8 questions: 100..107 and 1000..1007; only 100 and 1000 end in 0.
@@ -115,6 +121,34 @@ def test_math_table_scores_greedy_answers_per_module(tmp_path, right):
     assert table["extrapolate_accuracy_percent"] == {"numbers__place_value_big": expected}
     assert table["summary"]["interpolate"] == {"modules": 1, "mean": expected,
                                                "above_95": int(right)}
+
+
+class CountedUnitsDigit(UnitsDigit):
+    """:class:`UnitsDigit` that counts how often its decoding is traced (each Python call
+    of ``greedy_decode`` is a trace: the scorer is a ``tf.function``)."""
+
+    traces = 0
+
+    def greedy_decode(self, source, max_length):
+        self.traces += 1
+        return super().greedy_decode(source, max_length)
+
+
+def test_a_full_and_a_sample_table_trace_the_model_once(tmp_path):
+    """What ``train.save_preset`` and ``train.route_presets`` record: the full table and
+    the first-N sample, equal to two separate tables, from one trace."""
+    vocab = write_units_digits(tmp_path)
+    alone = CountedUnitsDigit(vocab, False)
+    want = [evaluation.math_table(alone, vocab, tmp_path, ["numbers__place_value"],
+                                  limit=limit) for limit in (None, 8)]
+    assert alone.traces == 2
+    model = CountedUnitsDigit(vocab, False)
+    tables = evaluation.evaluate_tables("math", model, vocab, tmp_path,
+                                        {"modules": ["numbers__place_value"]}, [None, 8])
+    assert tables == want and model.traces == 1
+    # 100..111: 100 and 110 end in 0 (2 of 12); of the first 8, 100 only
+    assert [t["interpolate_accuracy_percent"]["numbers__place_value"] for t in tables] == [
+        pytest.approx(100 * 2 / 12), 12.5]
 
 
 class RoutedUnitsDigit:

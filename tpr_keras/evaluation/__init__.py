@@ -5,7 +5,8 @@ them.
   the mean, failed tasks (> 5 %); :func:`entailment_table`: accuracy % per split;
   :func:`math_table`: greedy exact match % per module, interpolate and extrapolate), with
   the rules the ``train.*`` commands apply at the end of a run, so that a preset's
-  recorded table and ``python -m train.evaluate`` agree;
+  recorded table and ``python -m train.evaluate`` agree; :func:`evaluate_tables`: the
+  same for several ``limit``\ s (a preset's full and sample tables) in one pass of tracing;
 * :func:`compare_tables`: two tables row by row, within a tolerance;
 * :func:`data_files`, :func:`files_sha256`, :func:`changed_data_files`: the data a preset
   was evaluated on and whether it still has the same bytes;
@@ -20,9 +21,10 @@ are imported on first use: the tables import TensorFlow, the sample requests do 
 from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
-    "evaluate_model": "tables", "babi_table": "babi", "FAILED_ABOVE": "babi",
+    "evaluate_model": "tables", "evaluate_tables": "tables", "babi_table": "babi", "FAILED_ABOVE": "babi",
     "SERVED_MAX_STORY_SENTENCES": "babi", "entailment_table": "entailment",
     "ENTAILMENT_SPLITS": "entailment", "math_table": "mathematics",
+    "math_tables": "mathematics",
     "greedy_scorer": "mathematics", "greedy_accuracy": "mathematics",
     "routed_accuracy": "mathematics", "table_numbers": "table_comparison",
     "compare_tables": "table_comparison", "data_files": "data_checksums",

@@ -83,11 +83,17 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
         ``{"interpolate_accuracy_percent": {module: ...}, "extrapolate_accuracy_percent":
         {...}, "summary": {regime: {"modules", "mean", "above_95"}}}``.
     """
+    return math_tables(model, vocab, data_dir, modules, [limit], batch_size, download,
+                       templates)[0]
+
+
+def math_tables(model, vocab, data_dir, modules, limits, batch_size: int = 256,
+                download: bool = False, templates=None) -> list[dict[str, Any]]:
+    """:func:`math_table` for each of ``limits`` (None: the whole files), the model's
+    scorers traced once for all of them: a command that records a preset's full table and
+    its sample table decodes with one trace per decoder architecture, not two."""
     if not isinstance(modules, str):
         modules = tuple(modules)
-    data = mathematics.load_mathematics(data_dir, modules=modules, vocab=vocab,
-                                        difficulties=(), limit_per_file=limit,
-                                        download=download)
     if callable(getattr(model, "routes", None)):
         if templates is None:
             raise ValueError("a routed model answers by module: pass the preset's module "
@@ -101,14 +107,26 @@ def math_table(model, vocab, data_dir, modules, limit: int | None = None,
 
         def accuracy(split):
             return greedy_accuracy(scorer, mathematics.make_dataset(split, batch_size))
+    tables = []
+    for limit in limits:
+        data = mathematics.load_mathematics(data_dir, modules=modules, vocab=vocab,
+                                            difficulties=(), limit_per_file=limit,
+                                            download=download)
+        tables.append(_table({regime: {module: accuracy(split) for module, split in
+                                       getattr(data, regime).items()}
+                              for regime in ("interpolate", "extrapolate")}))
+    return tables
+
+
+def _table(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """``{regime: {module: %}}`` as :func:`math_table` returns it, with its summary."""
     table: dict[str, Any] = {}
     summary = {}
-    for regime in ("interpolate", "extrapolate"):
-        scores = {module: accuracy(split) for module, split in getattr(data, regime).items()}
-        table[f"{regime}_accuracy_percent"] = scores
-        if scores:
-            summary[regime] = {"modules": len(scores),
-                               "mean": float(np.mean(list(scores.values()))),
-                               "above_95": sum(s > 95 for s in scores.values())}
+    for regime, regime_scores in scores.items():
+        table[f"{regime}_accuracy_percent"] = regime_scores
+        if regime_scores:
+            summary[regime] = {"modules": len(regime_scores),
+                               "mean": float(np.mean(list(regime_scores.values()))),
+                               "above_95": sum(s > 95 for s in regime_scores.values())}
     table["summary"] = summary
     return table

@@ -13,7 +13,7 @@ from typing import Any
 
 from tpr_keras.evaluation.babi import babi_table
 from tpr_keras.evaluation.entailment import entailment_table
-from tpr_keras.evaluation.mathematics import math_table
+from tpr_keras.evaluation.mathematics import math_table, math_tables
 
 
 def evaluate_model(task: str, model, vocab, data_dir, options, limit: int | None = None,
@@ -36,3 +36,15 @@ def evaluate_model(task: str, model, vocab, data_dir, options, limit: int | None
         return math_table(model, vocab, data_dir, options["modules"], limit=limit,
                           download=download, templates=templates)
     raise ValueError(f"unknown task {task!r}; expected babi, entailment or math")
+
+
+def evaluate_tables(task: str, model, vocab, data_dir, options, limits,
+                    download: bool = False, templates=None) -> list[dict[str, Any]]:
+    """:func:`evaluate_model`'s table for each of ``limits`` (None: every example): a
+    preset's full table and its sample table. A math model's decoders are traced once for
+    all of them (:func:`~tpr_keras.evaluation.mathematics.math_tables`)."""
+    if task == "math":
+        return math_tables(model, vocab, data_dir, options["modules"], limits,
+                           download=download, templates=templates)
+    return [evaluate_model(task, model, vocab, data_dir, options, limit=limit,
+                           download=download, templates=templates) for limit in limits]
