@@ -21,10 +21,10 @@ are imported on first use: the tables import TensorFlow, the sample requests do 
 from tpr_keras.lazy import lazy_getattr
 
 _EXPORTS = {
-    "evaluate_model": "tables", "evaluate_tables": "tables", "babi_table": "babi", "FAILED_ABOVE": "babi",
-    "SERVED_MAX_STORY_SENTENCES": "babi", "entailment_table": "entailment",
-    "ENTAILMENT_SPLITS": "entailment", "math_table": "mathematics",
-    "math_tables": "mathematics",
+    "evaluate_model": "tables", "evaluate_tables": "tables", "babi_table": "babi",
+    "FAILED_ABOVE": "babi", "SERVED_MAX_STORY_SENTENCES": "babi",
+    "entailment_table": "entailment", "ENTAILMENT_SPLITS": "entailment",
+    "math_table": "mathematics", "math_tables": "mathematics",
     "greedy_scorer": "mathematics", "greedy_accuracy": "mathematics",
     "routed_accuracy": "mathematics", "table_numbers": "table_comparison",
     "compare_tables": "table_comparison", "data_files": "data_checksums",
