@@ -154,6 +154,7 @@ BLOCKS = {
     "math-authors-step-group-multiple": authors_step_block("math_authors_step_group_multiple"),
     "math-authors-step-group-shapes": authors_step_block("math_authors_step_group_shapes"),
     "math-authors-step-avx512": authors_step_block("math_authors_step_avx512"),
+    "math-authors-step-avx2": authors_step_block("math_authors_step_avx2"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
     "tests-times": test_times.markdown,
