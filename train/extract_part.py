@@ -14,7 +14,8 @@ preset computes with (every float16 number, and every int8 ``q * scale`` compute
 is a float32 number). Its vocabulary is the part's own, its templates the routed preset's,
 its modules those the part answers there (every module for the default), and its
 ``training`` the part's own record (command, commit, results file) with ``part_of`` naming
-the routed preset, its weights' SHA-256 and this command. It records no evaluation table:
+the routed preset, its weights' SHA-256, the SHA-256 its record gives the part's weights
+before they were routed, and this command. It records no evaluation table:
 the routed preset's tables are the whole model's.
 
 ``main`` imports Keras and the models after TensorFlow has started quietly
@@ -90,6 +91,7 @@ def main(args):
     record = training.get("parts", {}).get(args.part, {})
     part_of = {"preset": routed.name, "part": args.part,
                "weights_sha256": sha256_file(routed.weights_path),
+               "part_weights_sha256": record.get("weights_sha256"),
                "weights_dtype": routed.metadata.get("weights_dtype", "float32"),
                "command": shareable_command(run_command()), "source": run_source()}
     templates = evaluation.preset_templates(routed)

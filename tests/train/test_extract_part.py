@@ -35,8 +35,8 @@ def routed_preset(path):
                                                     "numbers__place_value": decoder(3, SMALL)})
     round_weights(model, "float16")
     round_weights(model.expert_decoders[0], "int8")
-    parts = {name: {"preset": f"p{seed}", "training": {"command": f"train {seed}",
-                                                       "seed": seed}}
+    parts = {name: {"preset": f"p{seed}", "weights_sha256": f"{seed}" * 64,
+                    "training": {"command": f"train {seed}", "seed": seed}}
              for seed, name in enumerate(("default", *model.expert_names), 1)}
     write_preset(model, path, task="math", model_name="math", description="routed",
                  headline="h", assets={"vocab.txt": VOCAB.save, "modules.json.gz":
@@ -81,6 +81,7 @@ def test_each_part_becomes_a_preset_with_the_weights_it_computes_with(extracted)
         assert training["command"] == f"train {route + 1}"
         assert training["part_of"]["preset"] == "routed"
         assert training["part_of"]["part"] == name
+        assert training["part_of"]["part_weights_sha256"] == f"{route + 1}" * 64
         assert training["part_of"]["command"].startswith("python -m train.extract_part")
     # the int8 expert's matrices are q * scale, not float16 numbers: they came through exact
     assert any(not np.array_equal(w, w.astype("float16").astype("float32"))

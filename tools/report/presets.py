@@ -35,6 +35,10 @@ def part_lines(root, route, part, shown=()):
             f"{(training.get('train_seconds') or 0) / 3600:.1f} h "
             f"({training.get('steps') or 0:,} steps, code at "
             f"`{str(training.get('source', {}).get('commit'))[:7]}`)")
+    if training.get("part_of"):  # written out of a routed preset by train.extract_part
+        head += (f", taken out of `{training['part_of']['preset']}` (its "
+                 f"`{training['part_of']['part']}` decoder as stored there) by "
+                 "`train.extract_part`")
     parent = training.get("parent")
     if parent and parent["weights_sha256"] in shown:  # one paragraph: the parent is above
         lines = [f"{head}; c{parent_lines(root, parent, shown)[0][1:]}", ""]
@@ -52,6 +56,8 @@ def training_lines(root, training):
             lines += part_lines(root, route, part, shown)
             parent = part["training"].get("parent")
             shown |= {part["weights_sha256"]} | ({parent["weights_sha256"]} if parent else set())
+            # a part taken out of a routed preset: the weights it was routed from
+            shown |= {part["training"].get("part_of", {}).get("part_weights_sha256")} - {None}
         return lines + [f"joined into one preset ({training['parameters']:,} parameters; code "
                         f"at `{training['source']['commit'][:7]}`) by:", "", "```bash",
                         portable_command(training["command"]), "```", ""]
