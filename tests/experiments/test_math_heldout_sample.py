@@ -77,6 +77,23 @@ def test_too_long_questions_are_redrawn(script, tmp_path):
     assert long_then_short.calls == 3
 
 
+def failing_then_short():
+    """A module whose first draw fails the generator's own assertion (as its
+    ``sample.arithmetic`` does on rare entropy leftovers): the sampler must draw again."""
+    failing_then_short.calls += 1
+    assert failing_then_short.calls != 2, "entropy left over"
+    return SimpleNamespace(question=f"Is {failing_then_short.calls} > 1?", answer=True)
+
+
+def test_a_draw_that_fails_the_generators_assertion_is_redrawn(script, tmp_path):
+    failing_then_short.calls = 0
+    script.generate({"interpolate": {"comparison__pair": failing_then_short}},
+                    str(tmp_path / "o"), 2, 0, log=lambda *_: None)
+    assert read(tmp_path / "o/interpolate/comparison__pair.txt") == (
+        "Is 1 > 1?\nTrue\nIs 3 > 1?\nTrue\n")
+    assert failing_then_short.calls == 3
+
+
 def test_never_overwrites(script, tmp_path):
     out = tmp_path / "o"
     out.mkdir()
