@@ -61,17 +61,22 @@ def flatten(tree, prefix=None):
     return dict(sorted(flat.items()))
 
 
-def sample(module, max_question=160, max_answer=30):
+def sample(module, max_question=160, max_answer=30, max_failures=100):
     """One ``(question, answer)`` of ``module()``, redrawn while either is too long or the
     generator fails its own check: ``mathematics_dataset`` 1.0.1's ``sample.arithmetic``
     asserts that an expression used up its entropy, and rare draws fail it (seeds 750 and
     751 of ``mul_div_multiple``, after 68,475 and 226,202 questions). The redraw continues
     the same random streams, so a seed still gives the same files, and a seed that never
-    fails the check gives the files it gave before."""
+    fails the check gives the files it gave before. ``max_failures`` such failures in a row
+    end it with the generator's own error (a module that always fails it)."""
+    failures = 0
     while True:
         try:
             problem = module()
         except AssertionError:
+            failures += 1
+            if failures >= max_failures:
+                raise
             continue
         question, answer = str(problem.question), str(problem.answer)
         if len(question) <= max_question and len(answer) <= max_answer:

@@ -94,6 +94,14 @@ def test_a_draw_that_fails_the_generators_assertion_is_redrawn(script, tmp_path)
     assert failing_then_short.calls == 3
 
 
+def test_a_module_that_always_fails_the_assertion_ends_with_its_error(script):
+    def always_failing():
+        raise AssertionError("entropy left over")
+
+    with pytest.raises(AssertionError, match="entropy left over"):
+        script.sample(always_failing, max_failures=5)
+
+
 def test_never_overwrites(script, tmp_path):
     out = tmp_path / "o"
     out.mkdir()
