@@ -39,7 +39,7 @@ import train  # noqa: E402, F401
 
 # The same for bench/, tools/ and experiments/, which are not installed: imported from this
 # checkout (on sys.path above, as is tests.serving.fuzz). Only their own test folders
-# (tests/bench, tests/tools, tests/experiments) import them (tests/test_layering.py).
+# (tests/bench, tests/tools, tests/experiments) import them (tests/test_outer_ring.py).
 import bench  # noqa: E402, F401
 import experiments  # noqa: E402, F401
 import tools  # noqa: E402, F401
