@@ -104,6 +104,10 @@ def _training_flags(command):
                     "16,384) are reused (1: exact cuts). The same loss and gradient; with "
                     "--target_groups 2 and N 8 measured about 12 % faster in steady "
                     "training (docs/training.md). TensorFlow only.", lower_bound=1)
+    command.boolean("answer_buckets", False, "Batch questions by answer length too: each "
+                    "batch holds one cell of a (question length in steps of 8, answer length) "
+                    "grid and pads to little more than its own examples (docs/training.md). Every "
+                    "question still once per epoch. TensorFlow only.")
     command.integer("warmup_steps", 0, "Optional warm-up steps at lr * warmup_factor.")
     command.float("warmup_factor", 0.1, "Learning-rate factor during warm-up.")
     command.integer("cooldown_steps", 0, "Decay the rate linearly to 0 over the last N of "

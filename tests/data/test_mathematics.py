@@ -17,6 +17,7 @@ from tpr_keras.data import mathematics as math_data
 from tpr_keras.data.mathematics import (
     CharVocabulary,
     MathFormatError,
+    MathSplit,
     load_mathematics,
     make_dataset,
     parse_mathematics_file,
@@ -200,6 +201,38 @@ def test_make_dataset_sequences_shapes_and_coverage(math_dir):
     features, _ = next(iter(plain))
     assert features["source"].shape[0] == 4 and features["source"].numpy()[0, 0] != v.START_ID
 
+
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_answer_buckets_batch_one_cell_of_the_length_grid(drop_remainder):
+    """Each batch holds the examples of one (question length, answer length) cell, padded
+    to its own longest of each; a pass holds every example once (or, dropping remainders,
+    only full batches of 3)."""
+    rng = np.random.default_rng(0)
+    q_lengths, a_lengths = rng.integers(3, 30, size=60), rng.integers(1, 6, size=60)
+    split = MathSplit(
+        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
+        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
+        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
+        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
+        modules=np.zeros(60, np.int32), module_names=("m0",))
+    ds = make_dataset(split, batch_size=3, shuffle=True, seed=1, bucket_boundaries=(12, 20),
+                      answer_bucket_boundaries=(4,), drop_remainder=drop_remainder)
+    seen = []
+    for features, labels in ds:
+        src, t_in = features["source"].numpy(), features["target_in"].numpy()
+        q, a = (src != 0).sum(1), (t_in != 0).sum(1)
+        assert len(set(zip(np.digitize(q, [12, 20]), np.digitize(a, [4])))) == 1, (q, a)
+        assert src.shape[1] == q.max() and t_in.shape[1] == a.max()
+        assert len(src) == 3 or not drop_remainder
+        seen += [(tuple(s[1:n - 1]), tuple(o[:m - 1])) for s, n, o, m in zip(
+            src, q, labels["target_out"].numpy(), a)]
+    everything = collections.Counter(
+        (tuple(split.question(i)), tuple(split.answer(i))) for i in range(60))
+    if drop_remainder:
+        assert len(seen) % 3 == 0 and not collections.Counter(seen) - everything
+        assert len(seen) > 30
+    else:
+        assert collections.Counter(seen) == everything
 
 def test_balanced_indices_give_every_module_its_share():
     from tpr_keras.data.mathematics import balanced_indices

@@ -173,6 +173,44 @@ def test_length_groups_split_the_training_steps_model_call(monkeypatch):
     assert task().flags.length_groups == 1  # the default runs on JAX
 
 
+def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
+    """``--answer_buckets``: each training batch holds one cell of the (question length,
+    answer length) grid; without it a batch's answers span the grid's cells. Refused on
+    JAX."""
+    import train.math
+    from tpr_keras.data.mathematics import (GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES,
+                                            MathSplit)
+    from train import backend
+    from train.errors import UsageError
+
+    rng = np.random.default_rng(0)
+    q_lengths, a_lengths = rng.integers(3, 60, size=200), rng.integers(1, 20, size=200)
+    split = MathSplit(
+        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
+        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
+        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
+        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
+        modules=np.zeros(200, np.int32), module_names=("m0",))
+
+    def cells(*argv):
+        task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
+                                                    *argv]))
+        task.resolve_recipe()
+        task.data, task.validation, task.module_weights = (
+            types.SimpleNamespace(train=split), split, None)
+        train_fn = task.training_data(None, on_jax=False)[0]
+        return [len(set(zip(np.digitize((f["source"].numpy() != 0).sum(1),
+                                         GRID_BUCKET_BOUNDARIES),
+                            np.digitize((f["target_in"].numpy() != 0).sum(1),
+                                        GRID_ANSWER_BOUNDARIES)))) for f, _ in train_fn(0)]
+
+    assert set(cells("--answer_buckets")) == {1}
+    assert max(cells()) > 1
+    monkeypatch.setattr(backend, "keras_backend", lambda: "jax")
+    with pytest.raises(UsageError, match="--answer_buckets batches by a grid"):
+        cells("--answer_buckets")
+
+
 def test_the_curve_and_the_final_table_share_one_compiled_decoder(monkeypatch):
     """``_accuracy`` makes one scorer per model for the run (the curve's after every
     epoch, the final table's): the same model gets the same one, another model its own."""

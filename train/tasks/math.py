@@ -150,6 +150,10 @@ class MathTask(TrainTask):
             setattr(flags, key, recipe[key])
         if "balance_modules" in recipe:
             flags.balance_modules = recipe["balance_modules"]
+        if flags.answer_buckets and backend.keras_backend() == "jax":
+            raise UsageError("--answer_buckets batches by a grid of lengths in tf.data and "
+                             "Keras runs on JAX (KERAS_BACKEND=jax), whose batches pad to a "
+                             "few fixed shapes: leave --answer_buckets out")
         for flag in ("length_groups", "target_groups", "group_multiple"):
             if getattr(flags, flag) > 1 and backend.keras_backend() == "jax":
                 # The groups' shapes are known only as the step runs.
@@ -243,6 +247,9 @@ class MathTask(TrainTask):
             def train_fn(epoch):
                 buckets = ({"bucket_boundaries": self.recipe["bucket_boundaries"]}
                            if "bucket_boundaries" in self.recipe else {})
+                if flags.answer_buckets:
+                    buckets = {"bucket_boundaries": mathematics.GRID_BUCKET_BOUNDARIES,
+                               "answer_bucket_boundaries": mathematics.GRID_ANSWER_BOUNDARIES}
                 return mathematics.make_dataset(data.train, flags.batch_size, shuffle=True,
                                                 seed=flags.seed * 100_003 + epoch,
                                                 balance_modules=flags.balance_modules,

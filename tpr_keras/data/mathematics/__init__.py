@@ -73,6 +73,8 @@ from tpr_keras.data.mathematics.parsing import (  # noqa: F401
 )
 from tpr_keras.data.mathematics.pipeline import (  # noqa: F401
     DEFAULT_BUCKET_BOUNDARIES,
+    GRID_ANSWER_BOUNDARIES,
+    GRID_BUCKET_BOUNDARIES,
     balanced_indices,
     make_dataset,
 )
@@ -90,6 +92,8 @@ from tpr_keras.data.mathematics.vocabulary import CharVocabulary  # noqa: F401
 __all__ = [
     "CharVocabulary",
     "DEFAULT_BUCKET_BOUNDARIES",
+    "GRID_ANSWER_BOUNDARIES",
+    "GRID_BUCKET_BOUNDARIES",
     "EXTRAPOLATE_SUFFIXES",
     "HeldOut",
     "MATH_ARCHIVE_NAME",

@@ -22,6 +22,13 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Source-length bucket boundaries (``<s> question </s>``, at most 162 symbols).
 DEFAULT_BUCKET_BOUNDARIES = (32, 48, 64, 96, 128)
 
+#: The grid of :func:`make_dataset`'s ``answer_bucket_boundaries``: question lengths in
+#: steps of 8 and answer lengths (``<s> answer``, at most 32 symbols) in these cells. On the
+#: twenty everyday modules' training questions a batch's matrix products then cost about
+#: 1.1 times what its examples' own lengths need (1.6 times with the question buckets alone).
+GRID_BUCKET_BOUNDARIES = tuple(range(16, 161, 8))
+GRID_ANSWER_BOUNDARIES = (3, 5, 8, 12, 16, 24)
+
 
 def balanced_indices(modules: np.ndarray, seed: int | None = None,
                      weights: Mapping[int, float] | None = None) -> np.ndarray:
@@ -119,6 +126,7 @@ def make_dataset(
     source_markers: bool = True,
     balance_modules: bool = False,
     module_weights: Mapping[int, float] | None = None,
+    answer_bucket_boundaries: Sequence[int] | None = None,
 ) -> tf.data.Dataset:
     """Batched, length-bucketed ``tf.data`` pipeline over a split.
 
@@ -139,6 +147,12 @@ def make_dataset(
             same boundaries together (``tf.data.Dataset.bucket_by_sequence_length``),
             so a batch pads to little more than its own longest question; None pads
             plain batches. Every example still appears exactly once per pass.
+        answer_bucket_boundaries: With ``bucket_boundaries``, batch together only examples
+            whose ``target_in`` lengths also fall between the same of these boundaries:
+            a batch holds one cell of the (question length, answer length) grid and pads
+            to little more than its own longest question and answer (for instance
+            :data:`GRID_BUCKET_BOUNDARIES` by :data:`GRID_ANSWER_BOUNDARIES`). Each cell
+            ends a pass with a partial batch (dropped with ``drop_remainder``).
         drop_remainder: Drop partial batches (of every bucket).
         repeat: Repeat indefinitely (each pass reshuffled).
         source_markers: Wrap the question in ``<s> ... </s>``.
@@ -163,7 +177,10 @@ def make_dataset(
     ds = ds.map(_example_builder(split, source_markers), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
     padding = (pad, pad, pad, 0)
-    if bucket_boundaries:
+    if bucket_boundaries and answer_bucket_boundaries:
+        ds = _grid_batches(ds, bucket_boundaries, answer_bucket_boundaries, batch_size,
+                           padding, drop_remainder)
+    elif bucket_boundaries:
         boundaries = sorted(int(b) for b in bucket_boundaries)
         ds = ds.bucket_by_sequence_length(
             element_length_func=lambda source, *rest: tf.shape(source)[0],
@@ -182,6 +199,29 @@ def make_dataset(
         )
 
     return ds.map(structure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _grid_batches(ds, question_boundaries, answer_boundaries, batch_size, padding,
+                  drop_remainder):
+    """``ds`` (unbatched ``(source, target_in, target_out, module)``) batched by the cell
+    of the grid its source and ``target_in`` lengths fall in (``bucket_by_sequence_length``
+    on two lengths: cell ``i`` of a length holds ``boundaries[i - 1] <= length <
+    boundaries[i]``)."""
+    import tensorflow as tf
+
+    questions = tf.constant(sorted(int(b) for b in question_boundaries), tf.int32)
+    answers = tf.constant(sorted(int(b) for b in answer_boundaries), tf.int32)
+    columns = len(answer_boundaries) + 1
+
+    def cell(source, target_in, *rest):
+        row = tf.reduce_sum(tf.cast(tf.shape(source)[0] >= questions, tf.int64))
+        column = tf.reduce_sum(tf.cast(tf.shape(target_in)[0] >= answers, tf.int64))
+        return row * columns + column
+
+    return ds.group_by_window(
+        key_func=cell, window_size=batch_size,
+        reduce_func=lambda _, window: window.padded_batch(
+            batch_size, padding_values=padding, drop_remainder=drop_remainder))
 
 
 def _example_order(split, shuffle, seed, repeat, balance_modules, module_weights):
