@@ -20,16 +20,18 @@ processes take in turn for ``--repeats`` rounds, the order reversed every other 
 * ``tensorflow`` / ``jax``: the port's ``Trainer`` / ``JaxTrainer`` step under ``train.math
   --recipe authors_code`` (the same loss, PyTorch-form Adam, clip and initialisation);
 * ``tensorflow_buckets``: the port's TensorFlow step on its own length-bucketed batches
-  (``make_dataset``'s boundaries) of the same data;
+  (``make_dataset``'s boundaries) of the same data; ``tensorflow_grid`` on its batches of
+  a (question, answer) length grid (``train.math --answer_buckets``);
 * ``tensorflow_einsum``: ``tensorflow`` with the model's ``attention_form="einsum"`` (the
   attention's projections as one einsum per kernel; ``tensorflow_matmul`` is the default
   ``"matmul"`` form: one matrix product per input stream and a reshape);
 * ``tensorflow[_buckets]_grouped``: the loss's model call on 3 / 2 length-sorted parts of
   equal count; ``..._groupedN``: N parts cut at the least padding (``--length_groups N``),
   ``_equal`` of equal count, ``..._groupedNxM`` each cut again into M by answer length
-  (``--target_groups M``): the same examples, loss and gradient, less padding computed.
+  (``--target_groups M``): the same examples, loss and gradient, less padding computed;
+  ``tensorflow_grid_grouped...`` the same on the grid's batches.
 
-All but ``tensorflow_buckets`` read the same batches: ``--batches`` shuffled batches of
+All but the ``buckets`` and ``grid`` steps read the same batches: ``--batches`` batches of
 ``--batch_size`` padded to their longest question and answer, as the authors' torchtext
 ``Iterator`` pads (the authors' step gets them with its ids for ``<pad>`` and ``<unk>``).
 
@@ -56,9 +58,7 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
-from bench import math_step_profile, math_steps
+from bench import math_batch_sets, math_step_profile, math_steps
 from bench.windows import WindowWorker, one_thread_environment, serve_windows
 from tpr_keras import runtime
 
@@ -69,7 +69,6 @@ EVERYDAY_MODULES = (
     "comparison__kth_biggest,comparison__closest,numbers__place_value,numbers__round_number,"
     "numbers__gcd,numbers__lcm,numbers__div_remainder,numbers__is_factor,numbers__is_prime,"
     "measurement__conversion,measurement__time,algebra__linear_1d")
-KEYS = ("source", "target_in", "target_out", "module")
 
 
 def skip_reason(config, checkout):
@@ -83,55 +82,6 @@ def skip_reason(config, checkout):
     if importlib.util.find_spec(library) is None:
         return f"{library} is not installed"
     return None
-
-
-def make_batch_sets(split, batch_size, count):
-    """``{"same": plain batches padded per batch, "buckets": the port's length buckets}``,
-    ``count`` each, as numpy ``(features, labels)``."""
-    from tpr_keras.data import mathematics
-
-    def take(**kwargs):
-        ds = mathematics.make_dataset(split, batch_size, shuffle=True, seed=0,
-                                      drop_remainder=True, **kwargs).take(count)
-        batches = [({k: v.numpy() for k, v in f.items()}, {k: v.numpy() for k, v in l.items()})
-                   for f, l in ds]
-        if len(batches) < count:
-            raise SystemExit(f"the data gives {len(batches)} full batches of {batch_size}, "
-                             f"not {count}: lower --batches or raise --limit_per_file")
-        return batches
-
-    return {"same": take(bucket_boundaries=None), "buckets": take()}
-
-
-def save_batches(sets, path):
-    np.savez(path, **{f"{name}/{i}/{key}": (f if key in f else l)[key]
-                      for name, batches in sets.items() for i, (f, l) in enumerate(batches)
-                      for key in KEYS})
-
-
-def load_batches(path, name):
-    with np.load(path) as data:
-        count = len({k.split("/")[1] for k in data.files if k.startswith(name + "/")})
-        return [({k: data[f"{name}/{i}/{k}"] for k in KEYS[:2]},
-                 {k: data[f"{name}/{i}/{k}"] for k in KEYS[2:]}) for i in range(count)]
-
-
-def flop_counts(batches, sizes, vocabulary_size):
-    """Mean training-step matmul FLOPs per example over ``batches``: on the padded
-    lengths (what the step computes) and on each example's own (``useful``)."""
-    padded, useful, examples = 0.0, 0.0, 0
-    for f, _ in batches:
-        rows = f["source"].shape[0]
-        padded += rows * 3 * math_steps.matmul_flops(
-            sizes, vocabulary_size, f["source"].shape[1], f["target_in"].shape[1])
-        for s, t in zip((f["source"] != 0).sum(1), (f["target_in"] != 0).sum(1)):
-            useful += 3 * math_steps.matmul_flops(sizes, vocabulary_size, s, t)
-        examples += rows
-    return {"flops_per_example": padded / examples,
-            "useful_flops_per_example": useful / examples,
-            "mean_source_length": float(np.mean([f["source"].shape[1] for f, _ in batches])),
-            "mean_target_length": float(np.mean([f["target_in"].shape[1]
-                                                 for f, _ in batches]))}
 
 
 def build_step(spec, library, batches):
@@ -173,7 +123,7 @@ def worker(spec):
     windows on demand."""
     spec = json.loads(spec)
     library, batch_set = math_steps.config_entry(spec["config"])[:2]
-    step, data, info = build_step(spec, library, load_batches(spec["batches_file"],
+    step, data, info = build_step(spec, library, math_batch_sets.load_batches(spec["batches_file"],
                                                                batch_set))
     start = time.perf_counter()
     for batch in data:
@@ -313,11 +263,14 @@ def prepare(args):
     modules = "all" if args.modules == "all" else tuple(args.modules.split(","))
     data = mathematics.load_mathematics(args.data_dir, modules=modules,
                                         limit_per_file=args.limit_per_file, download=False)
-    sets = make_batch_sets(data.train, args.batch_size, args.batches)
+    used = {math_steps.config_entry(name)[1] for name in args.configs.split(",")}
+    sets = math_batch_sets.make_batch_sets(
+        data.train, args.batch_size, args.batches,
+        [name for name in ("same", "buckets", "grid") if name == "same" or name in used])
     sizes = dict(PAPER_SIZES[args.preset].config)
-    counts = {k: flop_counts(v, sizes, len(data.vocab)) for k, v in sets.items()}
+    counts = {k: math_batch_sets.flop_counts(v, sizes, len(data.vocab)) for k, v in sets.items()}
     path = os.path.join(tempfile.mkdtemp(prefix="math_authors_step_"), "batches.npz")
-    save_batches(sets, path)
+    math_batch_sets.save_batches(sets, path)
     recipe = resolve_size(args.preset, recipe_name="authors_code")[1]
     spec = {"batches_file": path, "preset": args.preset, "sizes": sizes,
             "vocabulary_size": len(data.vocab), "checkout": args.authors_checkout,

@@ -29,12 +29,14 @@ CONFIGS = {"authors": ("torch", "same"), "tensorflow": ("tensorflow", "same", "m
            "tensorflow_matmul": ("tensorflow", "same", "matmul", 1),
            "tensorflow_einsum": ("tensorflow", "same", "einsum", 1),
            "tensorflow_grouped": ("tensorflow", "same", "matmul", 3, "equal"),
-           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2, "equal")}
+           "tensorflow_buckets_grouped": ("tensorflow", "buckets", "matmul", 2, "equal"),
+           "tensorflow_grid": ("tensorflow", "grid", "matmul", 1)}
 #: ``tensorflow_groupedN`` / ``tensorflow_buckets_groupedN``: N length groups, cut where
 #: the fewest padded positions remain (``..._equal``: of equal counts); ``..._groupedNxM``:
 #: each cut again into M by the answers' length; ``..._mK``: cut and padded at multiples
 #: of K (``group_multiple``).
-_GROUPED = re.compile(r"^tensorflow(_buckets)?_grouped(\d+)(?:x(\d+))?(_equal)?(?:_m(\d+))?$")
+_GROUPED = re.compile(
+    r"^tensorflow(_buckets|_grid)?_grouped(\d+)(?:x(\d+))?(_equal)?(?:_m(\d+))?$")
 
 
 def config_entry(name):
@@ -43,7 +45,7 @@ def config_entry(name):
     if (name in CONFIGS or not grouped or int(grouped.group(2)) < 1
             or int(grouped.group(3) or 1) < 1 or int(grouped.group(5) or 1) < 1):
         return CONFIGS.get(name)
-    return ("tensorflow", "buckets" if grouped.group(1) else "same", "matmul",
+    return ("tensorflow", grouped.group(1)[1:] if grouped.group(1) else "same", "matmul",
             int(grouped.group(2)), "equal" if grouped.group(4) else "padding",
             int(grouped.group(3) or 1), int(grouped.group(5) or 1))
 

@@ -98,17 +98,6 @@ def test_matmul_flops_counts_every_product_of_a_step():
     assert math_steps.matmul_flops(baseline, 3, 3, 2) == 672 - 40 - 24 - 16 - 16
 
 
-def test_flop_counts_padded_and_useful():
-    source = np.array([[2, 5, 3, 0], [2, 5, 6, 3]], np.int32)
-    target = np.array([[2, 7, 0], [2, 7, 8]], np.int32)
-    batch = ({"source": source, "target_in": target}, {"target_out": target})
-    counts = math_authors_step.flop_counts([batch], TINY, 3)
-    assert counts["flops_per_example"] == 3 * math_steps.matmul_flops(TINY, 3, 4, 3)
-    assert counts["useful_flops_per_example"] == 1.5 * (
-        math_steps.matmul_flops(TINY, 3, 3, 2) + math_steps.matmul_flops(TINY, 3, 4, 3))
-    assert counts["mean_source_length"] == 4 and counts["mean_target_length"] == 3
-
-
 def test_authors_batches_use_their_pad_and_unk_and_one_target_row():
     features = {"source": np.array([[2, 1, 9, 3, 0]]), "target_in": np.array([[2, 7, 0]])}
     labels = {"target_out": np.array([[7, 3, 0]])}
