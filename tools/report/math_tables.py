@@ -20,6 +20,11 @@ model's SavedModel, on a sample of the interpolate regime drawn by
 ``experiments.math_heldout_sample`` under a seed the dataset's files were not made with; one
 row per model, then the lowest module (what a bar on every module asks) and the mean.
 
+Answer buckets (block ``math-answer-buckets``): each
+``results/math/answer_buckets/<name>/results.json``, runs that differ only in how
+``train.math`` batches (``--answer_buckets`` or not); one row per run: its last epoch's
+examples/s, its validation after its last step and its interpolate mean.
+
 Fit (block ``math-fit``): each ``results/math/fit/<name>.json`` written by
 ``tools.math_fit``: exact match on the first questions of each training file beside
 interpolate, and interpolate by kind of question.
@@ -36,6 +41,7 @@ FOCUS = os.path.join(MATH, "focus")
 STEPS = os.path.join(MATH, "steps{steps}")
 HELDOUT = os.path.join(MATH, "heldout")
 FIT = os.path.join(MATH, "fit")
+ANSWER_BUCKETS = os.path.join(MATH, "answer_buckets")
 MODEL = "tp_transformer"
 #: The bar: every module the preset serves at >= 90 % interpolate exact match.
 TARGET = 90.0
@@ -257,3 +263,30 @@ def fit_markdown(root="."):
                     for module, table in kinds.items() for name, cell in table.items()]
             out.append("")
     return "\n".join(out).rstrip("\n")
+
+
+def answer_buckets_markdown(root="."):
+    """One row per run under :data:`ANSWER_BUCKETS`, then each run's command."""
+    paths = sorted(glob.glob(os.path.join(root, ANSWER_BUCKETS, "*", "results.json")))
+    if not paths:
+        return f"No run is committed (`{ANSWER_BUCKETS}/<name>/results.json`)."
+    lines = ["| run | batches | steps of 128 | training examples/s | training h | "
+             "validation loss | validation error % | interpolate mean % | modules ≥ 90 % |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    commands = []
+    for path in paths:
+        with open(path) as f:
+            r = json.load(f)
+        last = r["history"][-1]
+        grid = "--answer_buckets" in r["command"].split()
+        lines.append(
+            f"| `{os.path.basename(os.path.dirname(path))}` | "
+            f"{'question × answer length grid' if grid else 'question length buckets'} | "
+            f"{r['steps']:,} | {last['examples_per_second']:.0f} | "
+            f"{r['train_seconds'] / 3600:.2f} | {last['valid_loss']:.3f} | "
+            f"{last['valid_error_percent']:.1f} | {r['summary']['interpolate']['mean']:.1f} | "
+            f"{sum(v >= TARGET for v in r['interpolate_accuracy_percent'].values())} |")
+        commands.append(f"`{r['command']}`")
+    machine = r["machine"]["description"]
+    return "\n".join(lines + ["", f"Side by side on {machine}, one core each. Commands: "
+                               + "; ".join(commands) + "."])
