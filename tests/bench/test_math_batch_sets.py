@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from bench import math_batch_sets, math_steps
-from tpr_keras.data.mathematics import (GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES,
-                                        MathSplit)
+from tests.data.tiny_math import random_split
+from tpr_keras.data.mathematics import GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES
 
 TINY = dict(model_dim=2, feed_forward_dim=4, num_heads=1, num_encoder_layers=1,
             num_decoder_layers=1, use_role=True, multiplicative_embedding=True)
@@ -24,14 +24,7 @@ def test_flop_counts_padded_and_useful():
 
 
 def split(size=400):
-    rng = np.random.default_rng(0)
-    q_lengths, a_lengths = rng.integers(3, 40, size=size), rng.integers(1, 12, size=size)
-    return MathSplit(
-        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
-        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
-        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
-        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
-        modules=np.zeros(size, np.int32), module_names=("m0",))
+    return random_split(size, (3, 40), (1, 12))
 
 
 def test_each_set_is_drawn_from_the_full_batches_of_its_pipeline(tmp_path):

@@ -12,12 +12,11 @@ import collections
 import numpy as np
 import pytest
 
-from tests.data.tiny_math import MODULES, make_math_dir
+from tests.data.tiny_math import MODULES, make_math_dir, random_split
 from tpr_keras.data import mathematics as math_data
 from tpr_keras.data.mathematics import (
     CharVocabulary,
     MathFormatError,
-    MathSplit,
     load_mathematics,
     make_dataset,
     parse_mathematics_file,
@@ -207,14 +206,7 @@ def test_answer_buckets_batch_one_cell_of_the_length_grid(drop_remainder):
     """Each batch holds the examples of one (question length, answer length) cell, padded
     to its own longest of each; a pass holds every example once (or, dropping remainders,
     only full batches of 3)."""
-    rng = np.random.default_rng(0)
-    q_lengths, a_lengths = rng.integers(3, 30, size=60), rng.integers(1, 6, size=60)
-    split = MathSplit(
-        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
-        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
-        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
-        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
-        modules=np.zeros(60, np.int32), module_names=("m0",))
+    split = random_split(60, (3, 30), (1, 6))
     ds = make_dataset(split, batch_size=3, shuffle=True, seed=1, bucket_boundaries=(12, 20),
                       answer_bucket_boundaries=(4,), drop_remainder=drop_remainder)
     seen = []

@@ -2,10 +2,13 @@
 question/answer pairs per module in each of the five regimes, written as the real
 ``mathematics_dataset-v1.0`` lays them out.
 
-Used by ``tests/data/test_mathematics*.py``.
+Used by ``tests/data/test_mathematics*.py``; :func:`random_split` also by the tests of the
+length buckets elsewhere.
 """
 
 from pathlib import Path
+
+import numpy as np
 
 MODULES = {
     # regime -> module -> examples (question, answer)
@@ -43,3 +46,19 @@ def make_math_dir(root: Path, modules=MODULES) -> Path:
             text = "".join(f"{q}\n{a}\n" for q, a in pairs)
             (root / regime / f"{module}.txt").write_text(text, encoding="utf-8")
     return root
+
+
+def random_split(size, question_lengths, answer_lengths, seed=0):
+    """A ``MathSplit`` of ``size`` random questions of one module, their lengths drawn
+    uniformly from the ``[low, high)`` pairs ``question_lengths`` and ``answer_lengths``."""
+    from tpr_keras.data.mathematics import MathSplit
+
+    rng = np.random.default_rng(seed)
+    q_lengths, a_lengths = rng.integers(*question_lengths, size=size), rng.integers(
+        *answer_lengths, size=size)
+    return MathSplit(
+        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
+        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
+        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
+        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
+        modules=np.zeros(size, np.int32), module_names=("m0",))

@@ -178,19 +178,12 @@ def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
     answer length) grid; without it a batch's answers span the grid's cells. Refused on
     JAX."""
     import train.math
-    from tpr_keras.data.mathematics import (GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES,
-                                            MathSplit)
+    from tests.data.tiny_math import random_split
+    from tpr_keras.data.mathematics import GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES
     from train import backend
     from train.errors import UsageError
 
-    rng = np.random.default_rng(0)
-    q_lengths, a_lengths = rng.integers(3, 60, size=200), rng.integers(1, 20, size=200)
-    split = MathSplit(
-        question_ids=rng.integers(4, 40, size=int(q_lengths.sum())).astype(np.int32),
-        question_splits=np.concatenate([[0], np.cumsum(q_lengths)]),
-        answer_ids=rng.integers(4, 40, size=int(a_lengths.sum())).astype(np.int32),
-        answer_splits=np.concatenate([[0], np.cumsum(a_lengths)]),
-        modules=np.zeros(200, np.int32), module_names=("m0",))
+    split = random_split(200, (3, 60), (1, 20))
 
     def cells(*argv):
         task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
