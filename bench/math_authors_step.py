@@ -123,8 +123,8 @@ def worker(spec):
     windows on demand."""
     spec = json.loads(spec)
     library, batch_set = math_steps.config_entry(spec["config"])[:2]
-    step, data, info = build_step(spec, library, math_batch_sets.load_batches(spec["batches_file"],
-                                                               batch_set))
+    batches = math_batch_sets.load_batches(spec["batches_file"], batch_set)
+    step, data, info = build_step(spec, library, batches)
     start = time.perf_counter()
     for batch in data:
         step(batch)
