@@ -176,21 +176,8 @@ def make_dataset(
     ds = _example_order(split, shuffle, seed, repeat, balance_modules, module_weights)
     ds = ds.map(_example_builder(split, source_markers), num_parallel_calls=tf.data.AUTOTUNE,
                 deterministic=True)
-    padding = (pad, pad, pad, 0)
-    if bucket_boundaries and answer_bucket_boundaries:
-        ds = _grid_batches(ds, bucket_boundaries, answer_bucket_boundaries, batch_size,
-                           padding, drop_remainder)
-    elif bucket_boundaries:
-        boundaries = sorted(int(b) for b in bucket_boundaries)
-        ds = ds.bucket_by_sequence_length(
-            element_length_func=lambda source, *rest: tf.shape(source)[0],
-            bucket_boundaries=boundaries,
-            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-            padding_values=padding,
-            drop_remainder=drop_remainder,
-        )
-    else:
-        ds = ds.padded_batch(batch_size, padding_values=padding, drop_remainder=drop_remainder)
+    ds = _batches(ds, batch_size, bucket_boundaries, answer_bucket_boundaries,
+                  (pad, pad, pad, 0), drop_remainder)
 
     def structure(source, target_in, target_out, module):
         return (
@@ -199,6 +186,27 @@ def make_dataset(
         )
 
     return ds.map(structure, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _batches(ds, batch_size, bucket_boundaries, answer_bucket_boundaries, padding,
+             drop_remainder):
+    """``ds`` (unbatched ``(source, target_in, target_out, module)``) batched as
+    :func:`make_dataset` says: by the length grid, by question-length buckets, or plainly."""
+    import tensorflow as tf
+
+    if bucket_boundaries and answer_bucket_boundaries:
+        return _grid_batches(ds, bucket_boundaries, answer_bucket_boundaries, batch_size,
+                             padding, drop_remainder)
+    if bucket_boundaries:
+        boundaries = sorted(int(b) for b in bucket_boundaries)
+        return ds.bucket_by_sequence_length(
+            element_length_func=lambda source, *rest: tf.shape(source)[0],
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            padding_values=padding,
+            drop_remainder=drop_remainder,
+        )
+    return ds.padded_batch(batch_size, padding_values=padding, drop_remainder=drop_remainder)
 
 
 def _grid_batches(ds, question_boundaries, answer_boundaries, batch_size, padding,
