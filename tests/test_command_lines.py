@@ -8,6 +8,8 @@ import pathlib
 
 import pytest
 
+from tests.file_trees import write_files
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 #: The scripts that parse their command line with ``argparse``, and why. Each drives or reads
@@ -149,9 +151,7 @@ def test_the_scan_finds_parsers_and_entries_off_the_flag_system(tmp_path):
         "bench/f.py": "import sys\nif __name__ == '__main__':\n    print(sys.argv)\n",
         "tests/serving/serving_fuzz.py": "if __name__ == '__main__':\n    pass\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_files(tmp_path, files)
     own, off = command_lines(tmp_path)
     assert own == ["serving.command_flags", "tools.a", "tools.b", "tools.c"]
     assert off == ["bench.f", "tests.serving.serving_fuzz", "tools.c"]

@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 
+from tests.file_trees import write_files
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 #: Every package of the library a user imports.
@@ -244,9 +246,7 @@ def test_the_floor_scan_refuses_every_import_up_or_across(tmp_path):
         "tpr_keras/exporters/__init__.py": "import tpr_keras.models\n",
         "tpr_keras/ops/tpr.py": 'DOC = "see tpr_keras.layers (the layers)"\n',
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_files(tmp_path, files)
     assert _up_the_floors(tmp_path) == [
         "tpr_keras/exporters/__init__.py: on no floor",
         "tpr_keras/layers/tpru.py: tpr_keras.models (tpr_keras.layers -> tpr_keras.models)",

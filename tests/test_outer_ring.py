@@ -7,6 +7,7 @@ Checked by reading the sources; the inner packages' layering is tests/test_layer
 import ast
 import pathlib
 
+from tests.file_trees import write_files
 from tests.test_layering import REPO, _imported_roots
 
 #: The command packages (run from a checkout as ``python -m <package>.<name>``, not
@@ -43,9 +44,7 @@ def test_the_test_import_scan_finds_a_command_package_imported_elsewhere(tmp_pat
         "tests/experiments/test_d.py": "import experiments.train_presets as presets\n",
         "tests/bench/test_e.py": "import bench\nfrom .tools import x\nimport toolsy\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_files(tmp_path, files)
     assert _command_imports_outside_their_tests(tmp_path) == [
         "tests/analysis/test_a.py: tools", "tests/models/test_b.py: bench",
         "tests/tools/test_c.py: bench"]
@@ -155,9 +154,7 @@ def test_the_arrow_scan_refuses_an_undrawn_import_anywhere_in_a_module(tmp_path)
         "tools/served.py": "import os\n",
         "tools/report/blocks.py": "from experiments import runs\nfrom tools import check\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_files(tmp_path, files)
     assert _against_the_arrows(tmp_path) == [
         "bench/speed.py: experiments.runs (bench -> experiments)",
         "experiments/runs.py: tools.report (experiments -> report)",

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bench import math_authors_step, math_step_profile, math_steps
+from tests.file_trees import write_files
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 TINY = dict(model_dim=2, feed_forward_dim=4, num_heads=1, num_encoder_layers=1,
@@ -188,11 +189,8 @@ def test_port_half_side_by_side_without_a_checkout(tmp_path, monkeypatch, capsys
 @pytest.mark.slow
 def test_authors_half_on_a_stand_in_checkout(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")
-    checkout = tmp_path / "checkout"
-    for path, text in (("models/tp-transformer.py", FAKE_MODEL), ("utils/lib.py", FAKE_LIB),
-                       ("utils/__init__.py", "")):
-        (checkout / path).parent.mkdir(parents=True, exist_ok=True)
-        (checkout / path).write_text(text)
+    checkout = write_files(tmp_path / "checkout", {
+        "models/tp-transformer.py": FAKE_MODEL, "utils/lib.py": FAKE_LIB, "utils/__init__.py": ""})
     bench, _ = run(["--configs", "authors", "--authors_checkout", str(checkout),
                     "--profile_steps", "1"], tmp_path, monkeypatch, capsys)
     row = bench["configs"]["authors"]

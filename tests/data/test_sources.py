@@ -10,6 +10,7 @@ import tarfile
 
 import pytest
 
+from tests.file_trees import write_files
 from tpr_keras.data import babi, entailment, mathematics
 from tpr_keras.data.download import ChecksumError, DownloadError
 from tpr_keras.data.sources import DataSource, download_and_extract, find_data_dir
@@ -28,9 +29,7 @@ def keras_home(tmp_path, monkeypatch):
 def make_archive(path, files):
     """A .tar.gz at ``path`` holding ``files`` ({member name: text}); returns its sha256."""
     staging = path.parent / (path.name + ".staging")
-    for name, text in files.items():
-        (staging / name).parent.mkdir(parents=True, exist_ok=True)
-        (staging / name).write_text(text)
+    write_files(staging, files)
     with tarfile.open(path, "w:gz") as tar:
         for top in sorted({name.split("/")[0] for name in files}):
             tar.add(staging / top, arcname=top)

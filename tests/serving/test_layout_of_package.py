@@ -9,6 +9,8 @@ import pathlib
 
 import pytest
 
+from tests.file_trees import write_files
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVING = ROOT / "serving"
 SUB_PACKAGES = ("core", "model_server", "client")
@@ -216,9 +218,7 @@ def test_the_definition_scan_sees_a_second_definition(tmp_path):
              "serving/core/layout.py": "from tpr_keras.export.layout import WARMUP_FILE\n",
              "serving/core/warmup.py": 'WARMUP_FILE = "w"\ndef f():\n    WARMUP_PATH = "x"\n',
              "train/export.py": 'if True:\n    EXPORT_INFO_FILE = "e"\n'}
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    write_files(tmp_path, files)
     for top in ("tools", "bench"):
         (tmp_path / top).mkdir()
     assert assigned_names(tmp_path) == {
