@@ -175,7 +175,7 @@ def test_a_routed_preset_shows_each_decoders_training_then_the_joining_command(t
                     "default": part(0, 2.5, "python -m train.math --seed 0"),
                     "comparison__pair": part(1, 1.0, "python -m train.math --seed 1", parent),
                     "numbers__gcd": part(2, 0.5, "python -m train.math --seed 2", parent)}}
-    assert trained_cell(training) == "3 decoders (seeds 0, 1, 2), 3.5 h of training in all"
+    assert trained_cell(training) == "3 decoders (seeds 0, 1, 2), 3.5 h in their last runs"
     text = "\n".join(training_lines(str(tmp_path), training))
     order = ["**default** decoder, answering every question no other decoder takes: `p0`",
              "python -m train.math --seed 0",

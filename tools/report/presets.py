@@ -14,12 +14,14 @@ HELDOUT = os.path.join("results", "math", "heldout")
 
 
 def trained_cell(training):
-    """The README table's "trained" cell: seed, epochs and hours; a routed preset's parts."""
+    """The README table's "trained" cell: seed, epochs and hours; a routed preset's parts,
+    with the hours of each part's own run summed (a part continued from another preset, or
+    over several runs, brings only its last run's hours: its section lists the rest)."""
     hours = (training.get("train_seconds") or 0) / 3600
     parts = training.get("parts")
     if parts:
         seeds = ", ".join(str(p["training"].get("seed")) for p in parts.values())
-        return f"{len(parts)} decoders (seeds {seeds}), {hours:.1f} h of training in all"
+        return f"{len(parts)} decoders (seeds {seeds}), {hours:.1f} h in their last runs"
     return f"seed {training.get('seed')}, {training.get('epochs')} epochs, {hours:.1f} h of training"
 
 
