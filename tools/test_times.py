@@ -10,6 +10,10 @@ in order. A test's time is its setup, call and teardown together, so a module- o
 session-scoped fixture counts for the test that first asked for it. The folder table in
 ``results/tests.md`` (block ``tests-times``) is made from the JSON by ``python -m
 tools.report``.
+
+``--baseline_log`` adds another run of a README's test command (another commit's, run on the
+same machine just before or after; durations not needed): machines of one name differ up to
+4x in speed, so what a measurement can be compared with is a ratio measured side by side.
 """
 
 from __future__ import annotations
@@ -65,10 +69,28 @@ def read_halves(text: str) -> list[dict]:
     return halves
 
 
+def read_totals(text: str) -> list[dict]:
+    """Each pytest session's wall seconds and counts in ``text`` (no durations needed)."""
+    totals = []
+    for line in text.splitlines():
+        match = SUMMARY.match(line)
+        if match and COUNT.search(match.group(1)):
+            totals.append({"seconds": float(match.group(2)),
+                           "counts": summary_counts(match)})
+    if not totals:
+        raise LogError("no pytest summary line found")
+    return totals
+
+
+def summary_counts(summary: re.Match) -> dict[str, int]:
+    """``{"passed": 3, "error": 1}`` of a summary line."""
+    return {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
+            for n, kind in COUNT.findall(summary.group(1))}
+
+
 def session_record(summary: re.Match, times: dict[str, float]) -> dict:
     """The record of one session from its summary line and its tests' seconds."""
-    counts = {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
-              for n, kind in COUNT.findall(summary.group(1))}
+    counts = summary_counts(summary)
     folders = defaultdict(lambda: [0.0, 0])
     for node_id, seconds in times.items():
         folders[folder_of(node_id)][0] += seconds
@@ -89,6 +111,11 @@ def command() -> Command:
     parser.string("json", None, "write the record here")
     parser.string("machine", None, "the machine the log comes from (default: this one)")
     parser.string("note", "", "what else ran on the machine meanwhile")
+    parser.string("baseline_log", None, "the log of another commit's test command run on "
+                                        "the same machine beside this one")
+    parser.string("baseline_commit", None, "the commit of --baseline_log")
+    parser.string("baseline_command", None, "the test command of --baseline_log (that "
+                                            "commit's README command)")
     return parser
 
 
@@ -101,6 +128,8 @@ def main(argv=None) -> int:
     record = {"machine": args.machine, "note": args.note,
               "command": "PYTEST_ADDOPTS=--durations=0 CI=true bash .ci/run",
               "halves": [dict(name=name, **half) for name, half in zip(HALVES, halves)]}
+    if args.baseline_log:
+        record["baseline"] = baseline_record(args)
     for half in record["halves"]:
         print(f"{half['name']}: {half['seconds'] / 60:.1f} min, {half['counts']}")
         for name, folder in half["folders"].items():
@@ -110,6 +139,18 @@ def main(argv=None) -> int:
             json.dump(record, f, indent=1)
             f.write("\n")
     return 0
+
+
+def baseline_record(args) -> dict:
+    """``{"commit", "command", "halves": [{"seconds", "counts"}]}`` of ``--baseline_log``."""
+    if not (args.baseline_commit and args.baseline_command):
+        raise LogError("--baseline_log needs --baseline_commit and --baseline_command")
+    with open(args.baseline_log, encoding="utf-8", errors="replace") as f:
+        halves = read_totals(f.read())
+    seconds = sum(h["seconds"] for h in halves)
+    print(f"baseline {args.baseline_commit}: {seconds / 60:.1f} min in {len(halves)} sessions")
+    return {"commit": args.baseline_commit, "command": args.baseline_command,
+            "halves": halves}
 
 
 if __name__ == "__main__":

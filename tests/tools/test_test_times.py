@@ -68,3 +68,26 @@ def test_a_log_without_durations_is_refused(tmp_path):
         test_times.read_halves(log.read_text())
     with pytest.raises(test_times.LogError, match="no pytest summary"):
         test_times.read_halves("nothing\n")
+
+
+def test_a_baseline_run_beside_it_gives_the_ratio_of_their_times(two_sessions, tmp_path):
+    old = tmp_path / "old.log"
+    old.write_text("install\n===== 4 passed, 1 skipped in 30.00s (0:00:30) =====\n"
+                   "==== 2 passed in 10.00s ====\n")  # no durations: not needed here
+    out = tmp_path / "durations.json"
+    assert test_times.main([str(two_sessions), "--json", str(out), "--machine", "here",
+                            "--baseline_log", str(old), "--baseline_commit", "abc1234",
+                            "--baseline_command", "python -m pytest tests"]) == 0
+    record = json.loads(out.read_text())
+    assert record["baseline"] == {
+        "commit": "abc1234", "command": "python -m pytest tests",
+        "halves": [{"seconds": 30.0, "counts": {"passed": 4, "skipped": 1}},
+                   {"seconds": 10.0, "counts": {"passed": 2}}]}
+    now = sum(h["seconds"] for h in record["halves"])
+    (tmp_path / "results" / "tests").mkdir(parents=True)
+    (tmp_path / report.RECORD).write_text(out.read_text())
+    block = report.markdown(str(tmp_path))
+    assert "`abc1234` (`python -m pytest tests`; 6 tests passed) took 0.7 min" in block
+    assert f"**{now / 40:.2f}** of that time" in block
+    with pytest.raises(test_times.LogError, match="needs --baseline_commit"):
+        test_times.main([str(two_sessions), "--baseline_log", str(old)])

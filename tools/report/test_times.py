@@ -18,6 +18,8 @@ def markdown(root):
              + (f" ({record['note']})" if record.get("note") else "")
              + f": `{record['command']}`, then `python -m tools.test_times LOG "
                f"--json {RECORD}`.", ""]
+    if record.get("baseline"):
+        lines += [baseline_sentence(record), ""]
     for half in record["halves"]:
         counts = ", ".join(f"{n:,} {kind}" for kind, n in half["counts"].items())
         total = sum(f["seconds"] for f in half["folders"].values()) or 1.0
@@ -32,3 +34,15 @@ def markdown(root):
         lines += [f"| `{t['test']}` | {t['seconds']:.0f} |" for t in half["slowest"][:SHOWN]]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def baseline_sentence(record):
+    """This command's time against the baseline's, both summed over their pytest sessions."""
+    base = record["baseline"]
+    then = sum(h["seconds"] for h in base["halves"])
+    now = sum(h["seconds"] for h in record["halves"])
+    tests = sum(h["counts"].get("passed", 0) for h in base["halves"])
+    return (f"Side by side on the same machine, the README's test command of "
+            f"`{base['commit']}` (`{base['command']}`; {tests:,} tests passed) took "
+            f"{then / 60:.1f} min and this one {now / 60:.1f} min (both halves' pytest time, "
+            f"without the install): **{now / then:.2f}** of that time.")
