@@ -41,8 +41,8 @@ def baseline_sentence(record):
     base = record["baseline"]
     then = sum(h["seconds"] for h in base["halves"])
     now = sum(h["seconds"] for h in record["halves"])
-    tests = sum(h["counts"].get("passed", 0) for h in base["halves"])
+    tests = " + ".join(f"{h['counts'].get('passed', 0):,}" for h in base["halves"])
     return (f"Side by side on the same machine, the README's test command of "
-            f"`{base['commit']}` (`{base['command']}`; {tests:,} tests passed) took "
+            f"`{base['commit']}` (`{base['command']}`; {tests} tests passed) took "
             f"{then / 60:.1f} min and this one {now / 60:.1f} min (both halves' pytest time, "
             f"without the install): **{now / then:.2f}** of that time.")
