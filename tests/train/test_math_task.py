@@ -204,6 +204,42 @@ def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
         cells("--answer_buckets")
 
 
+def test_nolength_buckets_batch_the_training_data_plainly(monkeypatch):
+    """``--nolength_buckets``: shuffled batches of the split's order, each padded to its own
+    longest question, whose questions span the length buckets (with the default a batch's
+    questions fall in one bucket); every example once a pass. Refused with
+    ``--answer_buckets`` and on JAX."""
+    import train.math
+    from tests.data.tiny_math import random_split
+    from tpr_keras.data.mathematics import DEFAULT_BUCKET_BOUNDARIES
+    from train import backend
+    from train.errors import UsageError
+
+    split = random_split(200, (3, 120), (1, 20))
+
+    def batches(*argv):
+        task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
+                                                    *argv]))
+        task.resolve_recipe()
+        task.data, task.validation, task.module_weights = (
+            types.SimpleNamespace(train=split), split, None)
+        return [(f["source"].numpy() != 0).sum(1) for f, _ in
+                task.training_data(None, on_jax=False)[0](0)]
+
+    def buckets(lengths):
+        return len(set(np.digitize(lengths, DEFAULT_BUCKET_BOUNDARIES)))
+
+    plain, bucketed = batches("--nolength_buckets"), batches()
+    assert max(buckets(b) for b in plain) > 1
+    assert {buckets(b) for b in bucketed} == {1}
+    assert sum(len(b) for b in plain) == sum(len(b) for b in bucketed) == 200
+    with pytest.raises(UsageError, match="--answer_buckets batches by a grid"):
+        batches("--nolength_buckets", "--answer_buckets")
+    monkeypatch.setattr(backend, "keras_backend", lambda: "jax")
+    with pytest.raises(UsageError, match="whose batches pad to a few fixed shapes"):
+        batches("--nolength_buckets")
+
+
 def test_the_curve_and_the_final_table_share_one_compiled_decoder(monkeypatch):
     """``_accuracy`` makes one scorer per model for the run (the curve's after every
     epoch, the final table's): the same model gets the same one, another model its own."""

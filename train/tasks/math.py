@@ -154,6 +154,13 @@ class MathTask(TrainTask):
             raise UsageError("--answer_buckets batches by a grid of lengths in tf.data and "
                              "Keras runs on JAX (KERAS_BACKEND=jax), whose batches pad to a "
                              "few fixed shapes: leave --answer_buckets out")
+        if not flags.length_buckets and (flags.answer_buckets
+                                         or backend.keras_backend() == "jax"):
+            raise UsageError("--nolength_buckets batches plainly in tf.data, and "
+                             + ("--answer_buckets batches by a grid of lengths: give one of "
+                                "them" if flags.answer_buckets else
+                                "Keras runs on JAX (KERAS_BACKEND=jax), whose batches pad "
+                                "to a few fixed shapes: leave --nolength_buckets out"))
         for flag in ("length_groups", "target_groups", "group_multiple"):
             if getattr(flags, flag) > 1 and backend.keras_backend() == "jax":
                 # The groups' shapes are known only as the step runs.
@@ -247,6 +254,8 @@ class MathTask(TrainTask):
             def train_fn(epoch):
                 buckets = ({"bucket_boundaries": self.recipe["bucket_boundaries"]}
                            if "bucket_boundaries" in self.recipe else {})
+                if not flags.length_buckets:  # plain batches, the authors' batching
+                    buckets = {"bucket_boundaries": None}
                 if flags.answer_buckets:
                     buckets = {"bucket_boundaries": mathematics.GRID_BUCKET_BOUNDARIES,
                                "answer_bucket_boundaries": mathematics.GRID_ANSWER_BOUNDARIES}
