@@ -166,6 +166,31 @@ def math_bench_block(name):
     return block
 
 
+def _useful_work(bench, batch_set):
+    """How much work an example of ``batch_set`` is against one of the baseline's set: the
+    ratio of their matmul FLOPs per example on the examples' own lengths (a set drawn from
+    the bucketed batches holds other questions than the same batches: longer or shorter
+    ones). None when the JSON does not count them."""
+    sets = bench.get("batch_sets", {})
+    baseline = bench["configs"].get(bench["baseline"], {}).get("batches", "same")
+    try:
+        return (sets[batch_set]["useful_flops_per_example"]
+                / sets[baseline]["useful_flops_per_example"])
+    except KeyError:
+        return None
+
+
+def _modules_said(bench):
+    """Which questions an authors-step bench drew its batches from, and how long the
+    batches pad on average (question / decoder input, characters)."""
+    modules = bench.get("modules", "")
+    said = ("all 56 modules" if modules == "all" else
+            f"{len(modules.split(','))} modules" if modules else "the default modules")
+    padded = ", ".join(f"{name} {s['mean_source_length']:.0f}/{s['mean_target_length']:.0f}"
+                       for name, s in bench.get("batch_sets", {}).items())
+    return f"Questions of {said}" + (f" (padded lengths: {padded})" if padded else "")
+
+
 def authors_step_block(name):
     """A generator of ``results/bench/<name>.json``'s table (``bench/math_authors_step.py``):
     each configuration's rate on the CPU clock and its ratio to the authors' step in every
@@ -173,20 +198,25 @@ def authors_step_block(name):
     def block(root):
         bench = _load(root, "results", "bench", f"{name}.json")
         lines = ["| step | batches | examples per CPU s | ratio to the authors' step, per "
-                 "round | median | of the matmul peak | peak RSS MiB |",
-                 "|---|---|---:|---|---:|---:|---:|"]
+                 "round | median | median per useful FLOP | of the matmul peak | "
+                 "peak RSS MiB |",
+                 "|---|---|---:|---|---:|---:|---:|---:|"]
         for config, c in bench["configs"].items():
             median = statistics.median(c["cpu"]["ratio_to_baseline_rounds"])
             each = ", ".join(f"{r:.2f}" for r in c["cpu"]["ratio_to_baseline_rounds"])
+            work = _useful_work(bench, c["batches"])
             lines.append(f"| `{config}` | {c['batches']} | "
                          f"{c['cpu']['examples_per_second']:,.0f} | "
                          f"{'1' if config == bench['baseline'] else each} | "
-                         f"{median:.2f}× | {c['cpu']['fraction_of_matmul_peak']:.0%} | "
+                         f"{median:.2f}× | "
+                         + ("–" if work is None else f"{median * work:.2f}×") +
+                         f" | {c['cpu']['fraction_of_matmul_peak']:.0%} | "
                          f"{c['peak_rss_mib']:,.0f} |")
         load = bench["load_average_start"]
         load = load[0] if isinstance(load, list) else load
         vector = bench.get("cpu_vector_extension")
-        lines += ["", f"`{bench['preset']}`, batch {bench['batch_size']}, {bench['batches']} "
+        lines += ["", f"{_modules_said(bench)}; `{bench['preset']}`, batch "
+                  f"{bench['batch_size']}, {bench['batches']} "
                   f"batches per set, {bench['repeats']} rounds of {bench['seconds']:g} s "
                   f"per step, one thread each" + (f" of a CPU with {vector}" if vector else "")
                   + f"; load average {load:.1f} at the start. "
