@@ -173,11 +173,24 @@ def test_length_groups_split_the_training_steps_model_call(monkeypatch):
     assert task().flags.length_groups == 1  # the default runs on JAX
 
 
+def _training_lengths(split, *argv):
+    """``[(question lengths, answer lengths)]`` of the batches of one pass of ``train.math
+    --size tiny --batch_size 8 ARGV``'s TensorFlow training data over ``split``."""
+    import train.math
+
+    task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
+                                                *argv]))
+    task.resolve_recipe()
+    task.data, task.validation, task.module_weights = (
+        types.SimpleNamespace(train=split), split, None)
+    return [((f["source"].numpy() != 0).sum(1), (f["target_in"].numpy() != 0).sum(1))
+            for f, _ in task.training_data(None, on_jax=False)[0](0)]
+
+
 def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
     """``--answer_buckets``: each training batch holds one cell of the (question length,
     answer length) grid; without it a batch's answers span the grid's cells. Refused on
     JAX."""
-    import train.math
     from tests.data.tiny_math import random_split
     from tpr_keras.data.mathematics import GRID_ANSWER_BOUNDARIES, GRID_BUCKET_BOUNDARIES
     from train import backend
@@ -186,16 +199,9 @@ def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
     split = random_split(200, (3, 60), (1, 20))
 
     def cells(*argv):
-        task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
-                                                    *argv]))
-        task.resolve_recipe()
-        task.data, task.validation, task.module_weights = (
-            types.SimpleNamespace(train=split), split, None)
-        train_fn = task.training_data(None, on_jax=False)[0]
-        return [len(set(zip(np.digitize((f["source"].numpy() != 0).sum(1),
-                                         GRID_BUCKET_BOUNDARIES),
-                            np.digitize((f["target_in"].numpy() != 0).sum(1),
-                                        GRID_ANSWER_BOUNDARIES)))) for f, _ in train_fn(0)]
+        return [len(set(zip(np.digitize(questions, GRID_BUCKET_BOUNDARIES),
+                            np.digitize(answers, GRID_ANSWER_BOUNDARIES))))
+                for questions, answers in _training_lengths(split, *argv)]
 
     assert set(cells("--answer_buckets")) == {1}
     assert max(cells()) > 1
@@ -205,11 +211,10 @@ def test_answer_buckets_batch_the_training_data_by_the_length_grid(monkeypatch):
 
 
 def test_nolength_buckets_batch_the_training_data_plainly(monkeypatch):
-    """``--nolength_buckets``: shuffled batches of the split's order, each padded to its own
-    longest question, whose questions span the length buckets (with the default a batch's
-    questions fall in one bucket); every example once a pass. Refused with
-    ``--answer_buckets`` and on JAX."""
-    import train.math
+    """``--nolength_buckets``: shuffled batches, each padded to its own longest question,
+    whose questions span the length buckets (with the default a batch's questions fall in
+    one bucket); every example once a pass. Refused with ``--answer_buckets`` and on
+    JAX."""
     from tests.data.tiny_math import random_split
     from tpr_keras.data.mathematics import DEFAULT_BUCKET_BOUNDARIES
     from train import backend
@@ -217,27 +222,19 @@ def test_nolength_buckets_batch_the_training_data_plainly(monkeypatch):
 
     split = random_split(200, (3, 120), (1, 20))
 
-    def batches(*argv):
-        task = MathTask(train.math.command().parse(["--size", "tiny", "--batch_size", "8",
-                                                    *argv]))
-        task.resolve_recipe()
-        task.data, task.validation, task.module_weights = (
-            types.SimpleNamespace(train=split), split, None)
-        return [(f["source"].numpy() != 0).sum(1) for f, _ in
-                task.training_data(None, on_jax=False)[0](0)]
+    def buckets(*argv):
+        return [(len(questions), len(set(np.digitize(questions, DEFAULT_BUCKET_BOUNDARIES))))
+                for questions, _ in _training_lengths(split, *argv)]
 
-    def buckets(lengths):
-        return len(set(np.digitize(lengths, DEFAULT_BUCKET_BOUNDARIES)))
-
-    plain, bucketed = batches("--nolength_buckets"), batches()
-    assert max(buckets(b) for b in plain) > 1
-    assert {buckets(b) for b in bucketed} == {1}
-    assert sum(len(b) for b in plain) == sum(len(b) for b in bucketed) == 200
+    plain, bucketed = buckets("--nolength_buckets"), buckets()
+    assert max(count for _, count in plain) > 1
+    assert {count for _, count in bucketed} == {1}
+    assert sum(size for size, _ in plain) == sum(size for size, _ in bucketed) == 200
     with pytest.raises(UsageError, match="--answer_buckets batches by a grid"):
-        batches("--nolength_buckets", "--answer_buckets")
+        buckets("--nolength_buckets", "--answer_buckets")
     monkeypatch.setattr(backend, "keras_backend", lambda: "jax")
     with pytest.raises(UsageError, match="whose batches pad to a few fixed shapes"):
-        batches("--nolength_buckets")
+        buckets("--nolength_buckets")
 
 
 def test_the_curve_and_the_final_table_share_one_compiled_decoder(monkeypatch):
