@@ -154,13 +154,13 @@ class MathTask(TrainTask):
             raise UsageError("--answer_buckets batches by a grid of lengths in tf.data and "
                              "Keras runs on JAX (KERAS_BACKEND=jax), whose batches pad to a "
                              "few fixed shapes: leave --answer_buckets out")
-        if not flags.length_buckets and (flags.answer_buckets
-                                         or backend.keras_backend() == "jax"):
+        if not flags.length_buckets and flags.answer_buckets:
             raise UsageError("--nolength_buckets batches plainly in tf.data, and "
-                             + ("--answer_buckets batches by a grid of lengths: give one of "
-                                "them" if flags.answer_buckets else
-                                "Keras runs on JAX (KERAS_BACKEND=jax), whose batches pad "
-                                "to a few fixed shapes: leave --nolength_buckets out"))
+                             "--answer_buckets batches by a grid of lengths: give one of them")
+        if not flags.length_buckets and backend.keras_backend() == "jax":
+            raise UsageError("--nolength_buckets batches plainly in tf.data, and Keras runs "
+                             "on JAX (KERAS_BACKEND=jax), whose batches pad to a few fixed "
+                             "shapes: leave --nolength_buckets out")
         for flag in ("length_groups", "target_groups", "group_multiple"):
             if getattr(flags, flag) > 1 and backend.keras_backend() == "jax":
                 # The groups' shapes are known only as the step runs.
