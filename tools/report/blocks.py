@@ -162,6 +162,7 @@ BLOCKS = {
     "math-authors-step-all-48-m8-avx2":
         authors_step_block("math_authors_step_all_modules_48_batches_m8_avx2"),
     "math-authors-step-grid-avx2": authors_step_block("math_authors_step_grid_avx2"),
+    "math-authors-step-all-avx512": authors_step_block("math_authors_step_all_modules_avx512"),
     "serving-batching": serving_batching_block,
     "serving-soak": serving_soak.markdown,
     "tests-times": test_times.markdown,
